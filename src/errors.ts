@@ -1,0 +1,58 @@
+/**
+ * Errors with a stable `code`. PostgreSQL error codes are mapped in one place
+ * (`isRetryableDbError`), which decides what a loop may simply try again.
+ */
+
+export class JobvisorError extends Error {
+  readonly code: string;
+  constructor(code: string, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'JobvisorError';
+    this.code = code;
+  }
+}
+
+/** Bad input from a user: CLI arguments, enqueue options, payloads. Exit status 2. */
+export class InputError extends JobvisorError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('INPUT_INVALID', message, options);
+    this.name = 'InputError';
+  }
+}
+
+/** A configuration that cannot be used. Exit status 2. */
+export class ConfigError extends JobvisorError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('CONFIG_INVALID', message, options);
+    this.name = 'ConfigError';
+  }
+}
+
+/** SQLSTATE classes and codes a loop may retry after a pause. */
+const RETRYABLE_SQLSTATE = new Set([
+  '40001', // serialization_failure
+  '40P01', // deadlock_detected
+  '55P03', // lock_not_available
+  '57P01', // admin_shutdown (server restarting, or pg_terminate_backend)
+  '57P02', // crash_shutdown
+  '57P03', // cannot_connect_now (starting up)
+  '53300', // too_many_connections
+  '53400', // configuration_limit_exceeded
+  '08000', '08003', '08006', '08001', '08004', // connection exceptions
+]);
+const RETRYABLE_NODE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH']);
+
+/** True when the error is a lost connection, a restart or a transient conflict. */
+export function isRetryableDbError(err: unknown): boolean {
+  const e = err as { code?: string; message?: string } | undefined;
+  if (!e) return false;
+  if (e.code && (RETRYABLE_SQLSTATE.has(e.code) || RETRYABLE_NODE_CODES.has(e.code))) return true;
+  const message = e.message ?? '';
+  return /Connection terminated|connection timeout|Client has encountered a connection error|timeout exceeded when trying to connect|Client was closed/i.test(message);
+}
+
+/** A short description of an error for logs and last_error, never including a connection string. */
+export function describeError(err: unknown): string {
+  if (err instanceof Error) return `${err.name}: ${err.message}`;
+  return String(err);
+}

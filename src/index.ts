@@ -1,0 +1,10 @@
+/** jobvisor's application API. */
+export { enqueue, enqueueMany, validateJob } from './queue/enqueue.ts';
+export type { EnqueueOptions, EnqueueResult, JobSpec, PayloadOf, TaskPayloads } from './queue/enqueue.ts';
+export { PermanentError, RetryLaterError } from './worker/errors.ts';
+export type { JobInfo, Task, TaskContext } from './worker/types.ts';
+export { migrate } from './db/migrate.ts';
+export { loadConfig } from './config.ts';
+export type { Settings, QueueSettings, Schedule } from './config.ts';
+export { Supervisor } from './supervisor/supervisor.ts';
+export { InputError, ConfigError, JobvisorError } from './errors.ts';

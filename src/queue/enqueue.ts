@@ -1,0 +1,196 @@
+/**
+ * Enqueueing: one row per job, written with the caller's connection so the job
+ * commits or rolls back with the change that caused it. The insert trigger
+ * notifies supervisors once per statement.
+ *
+ * Input is checked completely before anything is sent, so a bad job never
+ * aborts the caller's transaction and a batch is never half-written.
+ */
+import type { Db } from '../db/pool.ts';
+import { parseDuration } from '../duration.ts';
+import { InputError } from '../errors.ts';
+import { prepared, run, type Store } from './sql.ts';
+import { checkPayload, checkName } from './validate.ts';
+
+/**
+ * Payload types of known kinds. Augment it to type your own tasks:
+ * `declare module 'jobvisor' { interface TaskPayloads { resize: { id: number } } }`
+ */
+export interface TaskPayloads {
+  welcome_email: { user_id: number };
+  thumbnail: { source: string; widths: number[]; outDir?: string };
+  daily_report: { day?: string };
+}
+
+export type PayloadOf<K extends string> = K extends keyof TaskPayloads ? TaskPayloads[K] : unknown;
+
+export interface EnqueueOptions {
+  queue?: string;
+  /** Lower runs first; default 0. */
+  priority?: number;
+  /** Not before this time (Date or ISO 8601 text). */
+  runAt?: Date | string;
+  /** Not before now + delay (ms, or a duration such as "10s"). */
+  delay?: number | string;
+  maxAttempts?: number;
+  /** At most one job per (kind, uniqueKey) while the row exists; a duplicate is skipped. */
+  uniqueKey?: string;
+  /** Schema of the jobs table; default "jobvisor". */
+  schema?: string;
+  /** Largest payload accepted, in bytes of JSON; default 1 MiB. */
+  maxPayloadBytes?: number;
+}
+
+export interface EnqueueResult {
+  /** The new job's id, or the existing job's id when a duplicate was skipped. */
+  id: string | null;
+  /** True when a job with the same kind and uniqueKey already existed. */
+  duplicate: boolean;
+}
+
+export interface JobSpec<K extends string = string> extends Omit<EnqueueOptions, 'schema' | 'maxPayloadBytes'> {
+  kind: K;
+  payload?: PayloadOf<K>;
+}
+
+export const DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024;
+const MAX_BATCH = 100_000;
+
+interface Row {
+  queue: string;
+  kind: string;
+  payload: string;
+  priority: number;
+  maxAttempts: number | null;
+  runAt: string | null;
+  delayMs: number | null;
+  uniqueKey: string | null;
+}
+
+/**
+ * Builds a validated row.
+ * @throws InputError naming the bad field.
+ */
+function toRow(kind: string, payload: unknown, options: Omit<EnqueueOptions, 'schema'>, where: string): Row {
+  checkName(`${where}kind`, kind);
+  const queue = options.queue ?? 'default';
+  checkName(`${where}queue`, queue);
+  const priority = options.priority ?? 0;
+  if (!Number.isInteger(priority) || Math.abs(priority) > 1_000_000) throw new InputError(`${where}priority must be an integer from -1000000 to 1000000, got ${String(priority)}`);
+  const maxAttempts = options.maxAttempts ?? null;
+  if (maxAttempts !== null && (!Number.isInteger(maxAttempts) || maxAttempts < 1 || maxAttempts > 1000)) throw new InputError(`${where}maxAttempts must be an integer from 1 to 1000, got ${String(maxAttempts)}`);
+  if (options.runAt !== undefined && options.delay !== undefined) throw new InputError(`${where}give runAt or delay, not both`);
+  let runAt: string | null = null;
+  if (options.runAt !== undefined) {
+    const date = options.runAt instanceof Date ? options.runAt : new Date(String(options.runAt));
+    if (Number.isNaN(date.getTime()) || (typeof options.runAt === 'string' && !/^\d{4}-\d{2}-\d{2}/.test(options.runAt))) throw new InputError(`${where}runAt "${String(options.runAt)}" is not an ISO 8601 date-time`);
+    if (date.getUTCFullYear() < 1970 || date.getUTCFullYear() > 9999) throw new InputError(`${where}runAt must be between 1970 and 9999`);
+    runAt = date.toISOString();
+  }
+  let delayMs: number | null = null;
+  if (options.delay !== undefined) {
+    try {
+      delayMs = parseDuration(options.delay);
+    } catch (err) {
+      throw new InputError(`${where}delay ${(err as Error).message}`);
+    }
+  }
+  let uniqueKey: string | null = null;
+  if (options.uniqueKey !== undefined && options.uniqueKey !== null) {
+    if (typeof options.uniqueKey !== 'string' || options.uniqueKey.length === 0 || options.uniqueKey.length > 1000) throw new InputError(`${where}uniqueKey must be a string of 1 to 1000 characters`);
+    if (options.uniqueKey.includes('\u0000') || !options.uniqueKey.isWellFormed()) throw new InputError(`${where}uniqueKey contains a NUL character or invalid UTF-16`);
+    uniqueKey = options.uniqueKey;
+  }
+  const text = checkPayload(`${where}payload`, payload === undefined ? {} : payload, options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES);
+  return { queue, kind, payload: text, priority, maxAttempts, runAt, delayMs, uniqueKey };
+}
+
+/**
+ * Checks a job without writing it.
+ * @throws InputError naming the bad field.
+ */
+export function validateJob(kind: string, payload: unknown, options: Omit<EnqueueOptions, 'schema'> = {}): void {
+  toRow(kind, payload, options, '');
+}
+
+// One statement for one job or many: arrays through unnest, so a batch is one
+// round trip and one NOTIFY. NULLs take the column defaults.
+const INSERT_JOBS = prepared('insert_jobs', `
+INSERT INTO jobvisor.jobs (queue, kind, payload, priority, max_attempts, run_at, unique_key)
+SELECT j.queue, j.kind, j.payload, j.priority, coalesce(j.max_attempts, 8),
+       coalesce(j.run_at, now() + coalesce(j.delay_ms, 0) * interval '1 millisecond'), j.unique_key
+  FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::int[], $5::int[], $6::timestamptz[], $7::float8[], $8::text[])
+       AS j(queue, kind, payload, priority, max_attempts, run_at, delay_ms, unique_key)
+ON CONFLICT (kind, unique_key) WHERE unique_key IS NOT NULL DO NOTHING
+RETURNING id, kind, unique_key`);
+
+const FIND_UNIQUE = prepared('find_unique', `
+SELECT id, kind, unique_key FROM jobvisor.jobs j
+ WHERE (kind, unique_key) IN (SELECT * FROM unnest($1::text[], $2::text[]))
+   AND unique_key IS NOT NULL`);
+
+async function insertRows(store: Store, rows: Row[]): Promise<EnqueueResult[]> {
+  const inserted = await run<{ id: string; kind: string; unique_key: string | null }>(store, INSERT_JOBS, [
+    rows.map((r) => r.queue), rows.map((r) => r.kind), rows.map((r) => r.payload), rows.map((r) => r.priority),
+    rows.map((r) => r.maxAttempts), rows.map((r) => r.runAt), rows.map((r) => r.delayMs), rows.map((r) => r.uniqueKey),
+  ]);
+  // Rows come back in insertion order; keyed rows are matched by key so that
+  // skipped duplicates can report the id of the job that already exists.
+  const byKey = new Map<string, string>();
+  const plain: string[] = [];
+  for (const r of inserted) {
+    if (r.unique_key === null) plain.push(r.id);
+    else byKey.set(keyOf(r.kind, r.unique_key), r.id);
+  }
+  const missing = rows.filter((r) => r.uniqueKey !== null && !byKey.has(keyOf(r.kind, r.uniqueKey)));
+  const existing = new Map<string, string>();
+  if (missing.length > 0) {
+    const found = await run<{ id: string; kind: string; unique_key: string }>(store, FIND_UNIQUE, [missing.map((r) => r.kind), missing.map((r) => r.uniqueKey)]);
+    for (const r of found) existing.set(keyOf(r.kind, r.unique_key), r.id);
+  }
+  let next = 0;
+  const seen = new Set<string>();
+  return rows.map((r) => {
+    if (r.uniqueKey === null) return { id: plain[next++] ?? null, duplicate: false };
+    const key = keyOf(r.kind, r.uniqueKey);
+    const id = byKey.get(key);
+    // The same key twice in one batch: the first is inserted, the second is a duplicate.
+    if (id !== undefined && !seen.has(key)) {
+      seen.add(key);
+      return { id, duplicate: false };
+    }
+    return { id: id ?? existing.get(key) ?? null, duplicate: true };
+  });
+}
+
+function keyOf(kind: string, key: string): string {
+  return `${kind}\u0000${key}`;
+}
+
+/**
+ * Enqueues one job with `db`: a pg Pool, a Client, or a client inside the
+ * caller's open transaction (the job then commits or rolls back with it).
+ * @returns the job id, or `{ duplicate: true }` with the existing id when uniqueKey matched.
+ * @throws InputError (code INPUT_INVALID) before anything is written, for bad input.
+ */
+export async function enqueue<K extends string>(db: Db, kind: K, payload: PayloadOf<K>, options: EnqueueOptions = {}): Promise<EnqueueResult> {
+  const row = toRow(kind, payload, options, '');
+  const [result] = await insertRows({ db, schema: options.schema ?? 'jobvisor' }, [row]);
+  return result as EnqueueResult;
+}
+
+/**
+ * Enqueues many jobs in one statement (all or nothing).
+ * @returns one result per job, in order.
+ * @throws InputError naming the index and field of the first bad job; nothing is written.
+ */
+export async function enqueueMany(db: Db, jobs: JobSpec[], options: { schema?: string; maxPayloadBytes?: number } = {}): Promise<EnqueueResult[]> {
+  if (!Array.isArray(jobs)) throw new InputError('jobs must be an array');
+  if (jobs.length === 0) return [];
+  if (jobs.length > MAX_BATCH) throw new InputError(`at most ${MAX_BATCH} jobs per enqueueMany call, got ${jobs.length}`);
+  const rows = jobs.map((job, i) => {
+    if (typeof job !== 'object' || job === null) throw new InputError(`jobs[${i}] must be an object`);
+    return toRow(job.kind, job.payload, { ...job, maxPayloadBytes: options.maxPayloadBytes }, `jobs[${i}].`);
+  });
+  return insertRows({ db, schema: options.schema ?? 'jobvisor' }, rows);
+}

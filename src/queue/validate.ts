@@ -1,0 +1,63 @@
+/**
+ * Limits on what a job may carry, checked before anything reaches the database.
+ * Kinds and queue names become file names and label values, so they are plain
+ * identifiers; payloads are any JSON value PostgreSQL's jsonb can store.
+ */
+import { InputError } from '../errors.ts';
+
+const NAME = /^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,199}$/;
+export const MAX_PAYLOAD_DEPTH = 100;
+
+/** @throws InputError when `value` is not 1-200 letters, digits, _ . : - (not starting with . : -). */
+export function checkName(field: string, value: unknown): asserts value is string {
+  if (typeof value !== 'string' || !NAME.test(value)) {
+    const shown = typeof value === 'string' ? JSON.stringify(value.length > 60 ? `${value.slice(0, 60)}…` : value) : typeof value;
+    throw new InputError(`${field} ${shown} is not valid: use 1-200 letters, digits and _ . : - (starting with a letter, digit or _)`);
+  }
+}
+
+/**
+ * Serialises a payload to JSON text.
+ * @throws InputError when it is not JSON, too large, too deep, or holds text jsonb rejects.
+ */
+export function checkPayload(field: string, payload: unknown, maxBytes: number): string {
+  walk(field, payload, 0);
+  const text = JSON.stringify(payload);
+  if (text === undefined) throw new InputError(`${field} is not a JSON value`);
+  const bytes = Buffer.byteLength(text);
+  if (bytes > maxBytes) throw new InputError(`${field} is ${bytes} bytes of JSON; the limit is ${maxBytes} (store large data elsewhere and pass its id)`);
+  return text;
+}
+
+function walk(field: string, value: unknown, depth: number): void {
+  if (depth > MAX_PAYLOAD_DEPTH) throw new InputError(`${field} is nested deeper than ${MAX_PAYLOAD_DEPTH} levels`);
+  switch (typeof value) {
+    case 'string':
+      checkText(field, value);
+      return;
+    case 'number':
+      if (!Number.isFinite(value)) throw new InputError(`${field} holds ${value}, which JSON cannot represent`);
+      return;
+    case 'boolean':
+      return;
+    case 'object':
+      if (value === null) return;
+      if (Array.isArray(value)) {
+        for (const item of value) walk(field, item, depth + 1);
+        return;
+      }
+      if (typeof (value as { toJSON?: unknown }).toJSON === 'function') return; // Date and friends serialise themselves
+      for (const [key, item] of Object.entries(value)) {
+        checkText(field, key);
+        if (item !== undefined && typeof item !== 'function') walk(field, item, depth + 1);
+      }
+      return;
+    default:
+      throw new InputError(`${field} holds a ${typeof value}, which is not JSON`);
+  }
+}
+
+function checkText(field: string, text: string) {
+  if (text.includes('\u0000')) throw new InputError(`${field} contains a NUL character (\\u0000), which PostgreSQL cannot store`);
+  if (!text.isWellFormed()) throw new InputError(`${field} contains invalid UTF-16 (a lone surrogate)`);
+}

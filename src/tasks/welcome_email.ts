@@ -1,0 +1,58 @@
+/**
+ * welcome_email: the idempotency recipe. The "send" (here a log line; in real
+ * life an e-mail API call) and the record that it happened commit together:
+ * `INSERT … ON CONFLICT DO NOTHING` into emails_sent decides, inside one
+ * transaction, whether this attempt is the one that sends. A retry after a
+ * crash, or a second delivery of the same job, finds the row and skips.
+ *
+ * With a real e-mail API the send cannot roll back; then send with the
+ * provider's idempotency key (e.g. `welcome-<user_id>`) so a resend after a
+ * crash between "sent" and "committed" is deduplicated by the provider.
+ *
+ * `WELCOME_EMAIL_FAILURE_RATE` (0..1, default 0) makes attempts fail at random
+ * before sending, for the demo's retry practice.
+ */
+import type { TaskContext } from '../worker/types.ts';
+import { PermanentError } from '../worker/errors.ts';
+
+const FAILURE_RATE = Number(process.env.WELCOME_EMAIL_FAILURE_RATE ?? 0);
+let tableReady: Promise<unknown> | undefined;
+
+/** Creates emails_sent once per thread; replicas racing to create it is fine. */
+function ensureTable(ctx: TaskContext): Promise<unknown> {
+  tableReady ??= ctx.db
+    .query('CREATE TABLE IF NOT EXISTS public.emails_sent (user_id bigint PRIMARY KEY, job_id bigint NOT NULL, sent_at timestamptz NOT NULL DEFAULT now())')
+    .catch((err: { code?: string }) => {
+      if (err.code !== '42P07' && err.code !== '23505') {
+        tableReady = undefined;
+        throw err;
+      }
+    });
+  return tableReady;
+}
+
+export default async function welcomeEmail(payload: { user_id?: unknown }, ctx: TaskContext): Promise<{ sent: boolean }> {
+  const userId = payload?.user_id;
+  if (!Number.isSafeInteger(userId) || (userId as number) <= 0) throw new PermanentError(`payload.user_id must be a positive integer, got ${JSON.stringify(userId)}`);
+  if (Math.random() < FAILURE_RATE) throw new Error('mail server unavailable (simulated failure)');
+  await ensureTable(ctx);
+  const client = await ctx.db.connect();
+  try {
+    await client.query('BEGIN');
+    const inserted = await client.query('INSERT INTO public.emails_sent (user_id, job_id) VALUES ($1, $2) ON CONFLICT (user_id) DO NOTHING', [userId, ctx.job.id]);
+    if (inserted.rowCount === 0) {
+      await client.query('ROLLBACK');
+      ctx.log.info({ userId }, 'welcome email already sent, skipping');
+      return { sent: false };
+    }
+    ctx.signal.throwIfAborted();
+    ctx.log.info({ userId }, 'welcome email sent');
+    await client.query('COMMIT');
+    return { sent: true };
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw err;
+  } finally {
+    client.release();
+  }
+}

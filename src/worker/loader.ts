@@ -1,0 +1,76 @@
+/**
+ * Finds and loads the task module for a kind, once per thread.
+ *
+ * Look-up order: the user's folder (`tasks.dir`), then the built-in tasks, each
+ * as `<kind>.js`, `<kind>.mjs`, `<kind>.ts`. A user task of the same name as a
+ * built-in replaces it. `.ts` files need tsx: present in development, absent
+ * from the production image (compile your tasks there).
+ */
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { Task } from './types.ts';
+
+const KIND = /^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,199}$/;
+const EXTENSIONS = ['.js', '.mjs', '.ts'];
+
+/** A task error that no retry can fix (set on errors crossing to the supervisor). */
+export class TaskLoadError extends Error {
+  constructor(message: string, readonly permanent: boolean, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'TaskLoadError';
+  }
+}
+
+export function createLoader(dirs: string[]) {
+  const cache = new Map<string, Promise<Task>>();
+  let tsxReady: Promise<void> | undefined;
+
+  async function load(kind: string): Promise<Task> {
+    if (!KIND.test(kind)) throw new TaskLoadError(`kind ${JSON.stringify(kind)} is not a valid task name`, true);
+    const file = find(kind);
+    if (!file) {
+      // Not permanent: during a rolling deploy the new task may exist on a newer supervisor.
+      throw new TaskLoadError(`no task for kind "${kind}" (looked for ${kind}{${EXTENSIONS.join(',')}} in ${dirs.join(', ')})`, false);
+    }
+    const url = pathToFileURL(file).href;
+    let mod: { default?: unknown };
+    try {
+      mod = (await import(url)) as typeof mod;
+    } catch (err) {
+      if ((err as { code?: string }).code !== 'ERR_UNKNOWN_FILE_EXTENSION') throw err;
+      // A .ts task in a thread without a TypeScript loader: bring tsx in once.
+      tsxReady ??= import('tsx/esm/api').then((m) => void m.register(), (cause) => {
+        throw new TaskLoadError(`task ${file} is TypeScript but tsx is not installed: compile it to .js`, false, { cause });
+      });
+      await tsxReady;
+      mod = (await import(url)) as typeof mod;
+    }
+    if (typeof mod.default !== 'function') throw new TaskLoadError(`task ${file} has no default export function`, false);
+    return mod.default as Task;
+  }
+
+  function find(kind: string): string | undefined {
+    for (const dir of dirs) {
+      for (const ext of EXTENSIONS) {
+        const file = path.join(dir, kind + ext);
+        if (existsSync(file)) return file;
+      }
+    }
+    return undefined;
+  }
+
+  return {
+    /** The task for `kind`. @throws TaskLoadError when missing, invalid or not loadable. */
+    get(kind: string): Promise<Task> {
+      let task = cache.get(kind);
+      if (!task) {
+        task = load(kind);
+        // A failed load is retried on the next job rather than cached forever.
+        task.catch(() => cache.delete(kind));
+        cache.set(kind, task);
+      }
+      return task;
+    },
+  };
+}

@@ -1,0 +1,36 @@
+/**
+ * Argument parsing on node:util parseArgs, strict: an unknown option or a
+ * missing value is bad usage (exit 2) with a one-line message.
+ */
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { InputError } from '../errors.ts';
+
+export interface Parsed {
+  values: Record<string, string | boolean | string[] | boolean[] | undefined>;
+  positionals: string[];
+}
+
+export function parse(argv: string[], options: NonNullable<ParseArgsConfig['options']>, command: string): Parsed {
+  try {
+    return parseArgs({ args: argv, options, allowPositionals: true, strict: true }) as Parsed;
+  } catch (err) {
+    const message = (err as Error).message.split('\n')[0]?.replace(/\. To specify a positional argument.*$/, '') ?? 'bad arguments';
+    throw new InputError(`${command}: ${message}`);
+  }
+}
+
+export function integer(name: string, value: string | undefined, min: number, max: number): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^-?\d+$/.test(value.trim())) throw new InputError(`${name} must be an integer, got ${JSON.stringify(value)}`);
+  const n = Number(value);
+  if (n < min || n > max) throw new InputError(`${name} must be from ${min} to ${max}, got ${value}`);
+  return n;
+}
+
+export function jobIds(values: string[]): string[] {
+  if (values.length === 0) throw new InputError('give at least one job id');
+  return values.map((v) => {
+    if (!/^\d{1,18}$/.test(v) || BigInt(v) <= 0n) throw new InputError(`job id must be a positive integer, got ${JSON.stringify(v)}`);
+    return BigInt(v).toString();
+  });
+}

@@ -1,0 +1,66 @@
+/**
+ * What every command needs: validated settings, a logger, and a database URL
+ * (the configured one, or the embedded development server, started on demand).
+ */
+import pg from 'pg';
+import { loadConfig, type Settings } from '../config.ts';
+import { ensureEmbeddedPostgres, type EmbeddedServer } from '../db/embedded.ts';
+import { createPool } from '../db/pool.ts';
+import { createLogger, type Logger } from '../log.ts';
+
+export interface CommandContext {
+  settings: Settings;
+  log: Logger;
+  databaseUrl: string;
+  embedded: EmbeddedServer | null;
+  pool: pg.Pool;
+  /** Ends the pool and stops the embedded server if this command started it. */
+  close(): Promise<void>;
+}
+
+const EMBEDDED_DATABASE = 'jobvisor';
+
+/**
+ * @param logTo 1 for commands whose stdout is a log (start), 2 for commands whose stdout is their answer.
+ */
+export async function openContext(options: { logTo: 1 | 2; logLevel?: string; keepEmbedded?: boolean; settings?: Settings }): Promise<CommandContext> {
+  const settings = options.settings ?? loadConfig();
+  const log = createLogger({ level: options.logLevel ?? settings.log.level, fd: options.logTo });
+  let embedded: EmbeddedServer | null = null;
+  let databaseUrl = settings.database.url;
+  if (!databaseUrl) {
+    embedded = await ensureEmbeddedPostgres({ dir: settings.database.embedded.dir, port: settings.database.embedded.port, log });
+    databaseUrl = await ensureDatabase(embedded.url, EMBEDDED_DATABASE);
+  }
+  const pool = createPool(databaseUrl, { max: settings.database.poolSize, log });
+  return {
+    settings,
+    log,
+    databaseUrl,
+    embedded,
+    pool,
+    async close() {
+      await pool.end().catch(() => {});
+      if (embedded?.startedHere && !options.keepEmbedded) await embedded.stop();
+    },
+  };
+}
+
+/** Creates `name` on the server of `serverUrl` if missing; returns its URL. */
+export async function ensureDatabase(serverUrl: string, name: string): Promise<string> {
+  const client = new pg.Client({ connectionString: serverUrl });
+  await client.connect();
+  try {
+    const exists = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+    if (exists.rowCount === 0) {
+      await client.query(`CREATE DATABASE "${name.replace(/"/g, '""')}"`).catch((err: { code?: string }) => {
+        if (err.code !== '42P04') throw err; // created by a concurrent command
+      });
+    }
+  } finally {
+    await client.end();
+  }
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
+}

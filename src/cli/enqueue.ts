@@ -1,0 +1,66 @@
+/**
+ * `jobvisor enqueue KIND [JSON] [--queue Q] [--priority N] [--run-at ISO | --delay 10s]
+ *                   [--max-attempts N] [--unique-key K] [--json]`
+ * Prints the new job's id. A duplicate unique key is reported as skipped (exit 0).
+ * Every argument is checked before connecting: bad input writes nothing.
+ */
+import { InputError } from '../errors.ts';
+import { loadConfig } from '../config.ts';
+import { enqueue, validateJob, type EnqueueOptions } from '../queue/enqueue.ts';
+import { integer, parse } from './args.ts';
+import { openContext } from './context.ts';
+
+export async function enqueueCommand(argv: string[]): Promise<number> {
+  const { values, positionals } = parse(argv, {
+    queue: { type: 'string' },
+    priority: { type: 'string' },
+    'run-at': { type: 'string' },
+    delay: { type: 'string' },
+    'max-attempts': { type: 'string' },
+    'unique-key': { type: 'string' },
+    json: { type: 'boolean' },
+  }, 'enqueue');
+  const [kind, json, ...extra] = positionals;
+  if (!kind) throw new InputError('enqueue: missing KIND (usage: jobvisor enqueue KIND [JSON] [options])');
+  if (extra.length > 0) throw new InputError(`enqueue: unexpected argument ${JSON.stringify(extra[0])} (quote the JSON payload as one argument)`);
+  let payload: unknown = {};
+  if (json !== undefined) {
+    try {
+      payload = JSON.parse(json);
+    } catch (err) {
+      throw new InputError(`enqueue: payload is not valid JSON: ${(err as Error).message}`);
+    }
+  }
+  const options: EnqueueOptions = {
+    queue: values.queue as string | undefined,
+    priority: integer('--priority', values.priority as string | undefined, -1_000_000, 1_000_000),
+    runAt: values['run-at'] as string | undefined,
+    delay: values.delay as string | undefined,
+    maxAttempts: integer('--max-attempts', values['max-attempts'] as string | undefined, 1, 1000),
+    uniqueKey: values['unique-key'] as string | undefined,
+  };
+  if (options.runAt !== undefined && options.delay !== undefined) throw new InputError('enqueue: give --run-at or --delay, not both');
+  if (typeof options.runAt === 'string' && !/^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/.test(options.runAt)) {
+    throw new InputError(`enqueue: --run-at ${JSON.stringify(options.runAt)} is not an ISO 8601 date-time (e.g. 2026-12-01T09:00:00Z)`);
+  }
+  // The whole job is validated here, before any connection is opened.
+  const settings = loadConfig();
+  validateJob(kind, payload, { ...options, maxPayloadBytes: settings.jobs.maxPayloadBytes });
+  const ctx = await openContext({ logTo: 2, logLevel: 'warn', settings });
+  try {
+    const result = await enqueue(ctx.pool, kind, payload, {
+      ...options,
+      maxAttempts: options.maxAttempts ?? ctx.settings.jobs.maxAttempts,
+      schema: ctx.settings.database.schema,
+      maxPayloadBytes: ctx.settings.jobs.maxPayloadBytes,
+    });
+    if (values.json) process.stdout.write(`${JSON.stringify(result)}\n`);
+    else if (result.duplicate) {
+      process.stdout.write(`${result.id ?? ''}\n`);
+      process.stderr.write(`skipped: a ${kind} job with unique key ${JSON.stringify(options.uniqueKey)} already exists (id ${result.id ?? 'unknown'})\n`);
+    } else process.stdout.write(`${result.id}\n`);
+    return 0;
+  } finally {
+    await ctx.close();
+  }
+}

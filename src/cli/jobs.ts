@@ -1,0 +1,95 @@
+/**
+ * `jobvisor jobs list [--status S] [--kind K] [--queue Q] [--limit N] [--json]`
+ * `jobvisor jobs retry ID... | --failed [--kind K]`
+ * `jobvisor jobs cancel ID...`
+ * retry and cancel exit 1 when some id could not be changed, and say why.
+ */
+import { InputError } from '../errors.ts';
+import { cancelJobs, listJobs, retryFailedJobs, retryJobs, statusOf } from '../queue/admin.ts';
+import type { Store } from '../queue/sql.ts';
+import { checkName } from '../queue/validate.ts';
+import { integer, jobIds, parse } from './args.ts';
+import { openContext } from './context.ts';
+import { table } from './table.ts';
+
+const STATUSES = ['pending', 'running', 'done', 'failed', 'cancelled'];
+
+export async function jobsCommand(argv: string[]): Promise<number> {
+  const [sub, ...rest] = argv;
+  switch (sub) {
+    case 'list':
+      return list(rest);
+    case 'retry':
+      return retry(rest);
+    case 'cancel':
+      return cancel(rest);
+    default:
+      throw new InputError(`jobs: unknown subcommand ${JSON.stringify(sub ?? '')} (use list, retry or cancel)`);
+  }
+}
+
+async function withStore<T>(fn: (store: Store) => Promise<T>): Promise<T> {
+  const ctx = await openContext({ logTo: 2, logLevel: 'warn' });
+  try {
+    return await fn({ db: ctx.pool, schema: ctx.settings.database.schema });
+  } finally {
+    await ctx.close();
+  }
+}
+
+async function list(argv: string[]): Promise<number> {
+  const { values, positionals } = parse(argv, { status: { type: 'string' }, kind: { type: 'string' }, queue: { type: 'string' }, limit: { type: 'string' }, json: { type: 'boolean' } }, 'jobs list');
+  if (positionals.length > 0) throw new InputError(`jobs list: unexpected argument ${JSON.stringify(positionals[0])}`);
+  const status = values.status as string | undefined;
+  if (status !== undefined && !STATUSES.includes(status)) throw new InputError(`jobs list: --status must be one of ${STATUSES.join(', ')}, got ${JSON.stringify(status)}`);
+  if (values.kind !== undefined) checkName('--kind', values.kind);
+  if (values.queue !== undefined) checkName('--queue', values.queue);
+  const limit = integer('--limit', values.limit as string | undefined, 1, 10_000) ?? 50;
+  const rows = await withStore((store) => listJobs(store, { status, kind: values.kind as string | undefined, queue: values.queue as string | undefined, limit }));
+  if (values.json) {
+    for (const r of rows) process.stdout.write(`${JSON.stringify(r)}\n`);
+    return 0;
+  }
+  if (rows.length === 0) {
+    process.stdout.write('no jobs\n');
+    return 0;
+  }
+  process.stdout.write(table(
+    ['id', 'queue', 'kind', 'status', 'attempts', 'run_at', 'last_error'],
+    rows.map((r) => [r.id, r.queue, r.kind, r.status, `${r.attempts}/${r.max_attempts}`, r.run_at.toISOString(), (r.last_error ?? '').split('\n')[0]?.slice(0, 80) ?? '']),
+  ));
+  return 0;
+}
+
+async function retry(argv: string[]): Promise<number> {
+  const { values, positionals } = parse(argv, { failed: { type: 'boolean' }, kind: { type: 'string' } }, 'jobs retry');
+  if (values.failed) {
+    if (positionals.length > 0) throw new InputError('jobs retry: give job ids or --failed, not both');
+    if (values.kind !== undefined) checkName('--kind', values.kind);
+    const ids = await withStore((store) => retryFailedJobs(store, values.kind as string | undefined));
+    process.stdout.write(`retried ${ids.length} failed job(s)\n`);
+    return 0;
+  }
+  if (values.kind !== undefined) throw new InputError('jobs retry: --kind goes with --failed');
+  const ids = jobIds(positionals);
+  return withStore(async (store) => report('retried', ids, await retryJobs(store, ids), await statusOf(store, ids), 'only failed or cancelled jobs can be retried'));
+}
+
+async function cancel(argv: string[]): Promise<number> {
+  const { positionals } = parse(argv, {}, 'jobs cancel');
+  const ids = jobIds(positionals);
+  return withStore(async (store) => report('cancelled', ids, await cancelJobs(store, ids), await statusOf(store, ids), 'only pending or running jobs can be cancelled'));
+}
+
+function report(verb: string, asked: string[], changed: string[], statuses: Map<string, string>, rule: string): number {
+  const done = new Set(changed);
+  if (changed.length > 0) process.stdout.write(`${verb}: ${changed.join(' ')}\n`);
+  let failures = 0;
+  for (const id of asked) {
+    if (done.has(id)) continue;
+    failures++;
+    const status = statuses.get(id);
+    process.stderr.write(status === undefined ? `job ${id}: not found\n` : `job ${id}: is ${status}; ${rule}\n`);
+  }
+  return failures === 0 ? 0 : 1;
+}

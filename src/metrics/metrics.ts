@@ -1,0 +1,51 @@
+/**
+ * Every metric jobvisor exports, defined in one place on a registry that is not
+ * global: each supervisor (and each test) gets a fresh one and can list the names.
+ *
+ * Database gauges (`jobvisor_jobs`, `jobvisor_oldest_pending_seconds`) are global
+ * facts that every replica reports: aggregate them with `max`, never `sum`.
+ * Counters and histograms are per process: aggregate them with `sum`.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+const JOB_LABELS = ['queue', 'kind'] as const;
+/** Seconds: from 1 ms to about 17 minutes. */
+const DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1200];
+
+export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
+  const registry = new Registry();
+  if (options.defaultMetrics !== false) {
+    collectDefaultMetrics({ register: registry, prefix: 'jobvisor_', eventLoopMonitoringPrecision: 10 });
+  }
+  const registers = [registry];
+  const counter = (name: string, help: string, labelNames: readonly string[] = JOB_LABELS) =>
+    new Counter({ name, help, labelNames, registers });
+  const gauge = (name: string, help: string, labelNames: readonly string[] = []) =>
+    new Gauge({ name, help, labelNames, registers });
+  const histogram = (name: string, help: string) =>
+    new Histogram({ name, help, labelNames: JOB_LABELS, buckets: DURATION_BUCKETS, registers });
+
+  return {
+    registry,
+    enqueued: counter('jobvisor_jobs_enqueued_total', 'Jobs enqueued by this process.'),
+    completed: counter('jobvisor_jobs_completed_total', 'Jobs that finished successfully in this supervisor.'),
+    retried: counter('jobvisor_jobs_retried_total', 'Failed attempts scheduled for a retry by this supervisor.'),
+    deadLettered: counter('jobvisor_jobs_dead_lettered_total', 'Jobs moved to status failed (dead letter) by this supervisor.'),
+    reaped: counter('jobvisor_jobs_reaped_total', 'Expired leases returned to pending (or failed) by this supervisor\'s reaper.'),
+    cleaned: counter('jobvisor_jobs_cleaned_total', 'Old finished jobs deleted by this supervisor\'s cleanup.', ['queue', 'kind', 'status']),
+    leasesLost: counter('jobvisor_leases_lost_total', 'Jobs whose lease this supervisor lost while running them (aborted; their writes are fenced).'),
+    runSeconds: histogram('jobvisor_job_run_seconds', 'Time a job ran in its worker thread.'),
+    waitSeconds: histogram('jobvisor_job_wait_seconds', 'Time from a job being due (run_at) to its start.'),
+    jobs: gauge('jobvisor_jobs', 'Jobs in the database by queue, kind and status (global; aggregate with max). Counts pending, running and failed.', ['queue', 'kind', 'status']),
+    oldestPending: gauge('jobvisor_oldest_pending_seconds', 'Age of the oldest due pending job per queue (global; aggregate with max).', ['queue']),
+    inFlight: gauge('jobvisor_jobs_in_flight', 'Jobs claimed by this supervisor and not yet recorded, per queue.', ['queue']),
+    threads: gauge('jobvisor_pool_threads', 'Worker threads alive in the pool.'),
+    threadsBusy: gauge('jobvisor_pool_threads_busy', 'Worker threads running at least one job.'),
+    poolQueueLength: gauge('jobvisor_pool_queue_length', 'Batches waiting in the pool for a free thread.'),
+    draining: gauge('jobvisor_supervisor_draining', '1 while this supervisor is shutting down.'),
+    info: gauge('jobvisor_supervisor_info', 'Always 1; labels identify the supervisor.', ['supervisor', 'version']),
+    dbErrors: counter('jobvisor_database_errors_total', 'Database errors seen by supervisor loops.', ['loop']),
+  };
+}
+
+export type Metrics = ReturnType<typeof createMetrics>;

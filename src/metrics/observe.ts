@@ -1,0 +1,57 @@
+/**
+ * Feeds supervisor events into the metrics. Labelled children are cached per
+ * (queue, kind) so a batch of completions costs a map lookup per job, not a
+ * label hash per metric.
+ */
+import type { SupervisorEvents } from '../supervisor/events.ts';
+import type { Metrics } from './metrics.ts';
+
+export function observeEvents(events: SupervisorEvents, metrics: Metrics): void {
+  const cache = new Map<string, unknown>();
+  const child = <C>(metric: { labels(...v: string[]): C }, name: string, queue: string, kind: string): C => {
+    const key = `${name}\u0000${queue}\u0000${kind}`;
+    let c = cache.get(key) as C | undefined;
+    if (!c) {
+      c = metric.labels(queue, kind);
+      cache.set(key, c);
+    }
+    return c;
+  };
+  const countBy = (jobs: Array<{ queue: string; kind: string }>, metric: { labels(...v: string[]): { inc(): void } }, name: string) => {
+    for (const j of jobs) child(metric, name, j.queue, j.kind).inc();
+  };
+
+  events.on('job:started', ({ jobs, waitMs }) => {
+    jobs.forEach((j, i) => child(metrics.waitSeconds, 'wait', j.queue, j.kind).observe(Math.max(0, (waitMs[i] ?? 0) / 1000)));
+  });
+  events.on('job:completed', ({ jobs }) => {
+    for (const j of jobs) {
+      child(metrics.completed, 'completed', j.queue, j.kind).inc();
+      child(metrics.runSeconds, 'run', j.queue, j.kind).observe(j.runMs / 1000);
+    }
+  });
+  events.on('job:retried', ({ jobs }) => {
+    for (const j of jobs) {
+      child(metrics.retried, 'retried', j.queue, j.kind).inc();
+      child(metrics.runSeconds, 'run', j.queue, j.kind).observe(j.runMs / 1000);
+    }
+  });
+  events.on('job:dead', ({ jobs }) => {
+    for (const j of jobs) {
+      child(metrics.deadLettered, 'dead', j.queue, j.kind).inc();
+      child(metrics.runSeconds, 'run', j.queue, j.kind).observe(j.runMs / 1000);
+    }
+  });
+  events.on('lease:reaped', ({ jobs }) => countBy(jobs, metrics.reaped, 'reaped'));
+  events.on('lease:lost', ({ jobs }) => countBy(jobs, metrics.leasesLost, 'lost'));
+  events.on('jobs:cleaned', ({ rows }) => {
+    for (const r of rows) metrics.cleaned.labels(r.queue, r.kind, r.status).inc(r.count);
+  });
+  events.on('pool:changed', ({ threads, busy, queued }) => {
+    metrics.threads.set(threads);
+    metrics.threadsBusy.set(busy);
+    metrics.poolQueueLength.set(queued);
+  });
+  events.on('supervisor:draining', () => metrics.draining.set(1));
+  events.on('db:error', ({ loop }) => metrics.dbErrors.labels(loop).inc());
+}

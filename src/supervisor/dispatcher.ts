@@ -1,0 +1,357 @@
+/**
+ * The dispatcher: claimed jobs in, outcomes out.
+ *
+ * Each claimed job is tracked from claim to outcome in one of two states:
+ *   buffered — claimed, waiting for a thread (handed back at once on shutdown);
+ *   running  — sent to a session on a worker thread; its timeout timer runs.
+ * An outcome (done, failed, release, drop) is decided exactly once, after the
+ * thread has really stopped the job, and then the job leaves the dispatcher.
+ *
+ * A session (see worker/protocol.ts) holds one thread for one queue. Queues with
+ * `jobsPerThread` > 1 run that many jobs at once on a session; `concurrency`
+ * bounds a queue's running jobs; sessions never exceed `maxThreads`, so Piscina
+ * never queues work and "started" means a thread really took the job.
+ *
+ * Stopping a job (timeout, lost lease, shutdown) asks the task through
+ * ctx.signal first; a job still running `abortGraceMs` later has its thread
+ * terminated (that is the only way to stop `for(;;){}`), and the other jobs on
+ * that thread are handed back without using an attempt.
+ */
+import { MessageChannel, type MessagePort } from 'node:worker_threads';
+import type { Piscina } from 'piscina';
+import type { QueueSettings } from '../config.ts';
+import type { ClaimedJob } from '../queue/types.ts';
+import type { FromWorker, JobMessage, JobResult, SessionTask, ToWorker } from '../worker/protocol.ts';
+import type { JobRef, SupervisorEvents } from './events.ts';
+
+type StopReason = 'timeout' | 'lease-lost' | 'shutdown';
+
+export type Outcome =
+  | { type: 'done'; job: ClaimedJob; runMs: number }
+  | { type: 'failed'; job: ClaimedJob; runMs: number; error: string; permanent: boolean; retryInMs: number | null }
+  | { type: 'release'; job: ClaimedJob; reason: string }
+  | { type: 'drop'; job: ClaimedJob };
+
+interface Tracked {
+  job: ClaimedJob;
+  state: 'buffered' | 'running';
+  session?: Session;
+  startedAt: number;
+  timer?: NodeJS.Timeout;
+  stop?: StopReason;
+}
+
+interface Session {
+  queue: string;
+  port: MessagePort;
+  controller: AbortController;
+  running: Set<string>;
+  outbox: JobMessage[];
+  ending: boolean;
+  killedBy?: Tracked;
+}
+
+export interface DispatcherOptions {
+  pool: Piscina;
+  queues: Record<string, QueueSettings>;
+  maxThreads: number;
+  timeoutMs: number;
+  abortGraceMs: number;
+  events: SupervisorEvents;
+  onOutcome: (outcome: Outcome) => void;
+  /** Called when a queue has room for more jobs. */
+  onCapacity: (queue: string) => void;
+}
+
+export class Dispatcher {
+  private readonly tracked = new Map<string, Tracked>();
+  private readonly buffers = new Map<string, Tracked[]>();
+  private readonly runningCount = new Map<string, number>();
+  private readonly sessions = new Set<Session>();
+  private readonly sessionsDone = new Set<Promise<void>>();
+  private closing = false;
+  private idleWaiters: Array<() => void> = [];
+  private nextQueue = 0;
+  private readonly queueNames: string[];
+
+  constructor(private readonly options: DispatcherOptions) {
+    this.queueNames = Object.keys(options.queues);
+    for (const q of this.queueNames) {
+      this.buffers.set(q, []);
+      this.runningCount.set(q, 0);
+    }
+  }
+
+  /** Free places of a queue: concurrency + prefetch minus what it holds. */
+  capacity(queue: string): number {
+    const q = this.options.queues[queue];
+    if (!q || this.closing) return 0;
+    return q.concurrency + q.prefetch - (this.buffers.get(queue)?.length ?? 0) - (this.runningCount.get(queue) ?? 0);
+  }
+
+  /** Ids of every job held here: the heartbeat renews them. */
+  ids(): string[] {
+    return [...this.tracked.keys()];
+  }
+
+  get size(): number {
+    return this.tracked.size;
+  }
+
+  inFlight(queue: string): number {
+    return (this.buffers.get(queue)?.length ?? 0) + (this.runningCount.get(queue) ?? 0);
+  }
+
+  threadsBusy(): number {
+    let busy = 0;
+    for (const s of this.sessions) if (s.running.size > 0) busy++;
+    return busy;
+  }
+
+  /** Takes newly claimed jobs. */
+  add(jobs: ClaimedJob[]): void {
+    const now = performance.now();
+    for (const job of jobs) {
+      const t: Tracked = { job, state: 'buffered', startedAt: now };
+      this.tracked.set(job.id, t);
+      this.buffers.get(job.queue)?.push(t);
+    }
+    this.pump();
+  }
+
+  /** The heartbeat found these leases gone: stop the jobs, write nothing for them. */
+  leaseLost(ids: string[]): JobRef[] {
+    const lost: JobRef[] = [];
+    for (const id of ids) {
+      const t = this.tracked.get(id);
+      if (!t) continue;
+      lost.push(ref(t.job));
+      if (t.state === 'buffered') this.settle(t, { type: 'drop', job: t.job });
+      else this.stopJob(t, 'lease-lost');
+    }
+    return lost;
+  }
+
+  /** Shutdown, step 1: no more dispatching; buffered jobs are handed back now. */
+  drainBuffers(): void {
+    this.closing = true;
+    for (const buffer of this.buffers.values()) {
+      for (const t of buffer.splice(0)) this.settle(t, { type: 'release', job: t.job, reason: 'shutdown before start' });
+    }
+    this.endIdleSessions(true);
+  }
+
+  /** Resolves when no job is running (or at once). */
+  whenIdle(): Promise<void> {
+    if (this.tracked.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  /** Shutdown, step 2 (grace over): abort every running job; they are handed back. */
+  abortAll(): void {
+    for (const t of [...this.tracked.values()]) {
+      if (t.state === 'running') this.stopJob(t, 'shutdown');
+      else this.settle(t, { type: 'release', job: t.job, reason: 'shutdown before start' });
+    }
+  }
+
+  /** Ends every session and waits for the threads to be given back. */
+  async close(): Promise<void> {
+    this.closing = true;
+    this.endIdleSessions(true);
+    await Promise.allSettled([...this.sessionsDone]);
+  }
+
+  private pump(): void {
+    if (this.closing) return;
+    const names = this.queueNames;
+    let starved = false;
+    for (let i = 0; i < names.length; i++) {
+      const queue = names[(this.nextQueue + i) % names.length] as string;
+      const settings = this.options.queues[queue] as QueueSettings;
+      const buffer = this.buffers.get(queue) as Tracked[];
+      while (buffer.length > 0 && (this.runningCount.get(queue) as number) < settings.concurrency) {
+        const session = this.sessionFor(queue, settings);
+        if (!session) {
+          starved = true;
+          break;
+        }
+        this.start(buffer.shift() as Tracked, session);
+      }
+    }
+    this.nextQueue = (this.nextQueue + 1) % Math.max(1, names.length);
+    for (const s of this.sessions) this.flush(s);
+    this.endIdleSessions(starved);
+  }
+
+  private sessionFor(queue: string, settings: QueueSettings): Session | undefined {
+    for (const s of this.sessions) {
+      if (s.queue === queue && !s.ending && s.running.size + s.outbox.length < settings.jobsPerThread) return s;
+    }
+    if (this.sessions.size >= this.options.maxThreads) return undefined;
+    return this.open(queue);
+  }
+
+  private open(queue: string): Session {
+    const { port1, port2 } = new MessageChannel();
+    const session: Session = { queue, port: port1, controller: new AbortController(), running: new Set(), outbox: [], ending: false };
+    this.sessions.add(session);
+    port1.on('message', (message: FromWorker) => this.onResults(message.results));
+    const task: SessionTask = { port: port2 };
+    const done = (this.options.pool.run(task, { transferList: [port2] as never, signal: session.controller.signal }) as Promise<void>).then(
+      () => this.sessionEnded(session, null),
+      (err: unknown) => this.sessionEnded(session, err),
+    );
+    this.sessionsDone.add(done);
+    void done.finally(() => this.sessionsDone.delete(done));
+    this.emitPool();
+    return session;
+  }
+
+  private start(t: Tracked, session: Session): void {
+    t.state = 'running';
+    t.session = session;
+    t.startedAt = performance.now();
+    session.running.add(t.job.id);
+    session.outbox.push({ id: t.job.id, kind: t.job.kind, queue: t.job.queue, payload: t.job.payload, attempt: t.job.attempt, maxAttempts: t.job.maxAttempts });
+    this.runningCount.set(t.job.queue, (this.runningCount.get(t.job.queue) as number) + 1);
+    const timeoutMs = this.options.queues[t.job.queue]?.timeout ?? this.options.timeoutMs;
+    t.timer = setTimeout(() => {
+      this.options.events.emit('job:timeout', { job: ref(t.job), timeoutMs });
+      this.stopJob(t, 'timeout');
+    }, timeoutMs);
+  }
+
+  private flush(session: Session): void {
+    if (session.outbox.length === 0) return;
+    const jobs = session.outbox;
+    session.outbox = [];
+    session.port.postMessage({ type: 'run', jobs } satisfies ToWorker);
+    const now = Date.now();
+    this.options.events.emit('job:started', { jobs: jobs.map((j) => ref(this.tracked.get(j.id)?.job ?? (j as unknown as ClaimedJob))), waitMs: jobs.map((j) => now - (this.tracked.get(j.id)?.job.runAtMs ?? now)) });
+  }
+
+  private stopJob(t: Tracked, reason: StopReason): void {
+    if (t.stop || t.state !== 'running' || !t.session) return;
+    t.stop = reason;
+    const session = t.session;
+    session.port.postMessage({ type: 'abort', id: t.job.id, reason } satisfies ToWorker);
+    // A job that ignores its signal (a CPU loop never sees it) loses its thread.
+    const grace = setTimeout(() => {
+      if (this.tracked.get(t.job.id) === t) {
+        session.killedBy ??= t;
+        session.controller.abort(new Error(`job ${t.job.id} did not stop after ${reason}`));
+      }
+    }, this.options.abortGraceMs);
+    grace.unref();
+  }
+
+  private onResults(results: JobResult[]): void {
+    for (const r of results) {
+      const t = this.tracked.get(r.id);
+      if (!t || t.state !== 'running') continue;
+      if (r.ok) {
+        this.settle(t, t.stop === 'lease-lost' ? { type: 'drop', job: t.job } : { type: 'done', job: t.job, runMs: r.runMs });
+      } else if (t.stop === 'lease-lost') {
+        this.settle(t, { type: 'drop', job: t.job });
+      } else if (t.stop === 'shutdown') {
+        this.settle(t, { type: 'release', job: t.job, reason: 'aborted by shutdown' });
+      } else if (t.stop === 'timeout') {
+        this.settle(t, { type: 'failed', job: t.job, runMs: r.runMs, error: `TimeoutError: job timed out after ${this.timeoutOf(t)} ms`, permanent: false, retryInMs: null });
+      } else {
+        const e = r.error as NonNullable<JobResult['error']>;
+        this.settle(t, { type: 'failed', job: t.job, runMs: r.runMs, error: `${e.name}: ${e.message}`, permanent: e.permanent, retryInMs: e.retryInMs });
+      }
+    }
+    this.pump();
+  }
+
+  private sessionEnded(session: Session, err: unknown): void {
+    this.sessions.delete(session);
+    session.port.close();
+    const victims = [...session.running].map((id) => this.tracked.get(id)).filter((t): t is Tracked => t !== undefined);
+    if (victims.length > 0) {
+      const killer = session.killedBy;
+      const cause = err instanceof Error ? err.message : String(err ?? 'session ended early');
+      if (!killer) this.options.events.emit('thread:died', { jobs: victims.map((t) => ref(t.job)), error: cause });
+      for (const t of victims) {
+        const runMs = performance.now() - t.startedAt;
+        if (t.stop === 'lease-lost') this.settle(t, { type: 'drop', job: t.job });
+        else if (t.stop === 'shutdown') this.settle(t, { type: 'release', job: t.job, reason: 'aborted by shutdown' });
+        else if (t.stop === 'timeout') {
+          this.settle(t, { type: 'failed', job: t.job, runMs, error: `TimeoutError: job timed out after ${this.timeoutOf(t)} ms and did not stop; its worker thread was terminated`, permanent: false, retryInMs: null });
+        } else if (killer) {
+          this.settle(t, { type: 'release', job: t.job, reason: `thread terminated to stop job ${killer.job.id}` });
+        } else {
+          this.settle(t, { type: 'failed', job: t.job, runMs, error: describeThreadDeath(err), permanent: false, retryInMs: null });
+        }
+      }
+    }
+    this.emitPool();
+    this.pump();
+  }
+
+  private timeoutOf(t: Tracked): number {
+    return this.options.queues[t.job.queue]?.timeout ?? this.options.timeoutMs;
+  }
+
+  private settle(t: Tracked, outcome: Outcome): void {
+    if (this.tracked.get(t.job.id) !== t) return;
+    this.tracked.delete(t.job.id);
+    clearTimeout(t.timer);
+    const queue = t.job.queue;
+    if (t.state === 'running') {
+      t.session?.running.delete(t.job.id);
+      this.runningCount.set(queue, (this.runningCount.get(queue) as number) - 1);
+    } else {
+      const buffer = this.buffers.get(queue);
+      const i = buffer?.indexOf(t) ?? -1;
+      if (i >= 0) buffer?.splice(i, 1);
+    }
+    this.options.onOutcome(outcome);
+    if (!this.closing) this.options.onCapacity(queue);
+    if (this.tracked.size === 0) {
+      const waiters = this.idleWaiters;
+      this.idleWaiters = [];
+      for (const w of waiters) w();
+    }
+  }
+
+  /**
+   * Ends sessions with nothing running: all of them when closing or when another
+   * queue waits for a thread; otherwise all but one per queue (kept warm so an
+   * idle queue's next job starts without a new Piscina task).
+   */
+  private endIdleSessions(all: boolean): void {
+    const warm = new Set<string>();
+    for (const s of this.sessions) {
+      if (s.ending || s.running.size > 0 || s.outbox.length > 0) continue;
+      const buffered = (this.buffers.get(s.queue)?.length ?? 0) > 0;
+      if (!all && !buffered && !warm.has(s.queue)) {
+        warm.add(s.queue);
+        continue;
+      }
+      if (!all && buffered) continue;
+      s.ending = true;
+      s.port.postMessage({ type: 'end' } satisfies ToWorker);
+    }
+    this.emitPool();
+  }
+
+  private emitPool(): void {
+    const pool = this.options.pool;
+    this.options.events.emit('pool:changed', { threads: pool.threads.length, busy: this.threadsBusy(), queued: pool.queueSize });
+  }
+}
+
+function ref(job: ClaimedJob): JobRef {
+  return { id: job.id, queue: job.queue, kind: job.kind, attempt: job.attempt };
+}
+
+function describeThreadDeath(err: unknown): string {
+  const e = err as { code?: string; message?: string } | undefined;
+  if (e?.code === 'ERR_WORKER_OUT_OF_MEMORY') return `WorkerOutOfMemory: the worker thread ran out of memory (${e.message ?? ''}); raise pool.maxOldGenerationSizeMb or make the task use less`;
+  const message = e?.message ?? String(err);
+  if (/exited|exit code/i.test(message)) return `WorkerExited: the worker thread exited while running this job (${message}); did the task call process.exit()?`;
+  return `WorkerCrashed: the worker thread died while running this job: ${message}`;
+}

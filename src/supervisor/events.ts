@@ -1,0 +1,50 @@
+/**
+ * The supervisor's one typed event map. Metrics and logs subscribe; queue code
+ * never imports prom-client or pino. Per-job events carry arrays so a batch of
+ * a thousand completions is one emit.
+ */
+import { EventEmitter } from 'node:events';
+import type { ReapedJob } from '../queue/reaper.ts';
+import type { Cleaned } from '../queue/cleanup.ts';
+
+export interface JobRef {
+  id: string;
+  queue: string;
+  kind: string;
+  attempt: number;
+}
+
+export interface FinishedJob extends JobRef {
+  runMs: number;
+}
+
+export interface FailedJob extends FinishedJob {
+  error: string;
+}
+
+export interface Events {
+  'supervisor:started': [{ supervisor: string; queues: string[] }];
+  'supervisor:draining': [{ supervisor: string; reason: string }];
+  'supervisor:stopped': [{ supervisor: string }];
+  'job:claimed': [{ queue: string; count: number }];
+  'job:started': [{ jobs: JobRef[]; waitMs: number[] }];
+  'job:completed': [{ jobs: FinishedJob[] }];
+  'job:retried': [{ jobs: FailedJob[] }];
+  'job:dead': [{ jobs: FailedJob[] }];
+  'job:released': [{ jobs: JobRef[]; reason: string }];
+  /** Outcomes the database refused because this supervisor no longer owned the attempt. */
+  'job:fenced': [{ jobs: JobRef[] }];
+  'job:timeout': [{ job: JobRef; timeoutMs: number }];
+  'lease:lost': [{ jobs: JobRef[] }];
+  'lease:reaped': [{ jobs: ReapedJob[] }];
+  'jobs:cleaned': [{ rows: Cleaned[] }];
+  'thread:died': [{ jobs: JobRef[]; error: string }];
+  'schedule:fired': [{ name: string; fireTime: Date; jobId: string | null; duplicate: boolean }];
+  'listener:connected': [{ reconnect: boolean }];
+  'listener:lost': [{ error: string }];
+  'db:error': [{ loop: string; err: unknown }];
+  'pool:changed': [{ threads: number; busy: number; queued: number }];
+  'inflight:changed': [{ queue: string; count: number }];
+}
+
+export class SupervisorEvents extends EventEmitter<Events> {}

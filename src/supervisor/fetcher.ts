@@ -1,0 +1,111 @@
+/**
+ * The fetcher of one queue: claims due jobs into the dispatcher, up to the
+ * queue's free capacity, one claim statement at a time.
+ *
+ * It claims when woken (a notification, the poll timer, a delayed job coming
+ * due) and, while the last claim came back full (a backlog), whenever enough
+ * capacity has freed up to make a batch worth a round trip. A wake during a
+ * claim is remembered and answered right after it.
+ */
+import type { QueueSettings } from '../config.ts';
+import { claimJobs, nextDueIn } from '../queue/claim.ts';
+import type { Store } from '../queue/sql.ts';
+import type { ClaimedJob } from '../queue/types.ts';
+import type { SupervisorEvents } from './events.ts';
+
+export const MAX_CLAIM = 1000;
+
+export interface FetcherOptions {
+  store: Store;
+  queue: string;
+  settings: QueueSettings;
+  owner: string;
+  leaseMs: number;
+  pollIntervalMs: number;
+  capacity: () => number;
+  deliver: (jobs: ClaimedJob[]) => void;
+  events: SupervisorEvents;
+}
+
+export class Fetcher {
+  private claiming: Promise<number> | undefined;
+  private dirty = false;
+  private backlog = false;
+  private stopped = false;
+  private dueTimer: NodeJS.Timeout | undefined;
+  private readonly minBatch: number;
+
+  constructor(private readonly options: FetcherOptions) {
+    const { concurrency, prefetch } = options.settings;
+    this.minBatch = Math.max(1, Math.floor((concurrency + prefetch) / 4));
+  }
+
+  /** Something may be due: claim as soon as possible. */
+  wake(): void {
+    if (this.stopped) return;
+    if (this.claiming) {
+      this.dirty = true;
+      return;
+    }
+    this.claiming = this.claim().finally(() => {
+      this.claiming = undefined;
+      if (this.dirty && !this.stopped) {
+        this.dirty = false;
+        this.wake();
+      }
+    });
+  }
+
+  /** Capacity freed up: claim again only if there is a backlog and room for a batch. */
+  onCapacity(): void {
+    if (this.backlog && this.options.capacity() >= this.minBatch) this.wake();
+  }
+
+  /** Claims once and returns how many jobs it got (tests drive the fetcher with this). */
+  async runOnce(): Promise<number> {
+    await this.claiming;
+    this.wake();
+    return (await this.claiming) ?? 0;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.dueTimer);
+    await this.claiming;
+  }
+
+  private async claim(): Promise<number> {
+    const limit = Math.min(MAX_CLAIM, this.options.capacity());
+    if (limit <= 0) return 0;
+    let jobs: ClaimedJob[];
+    try {
+      jobs = await claimJobs(this.options.store, { owner: this.options.owner, queue: this.options.queue, limit, leaseMs: this.options.leaseMs });
+    } catch (err) {
+      this.options.events.emit('db:error', { loop: `fetcher:${this.options.queue}`, err });
+      this.backlog = false;
+      return 0;
+    }
+    this.backlog = jobs.length === limit;
+    if (jobs.length > 0) {
+      this.options.events.emit('job:claimed', { queue: this.options.queue, count: jobs.length });
+      this.options.deliver(jobs);
+    } else {
+      await this.armDueTimer();
+    }
+    return jobs.length;
+  }
+
+  /** An empty claim: if a delayed job comes due before the next poll, wake then. */
+  private async armDueTimer(): Promise<void> {
+    let inMs: number | null;
+    try {
+      inMs = await nextDueIn(this.options.store, [this.options.queue]);
+    } catch {
+      return;
+    }
+    clearTimeout(this.dueTimer);
+    if (inMs === null || inMs >= this.options.pollIntervalMs || this.stopped) return;
+    this.dueTimer = setTimeout(() => this.wake(), Math.max(1, Math.ceil(inMs)));
+    this.dueTimer.unref();
+  }
+}

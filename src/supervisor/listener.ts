@@ -1,0 +1,124 @@
+/**
+ * LISTEN jobvisor_jobs on a dedicated connection: a commit of new jobs wakes the
+ * fetchers at once; polling is only the fallback.
+ *
+ * States: connecting → listening → (lost) → connecting … → stopped.
+ * A connection can die loudly (error/end: reconnect with jittered backoff) or
+ * silently (a proxy that stops forwarding): every `checkIntervalMs` the
+ * supervisor notifies itself and reconnects if the ping does not come back.
+ */
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import type { Db } from '../db/pool.ts';
+import { jittered } from './loop.ts';
+import type { SupervisorEvents } from './events.ts';
+
+export const CHANNEL = 'jobvisor_jobs';
+
+export interface ListenerOptions {
+  url: string;
+  /** Sends the self-ping; any pool of the same database. */
+  db: Db;
+  onNotify: () => void;
+  events: SupervisorEvents;
+  checkIntervalMs?: number;
+  pingTimeoutMs?: number;
+}
+
+export class Listener {
+  private client: pg.Client | undefined;
+  private stopped = false;
+  private connected = false;
+  private reconnects = 0;
+  private retryTimer: NodeJS.Timeout | undefined;
+  private checkTimer: NodeJS.Timeout | undefined;
+  private pingToken: string | undefined;
+  private pingTimer: NodeJS.Timeout | undefined;
+  private everConnected = false;
+
+  constructor(private readonly options: ListenerOptions) {}
+
+  get isListening(): boolean {
+    return this.connected;
+  }
+
+  async start(): Promise<void> {
+    await this.connect();
+    this.checkTimer = setInterval(() => void this.check(), this.options.checkIntervalMs ?? 5000);
+    this.checkTimer.unref();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.retryTimer);
+    clearInterval(this.checkTimer);
+    clearTimeout(this.pingTimer);
+    const client = this.client;
+    this.client = undefined;
+    this.connected = false;
+    await client?.end().catch(() => {});
+  }
+
+  private async connect(): Promise<void> {
+    if (this.stopped) return;
+    const client = new pg.Client({ connectionString: this.options.url, application_name: 'jobvisor-listener', keepAlive: true, connectionTimeoutMillis: 10_000 });
+    this.client = client;
+    client.on('notification', (msg) => {
+      if (msg.payload?.startsWith('ping:')) {
+        if (msg.payload === `ping:${this.pingToken}`) {
+          this.pingToken = undefined;
+          clearTimeout(this.pingTimer);
+        }
+        return;
+      }
+      this.options.onNotify();
+    });
+    client.on('error', (err) => this.lost(client, err));
+    client.on('end', () => this.lost(client, new Error('listener connection ended')));
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${CHANNEL}`);
+    } catch (err) {
+      this.lost(client, err);
+      return;
+    }
+    if (this.client !== client) return;
+    this.connected = true;
+    this.options.events.emit('listener:connected', { reconnect: this.everConnected });
+    this.everConnected = true;
+    this.reconnects = 0;
+    // Jobs committed while we were not listening were never announced.
+    this.options.onNotify();
+  }
+
+  private lost(client: pg.Client, err: unknown): void {
+    if (this.client !== client || this.stopped) return;
+    this.client = undefined;
+    this.connected = false;
+    this.pingToken = undefined;
+    clearTimeout(this.pingTimer);
+    client.end().catch(() => {});
+    this.options.events.emit('listener:lost', { error: err instanceof Error ? err.message : String(err) });
+    const delay = jittered(Math.min(10_000, 100 * 2 ** Math.min(this.reconnects++, 7)));
+    this.retryTimer = setTimeout(() => void this.connect(), delay);
+    this.retryTimer.unref();
+  }
+
+  /** Self-notification: proves the connection still delivers. */
+  private async check(): Promise<void> {
+    const client = this.client;
+    if (!client || !this.connected || this.pingToken) return;
+    const token = randomUUID();
+    this.pingToken = token;
+    try {
+      await this.options.db.query('SELECT pg_notify($1, $2)', [CHANNEL, `ping:${token}`]);
+    } catch {
+      this.pingToken = undefined; // the database is away; the pool's errors say so
+      return;
+    }
+    this.pingTimer = setTimeout(() => {
+      if (this.pingToken === token) this.lost(client, new Error('listener stopped delivering notifications'));
+    }, this.options.pingTimeoutMs ?? 3000);
+    this.pingTimer.unref();
+  }
+}

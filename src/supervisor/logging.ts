@@ -1,0 +1,35 @@
+/**
+ * Log lines for supervisor events: constant messages, data in fields, errors
+ * under `err`. Events, not idle polls: an empty claim logs nothing; per-job
+ * lines are debug level so a busy supervisor does not log per job by default.
+ */
+import type { Logger } from '../log.ts';
+import type { SupervisorEvents } from './events.ts';
+
+export function logEvents(events: SupervisorEvents, log: Logger): void {
+  events.on('supervisor:started', (e) => log.info(e, 'supervisor started'));
+  events.on('supervisor:draining', (e) => log.info(e, 'supervisor draining'));
+  events.on('supervisor:stopped', (e) => log.info(e, 'supervisor stopped'));
+  events.on('job:completed', ({ jobs }) => {
+    if (log.isLevelEnabled('debug')) for (const j of jobs) log.debug({ jobId: j.id, kind: j.kind, queue: j.queue, attempt: j.attempt, runMs: j.runMs }, 'job completed');
+  });
+  events.on('job:retried', ({ jobs }) => {
+    for (const j of jobs) log.info({ jobId: j.id, kind: j.kind, queue: j.queue, attempt: j.attempt, error: j.error }, 'job failed, retry scheduled');
+  });
+  events.on('job:dead', ({ jobs }) => {
+    for (const j of jobs) log.warn({ jobId: j.id, kind: j.kind, queue: j.queue, attempt: j.attempt, error: j.error }, 'job dead-lettered');
+  });
+  events.on('job:released', ({ jobs, reason }) => log.info({ jobIds: jobs.map((j) => j.id), reason }, 'jobs handed back'));
+  events.on('job:fenced', ({ jobs }) => log.warn({ jobIds: jobs.map((j) => j.id) }, 'outcome not written: this supervisor no longer owns the attempt'));
+  events.on('job:timeout', ({ job, timeoutMs }) => log.warn({ jobId: job.id, kind: job.kind, timeoutMs }, 'job timed out, aborting'));
+  events.on('lease:lost', ({ jobs }) => log.warn({ jobIds: jobs.map((j) => j.id) }, 'lease lost, job stopped'));
+  events.on('lease:reaped', ({ jobs }) => log.warn({ jobs: jobs.map((j) => ({ id: j.id, status: j.status, owner: j.locked_by })) }, 'expired leases reaped'));
+  events.on('jobs:cleaned', ({ rows }) => log.info({ deleted: rows.reduce((n, r) => n + r.count, 0) }, 'old jobs cleaned up'));
+  events.on('thread:died', ({ jobs, error }) => log.error({ jobIds: jobs.map((j) => j.id), error }, 'worker thread died'));
+  events.on('schedule:fired', (e) => {
+    if (!e.duplicate) log.info({ schedule: e.name, fireTime: e.fireTime, jobId: e.jobId }, 'schedule fired');
+  });
+  events.on('listener:connected', ({ reconnect }) => (reconnect ? log.info('listener reconnected') : log.debug('listening for new jobs')));
+  events.on('listener:lost', ({ error }) => log.warn({ error }, 'listener connection lost, reconnecting'));
+  events.on('db:error', ({ loop, err }) => log.warn({ loop, err }, 'database error'));
+}

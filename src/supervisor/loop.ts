@@ -1,0 +1,72 @@
+/**
+ * A periodic loop with `start()`, `stop()` and `runOnce()`.
+ *
+ * States: idle → running (timer armed or a round in progress) → stopped.
+ * `stop()` is idempotent, safe before `start()`, and resolves when the round in
+ * progress has ended. A failing round never stops the loop: it is reported and
+ * the next round comes after a jittered, growing delay (capped at 30 s).
+ */
+import { isRetryableDbError } from '../errors.ts';
+
+export interface LoopOptions {
+  name: string;
+  intervalMs: number;
+  /** One round. */
+  run: () => Promise<unknown>;
+  onError: (err: unknown, retryable: boolean) => void;
+}
+
+export class Loop {
+  private timer: NodeJS.Timeout | undefined;
+  private current: Promise<void> | undefined;
+  private stopped = false;
+  private started = false;
+  private failures = 0;
+
+  constructor(private readonly options: LoopOptions) {}
+
+  start(): void {
+    if (this.started || this.stopped) return;
+    this.started = true;
+    this.schedule(jittered(this.options.intervalMs));
+  }
+
+  /** Runs one round now (tests, or a nudge). Concurrent calls share the round. */
+  runOnce(): Promise<void> {
+    this.current ??= this.round().finally(() => {
+      this.current = undefined;
+    });
+    return this.current;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.current;
+  }
+
+  private async round(): Promise<void> {
+    try {
+      await this.options.run();
+      this.failures = 0;
+    } catch (err) {
+      this.failures++;
+      this.options.onError(err, isRetryableDbError(err));
+    }
+  }
+
+  private schedule(ms: number) {
+    if (this.stopped) return;
+    this.timer = setTimeout(async () => {
+      await this.runOnce();
+      const backoff = this.failures === 0 ? this.options.intervalMs : Math.min(30_000, this.options.intervalMs * 2 ** Math.min(this.failures, 5));
+      this.schedule(jittered(backoff));
+    }, ms);
+    this.timer.unref();
+  }
+}
+
+/** ±20 %: replicas started together drift apart instead of querying in step. */
+export function jittered(ms: number): number {
+  return Math.max(1, Math.round(ms * (0.8 + Math.random() * 0.4)));
+}

@@ -1,0 +1,71 @@
+/**
+ * Recurring jobs. Every supervisor checks the `schedules` from config each
+ * `scheduler.interval` and enqueues one job per fire time that has passed, with
+ * unique key `schedule:<name>:<fire time>`: however many replicas run, the
+ * unique index lets exactly one insert win (ON CONFLICT DO NOTHING).
+ *
+ * On start, fire times missed while nothing ran are enqueued if they are younger
+ * than `scheduler.catchUp`. The job's run_at is its fire time, so its wait
+ * metric shows how late it started.
+ */
+import { CronExpressionParser } from 'cron-parser';
+import type { Schedule, Settings } from '../config.ts';
+import { enqueueMany, type JobSpec } from '../queue/enqueue.ts';
+import type { Store } from '../queue/sql.ts';
+import type { SupervisorEvents } from './events.ts';
+import { Loop } from './loop.ts';
+
+/** Fire times of `schedule` in (from, to]. */
+export function fireTimes(schedule: Schedule, from: Date, to: Date): Date[] {
+  if (to <= from) return [];
+  const it = CronExpressionParser.parse(schedule.cron, { currentDate: from, endDate: to, ...(schedule.timezone ? { tz: schedule.timezone } : {}) });
+  const times: Date[] = [];
+  while (it.hasNext() && times.length < 10_000) times.push(it.next().toDate());
+  return times;
+}
+
+export function uniqueKeyFor(schedule: Schedule, fireTime: Date): string {
+  return `schedule:${schedule.name}:${fireTime.toISOString()}`;
+}
+
+export function createScheduler(options: {
+  store: Store;
+  schedules: Schedule[];
+  settings: Settings['scheduler'];
+  maxAttempts: number;
+  events: SupervisorEvents;
+  clock?: () => Date;
+}): Loop {
+  const clock = options.clock ?? (() => new Date());
+  let checkedUntil = new Date(clock().getTime() - options.settings.catchUp);
+  return new Loop({
+    name: 'scheduler',
+    intervalMs: options.settings.interval,
+    run: async () => {
+      if (options.schedules.length === 0) return;
+      const now = clock();
+      const due: Array<{ schedule: Schedule; fireTime: Date }> = [];
+      for (const schedule of options.schedules) {
+        for (const fireTime of fireTimes(schedule, checkedUntil, now)) due.push({ schedule, fireTime });
+      }
+      if (due.length > 0) {
+        const specs: JobSpec[] = due.map(({ schedule, fireTime }) => ({
+          kind: schedule.kind,
+          payload: schedule.payload,
+          queue: schedule.queue,
+          priority: schedule.priority,
+          runAt: fireTime,
+          maxAttempts: options.maxAttempts,
+          uniqueKey: uniqueKeyFor(schedule, fireTime),
+        }));
+        const results = await enqueueMany(options.store.db, specs, { schema: options.store.schema });
+        results.forEach((r, i) => {
+          const d = due[i] as (typeof due)[number];
+          options.events.emit('schedule:fired', { name: d.schedule.name, fireTime: d.fireTime, jobId: r.id, duplicate: r.duplicate });
+        });
+      }
+      checkedUntil = now;
+    },
+    onError: (err) => options.events.emit('db:error', { loop: 'scheduler', err }),
+  });
+}

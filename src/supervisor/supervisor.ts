@@ -1,0 +1,208 @@
+/**
+ * A supervisor: fetchers, dispatcher, completer, heartbeat, reaper, cleanup,
+ * scheduler and listener wired together around one owner id.
+ *
+ * States: created → running (start) → draining (stop) → stopped.
+ * stop() follows the shutdown rule: stop claiming; hand back buffered jobs at
+ * once; let running jobs finish within `shutdown.grace`; then abort them and
+ * hand them back without using an attempt; flush outcomes; release threads and
+ * connections. It is idempotent, safe before start(), and resolves when done.
+ */
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import type pg from 'pg';
+import type { Piscina } from 'piscina';
+import type { Settings } from '../config.ts';
+import { createPool } from '../db/pool.ts';
+import type { Logger } from '../log.ts';
+import type { Store } from '../queue/sql.ts';
+import { Completer } from './completer.ts';
+import { Dispatcher } from './dispatcher.ts';
+import { SupervisorEvents } from './events.ts';
+import { Fetcher } from './fetcher.ts';
+import { createHeartbeat } from './heartbeat.ts';
+import { Listener } from './listener.ts';
+import type { Loop } from './loop.ts';
+import { createCleanup, createReaper } from './maintenance.ts';
+import { createScheduler } from './scheduler.ts';
+import { BUILTIN_TASKS_DIR, createThreadPool } from './threads.ts';
+
+const ABORT_GRACE_MS = 1000;
+const FLUSH_DEADLINE_MS = 5000;
+
+export interface SupervisorOptions {
+  settings: Settings;
+  databaseUrl: string;
+  log: Logger;
+  /** Connection pool to use (default: one made from databaseUrl and database.poolSize). */
+  pool?: pg.Pool;
+}
+
+export function supervisorId(name: string): string {
+  return `${name || hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+}
+
+export class Supervisor {
+  readonly id: string;
+  readonly events = new SupervisorEvents();
+  readonly pool: pg.Pool;
+  readonly store: Store;
+  private readonly ownsPool: boolean;
+  private readonly threads: Piscina;
+  private readonly dispatcher: Dispatcher;
+  private readonly completer: Completer;
+  private readonly fetchers = new Map<string, Fetcher>();
+  private readonly loops: Loop[];
+  private readonly heartbeat: Loop;
+  private readonly listener: Listener;
+  private pollTimer: NodeJS.Timeout | undefined;
+  private state: 'created' | 'running' | 'draining' | 'stopped' = 'created';
+  private stopping: Promise<void> | undefined;
+
+  constructor(private readonly options: SupervisorOptions) {
+    const { settings, log } = options;
+    this.id = supervisorId(settings.supervisor.name);
+    this.ownsPool = !options.pool;
+    this.pool = options.pool ?? createPool(options.databaseUrl, { max: settings.database.poolSize, log, applicationName: 'jobvisor' });
+    this.store = { db: this.pool, schema: settings.database.schema };
+    this.threads = createThreadPool({
+      maxThreads: settings.pool.maxThreads,
+      idleTimeoutMs: settings.pool.idleTimeout,
+      maxOldGenerationSizeMb: settings.pool.maxOldGenerationSizeMb,
+      maxYoungGenerationSizeMb: settings.pool.maxYoungGenerationSizeMb,
+      stackSizeMb: settings.pool.stackSizeMb,
+      setup: {
+        builtinTasksDir: BUILTIN_TASKS_DIR,
+        userTasksDir: settings.tasks.dir,
+        databaseUrl: options.databaseUrl,
+        dbPoolSize: settings.pool.dbPoolSize,
+        logLevel: settings.log.level,
+        supervisor: this.id,
+        taskConfig: { thumbnails: settings.thumbnails, reports: settings.reports, schema: settings.database.schema },
+      },
+    });
+    this.threads.on('error', (err: unknown) => log.error({ err }, 'worker pool error'));
+    this.completer = new Completer(this.store, this.id, settings, this.events);
+    this.dispatcher = new Dispatcher({
+      pool: this.threads,
+      queues: settings.queues,
+      maxThreads: settings.pool.maxThreads,
+      timeoutMs: settings.jobs.timeout,
+      abortGraceMs: ABORT_GRACE_MS,
+      events: this.events,
+      onOutcome: (outcome) => this.completer.add(outcome),
+      onCapacity: (queue) => this.fetchers.get(queue)?.onCapacity(),
+    });
+    for (const [queue, queueSettings] of Object.entries(settings.queues)) {
+      this.fetchers.set(queue, new Fetcher({
+        store: this.store,
+        queue,
+        settings: queueSettings,
+        owner: this.id,
+        leaseMs: settings.jobs.lease,
+        pollIntervalMs: settings.poll.interval,
+        capacity: () => this.dispatcher.capacity(queue),
+        deliver: (jobs) => this.dispatcher.add(jobs),
+        events: this.events,
+      }));
+    }
+    this.heartbeat = createHeartbeat({
+      store: this.store,
+      owner: this.id,
+      leaseMs: settings.jobs.lease,
+      held: () => [...this.dispatcher.ids(), ...this.completer.ids()],
+      onLost: (ids) => {
+        const lost = this.dispatcher.leaseLost(ids);
+        if (lost.length > 0) this.events.emit('lease:lost', { jobs: lost });
+      },
+      events: this.events,
+    });
+    this.loops = [
+      createReaper(this.store, settings.reaper, this.events),
+      createCleanup(this.store, settings.cleanup, this.events),
+      createScheduler({ store: this.store, schedules: settings.schedules, settings: settings.scheduler, maxAttempts: settings.jobs.maxAttempts, events: this.events }),
+    ];
+    this.listener = new Listener({ url: options.databaseUrl, db: this.pool, onNotify: () => this.wakeAll(), events: this.events });
+  }
+
+  get draining(): boolean {
+    return this.state === 'draining' || this.state === 'stopped';
+  }
+
+  get listening(): boolean {
+    return this.listener.isListening;
+  }
+
+  /** Jobs held right now (claimed and not yet recorded). */
+  get inFlight(): number {
+    return this.dispatcher.size + this.completer.size;
+  }
+
+  inFlightOf(queue: string): number {
+    return this.dispatcher.inFlight(queue);
+  }
+
+  threadsBusy(): number {
+    return this.dispatcher.threadsBusy();
+  }
+
+  get threadCount(): number {
+    return this.threads.threads.length;
+  }
+
+  /** Starts every loop. Resolves once listening (or once the first attempt to listen failed). */
+  async start(): Promise<void> {
+    if (this.state !== 'created') return;
+    this.state = 'running';
+    this.heartbeat.start();
+    for (const loop of this.loops) loop.start();
+    await this.listener.start();
+    this.pollTimer = setInterval(() => this.wakeAll(), this.options.settings.poll.interval);
+    this.pollTimer.unref();
+    this.events.emit('supervisor:started', { supervisor: this.id, queues: [...this.fetchers.keys()] });
+    this.wakeAll();
+  }
+
+  /** Claims on every queue now. */
+  wakeAll(): void {
+    if (this.state !== 'running') return;
+    for (const f of this.fetchers.values()) f.wake();
+  }
+
+  /** Graceful shutdown; see the file comment. */
+  stop(reason = 'stop requested'): Promise<void> {
+    this.stopping ??= this.drain(reason);
+    return this.stopping;
+  }
+
+  private async drain(reason: string): Promise<void> {
+    const wasRunning = this.state === 'running';
+    this.state = 'draining';
+    if (wasRunning) this.events.emit('supervisor:draining', { supervisor: this.id, reason });
+    clearInterval(this.pollTimer);
+    await Promise.all([...[...this.fetchers.values()].map((f) => f.stop()), this.listener.stop(), ...this.loops.map((l) => l.stop())]);
+    this.dispatcher.drainBuffers();
+    const grace = this.options.settings.shutdown.grace;
+    if (!(await within(this.dispatcher.whenIdle(), grace))) {
+      this.dispatcher.abortAll();
+      await within(this.dispatcher.whenIdle(), ABORT_GRACE_MS + 1000);
+    }
+    await this.completer.flush(Date.now() + FLUSH_DEADLINE_MS);
+    await this.heartbeat.stop();
+    await this.dispatcher.close();
+    await this.threads.close({ force: true }).catch(() => {});
+    if (this.ownsPool) await this.pool.end().catch(() => {});
+    this.state = 'stopped';
+    if (wasRunning) this.events.emit('supervisor:stopped', { supervisor: this.id });
+  }
+}
+
+async function within(promise: Promise<void>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+  try {
+    return await Promise.race([promise.then(() => true), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,49 @@
+/**
+ * The Piscina pool. One Piscina task is one session (see worker/protocol.ts),
+ * so `concurrentTasksPerWorker` stays 1 and the dispatcher, not Piscina, decides
+ * which queue gets a free thread. resourceLimits bound each thread's heap: a task
+ * above them kills only its thread, which Piscina replaces.
+ */
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Piscina } from 'piscina';
+import type { WorkerSetup } from '../worker/protocol.ts';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+
+/** The compiled worker, or the tsx bootstrap when running from sources. */
+export function workerFilename(): string {
+  const compiled = path.join(here, '../worker/entry.js');
+  if (existsSync(compiled)) return compiled;
+  return path.join(here, '../worker/tsx-entry.mjs');
+}
+
+export const BUILTIN_TASKS_DIR = path.join(here, '../tasks');
+
+export function createThreadPool(options: {
+  maxThreads: number;
+  idleTimeoutMs: number;
+  maxOldGenerationSizeMb: number;
+  maxYoungGenerationSizeMb: number;
+  stackSizeMb: number;
+  setup: WorkerSetup;
+}): Piscina {
+  const resourceLimits: Record<string, number> = {};
+  if (options.maxOldGenerationSizeMb > 0) resourceLimits.maxOldGenerationSizeMb = options.maxOldGenerationSizeMb;
+  if (options.maxYoungGenerationSizeMb > 0) resourceLimits.maxYoungGenerationSizeMb = options.maxYoungGenerationSizeMb;
+  if (options.stackSizeMb > 0) resourceLimits.stackSizeMb = options.stackSizeMb;
+  return new Piscina({
+    filename: workerFilename(),
+    minThreads: 1,
+    maxThreads: options.maxThreads,
+    idleTimeout: options.idleTimeoutMs,
+    concurrentTasksPerWorker: 1,
+    // Tasks keep timers and sockets (ctx.db) alive between jobs: never block a
+    // thread's event loop in Atomics.wait.
+    atomics: 'disabled',
+    resourceLimits,
+    workerData: options.setup,
+    // A thread's stdout is forwarded by the main thread; task logs write fd 1 directly.
+  });
+}

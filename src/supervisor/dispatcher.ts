@@ -186,7 +186,7 @@ export class Dispatcher {
 
   private sessionFor(queue: string, settings: QueueSettings): Session | undefined {
     for (const s of this.sessions) {
-      if (s.queue === queue && !s.ending && s.running.size + s.outbox.length < settings.jobsPerThread) return s;
+      if (s.queue === queue && !s.ending && s.running.size < settings.jobsPerThread) return s;
     }
     if (this.sessions.size >= this.options.maxThreads) return undefined;
     return this.open(queue);

@@ -10,12 +10,16 @@
  * crash between "sent" and "committed" is deduplicated by the provider.
  *
  * `WELCOME_EMAIL_FAILURE_RATE` (0..1, default 0) makes attempts fail at random
- * before sending, for the demo's retry practice.
+ * before sending, for the demo's retry practice; `WELCOME_EMAIL_SEND_MS` adds a
+ * simulated provider latency inside the transaction (crash tests).
  */
+import { setTimeout } from 'node:timers/promises';
 import type { TaskContext } from '../worker/types.ts';
 import { PermanentError } from '../worker/errors.ts';
 
 const FAILURE_RATE = Number(process.env.WELCOME_EMAIL_FAILURE_RATE ?? 0);
+/** Simulated latency of the mail provider, in ms (default 0). */
+const SEND_MS = Number(process.env.WELCOME_EMAIL_SEND_MS ?? 0);
 let tableReady: Promise<unknown> | undefined;
 
 /** Creates emails_sent once per thread; replicas racing to create it is fine. */
@@ -45,7 +49,7 @@ export default async function welcomeEmail(payload: { user_id?: unknown }, ctx: 
       ctx.log.info({ userId }, 'welcome email already sent, skipping');
       return { sent: false };
     }
-    ctx.signal.throwIfAborted();
+    if (SEND_MS > 0) await setTimeout(SEND_MS, undefined, { signal: ctx.signal });
     ctx.log.info({ userId }, 'welcome email sent');
     await client.query('COMMIT');
     return { sent: true };

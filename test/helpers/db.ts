@@ -1,0 +1,64 @@
+/**
+ * A fresh database per test file, cloned from the migrated template that
+ * test/run.ts prepared. `drop()` fails the test if connections were left open
+ * (a supervisor, pool or client not stopped), then drops the database.
+ */
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import pg from 'pg';
+
+export interface TestDatabase {
+  name: string;
+  url: string;
+  pool: pg.Pool;
+  drop(): Promise<void>;
+}
+
+function server(): string {
+  const url = process.env.JOBVISOR_TEST_DATABASE_URL;
+  if (!url) throw new Error('JOBVISOR_TEST_DATABASE_URL is not set: run tests with `npm test` or `npx tsx test/run.ts FILE`');
+  return url;
+}
+
+export function urlOf(database: string): string {
+  const u = new URL(server());
+  u.pathname = `/${database}`;
+  return u.toString();
+}
+
+export async function adminQuery(sql: string, values: unknown[] = []): Promise<pg.QueryResult> {
+  const client = new pg.Client({ connectionString: server() });
+  await client.connect();
+  try {
+    return await client.query(sql, values);
+  } finally {
+    await client.end();
+  }
+}
+
+export async function createTestDatabase(label = path.basename(process.argv[1] ?? 'test', '.test.ts')): Promise<TestDatabase> {
+  const template = process.env.JOBVISOR_TEST_TEMPLATE ?? 'jobvisor_test_template';
+  const name = `t_${label.replace(/[^a-z0-9_]/gi, '_').toLowerCase().slice(0, 30)}_${randomBytes(4).toString('hex')}`;
+  await adminQuery(`CREATE DATABASE ${name} TEMPLATE ${template}`);
+  const url = urlOf(name);
+  const pool = new pg.Pool({ connectionString: url, max: 5, application_name: 'test' });
+  pool.on('error', () => {});
+  return {
+    name,
+    url,
+    pool,
+    async drop() {
+      await pool.end();
+      const left = await adminQuery(
+        `SELECT application_name, state, query FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`, [name]);
+      // Connections closing right now need a moment to disappear from pg_stat_activity.
+      let rows = left.rows;
+      for (let i = 0; i < 50 && rows.length > 0; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        rows = (await adminQuery(`SELECT application_name, state, query FROM pg_stat_activity WHERE datname = $1`, [name])).rows;
+      }
+      await adminQuery(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      if (rows.length > 0) throw new Error(`connections left open on ${name}: ${JSON.stringify(rows)}`);
+    },
+  };
+}

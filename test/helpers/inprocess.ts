@@ -1,0 +1,60 @@
+/**
+ * An in-process supervisor with real worker threads, for tests that drive it
+ * through events. Settings are the defaults plus the test's overrides, with
+ * the fixture tasks folder.
+ */
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { loadConfig, type Settings } from '../../src/config.ts';
+import { createLogger } from '../../src/log.ts';
+import type { Events } from '../../src/supervisor/events.ts';
+import { Supervisor } from '../../src/supervisor/supervisor.ts';
+
+export const FIXTURE_TASKS = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../fixtures/tasks');
+
+export function testSettings(overrides: Record<string, unknown> = {}): Settings {
+  return loadConfig({
+    env: {},
+    overrides: {
+      tasks: { dir: FIXTURE_TASKS },
+      metrics: { port: 0, host: '127.0.0.1' },
+      poll: { interval: '500ms' },
+      log: { level: process.env.TEST_LOG_LEVEL ?? 'silent' },
+      ...overrides,
+    },
+  });
+}
+
+export function startSupervisor(databaseUrl: string, overrides: Record<string, unknown> = {}): Supervisor {
+  const settings = testSettings(overrides);
+  return new Supervisor({ settings, databaseUrl, log: createLogger({ level: settings.log.level, fd: 2 }) });
+}
+
+/** Resolves with the first event `name` whose payload passes `until` (default: any). */
+export function nextEvent<K extends keyof Events>(supervisor: Supervisor, name: K, until: (...args: Events[K]) => boolean = () => true, timeoutMs = 15_000): Promise<Events[K]> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      supervisor.events.off(name, listener as never);
+      reject(new Error(`no ${String(name)} event within ${timeoutMs} ms`));
+    }, timeoutMs);
+    const listener = (...args: Events[K]) => {
+      if (!until(...args)) return;
+      clearTimeout(timer);
+      supervisor.events.off(name, listener as never);
+      resolve(args);
+    };
+    supervisor.events.on(name, listener as never);
+  });
+}
+
+/** Polls a query until `check` passes (for state that only the database shows). */
+export async function eventually<T>(read: () => Promise<T>, check: (value: T) => boolean, timeoutMs = 15_000, what = 'condition'): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let value = await read();
+  while (!check(value)) {
+    if (Date.now() > deadline) throw new Error(`${what} not reached within ${timeoutMs} ms; last value: ${JSON.stringify(value)}`);
+    await new Promise((r) => setTimeout(r, 50));
+    value = await read();
+  }
+  return value;
+}

@@ -1,0 +1,81 @@
+/**
+ * `npm test`: type-checks src and test, prepares a PostgreSQL (the one
+ * DATABASE_URL names, or the embedded server), migrates a template database
+ * once, and runs every test file with node:test. Each file clones its own
+ * database from the template (test/helpers/db.ts).
+ *
+ *   npm test                       everything
+ *   npx tsx test/run.ts FILE...    some files (no type-check)
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { loadConfig } from '../src/config.ts';
+import { ensureEmbeddedPostgres } from '../src/db/embedded.ts';
+import { migrate } from '../src/db/migrate.ts';
+import { createLogger } from '../src/log.ts';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+export const TEMPLATE = 'jobvisor_test_template';
+
+async function main(): Promise<number> {
+  const files = process.argv.slice(2);
+  if (files.length === 0) {
+    process.stdout.write('type-checking src and test…\n');
+    const tsc = spawnSync(process.execPath, [path.join(root, 'node_modules/typescript/bin/tsc'), '--noEmit', '-p', path.join(root, 'tsconfig.check.json')], { stdio: 'inherit' });
+    if (tsc.status !== 0) return 1;
+  }
+  const log = createLogger({ level: 'warn', fd: 2 });
+  const given = process.env.JOBVISOR_TEST_DATABASE_URL || process.env.DATABASE_URL;
+  const settings = loadConfig({ env: {} });
+  const embedded = given ? null : await ensureEmbeddedPostgres({ dir: settings.database.embedded.dir, port: settings.database.embedded.port, log });
+  const serverUrl = serverOf(given ?? (embedded?.url as string));
+  try {
+    await prepareTemplate(serverUrl);
+    const testFiles = files.length > 0 ? files : readdirSync(path.join(root, 'test')).filter((f) => f.endsWith('.test.ts')).sort().map((f) => path.join('test', f));
+    const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=2', '--test-timeout=300000', ...testFiles], {
+      cwd: root,
+      stdio: 'inherit',
+      env: { ...process.env, JOBVISOR_TEST_DATABASE_URL: serverUrl, JOBVISOR_TEST_TEMPLATE: TEMPLATE, DATABASE_URL: '' },
+    });
+    return await new Promise<number>((resolve) => child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0))));
+  } finally {
+    if (embedded?.startedHere) await embedded.stop();
+  }
+}
+
+/** The same server, database `postgres`. */
+function serverOf(url: string): string {
+  const u = new URL(url);
+  u.pathname = '/postgres';
+  return u.toString();
+}
+
+async function prepareTemplate(serverUrl: string): Promise<void> {
+  const admin = new pg.Client({ connectionString: serverUrl });
+  await admin.connect();
+  try {
+    await admin.query(`DROP DATABASE IF EXISTS ${TEMPLATE} WITH (FORCE)`);
+    await admin.query(`CREATE DATABASE ${TEMPLATE}`);
+  } finally {
+    await admin.end();
+  }
+  const u = new URL(serverUrl);
+  u.pathname = `/${TEMPLATE}`;
+  const pool = new pg.Pool({ connectionString: u.toString(), max: 1 });
+  try {
+    await migrate(pool);
+  } finally {
+    await pool.end();
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    process.stderr.write(`test runner: ${err instanceof Error ? err.stack : String(err)}\n`);
+    process.exit(1);
+  },
+);

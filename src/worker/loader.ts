@@ -38,7 +38,12 @@ export function createLoader(dirs: string[]) {
     try {
       mod = (await import(url)) as typeof mod;
     } catch (err) {
-      if ((err as { code?: string }).code !== 'ERR_UNKNOWN_FILE_EXTENSION') throw err;
+      if ((err as { code?: string }).code !== 'ERR_UNKNOWN_FILE_EXTENSION') {
+        const hint = file.endsWith('.js')
+          ? ' (an ES module task needs the .mjs extension or a package.json with "type": "module" in its folder)'
+          : '';
+        throw new TaskLoadError(`task ${file} could not be loaded: ${(err as Error).message}${hint}`, false, { cause: err });
+      }
       // A .ts task in a thread without a TypeScript loader: bring tsx in once.
       tsxReady ??= import('tsx/esm/api').then((m) => void m.register(), (cause) => {
         throw new TaskLoadError(`task ${file} is TypeScript but tsx is not installed: compile it to .js`, false, { cause });

@@ -1,0 +1,194 @@
+/**
+ * The queue's SQL, driven step by step with a pinned clock: claims, fencing,
+ * retries and dead letters, hand-backs, leases, the reaper and cleanup.
+ */
+import assert from 'node:assert/strict';
+import { after, before, beforeEach, describe, it } from 'node:test';
+import { cancelJobs, retryFailedJobs, retryJobs } from '../src/queue/admin.ts';
+import { claimJobs, nextDueIn } from '../src/queue/claim.ts';
+import { deleteOldJobs } from '../src/queue/cleanup.ts';
+import { completeJobs, failJobs, releaseJobs } from '../src/queue/complete.ts';
+import { enqueueMany } from '../src/queue/enqueue.ts';
+import { renewLeases } from '../src/queue/lease.ts';
+import { reapExpiredLeases } from '../src/queue/reaper.ts';
+import type { Store } from '../src/queue/sql.ts';
+import { countActiveJobs } from '../src/queue/stats.ts';
+import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
+
+let db: TestDatabase;
+let store: Store;
+const T0 = new Date('2030-06-01T12:00:00Z');
+const at = (ms: number) => new Date(T0.getTime() + ms);
+
+before(async () => {
+  db = await createTestDatabase('queue');
+  store = { db: db.pool, schema: 'jobvisor' };
+});
+beforeEach(async () => {
+  await db.pool.query('TRUNCATE jobvisor.jobs');
+});
+after(async () => {
+  await db.drop();
+});
+
+async function add(n: number, extra: Record<string, unknown> = {}) {
+  return (await enqueueMany(db.pool, Array.from({ length: n }, (_, i) => ({ kind: 'k', payload: { i }, runAt: T0, ...extra })))).map((r) => r.id as string);
+}
+const row = async (id: string) => (await db.pool.query('SELECT * FROM jobvisor.jobs WHERE id = $1', [id])).rows[0];
+
+describe('claims', () => {
+  it('claim due jobs in priority, then run_at order, up to the limit, and lease them', async () => {
+    const [late] = await add(1, { runAt: at(5000) });
+    const [low] = await add(1, { priority: 5 });
+    const [high] = await add(1, { priority: -5 });
+    const jobs = await claimJobs(store, { owner: 'A', queue: 'default', limit: 10, leaseMs: 30_000, now: at(1000) });
+    assert.deepEqual(jobs.map((j) => j.id), [high, low], 'the future job is not due');
+    const r = await row(high as string);
+    assert.equal(r.status, 'running');
+    assert.equal(r.attempts, 1);
+    assert.equal(r.locked_by, 'A');
+    assert.equal(r.locked_until.getTime(), at(31_000).getTime());
+    assert.equal(jobs[0]?.payload, '{"i": 0}');
+    assert.equal((await row(late as string)).status, 'pending');
+    assert.equal(await nextDueIn(store, ['default'], at(1000)), 4000);
+  });
+
+  it('two claimers never get the same job (SKIP LOCKED)', async () => {
+    await add(400);
+    const claims = await Promise.all(Array.from({ length: 8 }, (_, i) => claimJobs(store, { owner: `S${i}`, queue: 'default', limit: 60, leaseMs: 30_000, now: at(0) })));
+    const ids = claims.flat().map((j) => j.id);
+    assert.equal(new Set(ids).size, ids.length, 'no job claimed twice');
+    assert.equal(ids.length, 400);
+  });
+
+  it('claims only its queue', async () => {
+    await add(2, { queue: 'other' });
+    assert.equal((await claimJobs(store, { owner: 'A', queue: 'default', limit: 10, leaseMs: 1000, now: at(0) })).length, 0);
+    assert.equal((await claimJobs(store, { owner: 'A', queue: 'other', limit: 10, leaseMs: 1000, now: at(0) })).length, 2);
+  });
+});
+
+describe('fenced outcomes', () => {
+  it('completes only for the owner of the current attempt', async () => {
+    await add(1);
+    const [job] = await claimJobs(store, { owner: 'A', queue: 'default', limit: 1, leaseMs: 1000, now: at(0) });
+    const attempt = { id: job!.id, attempt: job!.attempt };
+    assert.deepEqual(await completeJobs(store, 'B', [attempt], at(10)), [], 'another owner is fenced off');
+    assert.deepEqual(await completeJobs(store, 'A', [{ ...attempt, attempt: 2 }], at(10)), [], 'another attempt is fenced off');
+    assert.deepEqual(await completeJobs(store, 'A', [attempt], at(10)), [job!.id]);
+    const r = await row(job!.id);
+    assert.equal(r.status, 'done');
+    assert.equal(r.finished_at.getTime(), at(10).getTime());
+    assert.deepEqual(await completeJobs(store, 'A', [attempt], at(20)), [], 'a second write changes nothing');
+  });
+
+  it('a reaped job cannot be completed by its stale owner, even after it is claimed again', async () => {
+    await add(1);
+    const [job] = await claimJobs(store, { owner: 'A', queue: 'default', limit: 1, leaseMs: 1000, now: at(0) });
+    const reaped = await reapExpiredLeases(store, 100, at(5000));
+    assert.deepEqual(reaped.map((r) => [r.id, r.status, r.locked_by]), [[job!.id, 'pending', 'A']]);
+    const [again] = await claimJobs(store, { owner: 'A', queue: 'default', limit: 1, leaseMs: 1000, now: at(6000) });
+    assert.equal(again!.attempt, 2);
+    assert.deepEqual(await completeJobs(store, 'A', [{ id: job!.id, attempt: 1 }], at(6100)), [], 'the old attempt is fenced off');
+    assert.deepEqual(await failJobs(store, 'A', [{ id: job!.id, attempt: 1, error: 'late', permanent: false, delayMs: 0 }], at(6100)), []);
+    assert.deepEqual(await completeJobs(store, 'A', [{ id: job!.id, attempt: 2 }], at(6200)), [job!.id]);
+    const r = await row(job!.id);
+    assert.match(r.errors[0].error, /lease expired: supervisor A/);
+  });
+
+  it('retries with the given delay, then dead-letters when attempts are used up; keeps an error history', async () => {
+    const [id] = await add(1, { maxAttempts: 2 });
+    let [job] = await claimJobs(store, { owner: 'A', queue: 'default', limit: 1, leaseMs: 1000, now: at(0) });
+    assert.deepEqual(await failJobs(store, 'A', [{ id: id!, attempt: 1, error: 'E1', permanent: false, delayMs: 1500 }], at(100)), [{ id, status: 'pending' }]);
+    let r = await row(id!);
+    assert.equal(r.run_at.getTime(), at(1600).getTime());
+    assert.equal(r.last_error, 'E1');
+    assert.equal((await claimJobs(store, { owner: 'A', queue: 'default', limit: 1, leaseMs: 1000, now: at(1000) })).length, 0, 'not due yet');
+    [job] = await claimJobs(store, { owner: 'A', queue: 'default', limit: 1, leaseMs: 1000, now: at(1600) });
+    assert.equal(job!.attempt, 2);
+    assert.deepEqual(await failJobs(store, 'A', [{ id: id!, attempt: 2, error: 'E2', permanent: false, delayMs: 1 }], at(1700)), [{ id, status: 'failed' }]);
+    r = await row(id!);
+    assert.equal(r.status, 'failed');
+    assert.equal(r.finished_at.getTime(), at(1700).getTime());
+    assert.deepEqual(r.errors.map((e: { attempt: number; error: string }) => [e.attempt, e.error]), [[1, 'E1'], [2, 'E2']]);
+  });
+
+  it('dead-letters a permanent failure at once', async () => {
+    const [id] = await add(1, { maxAttempts: 10 });
+    await claimJobs(store, { owner: 'A', queue: 'default', limit: 1, leaseMs: 1000, now: at(0) });
+    assert.deepEqual(await failJobs(store, 'A', [{ id: id!, attempt: 1, error: 'bad input', permanent: true, delayMs: 0 }], at(1)), [{ id, status: 'failed' }]);
+  });
+
+  it('hands a job back without using up its attempt', async () => {
+    const [id] = await add(1);
+    await claimJobs(store, { owner: 'A', queue: 'default', limit: 1, leaseMs: 1000, now: at(0) });
+    assert.deepEqual(await releaseJobs(store, 'A', [{ id: id!, attempt: 1 }]), [id]);
+    const r = await row(id!);
+    assert.equal(r.status, 'pending');
+    assert.equal(r.attempts, 0);
+    assert.equal(r.locked_until, null);
+  });
+});
+
+describe('leases', () => {
+  it('renews only leases this owner still holds', async () => {
+    const ids = await add(3);
+    await claimJobs(store, { owner: 'A', queue: 'default', limit: 3, leaseMs: 1000, now: at(0) });
+    await cancelJobs(store, [ids[2] as string]);
+    const kept = await renewLeases(store, 'A', ids, 10_000, at(500));
+    assert.deepEqual([...kept].sort(), ids.slice(0, 2).sort());
+    assert.equal((await row(ids[0] as string)).locked_until.getTime(), at(10_500).getTime());
+    assert.equal((await renewLeases(store, 'B', ids, 10_000, at(500))).size, 0);
+  });
+
+  it('the reaper returns expired leases to pending, or to failed when no attempts remain', async () => {
+    const [a] = await add(1, { maxAttempts: 3 });
+    const [b] = await add(1, { maxAttempts: 1 });
+    await claimJobs(store, { owner: 'A', queue: 'default', limit: 2, leaseMs: 1000, now: at(0) });
+    assert.equal((await reapExpiredLeases(store, 100, at(999))).length, 0, 'not expired yet');
+    const reaped = await reapExpiredLeases(store, 100, at(2000));
+    assert.deepEqual(new Map(reaped.map((r) => [r.id, r.status])), new Map([[a, 'pending'], [b, 'failed']]));
+    assert.equal((await row(a!)).run_at.getTime(), at(2000).getTime(), 'due again at once');
+  });
+});
+
+describe('cleanup and stats', () => {
+  it('deletes finished jobs past their retention, failed ones after the longer retention, in batches', async () => {
+    const ids = await add(6);
+    await claimJobs(store, { owner: 'A', queue: 'default', limit: 6, leaseMs: 1000, now: at(0) });
+    await completeJobs(store, 'A', ids.slice(0, 3).map((id) => ({ id, attempt: 1 })), at(0));
+    await failJobs(store, 'A', [{ id: ids[3]!, attempt: 1, error: 'x', permanent: true, delayMs: 0 }], at(0));
+    await cancelJobs(store, [ids[4]!]);
+    await db.pool.query('UPDATE jobvisor.jobs SET finished_at = $2 WHERE id = $1', [ids[4], at(0)]);
+    const day = 86_400_000;
+    const round1 = await deleteOldJobs(store, { retentionMs: 3 * day, failedRetentionMs: 30 * day, limit: 2, now: at(4 * day) });
+    assert.equal(round1.reduce((n, r) => n + r.count, 0), 2, 'batch size respected');
+    const round2 = await deleteOldJobs(store, { retentionMs: 3 * day, failedRetentionMs: 30 * day, limit: 100, now: at(4 * day) });
+    assert.equal(round2.reduce((n, r) => n + r.count, 0), 2);
+    const left = (await db.pool.query('SELECT id, status FROM jobvisor.jobs ORDER BY id')).rows;
+    assert.deepEqual(left.map((r) => r.status).sort(), ['failed', 'running']);
+    const round3 = await deleteOldJobs(store, { retentionMs: 3 * day, failedRetentionMs: 30 * day, limit: 100, now: at(31 * day) });
+    assert.deepEqual(round3.map((r) => [r.status, r.count]), [['failed', 1]]);
+  });
+
+  it('counts active jobs and the oldest due pending age', async () => {
+    await add(3);
+    await add(1, { kind: 'other', queue: 'q2', runAt: at(-60_000) });
+    const counts = await countActiveJobs(store, at(1000));
+    const pendingDefault = counts.find((c) => c.queue === 'default' && c.status === 'pending');
+    assert.equal(pendingDefault?.count, 3);
+    assert.equal(pendingDefault?.oldest_due_s, 1);
+    assert.equal(counts.find((c) => c.queue === 'q2')?.oldest_due_s, 61);
+  });
+
+  it('retries dead letters and cancels pending jobs', async () => {
+    const ids = await add(3, { maxAttempts: 1 });
+    await claimJobs(store, { owner: 'A', queue: 'default', limit: 2, leaseMs: 1000, now: at(0) });
+    await failJobs(store, 'A', ids.slice(0, 2).map((id) => ({ id, attempt: 1, error: 'x', permanent: false, delayMs: 0 })), at(0));
+    assert.deepEqual(await retryJobs(store, [ids[0]!, ids[2]!]), [ids[0]], 'only failed/cancelled are retried');
+    assert.equal((await row(ids[0]!)).attempts, 0);
+    assert.deepEqual(await retryFailedJobs(store, 'k'), [ids[1]]);
+    assert.deepEqual((await cancelJobs(store, ids)).sort(), [...ids].sort());
+    assert.equal((await row(ids[2]!)).status, 'cancelled');
+  });
+});

@@ -273,6 +273,7 @@ export function loadConfig(options: LoadOptions = {}): Settings {
     let merged: Record<string, unknown> = {};
     for (const file of layered) merged = deepMerge(merged, readJson(file));
     if (options.overrides) merged = deepMerge(merged, options.overrides);
+    checkUnknownKeys(merged, schema);
     config.load(merged);
     config.validate({ allowed: 'strict' });
     validateQueues(config.get('queues'));
@@ -282,6 +283,19 @@ export function loadConfig(options: LoadOptions = {}): Settings {
   }
   const raw = config.getProperties() as unknown as Settings & Record<string, unknown>;
   return finish(raw);
+}
+
+/** Every key in the files must exist in the schema (convict misses empty objects). */
+function checkUnknownKeys(value: Record<string, unknown>, node: Record<string, unknown>, prefix = ''): void {
+  for (const [key, child] of Object.entries(value)) {
+    const here = prefix ? `${prefix}.${key}` : key;
+    const spec = node[key] as Record<string, unknown> | undefined;
+    if (!spec || typeof spec !== 'object') {
+      const near = closestKey(here, allKeys(schema).concat(Object.keys(schema)));
+      throw new ConfigError(`invalid configuration: unknown key "${here}"${near ? ` (did you mean "${near}"?)` : ''}`);
+    }
+    if (!('default' in spec) && isPlainObject(child)) checkUnknownKeys(child, spec, here);
+  }
 }
 
 function readJson(file: string): Record<string, unknown> {

@@ -18,7 +18,8 @@ import { migrate } from '../src/db/migrate.ts';
 import { createLogger } from '../src/log.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-export const TEMPLATE = 'jobvisor_test_template';
+/** One template per runner, so runs started together do not collide. */
+const TEMPLATE = `jobvisor_test_template_${process.pid}`;
 
 async function main(): Promise<number> {
   const files = process.argv.slice(2);
@@ -42,7 +43,30 @@ async function main(): Promise<number> {
     });
     return await new Promise<number>((resolve) => child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0))));
   } finally {
-    if (embedded?.startedHere) await embedded.stop();
+    await dropTemplate(serverUrl).catch(() => {});
+    // Another test run (or a developer's supervisor) may be using the server too.
+    if (embedded?.startedHere && !(await othersConnected(serverUrl))) await embedded.stop();
+  }
+}
+
+async function othersConnected(serverUrl: string): Promise<boolean> {
+  const admin = new pg.Client({ connectionString: serverUrl });
+  await admin.connect();
+  try {
+    const { rows } = await admin.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()");
+    return rows[0].n > 0;
+  } finally {
+    await admin.end();
+  }
+}
+
+async function dropTemplate(serverUrl: string): Promise<void> {
+  const admin = new pg.Client({ connectionString: serverUrl });
+  await admin.connect();
+  try {
+    await admin.query(`DROP DATABASE IF EXISTS ${TEMPLATE} WITH (FORCE)`);
+  } finally {
+    await admin.end();
   }
 }
 

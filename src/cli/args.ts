@@ -12,11 +12,26 @@ export interface Parsed {
 
 export function parse(argv: string[], options: NonNullable<ParseArgsConfig['options']>, command: string): Parsed {
   try {
-    return parseArgs({ args: argv, options, allowPositionals: true, strict: true }) as Parsed;
+    return parseArgs({ args: joinNegativeNumbers(argv, options), allowPositionals: true, strict: true, options }) as Parsed;
   } catch (err) {
     const message = (err as Error).message.split('\n')[0]?.replace(/\. To specify a positional argument.*$/, '') ?? 'bad arguments';
     throw new InputError(`${command}: ${message}`);
   }
+}
+
+/** `--priority -3` reads as an option followed by another option; make it `--priority=-3`. */
+function joinNegativeNumbers(argv: string[], options: NonNullable<ParseArgsConfig['options']>): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] as string;
+    const next = argv[i + 1];
+    const name = arg.startsWith('--') ? arg.slice(2) : undefined;
+    if (name && options[name]?.type === 'string' && next !== undefined && /^-\d/.test(next)) {
+      out.push(`${arg}=${next}`);
+      i++;
+    } else out.push(arg);
+  }
+  return out;
 }
 
 export function integer(name: string, value: string | undefined, min: number, max: number): number | undefined {

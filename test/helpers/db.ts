@@ -37,7 +37,8 @@ export async function adminQuery(sql: string, values: unknown[] = []): Promise<p
 }
 
 export async function createTestDatabase(label = path.basename(process.argv[1] ?? 'test', '.test.ts')): Promise<TestDatabase> {
-  const template = process.env.JOBVISOR_TEST_TEMPLATE ?? 'jobvisor_test_template';
+  const template = process.env.JOBVISOR_TEST_TEMPLATE;
+  if (!template) throw new Error('JOBVISOR_TEST_TEMPLATE is not set: run tests with `npm test` or `npx tsx test/run.ts FILE`');
   const name = `t_${label.replace(/[^a-z0-9_]/gi, '_').toLowerCase().slice(0, 30)}_${randomBytes(4).toString('hex')}`;
   await adminQuery(`CREATE DATABASE ${name} TEMPLATE ${template}`);
   const url = urlOf(name);

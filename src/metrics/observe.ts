@@ -52,6 +52,9 @@ export function observeEvents(events: SupervisorEvents, metrics: Metrics): void 
     metrics.threadsBusy.set(busy);
     metrics.poolQueueLength.set(queued);
   });
+  events.on('schedule:fired', (e) => {
+    if (!e.duplicate) child(metrics.enqueued, 'enqueued', e.queue, e.kind).inc();
+  });
   events.on('supervisor:draining', () => metrics.draining.set(1));
   events.on('db:error', ({ loop }) => metrics.dbErrors.labels(loop).inc());
 }

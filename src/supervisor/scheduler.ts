@@ -61,7 +61,7 @@ export function createScheduler(options: {
         const results = await enqueueMany(options.store.db, specs, { schema: options.store.schema });
         results.forEach((r, i) => {
           const d = due[i] as (typeof due)[number];
-          options.events.emit('schedule:fired', { name: d.schedule.name, fireTime: d.fireTime, jobId: r.id, duplicate: r.duplicate });
+          options.events.emit('schedule:fired', { name: d.schedule.name, kind: d.schedule.kind, queue: d.schedule.queue, fireTime: d.fireTime, jobId: r.id, duplicate: r.duplicate });
         });
       }
       checkedUntil = now;

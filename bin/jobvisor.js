@@ -5,8 +5,8 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const source = `${root}src/cli/main.ts`;
-const compiled = `${root}dist/cli/main.js`;
+const source = `${root}src/cli/bin.ts`;
+const compiled = `${root}dist/cli/bin.js`;
 
 async function tsxAvailable() {
   try {

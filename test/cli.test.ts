@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
+import { main } from '../src/cli/main.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { BIN, writeConfig } from './helpers/supervisor.ts';
 
@@ -30,6 +31,32 @@ function jobvisor(args: string[], env: Record<string, string> = {}): Promise<Run
   });
 }
 
+/**
+ * The same command in this process: for the many bad-input cases, where a
+ * process start per case would dominate the run. Output is captured.
+ */
+async function jobvisorInProcess(args: string[], env: Record<string, string> = {}): Promise<Run> {
+  const saved = { ...process.env };
+  Object.assign(process.env, { DATABASE_URL: db.url, JOBVISOR_CONFIG: '', NODE_ENV: 'test', ...env });
+  const out = { stdout: '', stderr: '' };
+  const write = (key: 'stdout' | 'stderr') => ((chunk: string | Uint8Array) => {
+    out[key] += String(chunk);
+    return true;
+  }) as typeof process.stdout.write;
+  const original = { stdout: process.stdout.write, stderr: process.stderr.write };
+  process.stdout.write = write('stdout');
+  process.stderr.write = write('stderr');
+  try {
+    const code = await main(args);
+    return { code, ...out };
+  } finally {
+    process.stdout.write = original.stdout;
+    process.stderr.write = original.stderr;
+    for (const key of Object.keys(process.env)) if (!(key in saved)) delete process.env[key];
+    Object.assign(process.env, saved);
+  }
+}
+
 const count = async () => (await db.pool.query('SELECT count(*)::int AS n FROM jobvisor.jobs')).rows[0].n as number;
 
 before(async () => {
@@ -47,11 +74,11 @@ describe('jobvisor CLI', () => {
     const row = (await db.pool.query('SELECT * FROM jobvisor.jobs WHERE id = $1', [r.stdout.trim()])).rows[0];
     assert.deepEqual([row.kind, row.payload, row.queue, row.priority, row.max_attempts, row.unique_key], ['welcome_email', { user_id: 7 }, 'emails', -3, 4, 'welcome-7']);
     assert.ok(row.run_at.getTime() > Date.now() + 5000);
-    const dup = await jobvisor(['enqueue', 'welcome_email', '{"user_id":7}', '--unique-key', 'welcome-7']);
+    const dup = await jobvisorInProcess(['enqueue', 'welcome_email', '{"user_id":7}', '--unique-key', 'welcome-7']);
     assert.equal(dup.code, 0);
     assert.equal(dup.stdout.trim(), r.stdout.trim(), 'the existing id');
     assert.match(dup.stderr, /skipped/);
-    const at = await jobvisor(['enqueue', 'report', '--run-at', '2031-01-01T00:00:00Z', '--json']);
+    const at = await jobvisorInProcess(['enqueue', 'report', '--run-at', '2031-01-01T00:00:00Z', '--json']);
     assert.equal(at.code, 0, at.stderr);
     assert.equal(JSON.parse(at.stdout).duplicate, false);
   });
@@ -80,7 +107,7 @@ describe('jobvisor CLI', () => {
       [['stats', '--verbose'], /Unknown option/],
     ];
     for (const [args, message] of cases) {
-      const r = await jobvisor(args);
+      const r = await jobvisorInProcess(args);
       assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
       assert.match(r.stderr, message, args.join(' '));
       assert.equal(r.stderr.trim().split('\n').length, 1, `one line for ${args.join(' ')}: ${r.stderr}`);
@@ -93,13 +120,13 @@ describe('jobvisor CLI', () => {
     let r = await jobvisor(['start'], { JOBVISOR_CONFIG: typo });
     assert.equal(r.code, 2);
     assert.match(r.stderr, /queues\.default\.concurency.*did you mean "queues\.default\.concurrency"/);
-    r = await jobvisor(['stats'], { JOBVISOR_CONFIG: writeConfig({ shutdown: { grase: '5s' } }) });
+    r = await jobvisorInProcess(['stats'], { JOBVISOR_CONFIG: writeConfig({ shutdown: { grase: '5s' } }) });
     assert.equal(r.code, 2);
     assert.match(r.stderr, /unknown key "shutdown\.grase".*"shutdown\.grace"/);
-    r = await jobvisor(['stats'], { JOBVISOR_CONFIG: writeConfig({ jobs: { lease: 'forever' } }) });
+    r = await jobvisorInProcess(['stats'], { JOBVISOR_CONFIG: writeConfig({ jobs: { lease: 'forever' } }) });
     assert.equal(r.code, 2);
     assert.match(r.stderr, /jobs\.lease/);
-    r = await jobvisor(['stats'], { METRICS_PORT: 'nine' });
+    r = await jobvisorInProcess(['stats'], { METRICS_PORT: 'nine' });
     assert.equal(r.code, 2);
     assert.match(r.stderr, /metrics\.port/);
   });
@@ -111,21 +138,21 @@ describe('jobvisor CLI', () => {
     assert.equal(r.code, 0, r.stderr);
     const stats = JSON.parse(r.stdout);
     assert.ok(stats.counts.some((c: { kind: string; status: string; count: number }) => c.kind === 'broken' && c.status === 'failed' && c.count === 1));
-    r = await jobvisor(['stats']);
+    r = await jobvisorInProcess(['stats']);
     assert.match(r.stdout, /queue\s+kind\s+status\s+count/);
     assert.match(r.stdout, /oldest pending/);
-    r = await jobvisor(['jobs', 'list', '--status', 'failed', '--json']);
+    r = await jobvisorInProcess(['jobs', 'list', '--status', 'failed', '--json']);
     assert.equal(JSON.parse(r.stdout.trim().split('\n')[0] as string).id, failedId);
-    r = await jobvisor(['jobs', 'list', '--kind', 'broken']);
+    r = await jobvisorInProcess(['jobs', 'list', '--kind', 'broken']);
     assert.match(r.stdout, /broken\s+failed/);
     r = await jobvisor(['jobs', 'retry', failedId, '999999']);
     assert.equal(r.code, 1, 'one id could not be retried');
     assert.match(r.stdout, new RegExp(`retried: ${failedId}`));
     assert.match(r.stderr, /job 999999: not found/);
     assert.equal((await db.pool.query('SELECT status, attempts FROM jobvisor.jobs WHERE id = $1', [failedId])).rows[0].status, 'pending');
-    r = await jobvisor(['jobs', 'cancel', failedId]);
+    r = await jobvisorInProcess(['jobs', 'cancel', failedId]);
     assert.equal(r.code, 0, r.stderr);
-    r = await jobvisor(['jobs', 'retry', '--failed', '--kind', 'broken']);
+    r = await jobvisorInProcess(['jobs', 'retry', '--failed', '--kind', 'broken']);
     assert.equal(r.code, 0);
     assert.match(r.stdout, /retried 0 failed job/);
   });

@@ -33,6 +33,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   demo: async () => (await import('./demo.ts')).demoCommand,
 };
 
+/** Runs one command; returns the exit status (never throws). */
 export async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
   if (name === undefined || name === 'help' || name === '--help' || name === '-h') {
@@ -60,13 +61,3 @@ export async function main(argv: string[]): Promise<number> {
     return 1;
   }
 }
-
-main(process.argv.slice(2)).then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (err: unknown) => {
-    process.stderr.write(`jobvisor: ${String(err)}\n`);
-    process.exitCode = 1;
-  },
-);

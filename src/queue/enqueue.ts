@@ -9,6 +9,8 @@
 import type { Db } from '../db/pool.ts';
 import { parseDuration } from '../duration.ts';
 import { InputError } from '../errors.ts';
+import { qualify } from '../db/schema.ts';
+import { COPY_JOBS, copyRows } from './copy.ts';
 import { prepared, run, type Store } from './sql.ts';
 import { checkPayload, checkName } from './validate.ts';
 
@@ -55,6 +57,8 @@ export interface JobSpec<K extends string = string> extends Omit<EnqueueOptions,
 
 export const DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024;
 const MAX_BATCH = 100_000;
+/** From this many jobs without unique keys, enqueueMany uses COPY (see copy.ts). */
+export const COPY_THRESHOLD = 500;
 
 interface Row {
   queue: string;
@@ -192,5 +196,10 @@ export async function enqueueMany(db: Db, jobs: JobSpec[], options: { schema?: s
     if (typeof job !== 'object' || job === null) throw new InputError(`jobs[${i}] must be an object`);
     return toRow(job.kind, job.payload, { ...job, maxPayloadBytes: options.maxPayloadBytes }, `jobs[${i}].`);
   });
-  return insertRows({ db, schema: options.schema ?? 'jobvisor' }, rows);
+  const schema = options.schema ?? 'jobvisor';
+  if (rows.length >= COPY_THRESHOLD && rows.every((r) => r.uniqueKey === null)) {
+    const ids = await copyRows(db, schema, rows, (s) => qualify(COPY_JOBS, s));
+    return ids.map((id) => ({ id, duplicate: false }));
+  }
+  return insertRows({ db, schema }, rows);
 }

@@ -227,8 +227,17 @@ export class Dispatcher {
     const jobs = session.outbox;
     session.outbox = [];
     session.port.postMessage({ type: 'run', jobs } satisfies ToWorker);
+    if (this.options.events.listenerCount('job:started') === 0) return;
     const now = Date.now();
-    this.options.events.emit('job:started', { jobs: jobs.map((j) => ref(this.tracked.get(j.id)?.job ?? (j as unknown as ClaimedJob))), waitMs: jobs.map((j) => now - (this.tracked.get(j.id)?.job.runAtMs ?? now)) });
+    const refs: JobRef[] = [];
+    const waits: number[] = [];
+    for (const j of jobs) {
+      const job = this.tracked.get(j.id)?.job;
+      if (!job) continue;
+      refs.push(ref(job));
+      waits.push(now - job.runAtMs);
+    }
+    this.options.events.emit('job:started', { jobs: refs, waitMs: waits });
   }
 
   private stopJob(t: Tracked, reason: StopReason): void {

@@ -51,8 +51,13 @@ function safeString(value: unknown): string {
   }
 }
 
+/** A job running in this session; its AbortController is made when first needed. */
+interface RunningJob {
+  controller?: AbortController;
+}
+
 export default function session({ port }: SessionTask): Promise<void> {
-  const running = new Map<string, AbortController>();
+  const running = new Map<string, RunningJob>();
   let outbox: JobResult[] = [];
   let flushing = false;
   let ended = false;
@@ -78,7 +83,7 @@ export default function session({ port }: SessionTask): Promise<void> {
     }
   };
 
-  async function runJob(job: JobMessage, controller: AbortController) {
+  async function runJob(job: JobMessage, handle: RunningJob) {
     const started = performance.now();
     try {
       let payload: unknown;
@@ -88,10 +93,19 @@ export default function session({ port }: SessionTask): Promise<void> {
         throw Object.assign(new Error(`payload is not valid JSON: ${(err as Error).message}`), { permanent: true });
       }
       const task = await loader.get(job.kind);
+      // The logger and the AbortController are made on first use: most jobs of a
+      // busy queue never touch them, and each costs microseconds per job.
+      let childLog: TaskContext['log'] | undefined;
       const ctx: TaskContext = {
         job: { id: job.id, kind: job.kind, queue: job.queue, attempt: job.attempt, maxAttempts: job.maxAttempts },
-        signal: controller.signal,
-        log: log.child({ jobId: job.id, kind: job.kind, queue: job.queue, attempt: job.attempt }),
+        get signal() {
+          handle.controller ??= new AbortController();
+          return handle.controller.signal;
+        },
+        get log() {
+          childLog ??= log.child({ jobId: job.id, kind: job.kind, queue: job.queue, attempt: job.attempt });
+          return childLog;
+        },
         get db() {
           return taskDb();
         },
@@ -111,15 +125,19 @@ export default function session({ port }: SessionTask): Promise<void> {
     switch (message.type) {
       case 'run':
         for (const job of message.jobs) {
-          const controller = new AbortController();
-          running.set(job.id, controller);
-          void runJob(job, controller);
+          const handle: RunningJob = {};
+          running.set(job.id, handle);
+          void runJob(job, handle);
         }
         break;
       case 'abort': {
         const reason = new Error(message.reason === 'timeout' ? 'job timed out' : message.reason === 'lease-lost' ? 'lease lost' : 'supervisor shutting down');
         reason.name = message.reason === 'timeout' ? 'TimeoutError' : 'AbortError';
-        running.get(message.id)?.abort(reason);
+        const handle = running.get(message.id);
+        if (handle) {
+          handle.controller ??= new AbortController();
+          handle.controller.abort(reason);
+        }
         break;
       }
       case 'end':

@@ -1,0 +1,49 @@
+/**
+ * Scenario "pickup": an idle supervisor; jobs inserted one at a time with a
+ * plain SQL INSERT; latency from the INSERT's commit returning to the task
+ * starting in a worker thread (reported by the task over a BroadcastChannel).
+ */
+import { BroadcastChannel } from 'node:worker_threads';
+import type { BenchDatabase } from './database.ts';
+import { BENCH_QUEUE, inProcessSupervisor, type QueueShape } from './harness.ts';
+import { quantile } from './stats.ts';
+
+export async function pickup(db: BenchDatabase, samples: number, shape: QueueShape): Promise<{ p50Ms: number; p99Ms: number; samples: number }> {
+  const { supervisor } = inProcessSupervisor(db.url, { ...shape, prefetch: 0 });
+  const channel = new BroadcastChannel('jobvisor-bench-pickup');
+  const started = new Map<string, (at: number) => void>();
+  channel.onmessage = (event) => {
+    const { id, at } = (event as MessageEvent).data as { id: string; at: number };
+    started.get(id)?.(at);
+  };
+  await supervisor.start();
+  const latencies: number[] = [];
+  try {
+    for (let i = 0; i < samples + 20; i++) {
+      const client = await db.pool.connect();
+      let id: string;
+      let committed: number;
+      try {
+        await client.query('BEGIN');
+        id = (await client.query("INSERT INTO jobvisor.jobs (queue, kind) VALUES ($1, 'bench_pickup') RETURNING id", [BENCH_QUEUE])).rows[0].id;
+        const startedAt = new Promise<number>((resolve) => started.set(id, resolve));
+        await client.query('COMMIT');
+        committed = performance.timeOrigin + performance.now();
+        const at = await withTimeout(startedAt, 10_000);
+        if (i >= 20) latencies.push(Math.max(0, at - committed)); // the first 20 warm up
+      } finally {
+        client.release();
+      }
+      // Idle between samples, as a queue that is not busy would be.
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  } finally {
+    channel.close();
+    await supervisor.stop();
+  }
+  return { p50Ms: quantile(latencies, 0.5), p99Ms: quantile(latencies, 0.99), samples: latencies.length };
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  return Promise.race([p, new Promise<T>((_, reject) => setTimeout(() => reject(new Error('pickup timed out')), ms).unref())]);
+}

@@ -184,7 +184,10 @@ export class Completer {
       await Promise.allSettled([...this.writing]);
       if (this.held.size === 0) return;
       const pendingCount = this.queued.done.length + this.queued.failed.length + this.queued.released.length;
-      if (pendingCount === 0) continue;
+      if (pendingCount === 0) {
+        if (this.writing.size === 0) return; // nothing queued, nothing in flight
+        continue;
+      }
       if (this.retryDelayMs > 0) await new Promise((r) => setTimeout(r, Math.min(this.retryDelayMs, Math.max(0, deadline - Date.now()))));
       const batch = this.queued;
       this.queued = { done: [], failed: [], released: [] };

@@ -1,0 +1,61 @@
+# The jobvisor supervisor image: compiled JavaScript and production dependencies only.
+#
+# The base images are made on this machine, no registry needed (deploy/image/make-base.sh):
+#   localhost/jobvisor-node:20-build  Debian minbase + Node.js 20 + npm   (build stages)
+#   localhost/jobvisor-node:20        Debian minbase + Node.js 20         (runtime)
+# Build with deploy/image/build.sh, or:
+#   podman build --format docker --isolation chroot --network host -t localhost/jobvisor:0.1.0 .
+#
+# At run time the root filesystem may be read-only: the process writes nothing but
+# what the configuration points at (mount /tmp, and a volume for task output).
+
+# npm's download cache is a build cache mount, never part of a layer. The optional
+# secret npm_ca is a CA bundle for a registry behind a TLS-inspecting proxy
+# (deploy/image/build.sh passes the bundle that npm on the build host trusts).
+
+# Production dependencies only: no TypeScript, no tsx, no embedded PostgreSQL.
+# Install scripts are skipped: sharp ships its native binary in a platform package.
+FROM localhost/jobvisor-node:20-build AS deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN --mount=type=cache,target=/root/.npm,sharing=locked \
+    --mount=type=secret,id=npm_ca,target=/run/secrets/npm_ca \
+    if [ -f /run/secrets/npm_ca ]; then export NODE_EXTRA_CA_CERTS=/run/secrets/npm_ca; fi \
+ && npm ci --omit=dev --ignore-scripts --no-audit --no-fund
+
+# Compile src/ to dist/ (npm run build = tsc -p tsconfig.build.json). Optional
+# dependencies (platform binaries: embedded PostgreSQL, esbuild, libvips) are not
+# needed to type-check and emit.
+FROM localhost/jobvisor-node:20-build AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN --mount=type=cache,target=/root/.npm,sharing=locked \
+    --mount=type=secret,id=npm_ca,target=/run/secrets/npm_ca \
+    if [ -f /run/secrets/npm_ca ]; then export NODE_EXTRA_CA_CERTS=/run/secrets/npm_ca; fi \
+ && npm ci --omit=optional --ignore-scripts --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+RUN npm run build
+
+FROM localhost/jobvisor-node:20 AS runtime
+RUN groupadd --system --gid 10001 jobvisor \
+ && useradd --system --uid 10001 --gid jobvisor --home-dir /nonexistent --no-create-home \
+      --shell /usr/sbin/nologin jobvisor
+WORKDIR /app
+ENV NODE_ENV=production \
+    TMPDIR=/tmp
+# Everything under /app belongs to root and is read-only for the jobvisor user.
+COPY --from=deps /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+COPY package.json ./
+COPY bin ./bin
+COPY migrations ./migrations
+COPY config ./config
+USER 10001:10001
+EXPOSE 9464
+STOPSIGNAL SIGTERM
+HEALTHCHECK --interval=15s --timeout=3s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.METRICS_PORT || 9464) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+# Exec form: node is PID 1 and receives SIGTERM itself; the supervisor drains and exits 0.
+ENTRYPOINT ["node", "bin/jobvisor.js"]
+CMD ["start"]

@@ -1,0 +1,355 @@
+/**
+ * deploy/kubernetes checked with real tools, offline:
+ * - `kubectl kustomize` builds the base;
+ * - every document validates against its schema (kubernetes-models and its KEDA and
+ *   Prometheus Operator packages: JSON Schema from the OpenAPI specs and CRDs), and
+ *   TypeScript's excess-property check over the same models rejects any field the
+ *   schema does not know (the JSON Schemas allow unknown fields, so a typo such as
+ *   `readOnlyRootFileSystem` would otherwise pass silently);
+ * - the ConfigMap passes the real strict configuration loader;
+ * - invariants across files: grace period above shutdown.grace, probes on the metrics
+ *   port, security context, the Secret reference shared by pods and KEDA, CPU and
+ *   memory against pool.maxThreads, database connections against max_connections,
+ *   the KEDA query run against a real migrated database, and the PrometheusRule
+ *   generated from grafana/alerts.yml.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
+import { parse as parseYaml, parseAllDocuments } from 'yaml';
+import { loadConfig, type Settings } from '../src/config.ts';
+import { createTestDatabase } from './helpers/db.ts';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const base = path.join(root, 'deploy/kubernetes');
+const generator = path.join(base, 'gen-prometheusrule.mjs');
+
+/** PostgreSQL's default max_connections and superuser_reserved_connections. */
+const MAX_CONNECTIONS = 100;
+const RESERVED_CONNECTIONS = 3;
+/** KEDA's pgx pool for the postgresql scaler: up to max(4, CPUs); one query per poll. */
+const KEDA_CONNECTIONS = 4;
+
+// Manifests are JSON from YAML: their shape is what the schema checks assert.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Json = any;
+interface Doc {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; labels?: Record<string, string>; annotations?: Record<string, string> };
+  spec?: Json;
+  data?: Record<string, string>;
+}
+
+/** Package that holds the models of an API group. */
+const MODEL_PACKAGES: Record<string, string> = {
+  '': 'kubernetes-models',
+  apps: 'kubernetes-models',
+  batch: 'kubernetes-models',
+  policy: 'kubernetes-models',
+  'keda.sh': '@kubernetes-models/keda',
+  'monitoring.coreos.com': '@kubernetes-models/prometheus-operator',
+};
+
+function modelModule(doc: Doc): string {
+  const [group, version] = doc.apiVersion.includes('/') ? doc.apiVersion.split('/') : ['', doc.apiVersion];
+  const pkg = MODEL_PACKAGES[group as string];
+  assert.ok(pkg, `${doc.kind}/${doc.metadata.name}: no schema package for API group "${group}"`);
+  return group ? `${pkg}/${group}/${version}/${doc.kind}` : `${pkg}/${version}/${doc.kind}`;
+}
+
+function run(command: string, args: string[]): string {
+  const result = spawnSync(command, args, { cwd: root, encoding: 'utf8', timeout: 60_000 });
+  if (result.error) throw new Error(`cannot run ${command}: ${result.error.message}`, { cause: result.error });
+  if (result.status !== 0) throw new Error(`${command} ${args.join(' ')} exited ${result.status}: ${result.stderr}`);
+  return result.stdout;
+}
+
+function seconds(ms: number): number {
+  return ms / 1000;
+}
+
+/** Kubernetes quantity → bytes (memory) or cores (cpu). */
+function quantity(value: string | number): number {
+  if (typeof value === 'number') return value;
+  const m = /^(\d+(?:\.\d+)?)(m|Ki|Mi|Gi|Ti|k|M|G|T)?$/.exec(value);
+  assert.ok(m, `unparsable quantity ${value}`);
+  const units: Record<string, number> = { m: 1e-3, Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, k: 1e3, M: 1e6, G: 1e9, T: 1e12 };
+  return Number(m[1]) * (m[2] ? (units[m[2]] as number) : 1);
+}
+
+describe('deploy/kubernetes', () => {
+  let docs: Doc[] = [];
+  let settings: Settings;
+  let configMapText = '';
+  const scratch = mkdtempSync(path.join(tmpdir(), 'jobvisor-deploy-'));
+
+  const find = (kind: string, name?: string): Doc => {
+    const doc = docs.find((d) => d.kind === kind && (name === undefined || d.metadata.name === name));
+    assert.ok(doc, `no ${kind}${name ? ` named ${name}` : ''} in the kustomize output`);
+    return doc;
+  };
+  const podSpec = (kind: 'Deployment' | 'Job'): Json => find(kind).spec.template.spec;
+  const container = (kind: 'Deployment' | 'Job'): Json => podSpec(kind).containers[0];
+
+  before(() => {
+    const built = run('kubectl', ['kustomize', base]);
+    docs = parseAllDocuments(built).map((d) => d.toJS() as Doc);
+    const configMap = find('ConfigMap');
+    configMapText = configMap.data?.['config.json'] ?? '';
+    const file = path.join(scratch, 'config.json');
+    writeFileSync(file, configMapText);
+    settings = loadConfig({ env: { NODE_ENV: 'production', JOBVISOR_CONFIG: file } });
+  });
+
+  after(() => rmSync(scratch, { recursive: true, force: true }));
+
+  test('kustomize builds every object of the base', () => {
+    const kinds = docs.map((d) => d.kind).sort();
+    assert.deepEqual(kinds, [
+      'ConfigMap', 'Deployment', 'Job', 'PodDisruptionBudget', 'PrometheusRule', 'ScaledObject', 'Service',
+      'ServiceAccount', 'ServiceMonitor', 'TriggerAuthentication',
+    ]);
+    for (const doc of docs) assert.equal(doc.metadata.labels?.['app.kubernetes.io/name'], 'jobvisor', `${doc.kind} carries the app label`);
+  });
+
+  test('every document validates against its schema', async () => {
+    for (const doc of docs) {
+      const mod = (await import(modelModule(doc))) as Record<string, new (data: unknown) => { validate(): void }>;
+      const Model = mod[doc.kind];
+      assert.ok(Model, `${modelModule(doc)} exports ${doc.kind}`);
+      assert.doesNotThrow(() => new Model(doc).validate(), `${doc.kind}/${doc.metadata.name}`);
+    }
+  });
+
+  test('the schema validator rejects a broken document', async () => {
+    const { Deployment } = await import('kubernetes-models/apps/v1/Deployment');
+    const broken = structuredClone(find('Deployment'));
+    broken.spec.template.spec.containers[0].ports[0].containerPort = 'metrics';
+    assert.throws(() => new Deployment(broken).validate(), /containerPort must be integer/);
+  });
+
+  test('no document has a field its schema does not know', () => {
+    const problems = unknownFields(docs, scratch);
+    assert.deepEqual(problems, []);
+    const typo = structuredClone(find('Deployment'));
+    typo.spec.template.spec.containers[0].securityContext.readOnlyRootFileSystem = true;
+    assert.match(unknownFields([typo], scratch).join('\n'), /readOnlyRootFileSystem/);
+  });
+
+  test('the ConfigMap is a valid jobvisor configuration', () => {
+    assert.ok(configMapText.length > 0, 'ConfigMap has config.json');
+    assert.equal(settings.database.url, '', 'the connection string never comes from the ConfigMap');
+    assert.doesNotMatch(configMapText, /postgres(ql)?:\/\//, 'no connection string in the ConfigMap');
+    const queues = settings.queues;
+    assert.ok(queues.cpu && queues.cpu.jobsPerThread === 1, 'CPU-bound queue: one job per thread');
+    assert.ok(queues.default && queues.default.jobsPerThread > 1, 'I/O queue shares threads');
+    for (const schedule of settings.schedules) assert.ok(queues[schedule.queue], `schedule ${schedule.name} targets served queue ${schedule.queue}`);
+  });
+
+  test('the Deployment runs 2 replicas sized by pool.maxThreads', () => {
+    const deployment = find('Deployment');
+    assert.equal(deployment.spec.replicas, 2);
+    const { requests, limits } = container('Deployment').resources;
+    assert.equal(quantity(requests.cpu), settings.pool.maxThreads, 'requests.cpu = pool.maxThreads');
+    assert.equal(limits.cpu, undefined, 'no CPU limit (throttling stalls lease renewal)');
+    const heaps = settings.pool.maxThreads * settings.pool.maxOldGenerationSizeMb * 2 ** 20;
+    assert.ok(settings.pool.maxOldGenerationSizeMb > 0, 'thread heaps are bounded');
+    assert.ok(quantity(limits.memory) >= heaps + 512 * 2 ** 20, `memory limit ${limits.memory} covers ${settings.pool.maxThreads} thread heaps + 512Mi`);
+    assert.equal(quantity(requests.memory), quantity(limits.memory), 'memory request = limit');
+    assert.equal(deployment.spec.strategy.rollingUpdate.maxUnavailable, 0);
+  });
+
+  test('the grace period outlasts shutdown.grace', () => {
+    for (const kind of ['Deployment'] as const) {
+      const grace = podSpec(kind).terminationGracePeriodSeconds as number;
+      assert.ok(grace >= seconds(settings.shutdown.grace) + 10, `terminationGracePeriodSeconds ${grace} ≥ shutdown.grace ${seconds(settings.shutdown.grace)}s + 10s to flush and exit`);
+    }
+  });
+
+  test('probes, Service and ServiceMonitor use the metrics port', () => {
+    const c = container('Deployment');
+    const port = c.ports.find((p: Json) => p.name === 'metrics');
+    assert.equal(port?.containerPort, settings.metrics.port);
+    assert.deepEqual([c.livenessProbe.httpGet.path, c.livenessProbe.httpGet.port], ['/healthz', 'metrics']);
+    assert.deepEqual([c.readinessProbe.httpGet.path, c.readinessProbe.httpGet.port], ['/readyz', 'metrics']);
+    assert.deepEqual([c.startupProbe.httpGet.path, c.startupProbe.httpGet.port], ['/healthz', 'metrics']);
+
+    const podLabels = find('Deployment').spec.template.metadata.labels as Record<string, string>;
+    const matches = (selector: Record<string, string>) => Object.entries(selector).every(([k, v]) => podLabels[k] === v);
+    const service = find('Service');
+    assert.ok(matches(service.spec.selector), 'Service selects the supervisor pods');
+    assert.deepEqual(service.spec.ports.map((p: Json) => [p.name, p.port, p.targetPort]), [['metrics', settings.metrics.port, 'metrics']]);
+    const monitor = find('ServiceMonitor');
+    assert.ok(Object.entries(monitor.spec.selector.matchLabels).every(([k, v]) => service.metadata.labels?.[k] === v), 'ServiceMonitor selects the Service');
+    assert.deepEqual(monitor.spec.endpoints.map((e: Json) => [e.port, e.path]), [['metrics', '/metrics']]);
+    assert.ok(matches(find('PodDisruptionBudget').spec.selector.matchLabels), 'PDB selects the supervisor pods');
+    assert.ok(matches(find('Deployment').spec.selector.matchLabels), 'Deployment selector matches its template');
+  });
+
+  test('the alerts\' scrape job is the Service name', () => {
+    const alerts = readFileSync(path.join(root, 'grafana/alerts.yml'), 'utf8');
+    const jobs = new Set([...alerts.matchAll(/\bjob="([^"]+)"/g)].map((m) => m[1]));
+    assert.deepEqual([...jobs], [find('Service').metadata.name], 'ServiceMonitor names the job after the Service');
+  });
+
+  test('pods run as the image\'s non-root user with a read-only root filesystem', () => {
+    const dockerfile = readFileSync(path.join(root, 'Dockerfile'), 'utf8');
+    const user = [...dockerfile.matchAll(/^USER\s+(\d+):(\d+)\s*$/gm)].at(-1);
+    assert.ok(user, 'the Dockerfile sets a numeric USER');
+    for (const kind of ['Deployment', 'Job'] as const) {
+      const pod = podSpec(kind);
+      const c = container(kind);
+      assert.equal(pod.securityContext.runAsNonRoot, true, kind);
+      assert.equal(pod.securityContext.runAsUser, Number(user[1]), `${kind} runs as the image's USER`);
+      assert.equal(pod.securityContext.runAsGroup, Number(user[2]), kind);
+      assert.equal(pod.securityContext.seccompProfile.type, 'RuntimeDefault', kind);
+      assert.equal(pod.automountServiceAccountToken, false, kind);
+      assert.equal(c.securityContext.readOnlyRootFilesystem, true, kind);
+      assert.equal(c.securityContext.allowPrivilegeEscalation, false, kind);
+      assert.deepEqual(c.securityContext.capabilities.drop, ['ALL'], kind);
+      const tmp = c.volumeMounts.find((m: Json) => m.mountPath === '/tmp');
+      assert.ok(tmp, `${kind} mounts /tmp`);
+      assert.ok(pod.volumes.find((v: Json) => v.name === tmp.name)?.emptyDir, `${kind}: /tmp is an emptyDir`);
+    }
+    // Task output goes to a mounted volume, never the read-only image.
+    const mounts = container('Deployment').volumeMounts.map((m: Json) => m.mountPath as string);
+    for (const dir of [settings.thumbnails.dir, settings.reports.dir]) {
+      assert.ok(path.isAbsolute(dir) && mounts.some((m: string) => dir.startsWith(`${m}/`)), `${dir} is on a mounted volume`);
+    }
+  });
+
+  test('DATABASE_URL comes from one Secret, for pods and for KEDA', () => {
+    const refs = (['Deployment', 'Job'] as const).map((kind) => {
+      const env = container(kind).env.find((e: Json) => e.name === 'DATABASE_URL');
+      assert.ok(env && env.value === undefined, `${kind}: DATABASE_URL is not a literal`);
+      return env.valueFrom.secretKeyRef;
+    });
+    assert.deepEqual(refs[0], refs[1]);
+    const auth = find('TriggerAuthentication');
+    assert.deepEqual(auth.spec.secretTargetRef, [{ parameter: 'connection', name: refs[0].name, key: refs[0].key }]);
+    assert.equal(find('ScaledObject').spec.triggers[0].authenticationRef.name, auth.metadata.name);
+    assert.ok(!docs.some((d) => d.kind === 'Secret'), 'the base ships no Secret');
+  });
+
+  test('JOBVISOR_CONFIG names the file mounted from the ConfigMap', () => {
+    const configMap = find('ConfigMap');
+    for (const kind of ['Deployment', 'Job'] as const) {
+      const c = container(kind);
+      const value = c.env.find((e: Json) => e.name === 'JOBVISOR_CONFIG')?.value as string;
+      const volume = podSpec(kind).volumes.find((v: Json) => v.configMap?.name === configMap.metadata.name);
+      assert.ok(volume, `${kind} mounts ${configMap.metadata.name}`);
+      const mount = c.volumeMounts.find((m: Json) => m.name === volume.name);
+      assert.equal(mount.readOnly, true);
+      assert.ok(value.startsWith(`${mount.mountPath}/`), `${kind}: ${value} is under ${mount.mountPath}`);
+      assert.ok(configMap.data?.[path.basename(value)] !== undefined, `ConfigMap has key ${path.basename(value)}`);
+    }
+  });
+
+  test('the migration Job runs `migrate` with the Deployment\'s image', () => {
+    const job = find('Job');
+    assert.deepEqual(container('Job').args, ['migrate']);
+    assert.equal(container('Job').image, container('Deployment').image);
+    assert.deepEqual(container('Deployment').args, ['start']);
+    assert.equal(podSpec('Job').restartPolicy, 'Never');
+    assert.ok(job.spec.backoffLimit >= 1 && job.spec.activeDeadlineSeconds > 0);
+    const version = (JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { version: string }).version;
+    assert.match(container('Deployment').image as string, new RegExp(`:${version.replace(/\./g, '\\.')}$`), 'image tag = package version');
+  });
+
+  test('KEDA scales the Deployment on due pending jobs', () => {
+    const scaled = find('ScaledObject');
+    assert.equal(scaled.spec.scaleTargetRef.name, find('Deployment').metadata.name);
+    assert.equal(scaled.spec.minReplicaCount, find('Deployment').spec.replicas);
+    assert.ok(scaled.spec.maxReplicaCount > scaled.spec.minReplicaCount);
+    const trigger = scaled.spec.triggers[0];
+    assert.equal(trigger.type, 'postgresql');
+    assert.ok(Number(trigger.metadata.targetQueryValue) > 0);
+    assert.match(trigger.metadata.query, new RegExp(`\\b${settings.database.schema}\\.jobs\\b`), 'query reads the configured schema');
+  });
+
+  test('the KEDA query counts due pending jobs on a real database', async (t) => {
+    if (!process.env.JOBVISOR_TEST_DATABASE_URL) {
+      t.skip('needs the test PostgreSQL: run through `npm test` or `npx tsx test/run.ts test/deploy.test.ts`');
+      return;
+    }
+    const db = await createTestDatabase('deploy');
+    try {
+      await db.pool.query(`
+        INSERT INTO jobvisor.jobs (kind, payload, status, run_at)
+        SELECT 'k', '{}', s, now() + d
+        FROM (VALUES ('pending', interval '-1 minute'), ('pending', interval '-1 second'), ('pending', interval '0'),
+                     ('pending', interval '1 hour'), ('running', interval '-1 minute'), ('done', interval '-1 minute'),
+                     ('failed', interval '-1 minute'), ('cancelled', interval '-1 minute')) AS v(s, d)`);
+      const query = find('ScaledObject').spec.triggers[0].metadata.query as string;
+      const { rows } = await db.pool.query<{ count: string }>(query);
+      assert.equal(rows.length, 1);
+      assert.equal(Number(Object.values(rows[0] as object)[0]), 3, 'three pending jobs are due');
+    } finally {
+      await db.drop();
+    }
+  });
+
+  test('database connections fit max_connections at full scale', () => {
+    const scaled = find('ScaledObject');
+    const surge = find('Deployment').spec.strategy.rollingUpdate.maxSurge as number;
+    const perReplica = settings.database.poolSize + 1 + settings.pool.maxThreads * settings.pool.dbPoolSize;
+    const migrate = settings.database.poolSize;
+    const total = (scaled.spec.maxReplicaCount + surge) * perReplica + KEDA_CONNECTIONS + migrate;
+    assert.ok(total <= MAX_CONNECTIONS - RESERVED_CONNECTIONS,
+      `(${scaled.spec.maxReplicaCount} replicas + ${surge} surge) × ${perReplica} + KEDA ${KEDA_CONNECTIONS} + migrate ${migrate} = ${total} > ${MAX_CONNECTIONS - RESERVED_CONNECTIONS}`);
+  });
+
+  test('the PrometheusRule is grafana/alerts.yml, regenerated', () => {
+    const alerts = parseYaml(readFileSync(path.join(root, 'grafana/alerts.yml'), 'utf8')) as { groups: unknown[] };
+    assert.deepEqual(find('PrometheusRule').spec.groups, alerts.groups);
+    assert.equal(spawnSync(process.execPath, [generator, '--check'], { cwd: root, encoding: 'utf8' }).status, 0,
+      'prometheusrule.yaml is stale: run node deploy/kubernetes/gen-prometheusrule.mjs');
+  });
+
+  test('the generator notices a changed rules file', () => {
+    const changed = path.join(scratch, 'alerts.yml');
+    writeFileSync(changed, readFileSync(path.join(root, 'grafana/alerts.yml'), 'utf8').replace('for: 5m', 'for: 6m'));
+    const result = spawnSync(process.execPath, [generator, '--check', '--alerts', changed], { cwd: root, encoding: 'utf8' });
+    assert.equal(result.status, 1);
+    assert.match(result.stderr, /prometheusrule\.yaml is stale/);
+    const out = path.join(scratch, 'rule.yaml');
+    execFileSync(process.execPath, [generator, '--alerts', changed, '--out', out]);
+    assert.equal((parseYaml(readFileSync(out, 'utf8')) as Doc).spec.groups[0].rules[0].for, '6m');
+  });
+});
+
+/**
+ * Type-checks each document as an object literal of its model's interface, so
+ * TypeScript reports every property the schema does not declare. Returns
+ * "Kind/name: message" lines.
+ */
+function unknownFields(docs: Doc[], scratch: string): string[] {
+  const dir = mkdtempSync(path.join(scratch, 'types-'));
+  symlinkSync(path.join(root, 'node_modules'), path.join(dir, 'node_modules'));
+  const lines = docs.map((doc, i) => `import type { I${doc.kind} as T${i} } from '${modelModule(doc)}';`);
+  const first = lines.length;
+  lines.push(...docs.map((doc, i) => `export const d${i}: T${i} = ${JSON.stringify(doc)};`));
+  const file = path.join(dir, 'manifests.ts');
+  writeFileSync(file, `${lines.join('\n')}\n`);
+  const program = ts.createProgram([file], {
+    strict: true,
+    noEmit: true,
+    skipLibCheck: true,
+    module: ts.ModuleKind.NodeNext,
+    moduleResolution: ts.ModuleResolutionKind.NodeNext,
+    target: ts.ScriptTarget.ES2022,
+    types: [],
+  });
+  return ts.getPreEmitDiagnostics(program).map((d) => {
+    const line = d.file && d.start !== undefined ? d.file.getLineAndCharacterOfPosition(d.start).line : -1;
+    const doc = docs[line - first];
+    const where = doc ? `${doc.kind}/${doc.metadata.name}` : `line ${line + 1}`;
+    return `${where}: ${ts.flattenDiagnosticMessageText(d.messageText, ' ').slice(0, 400)}`;
+  });
+}

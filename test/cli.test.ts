@@ -126,6 +126,9 @@ describe('jobvisor CLI', () => {
     r = await jobvisorInProcess(['stats'], { JOBVISOR_CONFIG: writeConfig({ jobs: { lease: 'forever' } }) });
     assert.equal(r.code, 2);
     assert.match(r.stderr, /jobs\.lease/);
+    r = await jobvisorInProcess(['stats'], { DATABASE_URL: '', NODE_ENV: 'production' });
+    assert.equal(r.code, 2, 'production never falls back to the embedded server');
+    assert.match(r.stderr, /DATABASE_URL .* is required when NODE_ENV=production/);
     r = await jobvisorInProcess(['stats'], { METRICS_PORT: 'nine' });
     assert.equal(r.code, 2);
     assert.match(r.stderr, /metrics\.port/);

@@ -4,6 +4,7 @@
  */
 import pg from 'pg';
 import { loadConfig, type Settings } from '../config.ts';
+import { ConfigError } from '../errors.ts';
 import { ensureEmbeddedPostgres, type EmbeddedServer } from '../db/embedded.ts';
 import { createPool } from '../db/pool.ts';
 import { createLogger, type Logger } from '../log.ts';
@@ -29,6 +30,9 @@ export async function openContext(options: { logTo: 1 | 2; logLevel?: string; ke
   let embedded: EmbeddedServer | null = null;
   let databaseUrl = settings.database.url;
   if (!databaseUrl) {
+    // Production must name its database: never fall back to whatever listens
+    // on the development port.
+    if (process.env.NODE_ENV === 'production') throw new ConfigError('invalid configuration: DATABASE_URL (database.url) is required when NODE_ENV=production');
     embedded = await ensureEmbeddedPostgres({ dir: settings.database.embedded.dir, port: settings.database.embedded.port, log });
     databaseUrl = await ensureDatabase(embedded.url, EMBEDDED_DATABASE);
   }

@@ -40,9 +40,11 @@ interface Binaries {
 export async function ensureEmbeddedPostgres(options: { dir: string; port: number; log?: Logger }): Promise<EmbeddedServer> {
   const dir = path.resolve(options.dir);
   const url = `postgres://${USER}:${PASSWORD}@127.0.0.1:${options.port}/postgres`;
+  // Binaries first: without them (production) this is an error, not a reason
+  // to use whatever happens to listen on the development port.
+  const bins = await binaries();
   if (await reachable(url)) return { url, startedHere: false, stop: async () => {} };
 
-  const bins = await binaries();
   const ids = await runAs();
   if (ids) grantTraverse([dir, bins.postgres], options.log);
   if (!existsSync(path.join(dir, 'PG_VERSION'))) {

@@ -7,9 +7,10 @@ import type { Logger } from '../log.ts';
 import type { SupervisorEvents } from './events.ts';
 
 export function logEvents(events: SupervisorEvents, log: Logger): void {
-  events.on('supervisor:started', (e) => log.info(e, 'supervisor started'));
-  events.on('supervisor:draining', (e) => log.info(e, 'supervisor draining'));
-  events.on('supervisor:stopped', (e) => log.info(e, 'supervisor stopped'));
+  // The logger already binds the supervisor id.
+  events.on('supervisor:started', ({ queues }) => log.info({ queues }, 'supervisor started'));
+  events.on('supervisor:draining', ({ reason }) => log.info({ reason }, 'supervisor draining'));
+  events.on('supervisor:stopped', () => log.info('supervisor stopped'));
   events.on('job:completed', ({ jobs }) => {
     if (log.isLevelEnabled('debug')) for (const j of jobs) log.debug({ jobId: j.id, kind: j.kind, queue: j.queue, attempt: j.attempt, runMs: j.runMs }, 'job completed');
   });

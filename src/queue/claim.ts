@@ -11,10 +11,10 @@
  * returns rows in table order, so the outer query restores claim order for
  * the dispatcher.
  */
-import { prepared, run, type Now, type Store } from './sql.ts';
+import { planned, prepared, run, type Now, type Store } from './sql.ts';
 import type { ClaimedJob } from './types.ts';
 
-const CLAIM_JOBS = prepared('claim_jobs', `
+const CLAIM_JOBS = planned('claim_jobs', `
 WITH claimed AS (
   UPDATE jobvisor.jobs
      SET status = 'running',

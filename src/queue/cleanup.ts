@@ -3,9 +3,9 @@
  * batches. SKIP LOCKED and the `jobs_finished_idx` partial index keep it off the
  * rows and index pages that claims use, so it never blocks them.
  */
-import { prepared, run, type Now, type Store } from './sql.ts';
+import { planned, run, type Now, type Store } from './sql.ts';
 
-const DELETE_FINISHED = prepared('delete_finished', `
+const DELETE_FINISHED = planned('delete_finished', `
 WITH gone AS (
   DELETE FROM jobvisor.jobs WHERE id = ANY (ARRAY(
     SELECT id FROM jobvisor.jobs

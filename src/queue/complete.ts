@@ -7,10 +7,10 @@
  * `j.id = ANY($1)`: the redundant predicate gives the planner the real row
  * count, so it probes the primary key instead of hashing the whole table.
  */
-import { prepared, run, type Now, type Store } from './sql.ts';
+import { planned, run, type Now, type Store } from './sql.ts';
 import type { Attempt, Failure } from './types.ts';
 
-const COMPLETE_JOBS = prepared('complete_jobs', `
+const COMPLETE_JOBS = planned('complete_jobs', `
 UPDATE jobvisor.jobs AS j
    SET status = 'done', locked_until = NULL, finished_at = coalesce($4::timestamptz, now())
   FROM unnest($1::bigint[], $2::int[]) AS c(id, attempt)
@@ -26,7 +26,7 @@ export async function completeJobs(store: Store, owner: string, jobs: Attempt[],
 }
 
 // The database decides retry or dead letter with the row's current max_attempts.
-const FAIL_JOBS = prepared('fail_jobs', `
+const FAIL_JOBS = planned('fail_jobs', `
 WITH f AS (
   SELECT * FROM unnest($1::bigint[], $2::int[], $3::boolean[], $4::float8[], $5::text[])
          AS f(id, attempt, permanent, delay_ms, error)
@@ -58,7 +58,7 @@ export async function failJobs(store: Store, owner: string, failures: Failure[],
 }
 
 // Handing back gives the attempt back: the job did not fail, this supervisor left.
-const RELEASE_JOBS = prepared('release_jobs', `
+const RELEASE_JOBS = planned('release_jobs', `
 UPDATE jobvisor.jobs AS j
    SET status = 'pending', attempts = j.attempts - 1, locked_until = NULL
   FROM unnest($1::bigint[], $2::int[]) AS c(id, attempt)

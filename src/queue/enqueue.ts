@@ -11,7 +11,7 @@ import { parseDuration } from '../duration.ts';
 import { InputError } from '../errors.ts';
 import { qualify } from '../db/schema.ts';
 import { COPY_JOBS, copyRows } from './copy.ts';
-import { prepared, run, type Store } from './sql.ts';
+import { planned, run, type Store } from './sql.ts';
 import { checkPayload, checkName } from './validate.ts';
 
 /**
@@ -119,7 +119,7 @@ export function validateJob(kind: string, payload: unknown, options: Omit<Enqueu
 
 // One statement for one job or many: arrays through unnest, so a batch is one
 // round trip and one NOTIFY. NULLs take the column defaults.
-const INSERT_JOBS = prepared('insert_jobs', `
+const INSERT_JOBS = planned('insert_jobs', `
 INSERT INTO jobvisor.jobs (queue, kind, payload, priority, max_attempts, run_at, unique_key)
 SELECT j.queue, j.kind, j.payload, j.priority, coalesce(j.max_attempts, 8),
        coalesce(j.run_at, now() + coalesce(j.delay_ms, 0) * interval '1 millisecond'), j.unique_key
@@ -128,7 +128,7 @@ SELECT j.queue, j.kind, j.payload, j.priority, coalesce(j.max_attempts, 8),
 ON CONFLICT (kind, unique_key) WHERE unique_key IS NOT NULL DO NOTHING
 RETURNING id, kind, unique_key`);
 
-const FIND_UNIQUE = prepared('find_unique', `
+const FIND_UNIQUE = planned('find_unique', `
 SELECT id, kind, unique_key FROM jobvisor.jobs j
  WHERE (kind, unique_key) IN (SELECT * FROM unnest($1::text[], $2::text[]))
    AND unique_key IS NOT NULL`);

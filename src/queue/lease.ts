@@ -2,9 +2,9 @@
  * Heartbeats: one statement renews the lease of every job this supervisor runs.
  * Only `locked_until` changes and no index covers it, so the update stays HOT.
  */
-import { prepared, run, type Now, type Store } from './sql.ts';
+import { planned, run, type Now, type Store } from './sql.ts';
 
-const RENEW_LEASES = prepared('renew_leases', `
+const RENEW_LEASES = planned('renew_leases', `
 UPDATE jobvisor.jobs
    SET locked_until = coalesce($4::timestamptz, now()) + $3::float8 * interval '1 millisecond'
  WHERE id = ANY($1::bigint[]) AND status = 'running' AND locked_by = $2

@@ -3,9 +3,9 @@
  * lost the database) go back to pending at once, or to failed when no attempts
  * remain. SKIP LOCKED: a row being completed right now is left for the next round.
  */
-import { prepared, run, type Now, type Store } from './sql.ts';
+import { planned, run, type Now, type Store } from './sql.ts';
 
-const REAP_EXPIRED_LEASES = prepared('reap_expired_leases', `
+const REAP_EXPIRED_LEASES = planned('reap_expired_leases', `
 WITH expired AS (
   SELECT id FROM jobvisor.jobs
    WHERE status = 'running' AND locked_until < coalesce($2::timestamptz, now())

@@ -1,7 +1,13 @@
 /**
  * Runtime statements are named constants written against schema `jobvisor`.
- * `prepared(name, text)` returns, per configured schema, a pg QueryConfig with a
- * stable name, so each connection parses and plans a hot statement once.
+ *
+ * `prepared(name, text)` gives a pg QueryConfig with a stable name: each
+ * connection parses it once and PostgreSQL may switch to a generic plan.
+ * `planned(name, text)` is sent unnamed, so it is planned with its actual
+ * parameters every time. Statements driven by id arrays use `planned`: with a
+ * generic plan PostgreSQL cannot see the array's size, and the fenced
+ * completion of 500 jobs measured 47.7 ms generic against 10.6 ms custom
+ * (plan_cache_mode auto drifted to generic after five runs: 28.9 ms).
  */
 import type pg from 'pg';
 import { qualify } from '../db/schema.ts';
@@ -16,15 +22,24 @@ export interface Store {
 }
 
 export interface Statement {
-  (schema: string): { name: string; text: string };
+  (schema: string): { name?: string; text: string };
 }
 
 export function prepared(name: string, text: string): Statement {
-  const cache = new Map<string, { name: string; text: string }>();
+  return statement(name, text, true);
+}
+
+export function planned(name: string, text: string): Statement {
+  return statement(name, text, false);
+}
+
+function statement(name: string, text: string, named: boolean): Statement {
+  const cache = new Map<string, { name?: string; text: string }>();
   return (schema) => {
     let s = cache.get(schema);
     if (!s) {
-      s = { name: schema === 'jobvisor' ? `jobvisor_${name}` : `jobvisor_${name}_${schema}`, text: qualify(text, schema) };
+      const qualified = qualify(text, schema);
+      s = named ? { name: schema === 'jobvisor' ? `jobvisor_${name}` : `jobvisor_${name}_${schema}`, text: qualified } : { text: `/* jobvisor_${name} */ ${qualified}` };
       cache.set(schema, s);
     }
     return s;
@@ -33,7 +48,7 @@ export function prepared(name: string, text: string): Statement {
 
 export async function run<R extends pg.QueryResultRow>(store: Store, statement: Statement, values: unknown[]): Promise<R[]> {
   const { name, text } = statement(store.schema);
-  const result = await store.db.query<R>({ name, text, values });
+  const result = await store.db.query<R>(name ? { name, text, values } : { text, values });
   return result.rows;
 }
 

@@ -112,6 +112,14 @@ export class Dispatcher {
   add(jobs: ClaimedJob[]): void {
     const now = performance.now();
     for (const job of jobs) {
+      // Claimed again while an older attempt still runs here: that attempt's
+      // lease was lost (reaped while this process was paused). Stop it; its
+      // writes are fenced off anyway.
+      const stale = this.tracked.get(job.id);
+      if (stale) {
+        if (stale.state === 'running') stale.session?.port.postMessage({ type: 'abort', id: job.id, reason: 'lease-lost' } satisfies ToWorker);
+        this.settle(stale, { type: 'drop', job: stale.job });
+      }
       const t: Tracked = { job, state: 'buffered', startedAt: now };
       this.tracked.set(job.id, t);
       this.buffers.get(job.queue)?.push(t);
@@ -258,7 +266,7 @@ export class Dispatcher {
   private onResults(results: JobResult[]): void {
     for (const r of results) {
       const t = this.tracked.get(r.id);
-      if (!t || t.state !== 'running') continue;
+      if (!t || t.state !== 'running' || t.job.attempt !== r.attempt) continue;
       if (r.ok) {
         this.settle(t, t.stop === 'lease-lost' ? { type: 'drop', job: t.job } : { type: 'done', job: t.job, runMs: r.runMs });
       } else if (t.stop === 'lease-lost') {
@@ -278,7 +286,7 @@ export class Dispatcher {
   private sessionEnded(session: Session, err: unknown): void {
     this.sessions.delete(session);
     session.port.close();
-    const victims = [...session.running].map((id) => this.tracked.get(id)).filter((t): t is Tracked => t !== undefined);
+    const victims = [...session.running].map((id) => this.tracked.get(id)).filter((t): t is Tracked => t !== undefined && t.session === session);
     if (victims.length > 0) {
       const killer = session.killedBy;
       const cause = err instanceof Error ? err.message : String(err ?? 'session ended early');

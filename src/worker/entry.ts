@@ -112,9 +112,9 @@ export default function session({ port }: SessionTask): Promise<void> {
         config: setup.taskConfig,
       };
       await task(payload, ctx);
-      report({ id: job.id, ok: true, runMs: performance.now() - started });
+      report({ id: job.id, attempt: job.attempt, ok: true, runMs: performance.now() - started });
     } catch (err) {
-      report({ id: job.id, ok: false, runMs: performance.now() - started, error: toTaskError(err) });
+      report({ id: job.id, attempt: job.attempt, ok: false, runMs: performance.now() - started, error: toTaskError(err) });
     } finally {
       running.delete(job.id);
       if (ended && running.size === 0 && !flushing) flush();

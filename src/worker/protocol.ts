@@ -35,6 +35,8 @@ export interface TaskError {
 
 export interface JobResult {
   id: string;
+  /** Echoed so a result can never be taken for another attempt of the same job. */
+  attempt: number;
   ok: boolean;
   /** ms the task ran, measured in the thread. */
   runMs: number;

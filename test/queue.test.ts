@@ -7,7 +7,7 @@ import { after, before, beforeEach, describe, it } from 'node:test';
 import { cancelJobs, retryFailedJobs, retryJobs } from '../src/queue/admin.ts';
 import { claimJobs, nextDueIn } from '../src/queue/claim.ts';
 import { deleteOldJobs } from '../src/queue/cleanup.ts';
-import { completeJobs, failJobs, releaseJobs } from '../src/queue/complete.ts';
+import { completeJobs as completeIds, failJobs as failArrays, releaseJobs } from '../src/queue/complete.ts';
 import { enqueueMany } from '../src/queue/enqueue.ts';
 import { renewLeases } from '../src/queue/lease.ts';
 import { reapExpiredLeases } from '../src/queue/reaper.ts';
@@ -34,6 +34,16 @@ after(async () => {
 async function add(n: number, extra: Record<string, unknown> = {}) {
   return (await enqueueMany(db.pool, Array.from({ length: n }, (_, i) => ({ kind: 'k', payload: { i }, runAt: T0, ...extra })))).map((r) => r.id as string);
 }
+/** Completes attempts; returns the ids actually written. */
+async function completeJobs(s: Store, owner: string, jobs: Array<{ id: string; attempt: number }>, now?: Date) {
+  const fenced = await completeIds(s, owner, jobs.map((j) => j.id), jobs.map((j) => j.attempt), now);
+  return jobs.map((j) => j.id).filter((id) => !fenced.has(id));
+}
+
+function failJobs(s: Store, owner: string, f: Array<{ id: string; attempt: number; error: string; permanent: boolean; delayMs: number }>, now?: Date) {
+  return failArrays(s, owner, { ids: f.map((x) => x.id), attempts: f.map((x) => x.attempt), errors: f.map((x) => x.error), permanent: f.map((x) => x.permanent), delaysMs: f.map((x) => x.delayMs) }, now);
+}
+
 const row = async (id: string) => (await db.pool.query('SELECT * FROM jobvisor.jobs WHERE id = $1', [id])).rows[0];
 
 describe('claims', () => {

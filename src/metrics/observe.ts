@@ -24,24 +24,15 @@ export function observeEvents(events: SupervisorEvents, metrics: Metrics): void 
   events.on('job:started', ({ jobs, waitMs }) => {
     jobs.forEach((j, i) => child(metrics.waitSeconds, 'wait', j.queue, j.kind).observe(Math.max(0, (waitMs[i] ?? 0) / 1000)));
   });
-  events.on('job:completed', ({ jobs }) => {
-    for (const j of jobs) {
-      child(metrics.completed, 'completed', j.queue, j.kind).inc();
-      child(metrics.runSeconds, 'run', j.queue, j.kind).observe(j.runMs / 1000);
-    }
-  });
-  events.on('job:retried', ({ jobs }) => {
-    for (const j of jobs) {
-      child(metrics.retried, 'retried', j.queue, j.kind).inc();
-      child(metrics.runSeconds, 'run', j.queue, j.kind).observe(j.runMs / 1000);
-    }
-  });
-  events.on('job:dead', ({ jobs }) => {
-    for (const j of jobs) {
-      child(metrics.deadLettered, 'dead', j.queue, j.kind).inc();
-      child(metrics.runSeconds, 'run', j.queue, j.kind).observe(j.runMs / 1000);
-    }
-  });
+  const finished = (counter: { labels(...v: string[]): { inc(): void } }, name: string) => ({ jobs, runMs }: { jobs: Array<{ queue: string; kind: string }>; runMs: number[] }) => {
+    jobs.forEach((j, i) => {
+      child(counter, name, j.queue, j.kind).inc();
+      child(metrics.runSeconds, 'run', j.queue, j.kind).observe((runMs[i] ?? 0) / 1000);
+    });
+  };
+  events.on('job:completed', finished(metrics.completed, 'completed'));
+  events.on('job:retried', finished(metrics.retried, 'retried'));
+  events.on('job:dead', finished(metrics.deadLettered, 'dead'));
   events.on('lease:reaped', ({ jobs }) => countBy(jobs, metrics.reaped, 'reaped'));
   events.on('lease:lost', ({ jobs }) => countBy(jobs, metrics.leasesLost, 'lost'));
   events.on('jobs:cleaned', ({ rows }) => {

@@ -8,21 +8,33 @@
  * count, so it probes the primary key instead of hashing the whole table.
  */
 import { planned, run, type Now, type Store } from './sql.ts';
-import type { Attempt, Failure } from './types.ts';
+import type { Attempt } from './types.ts';
 
+// Answers with a count; the ids come back only when some row was fenced off
+// (rare), so a batch of a thousand completions parses one row, not a thousand.
 const COMPLETE_JOBS = planned('complete_jobs', `
-UPDATE jobvisor.jobs AS j
-   SET status = 'done', locked_until = NULL, finished_at = coalesce($4::timestamptz, now())
-  FROM unnest($1::bigint[], $2::int[]) AS c(id, attempt)
- WHERE j.id = ANY($1::bigint[]) AND j.id = c.id
-   AND j.status = 'running' AND j.locked_by = $3 AND j.attempts = c.attempt
-RETURNING j.id`);
+WITH u AS (
+  UPDATE jobvisor.jobs AS j
+     SET status = 'done', locked_until = NULL, finished_at = coalesce($4::timestamptz, now())
+    FROM unnest($1::bigint[], $2::int[]) AS c(id, attempt)
+   WHERE j.id = ANY($1::bigint[]) AND j.id = c.id
+     AND j.status = 'running' AND j.locked_by = $3 AND j.attempts = c.attempt
+  RETURNING j.id
+)
+SELECT count(*)::int AS written,
+       CASE WHEN count(*) < cardinality($1::bigint[]) THEN array_agg(id)::text[] END AS ids
+  FROM u`);
 
-/** Marks jobs done. Returns the ids actually written (the others were fenced off). */
-export async function completeJobs(store: Store, owner: string, jobs: Attempt[], now: Now = null): Promise<string[]> {
-  if (jobs.length === 0) return [];
-  const rows = await run<{ id: string }>(store, COMPLETE_JOBS, [jobs.map((j) => j.id), jobs.map((j) => j.attempt), owner, now]);
-  return rows.map((r) => r.id);
+/**
+ * Marks jobs done (ids[i] at attempts[i]).
+ * @returns the ids that were NOT written: fenced off, this owner no longer holds that attempt.
+ */
+export async function completeJobs(store: Store, owner: string, ids: string[], attempts: number[], now: Now = null): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const [row] = await run<{ written: number; ids: string[] | null }>(store, COMPLETE_JOBS, [ids, attempts, owner, now]);
+  if (!row || row.written === ids.length) return new Set();
+  const written = new Set(row.ids ?? []);
+  return new Set(ids.filter((id) => !written.has(id)));
 }
 
 // The database decides retry or dead letter with the row's current max_attempts.
@@ -49,12 +61,20 @@ RETURNING j.id, j.status`);
  * letter (`failed`) when permanent or out of attempts.
  * Returns the ids written with their new status.
  */
-export async function failJobs(store: Store, owner: string, failures: Failure[], now: Now = null): Promise<Array<{ id: string; status: 'pending' | 'failed' }>> {
-  if (failures.length === 0) return [];
-  return run(store, FAIL_JOBS, [
-    failures.map((f) => f.id), failures.map((f) => f.attempt), failures.map((f) => f.permanent),
-    failures.map((f) => f.delayMs), failures.map((f) => f.error), owner, now,
-  ]);
+export async function failJobs(store: Store, owner: string, f: Failures, now: Now = null): Promise<Array<{ id: string; status: 'pending' | 'failed' }>> {
+  if (f.ids.length === 0) return [];
+  return run(store, FAIL_JOBS, [f.ids, f.attempts, f.permanent, f.delaysMs, f.errors, owner, now]);
+}
+
+/** Failed attempts as parallel arrays: ids[i] failed at attempts[i] with errors[i]. */
+export interface Failures {
+  ids: string[];
+  attempts: number[];
+  /** Dead-letter now whatever attempts remain. */
+  permanent: boolean[];
+  /** Retry after this many ms (ignored when the job is dead-lettered). */
+  delaysMs: number[];
+  errors: string[];
 }
 
 // Handing back gives the attempt back: the job did not fail, this supervisor left.

@@ -18,11 +18,3 @@ export interface Attempt {
   id: string;
   attempt: number;
 }
-
-export interface Failure extends Attempt {
-  error: string;
-  /** Dead-letter now whatever attempts remain. */
-  permanent: boolean;
-  /** Retry after this many ms (ignored when the job is dead-lettered). */
-  delayMs: number;
-}

@@ -2,32 +2,65 @@
  * The completer: outcomes in, batched fenced writes out.
  *
  * Outcomes wait at most `flushIntervalMs` (or until `batchSize` are queued) and
- * are written with one statement per kind of write. A write that fails for a
- * connection reason is kept and tried again; the jobs stay in `ids()` so the
- * heartbeat keeps their leases meanwhile. Rows the database refuses (fenced:
- * this supervisor no longer owns that attempt) are reported, never forced.
+ * are written with one statement per kind of write, at most two batches in
+ * flight. A write that fails for a connection reason is kept and tried again;
+ * the jobs stay in `ids()` so the heartbeat keeps their leases meanwhile. Rows
+ * the database refuses (fenced: this supervisor no longer owns that attempt)
+ * are reported, never forced.
+ *
+ * Outcomes are kept as parallel arrays: at tens of thousands of jobs per second
+ * an object per outcome is measurable garbage-collector time.
  */
 import type { Settings } from '../config.ts';
 import { completeJobs, failJobs, releaseJobs } from '../queue/complete.ts';
 import type { Store } from '../queue/sql.ts';
-import type { ClaimedJob, Failure } from '../queue/types.ts';
+import type { ClaimedJob } from '../queue/types.ts';
 import { retryDelay } from './backoff.ts';
-import type { Outcome } from './dispatcher.ts';
-import type { FailedJob, FinishedJob, JobRef, SupervisorEvents } from './events.ts';
+import type { OutcomeSink } from './dispatcher.ts';
+import type { JobRef, SupervisorEvents } from './events.ts';
 
 const MAX_ERROR_CHARS = 4000;
 const MAX_CONCURRENT_WRITES = 2;
 
-interface Pending {
-  done: Array<{ job: ClaimedJob; runMs: number }>;
-  failed: Array<{ job: ClaimedJob; runMs: number; failure: Failure }>;
-  released: Array<{ job: ClaimedJob; reason: string }>;
+class Batch {
+  doneJobs: ClaimedJob[] = [];
+  doneMs: number[] = [];
+  failedJobs: ClaimedJob[] = [];
+  failedMs: number[] = [];
+  errors: string[] = [];
+  permanent: boolean[] = [];
+  delays: number[] = [];
+  released: ClaimedJob[] = [];
+  reasons: string[] = [];
+
+  get size(): number {
+    return this.doneJobs.length + this.failedJobs.length + this.released.length;
+  }
+
+  /** Puts the parts of `other` that `failed` names back into this batch (a write failed). */
+  restore(other: Batch, parts: { done: boolean; failed: boolean; released: boolean }): void {
+    if (parts.done) {
+      this.doneJobs.push(...other.doneJobs);
+      this.doneMs.push(...other.doneMs);
+    }
+    if (parts.failed) {
+      this.failedJobs.push(...other.failedJobs);
+      this.failedMs.push(...other.failedMs);
+      this.errors.push(...other.errors);
+      this.permanent.push(...other.permanent);
+      this.delays.push(...other.delays);
+    }
+    if (parts.released) {
+      this.released.push(...other.released);
+      this.reasons.push(...other.reasons);
+    }
+  }
 }
 
-export class Completer {
-  private queued: Pending = { done: [], failed: [], released: [] };
+export class Completer implements OutcomeSink {
+  private queued = new Batch();
   private readonly writing = new Set<Promise<void>>();
-  private readonly held = new Map<string, ClaimedJob>();
+  private readonly held = new Set<string>();
   private timer: NodeJS.Timeout | undefined;
   private retryDelayMs = 0;
   private stopped = false;
@@ -41,39 +74,47 @@ export class Completer {
 
   /** Jobs whose outcome is not yet written: the heartbeat keeps their leases. */
   ids(): string[] {
-    return [...this.held.keys()];
+    return [...this.held];
   }
 
   get size(): number {
     return this.held.size;
   }
 
-  add(outcome: Outcome): void {
-    const job = outcome.job;
-    switch (outcome.type) {
-      case 'drop':
-        this.events.emit('lease:lost', { jobs: [refOf(job)] });
-        return;
-      case 'done':
-        this.queued.done.push({ job, runMs: outcome.runMs });
-        break;
-      case 'failed': {
-        const delayMs = outcome.retryInMs ?? retryDelay(job.attempt, this.settings.backoff);
-        const error = clean(outcome.error);
-        this.queued.failed.push({ job, runMs: outcome.runMs, failure: { id: job.id, attempt: job.attempt, error, permanent: outcome.permanent, delayMs } });
-        break;
-      }
-      case 'release':
-        this.queued.released.push({ job, reason: outcome.reason });
-        break;
-    }
-    this.held.set(job.id, job);
+  done(job: ClaimedJob, runMs: number): void {
+    this.queued.doneJobs.push(job);
+    this.queued.doneMs.push(runMs);
+    this.added(job);
+  }
+
+  failed(job: ClaimedJob, runMs: number, error: string, permanent: boolean, retryInMs: number | null): void {
+    const q = this.queued;
+    q.failedJobs.push(job);
+    q.failedMs.push(runMs);
+    q.errors.push(clean(error));
+    q.permanent.push(permanent);
+    q.delays.push(retryInMs ?? retryDelay(job.attempt, this.settings.backoff));
+    this.added(job);
+  }
+
+  release(job: ClaimedJob, reason: string): void {
+    this.queued.released.push(job);
+    this.queued.reasons.push(reason);
+    this.added(job);
+  }
+
+  drop(job: ClaimedJob): void {
+    this.events.emit('lease:lost', { jobs: [job] });
+  }
+
+  private added(job: ClaimedJob): void {
+    this.held.add(job.id);
     this.schedule();
   }
 
   private schedule(): void {
     if (this.stopped && this.writing.size > 0) return;
-    const count = this.queued.done.length + this.queued.failed.length + this.queued.released.length;
+    const count = this.queued.size;
     if (count === 0) return;
     if (count >= this.settings.completer.batchSize && this.writing.size < MAX_CONCURRENT_WRITES && this.retryDelayMs === 0) {
       clearTimeout(this.timer);
@@ -90,7 +131,7 @@ export class Completer {
 
   private write(): void {
     const batch = this.queued;
-    this.queued = { done: [], failed: [], released: [] };
+    this.queued = new Batch();
     const p = this.writeBatch(batch).finally(() => {
       this.writing.delete(p);
       this.schedule();
@@ -98,78 +139,84 @@ export class Completer {
     this.writing.add(p);
   }
 
-  private async writeBatch(batch: Pending): Promise<void> {
-    const results = await Promise.allSettled([this.writeDone(batch.done), this.writeFailed(batch.failed), this.writeReleased(batch.released)]);
-    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-    if (failed) {
+  private async writeBatch(batch: Batch): Promise<void> {
+    const [done, failed, released] = await Promise.allSettled([this.writeDone(batch), this.writeFailed(batch), this.writeReleased(batch)]);
+    const error = [done, failed, released].find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (error) {
       // Nothing of a failed statement was written: keep its outcomes and try again.
+      this.queued.restore(batch, { done: done.status === 'rejected', failed: failed.status === 'rejected', released: released.status === 'rejected' });
       this.retryDelayMs = Math.min(5000, Math.max(50, this.retryDelayMs * 2));
-      this.events.emit('db:error', { loop: 'completer', err: failed.reason });
+      this.events.emit('db:error', { loop: 'completer', err: error.reason });
     } else {
       this.retryDelayMs = 0;
     }
   }
 
-  private async writeDone(items: Pending['done']): Promise<void> {
-    if (items.length === 0) return;
-    try {
-      const written = new Set(await completeJobs(this.store, this.owner, items.map((i) => ({ id: i.job.id, attempt: i.job.attempt }))));
-      const done: FinishedJob[] = [];
-      const fenced: JobRef[] = [];
-      for (const i of items) {
-        this.held.delete(i.job.id);
-        if (written.has(i.job.id)) done.push({ ...refOf(i.job), runMs: i.runMs });
-        else fenced.push(refOf(i.job));
-      }
-      if (done.length) this.events.emit('job:completed', { jobs: done });
-      if (fenced.length) this.events.emit('job:fenced', { jobs: fenced });
-    } catch (err) {
-      this.queued.done.push(...items);
-      throw err;
+  private async writeDone(batch: Batch): Promise<void> {
+    const jobs = batch.doneJobs;
+    if (jobs.length === 0) return;
+    const fenced = await completeJobs(this.store, this.owner, jobs.map((j) => j.id), jobs.map((j) => j.attempt));
+    for (const j of jobs) this.held.delete(j.id);
+    if (fenced.size === 0) {
+      this.events.emit('job:completed', { jobs, runMs: batch.doneMs });
+      return;
     }
+    const written: JobRef[] = [];
+    const ms: number[] = [];
+    jobs.forEach((j, i) => {
+      if (fenced.has(j.id)) return;
+      written.push(j);
+      ms.push(batch.doneMs[i] as number);
+    });
+    if (written.length) this.events.emit('job:completed', { jobs: written, runMs: ms });
+    this.events.emit('job:fenced', { jobs: jobs.filter((j) => fenced.has(j.id)) });
   }
 
-  private async writeFailed(items: Pending['failed']): Promise<void> {
-    if (items.length === 0) return;
-    try {
-      const written = new Map((await failJobs(this.store, this.owner, items.map((i) => i.failure))).map((r) => [r.id, r.status]));
-      const retried: FailedJob[] = [];
-      const dead: FailedJob[] = [];
-      const fenced: JobRef[] = [];
-      for (const i of items) {
-        this.held.delete(i.job.id);
-        const status = written.get(i.job.id);
-        const info = { ...refOf(i.job), runMs: i.runMs, error: i.failure.error };
-        if (status === 'pending') retried.push(info);
-        else if (status === 'failed') dead.push(info);
-        else fenced.push(refOf(i.job));
+  private async writeFailed(batch: Batch): Promise<void> {
+    const jobs = batch.failedJobs;
+    if (jobs.length === 0) return;
+    const rows = await failJobs(this.store, this.owner, {
+      ids: jobs.map((j) => j.id),
+      attempts: jobs.map((j) => j.attempt),
+      permanent: batch.permanent,
+      delaysMs: batch.delays,
+      errors: batch.errors,
+    });
+    const status = new Map(rows.map((r) => [r.id, r.status]));
+    const retried = { jobs: [] as JobRef[], runMs: [] as number[], errors: [] as string[] };
+    const dead = { jobs: [] as JobRef[], runMs: [] as number[], errors: [] as string[] };
+    const fenced: JobRef[] = [];
+    jobs.forEach((j, i) => {
+      this.held.delete(j.id);
+      const s = status.get(j.id);
+      const into = s === 'pending' ? retried : s === 'failed' ? dead : undefined;
+      if (!into) {
+        fenced.push(j);
+        return;
       }
-      if (retried.length) this.events.emit('job:retried', { jobs: retried });
-      if (dead.length) this.events.emit('job:dead', { jobs: dead });
-      if (fenced.length) this.events.emit('job:fenced', { jobs: fenced });
-    } catch (err) {
-      this.queued.failed.push(...items);
-      throw err;
-    }
+      into.jobs.push(j);
+      into.runMs.push(batch.failedMs[i] as number);
+      into.errors.push(batch.errors[i] as string);
+    });
+    if (retried.jobs.length) this.events.emit('job:retried', retried);
+    if (dead.jobs.length) this.events.emit('job:dead', dead);
+    if (fenced.length) this.events.emit('job:fenced', { jobs: fenced });
   }
 
-  private async writeReleased(items: Pending['released']): Promise<void> {
-    if (items.length === 0) return;
-    try {
-      const written = new Set(await releaseJobs(this.store, this.owner, items.map((i) => ({ id: i.job.id, attempt: i.job.attempt }))));
-      const byReason = new Map<string, JobRef[]>();
-      for (const i of items) {
-        this.held.delete(i.job.id);
-        if (!written.has(i.job.id)) continue;
-        const list = byReason.get(i.reason) ?? [];
-        list.push(refOf(i.job));
-        byReason.set(i.reason, list);
-      }
-      for (const [reason, jobs] of byReason) this.events.emit('job:released', { jobs, reason });
-    } catch (err) {
-      this.queued.released.push(...items);
-      throw err;
-    }
+  private async writeReleased(batch: Batch): Promise<void> {
+    const jobs = batch.released;
+    if (jobs.length === 0) return;
+    const written = new Set(await releaseJobs(this.store, this.owner, jobs.map((j) => ({ id: j.id, attempt: j.attempt }))));
+    const byReason = new Map<string, JobRef[]>();
+    jobs.forEach((j, i) => {
+      this.held.delete(j.id);
+      if (!written.has(j.id)) return;
+      const reason = batch.reasons[i] as string;
+      const list = byReason.get(reason) ?? [];
+      list.push(j);
+      byReason.set(reason, list);
+    });
+    for (const [reason, refs] of byReason) this.events.emit('job:released', { jobs: refs, reason });
   }
 
   /**
@@ -183,21 +230,16 @@ export class Completer {
     while (Date.now() < deadline) {
       await Promise.allSettled([...this.writing]);
       if (this.held.size === 0) return;
-      const pendingCount = this.queued.done.length + this.queued.failed.length + this.queued.released.length;
-      if (pendingCount === 0) {
+      if (this.queued.size === 0) {
         if (this.writing.size === 0) return; // nothing queued, nothing in flight
         continue;
       }
       if (this.retryDelayMs > 0) await new Promise((r) => setTimeout(r, Math.min(this.retryDelayMs, Math.max(0, deadline - Date.now()))));
       const batch = this.queued;
-      this.queued = { done: [], failed: [], released: [] };
+      this.queued = new Batch();
       await this.writeBatch(batch);
     }
   }
-}
-
-function refOf(job: ClaimedJob): JobRef {
-  return { id: job.id, queue: job.queue, kind: job.kind, attempt: job.attempt };
 }
 
 /** last_error text: bounded, no NUL (PostgreSQL text cannot hold it). */

@@ -3,7 +3,7 @@
  *
  * Each claimed job is tracked from claim to outcome in one of two states:
  *   buffered — claimed, waiting for a thread (handed back at once on shutdown);
- *   running  — sent to a session on a worker thread; its timeout timer runs.
+ *   running  — sent to a session on a worker thread; its timeout runs.
  * An outcome (done, failed, release, drop) is decided exactly once, after the
  * thread has really stopped the job, and then the job leaves the dispatcher.
  *
@@ -15,29 +15,33 @@
  * Stopping a job (timeout, lost lease, shutdown) asks the task through
  * ctx.signal first; a job still running `abortGraceMs` later has its thread
  * terminated (that is the only way to stop `for(;;){}`), and the other jobs on
- * that thread are handed back without using an attempt.
+ * that thread are handed back without using an attempt. Timeouts are found by
+ * a sweep over running jobs (every `sweepMs`) rather than a timer per job.
  */
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import type { Piscina } from 'piscina';
 import type { QueueSettings } from '../config.ts';
 import type { ClaimedJob } from '../queue/types.ts';
-import type { FromWorker, JobMessage, JobResult, SessionTask, ToWorker } from '../worker/protocol.ts';
+import type { FromWorker, JobBatch, SessionTask, ToWorker } from '../worker/protocol.ts';
 import type { JobRef, SupervisorEvents } from './events.ts';
 
 type StopReason = 'timeout' | 'lease-lost' | 'shutdown';
 
-export type Outcome =
-  | { type: 'done'; job: ClaimedJob; runMs: number }
-  | { type: 'failed'; job: ClaimedJob; runMs: number; error: string; permanent: boolean; retryInMs: number | null }
-  | { type: 'release'; job: ClaimedJob; reason: string }
-  | { type: 'drop'; job: ClaimedJob };
+/** Where outcomes go: the completer. Each job gets exactly one call. */
+export interface OutcomeSink {
+  done(job: ClaimedJob, runMs: number): void;
+  failed(job: ClaimedJob, runMs: number, error: string, permanent: boolean, retryInMs: number | null): void;
+  release(job: ClaimedJob, reason: string): void;
+  /** The lease was lost: nothing may be written for this attempt. */
+  drop(job: ClaimedJob): void;
+}
 
 interface Tracked {
   job: ClaimedJob;
   state: 'buffered' | 'running';
   session?: Session;
   startedAt: number;
-  timer?: NodeJS.Timeout;
+  deadline: number;
   stop?: StopReason;
 }
 
@@ -46,7 +50,7 @@ interface Session {
   port: MessagePort;
   controller: AbortController;
   running: Set<string>;
-  outbox: JobMessage[];
+  outbox: JobBatch;
   ending: boolean;
   killedBy?: Tracked;
 }
@@ -58,9 +62,11 @@ export interface DispatcherOptions {
   timeoutMs: number;
   abortGraceMs: number;
   events: SupervisorEvents;
-  onOutcome: (outcome: Outcome) => void;
+  outcomes: OutcomeSink;
   /** Called when a queue has room for more jobs. */
   onCapacity: (queue: string) => void;
+  /** How often running jobs are checked against their timeout (default: 250 ms). */
+  sweepMs?: number;
 }
 
 export class Dispatcher {
@@ -73,6 +79,7 @@ export class Dispatcher {
   private idleWaiters: Array<() => void> = [];
   private nextQueue = 0;
   private readonly queueNames: string[];
+  private readonly sweeper: NodeJS.Timeout;
 
   constructor(private readonly options: DispatcherOptions) {
     this.queueNames = Object.keys(options.queues);
@@ -80,6 +87,8 @@ export class Dispatcher {
       this.buffers.set(q, []);
       this.runningCount.set(q, 0);
     }
+    this.sweeper = setInterval(() => this.sweep(), options.sweepMs ?? 250);
+    this.sweeper.unref();
   }
 
   /** Free places of a queue: concurrency + prefetch minus what it holds. */
@@ -110,7 +119,6 @@ export class Dispatcher {
 
   /** Takes newly claimed jobs. */
   add(jobs: ClaimedJob[]): void {
-    const now = performance.now();
     for (const job of jobs) {
       // Claimed again while an older attempt still runs here: that attempt's
       // lease was lost (reaped while this process was paused). Stop it; its
@@ -118,9 +126,9 @@ export class Dispatcher {
       const stale = this.tracked.get(job.id);
       if (stale) {
         if (stale.state === 'running') stale.session?.port.postMessage({ type: 'abort', id: job.id, reason: 'lease-lost' } satisfies ToWorker);
-        this.settle(stale, { type: 'drop', job: stale.job });
+        this.settle(stale, 'drop');
       }
-      const t: Tracked = { job, state: 'buffered', startedAt: now };
+      const t: Tracked = { job, state: 'buffered', startedAt: 0, deadline: Number.POSITIVE_INFINITY };
       this.tracked.set(job.id, t);
       this.buffers.get(job.queue)?.push(t);
     }
@@ -133,8 +141,8 @@ export class Dispatcher {
     for (const id of ids) {
       const t = this.tracked.get(id);
       if (!t) continue;
-      lost.push(ref(t.job));
-      if (t.state === 'buffered') this.settle(t, { type: 'drop', job: t.job });
+      lost.push(t.job);
+      if (t.state === 'buffered') this.settle(t, 'drop');
       else this.stopJob(t, 'lease-lost');
     }
     return lost;
@@ -144,7 +152,7 @@ export class Dispatcher {
   drainBuffers(): void {
     this.closing = true;
     for (const buffer of this.buffers.values()) {
-      for (const t of buffer.splice(0)) this.settle(t, { type: 'release', job: t.job, reason: 'shutdown before start' });
+      for (const t of buffer.splice(0)) this.settle(t, 'release', 'shutdown before start');
     }
     this.endIdleSessions(true);
   }
@@ -159,13 +167,14 @@ export class Dispatcher {
   abortAll(): void {
     for (const t of [...this.tracked.values()]) {
       if (t.state === 'running') this.stopJob(t, 'shutdown');
-      else this.settle(t, { type: 'release', job: t.job, reason: 'shutdown before start' });
+      else this.settle(t, 'release', 'shutdown before start');
     }
   }
 
   /** Ends every session and waits for the threads to be given back. */
   async close(): Promise<void> {
     this.closing = true;
+    clearInterval(this.sweeper);
     this.endIdleSessions(true);
     await Promise.allSettled([...this.sessionsDone]);
   }
@@ -178,13 +187,22 @@ export class Dispatcher {
       const queue = names[(this.nextQueue + i) % names.length] as string;
       const settings = this.options.queues[queue] as QueueSettings;
       const buffer = this.buffers.get(queue) as Tracked[];
-      while (buffer.length > 0 && (this.runningCount.get(queue) as number) < settings.concurrency) {
+      if (buffer.length === 0) continue;
+      let taken = 0;
+      const running = this.runningCount.get(queue) as number;
+      const timeoutMs = settings.timeout ?? this.options.timeoutMs;
+      const now = performance.now();
+      while (taken < buffer.length && running + taken < settings.concurrency) {
         const session = this.sessionFor(queue, settings);
         if (!session) {
           starved = true;
           break;
         }
-        this.start(buffer.shift() as Tracked, session);
+        this.start(buffer[taken++] as Tracked, session, now, timeoutMs);
+      }
+      if (taken > 0) {
+        buffer.splice(0, taken);
+        this.runningCount.set(queue, running + taken);
       }
     }
     this.nextQueue = (this.nextQueue + 1) % Math.max(1, names.length);
@@ -202,10 +220,10 @@ export class Dispatcher {
 
   private open(queue: string): Session {
     const { port1, port2 } = new MessageChannel();
-    const session: Session = { queue, port: port1, controller: new AbortController(), running: new Set(), outbox: [], ending: false };
+    const session: Session = { queue, port: port1, controller: new AbortController(), running: new Set(), outbox: emptyBatch(), ending: false };
     this.sessions.add(session);
-    port1.on('message', (message: FromWorker) => this.onResults(message.results));
-    const task: SessionTask = { port: port2 };
+    port1.on('message', (message: FromWorker) => this.onResults(message));
+    const task: SessionTask = { port: port2, queue };
     const done = (this.options.pool.run(task, { transferList: [port2] as never, signal: session.controller.signal }) as Promise<void>).then(
       () => this.sessionEnded(session, null),
       (err: unknown) => this.sessionEnded(session, err),
@@ -216,36 +234,48 @@ export class Dispatcher {
     return session;
   }
 
-  private start(t: Tracked, session: Session): void {
+  private start(t: Tracked, session: Session, now: number, timeoutMs: number): void {
+    const job = t.job;
     t.state = 'running';
     t.session = session;
-    t.startedAt = performance.now();
-    session.running.add(t.job.id);
-    session.outbox.push({ id: t.job.id, kind: t.job.kind, queue: t.job.queue, payload: t.job.payload, attempt: t.job.attempt, maxAttempts: t.job.maxAttempts });
-    this.runningCount.set(t.job.queue, (this.runningCount.get(t.job.queue) as number) + 1);
-    const timeoutMs = this.options.queues[t.job.queue]?.timeout ?? this.options.timeoutMs;
-    t.timer = setTimeout(() => {
-      this.options.events.emit('job:timeout', { job: ref(t.job), timeoutMs });
-      this.stopJob(t, 'timeout');
-    }, timeoutMs);
+    t.startedAt = now;
+    t.deadline = now + timeoutMs;
+    session.running.add(job.id);
+    const out = session.outbox;
+    out.ids.push(job.id);
+    out.kinds.push(job.kind);
+    out.payloads.push(job.payload);
+    out.attempts.push(job.attempt);
+    out.maxAttempts.push(job.maxAttempts);
   }
 
   private flush(session: Session): void {
-    if (session.outbox.length === 0) return;
-    const jobs = session.outbox;
-    session.outbox = [];
-    session.port.postMessage({ type: 'run', jobs } satisfies ToWorker);
+    const batch = session.outbox;
+    if (batch.ids.length === 0) return;
+    session.outbox = emptyBatch();
+    session.port.postMessage({ type: 'run', ...batch } satisfies ToWorker);
     if (this.options.events.listenerCount('job:started') === 0) return;
     const now = Date.now();
     const refs: JobRef[] = [];
     const waits: number[] = [];
-    for (const j of jobs) {
-      const job = this.tracked.get(j.id)?.job;
+    for (const id of batch.ids) {
+      const job = this.tracked.get(id)?.job;
       if (!job) continue;
-      refs.push(ref(job));
+      refs.push(job);
       waits.push(now - job.runAtMs);
     }
     this.options.events.emit('job:started', { jobs: refs, waitMs: waits });
+  }
+
+  /** Finds running jobs past their deadline. */
+  private sweep(): void {
+    const now = performance.now();
+    for (const t of this.tracked.values()) {
+      if (t.state === 'running' && !t.stop && now >= t.deadline) {
+        this.options.events.emit('job:timeout', { job: t.job, timeoutMs: this.timeoutOf(t) });
+        this.stopJob(t, 'timeout');
+      }
+    }
   }
 
   private stopJob(t: Tracked, reason: StopReason): void {
@@ -263,22 +293,18 @@ export class Dispatcher {
     grace.unref();
   }
 
-  private onResults(results: JobResult[]): void {
-    for (const r of results) {
-      const t = this.tracked.get(r.id);
-      if (!t || t.state !== 'running' || t.job.attempt !== r.attempt) continue;
-      if (r.ok) {
-        this.settle(t, t.stop === 'lease-lost' ? { type: 'drop', job: t.job } : { type: 'done', job: t.job, runMs: r.runMs });
-      } else if (t.stop === 'lease-lost') {
-        this.settle(t, { type: 'drop', job: t.job });
-      } else if (t.stop === 'shutdown') {
-        this.settle(t, { type: 'release', job: t.job, reason: 'aborted by shutdown' });
-      } else if (t.stop === 'timeout') {
-        this.settle(t, { type: 'failed', job: t.job, runMs: r.runMs, error: `TimeoutError: job timed out after ${this.timeoutOf(t)} ms`, permanent: false, retryInMs: null });
-      } else {
-        const e = r.error as NonNullable<JobResult['error']>;
-        this.settle(t, { type: 'failed', job: t.job, runMs: r.runMs, error: `${e.name}: ${e.message}`, permanent: e.permanent, retryInMs: e.retryInMs });
-      }
+  private onResults(batch: FromWorker): void {
+    const { ids, attempts, runMs, errors } = batch;
+    for (let i = 0; i < ids.length; i++) {
+      const t = this.tracked.get(ids[i] as string);
+      if (!t || t.state !== 'running' || t.job.attempt !== attempts[i]) continue;
+      const error = errors?.[i] ?? null;
+      const ms = runMs[i] as number;
+      if (t.stop === 'lease-lost') this.settle(t, 'drop');
+      else if (!error) this.settle(t, 'done', undefined, ms);
+      else if (t.stop === 'shutdown') this.settle(t, 'release', 'aborted by shutdown');
+      else if (t.stop === 'timeout') this.settleFailed(t, ms, `TimeoutError: job timed out after ${this.timeoutOf(t)} ms`, false, null);
+      else this.settleFailed(t, ms, `${error.name}: ${error.message}`, error.permanent, error.retryInMs);
     }
     this.pump();
   }
@@ -290,18 +316,15 @@ export class Dispatcher {
     if (victims.length > 0) {
       const killer = session.killedBy;
       const cause = err instanceof Error ? err.message : String(err ?? 'session ended early');
-      if (!killer) this.options.events.emit('thread:died', { jobs: victims.map((t) => ref(t.job)), error: cause });
+      if (!killer) this.options.events.emit('thread:died', { jobs: victims.map((t) => t.job), error: cause });
       for (const t of victims) {
         const runMs = performance.now() - t.startedAt;
-        if (t.stop === 'lease-lost') this.settle(t, { type: 'drop', job: t.job });
-        else if (t.stop === 'shutdown') this.settle(t, { type: 'release', job: t.job, reason: 'aborted by shutdown' });
+        if (t.stop === 'lease-lost') this.settle(t, 'drop');
+        else if (t.stop === 'shutdown') this.settle(t, 'release', 'aborted by shutdown');
         else if (t.stop === 'timeout') {
-          this.settle(t, { type: 'failed', job: t.job, runMs, error: `TimeoutError: job timed out after ${this.timeoutOf(t)} ms and did not stop; its worker thread was terminated`, permanent: false, retryInMs: null });
-        } else if (killer) {
-          this.settle(t, { type: 'release', job: t.job, reason: `thread terminated to stop job ${killer.job.id}` });
-        } else {
-          this.settle(t, { type: 'failed', job: t.job, runMs, error: describeThreadDeath(err), permanent: false, retryInMs: null });
-        }
+          this.settleFailed(t, runMs, `TimeoutError: job timed out after ${this.timeoutOf(t)} ms and did not stop; its worker thread was terminated`, false, null);
+        } else if (killer) this.settle(t, 'release', `thread terminated to stop job ${killer.job.id}`);
+        else this.settleFailed(t, runMs, describeThreadDeath(err), false, null);
       }
     }
     this.emitPool();
@@ -312,10 +335,24 @@ export class Dispatcher {
     return this.options.queues[t.job.queue]?.timeout ?? this.options.timeoutMs;
   }
 
-  private settle(t: Tracked, outcome: Outcome): void {
-    if (this.tracked.get(t.job.id) !== t) return;
+  private settleFailed(t: Tracked, runMs: number, error: string, permanent: boolean, retryInMs: number | null): void {
+    if (!this.forget(t)) return;
+    this.options.outcomes.failed(t.job, runMs, error, permanent, retryInMs);
+    this.afterSettle(t);
+  }
+
+  private settle(t: Tracked, outcome: 'done' | 'release' | 'drop', reason = '', runMs = 0): void {
+    if (!this.forget(t)) return;
+    if (outcome === 'done') this.options.outcomes.done(t.job, runMs);
+    else if (outcome === 'release') this.options.outcomes.release(t.job, reason);
+    else this.options.outcomes.drop(t.job);
+    this.afterSettle(t);
+  }
+
+  /** Removes a job from the dispatcher; false if its outcome was already decided. */
+  private forget(t: Tracked): boolean {
+    if (this.tracked.get(t.job.id) !== t) return false;
     this.tracked.delete(t.job.id);
-    clearTimeout(t.timer);
     const queue = t.job.queue;
     if (t.state === 'running') {
       t.session?.running.delete(t.job.id);
@@ -325,8 +362,11 @@ export class Dispatcher {
       const i = buffer?.indexOf(t) ?? -1;
       if (i >= 0) buffer?.splice(i, 1);
     }
-    this.options.onOutcome(outcome);
-    if (!this.closing) this.options.onCapacity(queue);
+    return true;
+  }
+
+  private afterSettle(t: Tracked): void {
+    if (!this.closing) this.options.onCapacity(t.job.queue);
     if (this.tracked.size === 0) {
       const waiters = this.idleWaiters;
       this.idleWaiters = [];
@@ -341,8 +381,9 @@ export class Dispatcher {
    */
   private endIdleSessions(all: boolean): void {
     const warm = new Set<string>();
+    let ended = false;
     for (const s of this.sessions) {
-      if (s.ending || s.running.size > 0 || s.outbox.length > 0) continue;
+      if (s.ending || s.running.size > 0) continue;
       const buffered = (this.buffers.get(s.queue)?.length ?? 0) > 0;
       if (!all && !buffered && !warm.has(s.queue)) {
         warm.add(s.queue);
@@ -350,9 +391,10 @@ export class Dispatcher {
       }
       if (!all && buffered) continue;
       s.ending = true;
+      ended = true;
       s.port.postMessage({ type: 'end' } satisfies ToWorker);
     }
-    this.emitPool();
+    if (ended) this.emitPool();
   }
 
   private emitPool(): void {
@@ -361,8 +403,8 @@ export class Dispatcher {
   }
 }
 
-function ref(job: ClaimedJob): JobRef {
-  return { id: job.id, queue: job.queue, kind: job.kind, attempt: job.attempt };
+function emptyBatch(): JobBatch {
+  return { ids: [], kinds: [], payloads: [], attempts: [], maxAttempts: [] };
 }
 
 function describeThreadDeath(err: unknown): string {
@@ -372,3 +414,4 @@ function describeThreadDeath(err: unknown): string {
   if (/exited|exit code/i.test(message)) return `WorkerExited: the worker thread exited while running this job (${message}); did the task call process.exit()?`;
   return `WorkerCrashed: the worker thread died while running this job: ${message}`;
 }
+

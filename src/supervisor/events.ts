@@ -14,12 +14,14 @@ export interface JobRef {
   attempt: number;
 }
 
-export interface FinishedJob extends JobRef {
-  runMs: number;
+/** Outcomes of a batch: parallel arrays, so a batch of a thousand costs no per-job objects. */
+export interface FinishedBatch {
+  jobs: JobRef[];
+  runMs: number[];
 }
 
-export interface FailedJob extends FinishedJob {
-  error: string;
+export interface FailedBatch extends FinishedBatch {
+  errors: string[];
 }
 
 export interface Events {
@@ -28,9 +30,9 @@ export interface Events {
   'supervisor:stopped': [{ supervisor: string }];
   'job:claimed': [{ queue: string; count: number }];
   'job:started': [{ jobs: JobRef[]; waitMs: number[] }];
-  'job:completed': [{ jobs: FinishedJob[] }];
-  'job:retried': [{ jobs: FailedJob[] }];
-  'job:dead': [{ jobs: FailedJob[] }];
+  'job:completed': [FinishedBatch];
+  'job:retried': [FailedBatch];
+  'job:dead': [FailedBatch];
   'job:released': [{ jobs: JobRef[]; reason: string }];
   /** Outcomes the database refused because this supervisor no longer owned the attempt. */
   'job:fenced': [{ jobs: JobRef[] }];

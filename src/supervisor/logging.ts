@@ -11,14 +11,14 @@ export function logEvents(events: SupervisorEvents, log: Logger): void {
   events.on('supervisor:started', ({ queues }) => log.info({ queues }, 'supervisor started'));
   events.on('supervisor:draining', ({ reason }) => log.info({ reason }, 'supervisor draining'));
   events.on('supervisor:stopped', () => log.info('supervisor stopped'));
-  events.on('job:completed', ({ jobs }) => {
-    if (log.isLevelEnabled('debug')) for (const j of jobs) log.debug({ jobId: j.id, kind: j.kind, queue: j.queue, attempt: j.attempt, runMs: j.runMs }, 'job completed');
+  events.on('job:completed', ({ jobs, runMs }) => {
+    if (log.isLevelEnabled('debug')) jobs.forEach((j, i) => log.debug({ jobId: j.id, kind: j.kind, queue: j.queue, attempt: j.attempt, runMs: runMs[i] }, 'job completed'));
   });
-  events.on('job:retried', ({ jobs }) => {
-    for (const j of jobs) log.info({ jobId: j.id, kind: j.kind, queue: j.queue, attempt: j.attempt, error: j.error }, 'job failed, retry scheduled');
+  events.on('job:retried', ({ jobs, errors }) => {
+    jobs.forEach((j, i) => log.info({ jobId: j.id, kind: j.kind, queue: j.queue, attempt: j.attempt, error: errors[i] }, 'job failed, retry scheduled'));
   });
-  events.on('job:dead', ({ jobs }) => {
-    for (const j of jobs) log.warn({ jobId: j.id, kind: j.kind, queue: j.queue, attempt: j.attempt, error: j.error }, 'job dead-lettered');
+  events.on('job:dead', ({ jobs, errors }) => {
+    jobs.forEach((j, i) => log.warn({ jobId: j.id, kind: j.kind, queue: j.queue, attempt: j.attempt, error: errors[i] }, 'job dead-lettered'));
   });
   events.on('job:released', ({ jobs, reason }) => log.info({ jobIds: jobs.map((j) => j.id), reason }, 'jobs handed back'));
   events.on('job:fenced', ({ jobs }) => log.warn({ jobIds: jobs.map((j) => j.id) }, 'outcome not written: this supervisor no longer owns the attempt'));

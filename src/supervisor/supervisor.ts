@@ -90,7 +90,7 @@ export class Supervisor {
       timeoutMs: settings.jobs.timeout,
       abortGraceMs: ABORT_GRACE_MS,
       events: this.events,
-      onOutcome: (outcome) => this.completer.add(outcome),
+      outcomes: this.completer,
       onCapacity: (queue) => this.fetchers.get(queue)?.onCapacity(),
     });
     for (const [queue, queueSettings] of Object.entries(settings.queues)) {

@@ -7,13 +7,12 @@
  * job; one that kills the thread (process.exit, an uncaught error, out of
  * memory) ends the session, and the supervisor fails the jobs it held.
  */
-import { performance } from 'node:perf_hooks';
 import { workerData } from 'piscina';
 import pino from 'pino';
 import pg from 'pg';
 import { createLoader } from './loader.ts';
-import type { FromWorker, JobMessage, JobResult, SessionTask, TaskError, ToWorker, WorkerSetup } from './protocol.ts';
-import type { TaskContext } from './types.ts';
+import type { FromWorker, JobBatch, ResultBatch, SessionTask, TaskError, ToWorker, WorkerSetup } from './protocol.ts';
+import type { Task, TaskContext } from './types.ts';
 
 const setup = workerData as WorkerSetup;
 const log = pino({ name: 'jobvisor', level: setup.logLevel, base: { supervisor: setup.supervisor } }, pino.destination({ dest: 1, sync: true }));
@@ -56,9 +55,9 @@ interface RunningJob {
   controller?: AbortController;
 }
 
-export default function session({ port }: SessionTask): Promise<void> {
+export default function session({ port, queue }: SessionTask): Promise<void> {
   const running = new Map<string, RunningJob>();
-  let outbox: JobResult[] = [];
+  let out: ResultBatch = emptyBatch();
   let flushing = false;
   let ended = false;
   let finish!: () => void;
@@ -66,44 +65,55 @@ export default function session({ port }: SessionTask): Promise<void> {
 
   const flush = () => {
     flushing = false;
-    if (outbox.length > 0) {
-      port.postMessage({ type: 'results', results: outbox } satisfies FromWorker);
-      outbox = [];
+    if (out.ids.length > 0) {
+      port.postMessage(out satisfies FromWorker);
+      out = emptyBatch();
     }
     if (ended && running.size === 0) {
       port.close();
       finish();
     }
   };
-  const report = (result: JobResult) => {
-    outbox.push(result);
+  const report = (id: string, attempt: number, runMs: number, error: TaskError | null) => {
+    const i = out.ids.push(id) - 1;
+    out.attempts.push(attempt);
+    out.runMs.push(runMs);
+    if (error) {
+      out.errors ??= new Array<TaskError | null>(i).fill(null);
+      out.errors.push(error);
+    } else out.errors?.push(null);
     if (!flushing) {
       flushing = true;
       setImmediate(flush);
     }
   };
+  const settled = (id: string) => {
+    running.delete(id);
+    if (ended && running.size === 0 && !flushing) flush();
+  };
 
-  async function runJob(job: JobMessage, handle: RunningJob) {
+  function runJob(batch: JobBatch, i: number, handle: RunningJob): void {
+    const id = batch.ids[i] as string;
+    const kind = batch.kinds[i] as string;
+    const attempt = batch.attempts[i] as number;
     const started = performance.now();
+    const fail = (err: unknown) => {
+      report(id, attempt, performance.now() - started, toTaskError(err));
+      settled(id);
+    };
     try {
-      let payload: unknown;
-      try {
-        payload = JSON.parse(job.payload);
-      } catch (err) {
-        throw Object.assign(new Error(`payload is not valid JSON: ${(err as Error).message}`), { permanent: true });
-      }
-      const task = await loader.get(job.kind);
+      const payload = parsePayload(batch.payloads[i] as string);
       // The logger and the AbortController are made on first use: most jobs of a
       // busy queue never touch them, and each costs microseconds per job.
       let childLog: TaskContext['log'] | undefined;
       const ctx: TaskContext = {
-        job: { id: job.id, kind: job.kind, queue: job.queue, attempt: job.attempt, maxAttempts: job.maxAttempts },
+        job: { id, kind, queue, attempt, maxAttempts: batch.maxAttempts[i] as number },
         get signal() {
           handle.controller ??= new AbortController();
           return handle.controller.signal;
         },
         get log() {
-          childLog ??= log.child({ jobId: job.id, kind: job.kind, queue: job.queue, attempt: job.attempt });
+          childLog ??= log.child({ jobId: id, kind, queue, attempt });
           return childLog;
         },
         get db() {
@@ -111,23 +121,40 @@ export default function session({ port }: SessionTask): Promise<void> {
         },
         config: setup.taskConfig,
       };
-      await task(payload, ctx);
-      report({ id: job.id, attempt: job.attempt, ok: true, runMs: performance.now() - started });
+      const run = (task: Task) => {
+        const result = task(payload, ctx) as PromiseLike<unknown> | undefined;
+        if (typeof result?.then === 'function') {
+          result.then(() => {
+            report(id, attempt, performance.now() - started, null);
+            settled(id);
+          }, fail);
+        } else {
+          report(id, attempt, performance.now() - started, null);
+          settled(id);
+        }
+      };
+      // Loaded tasks run without a detour through a promise.
+      const task = loader.loaded(kind);
+      if (task) run(task);
+      else loader.get(kind).then((t) => {
+        try {
+          run(t);
+        } catch (err) {
+          fail(err);
+        }
+      }, fail);
     } catch (err) {
-      report({ id: job.id, attempt: job.attempt, ok: false, runMs: performance.now() - started, error: toTaskError(err) });
-    } finally {
-      running.delete(job.id);
-      if (ended && running.size === 0 && !flushing) flush();
+      fail(err);
     }
   }
 
   port.on('message', (message: ToWorker) => {
     switch (message.type) {
       case 'run':
-        for (const job of message.jobs) {
+        for (let i = 0; i < message.ids.length; i++) {
           const handle: RunningJob = {};
-          running.set(job.id, handle);
-          void runJob(job, handle);
+          running.set(message.ids[i] as string, handle);
+          runJob(message, i, handle);
         }
         break;
       case 'abort': {
@@ -147,4 +174,16 @@ export default function session({ port }: SessionTask): Promise<void> {
     }
   });
   return done;
+}
+
+function emptyBatch(): ResultBatch {
+  return { type: 'results', ids: [], attempts: [], runMs: [] };
+}
+
+function parsePayload(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw Object.assign(new Error(`payload is not valid JSON: ${(err as Error).message}`), { permanent: true });
+  }
 }

@@ -24,6 +24,7 @@ export class TaskLoadError extends Error {
 
 export function createLoader(dirs: string[]) {
   const cache = new Map<string, Promise<Task>>();
+  const ready = new Map<string, Task>();
   let tsxReady: Promise<void> | undefined;
 
   async function load(kind: string): Promise<Task> {
@@ -52,6 +53,7 @@ export function createLoader(dirs: string[]) {
       mod = (await import(url)) as typeof mod;
     }
     if (typeof mod.default !== 'function') throw new TaskLoadError(`task ${file} has no default export function`, false);
+    ready.set(kind, mod.default as Task);
     return mod.default as Task;
   }
 
@@ -66,6 +68,10 @@ export function createLoader(dirs: string[]) {
   }
 
   return {
+    /** The task for `kind` if it is already loaded (no promise on the hot path). */
+    loaded(kind: string): Task | undefined {
+      return ready.get(kind);
+    },
     /** The task for `kind`. @throws TaskLoadError when missing, invalid or not loadable. */
     get(kind: string): Promise<Task> {
       let task = cache.get(kind);

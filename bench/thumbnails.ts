@@ -1,0 +1,229 @@
+/**
+ * Thumbnails per second through jobvisor at 1..N worker threads, against the same
+ * sharp work called directly, one job after another, on one thread.
+ *
+ *   npx tsx bench/thumbnails.ts [--jobs 120] [--threads 1,2] [--widths 1024] [--format webp] [--rounds 1] [--json]
+ *
+ * Each job is a real `thumbnail` job: one generated 2400x1600 photo-like JPEG,
+ * resized to every width in --widths. The supervisor runs in this process, so
+ * the event-loop delay measured here is its main thread's. Database: DATABASE_URL,
+ * or the embedded development server. Jobs go to a queue of their own
+ * (`bench_thumbnails`) and are deleted afterwards.
+ *
+ * Reported per thread count: thumbnails/s; scaling efficiency = rate / (threads ×
+ * direct rate), goal >= 0.85 at threads = cores; speed-up over 1 thread (goal for 2
+ * threads: >= 1.6); main-thread event-loop delay p50/p99/max while jobs ran
+ * (perf_hooks.monitorEventLoopDelay at 1 ms resolution: an idle loop reads ~1 ms).
+ * With --rounds R every run is repeated R times and the fastest round is kept (the
+ * usual guard against a noisy, shared machine). A benchmark reports; it asserts nothing.
+ */
+import { copyFile, mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { availableParallelism, cpus, tmpdir, totalmem } from 'node:os';
+import path from 'node:path';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
+import { parseArgs } from 'node:util';
+import sharp from 'sharp';
+import { openContext, type CommandContext } from '../src/cli/context.ts';
+import { loadConfig } from '../src/config.ts';
+import { migrate } from '../src/db/migrate.ts';
+import { enqueueMany } from '../src/queue/enqueue.ts';
+import { Supervisor } from '../src/supervisor/supervisor.ts';
+import thumbnail from '../src/tasks/thumbnail.ts';
+import type { TaskContext } from '../src/worker/types.ts';
+
+const QUEUE = 'bench_thumbnails';
+
+const { values: args } = parseArgs({
+  options: {
+    jobs: { type: 'string', default: '120' },
+    threads: { type: 'string', default: Array.from({ length: availableParallelism() }, (_, i) => i + 1).join(',') },
+    widths: { type: 'string', default: '1024' },
+    format: { type: 'string', default: 'webp' },
+    rounds: { type: 'string', default: '1' },
+    json: { type: 'boolean', default: false },
+  },
+});
+const JOBS = positive('jobs', args.jobs);
+const THREADS = args.threads.split(',').map((t) => positive('threads', t));
+const WIDTHS = args.widths.split(',').map((w) => positive('widths', w));
+const FORMAT = args.format;
+const ROUNDS = positive('rounds', args.rounds);
+const WARMUP = 2;
+
+function positive(name: string, text: string): number {
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < 1) {
+    process.stderr.write(`--${name} must be positive integers, got ${JSON.stringify(text)}\n`);
+    process.exit(2);
+  }
+  return n;
+}
+
+/** A 2400x1600 photo-like JPEG: soft shapes on a gradient, with grain. */
+async function makeSource(file: string): Promise<void> {
+  const width = 2400;
+  const height = 1600;
+  const shapes = Array.from({ length: 40 }, (_, i) =>
+    `<circle cx="${(i * 397) % width}" cy="${(i * 211) % height}" r="${60 + ((i * 37) % 220)}" fill="hsl(${(i * 47) % 360},70%,55%)" fill-opacity="0.6"/>`).join('');
+  const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}"><defs><linearGradient id="g" x1="0" y1="0" x2="1" y2="1"><stop offset="0" stop-color="#1d3557"/><stop offset="1" stop-color="#f1faee"/></linearGradient></defs><rect width="100%" height="100%" fill="url(#g)"/>${shapes}</svg>`;
+  const grain = await sharp({ create: { width, height, channels: 3, background: '#808080', noise: { type: 'gaussian', mean: 128, sigma: 12 } } }).png().toBuffer();
+  await sharp(Buffer.from(svg)).blur(1.5).composite([{ input: grain, blend: 'soft-light' }]).jpeg({ quality: 88 }).toFile(file);
+}
+
+interface Delay { p50Ms: number; p99Ms: number; maxMs: number }
+
+/** Runs `fn` while recording this thread's event-loop delay. */
+async function withDelay<T>(fn: () => Promise<T>): Promise<{ result: T; delay: Delay }> {
+  const h = monitorEventLoopDelay({ resolution: 1 });
+  h.enable();
+  try {
+    const result = await fn();
+    return { result, delay: { p50Ms: h.percentile(50) / 1e6, p99Ms: h.percentile(99) / 1e6, maxMs: h.max / 1e6 } };
+  } finally {
+    h.disable();
+  }
+}
+
+/** The fastest of ROUNDS runs. */
+async function best(run: (round: number) => Promise<{ seconds: number; delay: Delay }>): Promise<{ seconds: number; delay: Delay }> {
+  let fastest: { seconds: number; delay: Delay } | undefined;
+  for (let round = 0; round < ROUNDS; round++) {
+    const r = await run(round);
+    if (!fastest || r.seconds < fastest.seconds) fastest = r;
+  }
+  return fastest!;
+}
+
+function payloads(source: string, outRoot: string, count: number) {
+  return Array.from({ length: count }, (_, i) => ({ source, widths: WIDTHS, outDir: path.join(outRoot, String(i)) }));
+}
+
+/** The same task function, called one job after another on this thread. */
+async function direct(source: string, outRoot: string, ctx: TaskContext): Promise<{ seconds: number; delay: Delay }> {
+  for (const p of payloads(source, path.join(outRoot, 'warmup'), WARMUP)) await thumbnail(p, ctx);
+  const { result: seconds, delay } = await withDelay(async () => {
+    const start = performance.now();
+    for (const p of payloads(source, outRoot, JOBS)) await thumbnail(p, ctx);
+    return (performance.now() - start) / 1000;
+  });
+  return { seconds, delay };
+}
+
+/** Resolves when `count` jobs of the bench queue have completed; rejects on a failure. */
+function completions(supervisor: Supervisor, count: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let done = 0;
+    const failed = ({ jobs, errors }: { jobs: { id: string }[]; errors: string[] }) => reject(new Error(`job ${jobs[0]?.id} failed: ${errors[0]}`));
+    supervisor.events.on('job:retried', failed);
+    supervisor.events.on('job:dead', failed);
+    supervisor.events.on('job:completed', function onDone({ jobs }) {
+      done += jobs.filter((j) => j.queue === QUEUE).length;
+      if (done >= count) {
+        supervisor.events.off('job:completed', onDone);
+        supervisor.events.off('job:retried', failed);
+        supervisor.events.off('job:dead', failed);
+        resolve();
+      }
+    });
+  });
+}
+
+async function throughJobvisor(db: CommandContext, threads: number, source: string, outRoot: string): Promise<{ seconds: number; delay: Delay }> {
+  const settings = loadConfig({
+    env: {},
+    overrides: {
+      database: { url: db.databaseUrl },
+      pool: { maxThreads: threads, idleTimeout: '10m' },
+      queues: { [QUEUE]: { concurrency: threads, jobsPerThread: 1 }, default: { concurrency: 1 } },
+      thumbnails: { format: FORMAT },
+      log: { level: 'warn' },
+      schedules: [],
+    },
+  });
+  const supervisor = new Supervisor({ settings, databaseUrl: db.databaseUrl, log: db.log });
+  const enqueue = (count: number, dir: string) => enqueueMany(db.pool, payloads(source, dir, count).map((payload) => ({ kind: 'thumbnail', queue: QUEUE, payload })));
+  try {
+    await supervisor.start();
+    // Warm-up: every thread started and has loaded the task.
+    const warm = completions(supervisor, WARMUP * threads);
+    await enqueue(WARMUP * threads, path.join(outRoot, 'warmup'));
+    await warm;
+    const { result: seconds, delay } = await withDelay(async () => {
+      const start = performance.now();
+      const all = completions(supervisor, JOBS);
+      await enqueue(JOBS, outRoot);
+      await all;
+      return (performance.now() - start) / 1000;
+    });
+    return { seconds, delay };
+  } finally {
+    await supervisor.stop('benchmark done');
+    await db.pool.query(`DELETE FROM ${settings.database.schema}.jobs WHERE queue = $1`, [QUEUE]);
+  }
+}
+
+function machine(): string {
+  const cpu = cpus()[0]?.model ?? 'unknown CPU';
+  return `${availableParallelism()} cores (${cpu}), ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}, sharp ${sharp.versions.sharp} / libvips ${sharp.versions.vips}`;
+}
+
+async function main(): Promise<void> {
+  const work = await mkdtemp(path.join(tmpdir(), 'jobvisor-bench-thumbnails-'));
+  const db = await openContext({ logTo: 2, logLevel: 'warn', settings: loadConfig({ overrides: { log: { level: 'warn' } } }) });
+  try {
+    await migrate(db.pool, { schema: db.settings.database.schema });
+    const source = path.join(work, 'photo.jpg');
+    await makeSource(source);
+    // A copy per phase, so no phase reads a file another just warmed in a cache it owns.
+    await mkdir(path.join(work, 'direct'), { recursive: true });
+    await copyFile(source, path.join(work, 'direct', 'photo.jpg'));
+
+    const ctx: TaskContext = {
+      job: { id: '0', kind: 'thumbnail', queue: QUEUE, attempt: 1, maxAttempts: 1 },
+      signal: new AbortController().signal,
+      log: db.log,
+      db: db.pool,
+      config: { thumbnails: { dir: work, format: FORMAT }, reports: { dir: work }, schema: db.settings.database.schema },
+    };
+    const thumbsPerJob = WIDTHS.length;
+    const base = await best((round) => direct(path.join(work, 'direct', 'photo.jpg'), path.join(work, `direct-out-${round}`), ctx));
+    const directRate = (JOBS * thumbsPerJob) / base.seconds;
+    const rows = [{ mode: 'direct, 1 thread', threads: 1, seconds: base.seconds, rate: directRate, efficiency: null as number | null, speedup: null as number | null, delay: base.delay }];
+    let oneThread: number | undefined;
+    for (const threads of THREADS) {
+      const r = await best((round) => throughJobvisor(db, threads, source, path.join(work, `pool-${threads}-${round}`)));
+      const rate = (JOBS * thumbsPerJob) / r.seconds;
+      if (threads === 1) oneThread = rate;
+      rows.push({
+        mode: `jobvisor, ${threads} thread${threads > 1 ? 's' : ''}`,
+        threads,
+        seconds: r.seconds,
+        rate,
+        efficiency: rate / (threads * directRate),
+        speedup: oneThread === undefined ? null : rate / oneThread,
+        delay: r.delay,
+      });
+    }
+
+    const result = { machine: machine(), jobs: JOBS, widths: WIDTHS, format: FORMAT, rounds: ROUNDS, thumbnails: JOBS * thumbsPerJob, rows };
+    if (args.json) {
+      process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+      return;
+    }
+    const f = (n: number | null, digits = 2) => (n === null ? '-' : n.toFixed(digits));
+    const lines = [
+      `machine: ${result.machine}`,
+      `${JOBS} jobs x widths [${WIDTHS.join(', ')}] -> ${FORMAT}, source 2400x1600 JPEG: ${result.thumbnails} thumbnails per run, fastest of ${ROUNDS} round${ROUNDS > 1 ? 's' : ''}`,
+      '',
+      '| run | seconds | thumbnails/s | efficiency | speed-up vs 1 thread | loop delay p50 / p99 / max (ms) |',
+      '|---|---:|---:|---:|---:|---:|',
+      ...rows.map((r) => `| ${r.mode} | ${f(r.seconds)} | ${f(r.rate)} | ${f(r.efficiency)} | ${f(r.speedup)} | ${f(r.delay.p50Ms, 1)} / ${f(r.delay.p99Ms, 1)} / ${f(r.delay.maxMs, 1)} |`),
+    ];
+    process.stdout.write(`${lines.join('\n')}\n`);
+  } finally {
+    await db.close();
+    await rm(work, { recursive: true, force: true });
+  }
+}
+
+await main();

@@ -7,7 +7,7 @@
  * `j.id = ANY($1)`: the redundant predicate gives the planner the real row
  * count, so it probes the primary key instead of hashing the whole table.
  */
-import { planned, run, type Now, type Store } from './sql.ts';
+import { intArray, planned, run, type Now, type Store } from './sql.ts';
 import type { Attempt } from './types.ts';
 
 // Answers with a count; the ids come back only when some row was fenced off
@@ -31,7 +31,7 @@ SELECT count(*)::int AS written,
  */
 export async function completeJobs(store: Store, owner: string, ids: string[], attempts: number[], now: Now = null): Promise<Set<string>> {
   if (ids.length === 0) return new Set();
-  const [row] = await run<{ written: number; ids: string[] | null }>(store, COMPLETE_JOBS, [ids, attempts, owner, now]);
+  const [row] = await run<{ written: number; ids: string[] | null }>(store, COMPLETE_JOBS, [intArray(ids), intArray(attempts), owner, now]);
   if (!row || row.written === ids.length) return new Set();
   const written = new Set(row.ids ?? []);
   return new Set(ids.filter((id) => !written.has(id)));

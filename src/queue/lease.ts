@@ -2,7 +2,7 @@
  * Heartbeats: one statement renews the lease of every job this supervisor runs.
  * Only `locked_until` changes and no index covers it, so the update stays HOT.
  */
-import { planned, run, type Now, type Store } from './sql.ts';
+import { intArray, planned, run, type Now, type Store } from './sql.ts';
 
 const RENEW_LEASES = planned('renew_leases', `
 UPDATE jobvisor.jobs
@@ -16,6 +16,6 @@ RETURNING id`);
  */
 export async function renewLeases(store: Store, owner: string, ids: string[], leaseMs: number, now: Now = null): Promise<Set<string>> {
   if (ids.length === 0) return new Set();
-  const rows = await run<{ id: string }>(store, RENEW_LEASES, [ids, owner, leaseMs, now]);
+  const rows = await run<{ id: string }>(store, RENEW_LEASES, [intArray(ids), owner, leaseMs, now]);
   return new Set(rows.map((r) => r.id));
 }

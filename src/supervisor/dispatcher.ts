@@ -78,6 +78,8 @@ export class Dispatcher {
   private closing = false;
   private idleWaiters: Array<() => void> = [];
   private nextQueue = 0;
+  private batching = false;
+  private readonly freed = new Set<string>();
   private readonly queueNames: string[];
   private readonly sweeper: NodeJS.Timeout;
 
@@ -295,6 +297,7 @@ export class Dispatcher {
 
   private onResults(batch: FromWorker): void {
     const { ids, attempts, runMs, errors } = batch;
+    this.batching = true;
     for (let i = 0; i < ids.length; i++) {
       const t = this.tracked.get(ids[i] as string);
       if (!t || t.state !== 'running' || t.job.attempt !== attempts[i]) continue;
@@ -306,7 +309,19 @@ export class Dispatcher {
       else if (t.stop === 'timeout') this.settleFailed(t, ms, `TimeoutError: job timed out after ${this.timeoutOf(t)} ms`, false, null);
       else this.settleFailed(t, ms, `${error.name}: ${error.message}`, error.permanent, error.retryInMs);
     }
+    this.batching = false;
+    this.capacityFreed();
     this.pump();
+  }
+
+  /** Tells fetchers of the queues that gave back places (once per batch, not per job). */
+  private capacityFreed(): void {
+    if (this.closing) {
+      this.freed.clear();
+      return;
+    }
+    for (const queue of this.freed) this.options.onCapacity(queue);
+    this.freed.clear();
   }
 
   private sessionEnded(session: Session, err: unknown): void {
@@ -366,7 +381,8 @@ export class Dispatcher {
   }
 
   private afterSettle(t: Tracked): void {
-    if (!this.closing) this.options.onCapacity(t.job.queue);
+    this.freed.add(t.job.queue);
+    if (!this.batching) this.capacityFreed();
     if (this.tracked.size === 0) {
       const waiters = this.idleWaiters;
       this.idleWaiters = [];

@@ -72,13 +72,7 @@ CREATE TRIGGER jobs_notify_insert
 -- Re-queues (a dead letter set back to pending, or a retry) notify once per row
 -- that becomes pending; claims and completions never match the WHEN clause, so
 -- the hot path pays nothing.
-CREATE FUNCTION jobvisor.notify_requeued() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  PERFORM pg_notify('jobvisor_jobs', '');
-  RETURN NULL;
-END $$;
-
 CREATE TRIGGER jobs_notify_requeue
   AFTER UPDATE OF status ON jobvisor.jobs
   FOR EACH ROW WHEN (NEW.status = 'pending' AND OLD.status IS DISTINCT FROM 'pending')
-  EXECUTE FUNCTION jobvisor.notify_requeued();
+  EXECUTE FUNCTION jobvisor.notify_jobs();

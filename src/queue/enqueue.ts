@@ -10,7 +10,7 @@ import type { Db } from '../db/pool.ts';
 import { parseDuration } from '../duration.ts';
 import { InputError } from '../errors.ts';
 import { qualify } from '../db/schema.ts';
-import { COPY_JOBS, copyRows } from './copy.ts';
+import { COPY_JOBS, copyRows, type CopyRow } from './copy.ts';
 import { planned, run, type Store } from './sql.ts';
 import { checkPayload, checkName } from './validate.ts';
 
@@ -60,14 +60,8 @@ const MAX_BATCH = 100_000;
 /** From this many jobs without unique keys, enqueueMany uses COPY (see copy.ts). */
 export const COPY_THRESHOLD = 500;
 
-interface Row {
-  queue: string;
-  kind: string;
-  payload: string;
-  priority: number;
-  maxAttempts: number | null;
-  runAt: string | null;
-  delayMs: number | null;
+/** A validated job, ready for INSERT or COPY. */
+interface Row extends CopyRow {
   uniqueKey: string | null;
 }
 

@@ -80,6 +80,8 @@ export async function runBench(argv: string[]): Promise<number> {
   const server = serverUrl.toString();
   const rows: Row[] = [];
   const json = values.json === true;
+  const postgres = (await ctx.pool.query<{ v: string }>('SHOW server_version')).rows[0]?.v ?? '?';
+  const machine = { cores: cpus().length, cpu: cpus()[0]?.model ?? '?', memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version, postgres };
   const emit = (row: Row) => {
     rows.push(row);
     if (json) process.stdout.write(`${JSON.stringify(row)}\n`);
@@ -99,10 +101,10 @@ export async function runBench(argv: string[]): Promise<number> {
     return out;
   };
   const row = (scenario: string, system: string, unit: string, vals: number[], extra?: Record<string, unknown>): Row =>
-    ({ scenario, system, jobs, runs: vals.length, median: median(vals), spread: spread(vals), unit, values: vals, extra });
+    ({ scenario, system, jobs, runs: vals.length, median: median(vals), spread: spread(vals), unit, values: vals, extra: { ...extra, machine } });
 
   try {
-    if (!json) process.stderr.write(`jobvisor bench: ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}; ${runs} run(s) per scenario\n`);
+    if (!json) process.stderr.write(`jobvisor bench: ${machine.cores} cores (${machine.cpu}), ${machine.memoryGiB} GiB, Node ${machine.node}, PostgreSQL ${postgres}; ${runs} run(s) per scenario\n`);
     for (const scenario of scenarios) {
       if (scenario === 'enqueue') {
         emit(row('enqueue', 'jobvisor', 'jobs/s', await repeat(runs, () => fresh('enqueue', async (db) => jobs / (await enqueueJobvisor(db, jobs))))));

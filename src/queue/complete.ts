@@ -3,11 +3,14 @@
  * is still `running` under the same owner and attempt. A supervisor that lost its
  * lease (frozen, cut off, reaped) therefore changes nothing when it wakes.
  *
- * Each statement joins `unnest` arrays to the table and also says
- * `j.id = ANY($1)`: the redundant predicate gives the planner the real row
- * count, so it probes the primary key instead of hashing the whole table.
+ * Shape: no join. The rows are found through `id = ANY($ids)` (an index scan)
+ * and the fence is checked against `'id:attempt' = ANY($keys)`, which
+ * PostgreSQL evaluates with a hash table. Joining `unnest($ids, $attempts)`
+ * instead let the planner, misled by stale statistics on running rows, pick a
+ * nested loop that rescanned the array for every row: 250 completions took
+ * 25–35 ms instead of 2.5 ms in a running benchmark (auto_explain).
  */
-import { intArray, planned, run, type Now, type Store } from './sql.ts';
+import { intArray, planned, run, textArray, type Now, type Store } from './sql.ts';
 import type { Attempt } from './types.ts';
 
 // Answers with a count; the ids come back only when some row was fenced off
@@ -16,9 +19,8 @@ const COMPLETE_JOBS = planned('complete_jobs', `
 WITH u AS (
   UPDATE jobvisor.jobs AS j
      SET status = 'done', locked_until = NULL, finished_at = coalesce($4::timestamptz, now())
-    FROM unnest($1::bigint[], $2::int[]) AS c(id, attempt)
-   WHERE j.id = ANY($1::bigint[]) AND j.id = c.id
-     AND j.status = 'running' AND j.locked_by = $3 AND j.attempts = c.attempt
+   WHERE j.id = ANY($1::bigint[]) AND j.status = 'running' AND j.locked_by = $3
+     AND (j.id::text || ':' || j.attempts::text) = ANY($2::text[])
   RETURNING j.id
 )
 SELECT count(*)::int AS written,
@@ -31,7 +33,7 @@ SELECT count(*)::int AS written,
  */
 export async function completeJobs(store: Store, owner: string, ids: string[], attempts: number[], now: Now = null): Promise<Set<string>> {
   if (ids.length === 0) return new Set();
-  const [row] = await run<{ written: number; ids: string[] | null }>(store, COMPLETE_JOBS, [intArray(ids), intArray(attempts), owner, now]);
+  const [row] = await run<{ written: number; ids: string[] | null }>(store, COMPLETE_JOBS, [intArray(ids), fenceKeys(ids, attempts), owner, now]);
   if (!row || row.written === ids.length) return new Set();
   const written = new Set(row.ids ?? []);
   return new Set(ids.filter((id) => !written.has(id)));
@@ -39,21 +41,16 @@ export async function completeJobs(store: Store, owner: string, ids: string[], a
 
 // The database decides retry or dead letter with the row's current max_attempts.
 const FAIL_JOBS = planned('fail_jobs', `
-WITH f AS (
-  SELECT * FROM unnest($1::bigint[], $2::int[], $3::boolean[], $4::float8[], $5::text[])
-         AS f(id, attempt, permanent, delay_ms, error)
-), t AS (SELECT coalesce($7::timestamptz, now()) AS now)
 UPDATE jobvisor.jobs AS j
-   SET status = CASE WHEN f.permanent OR j.attempts >= j.max_attempts THEN 'failed' ELSE 'pending' END,
-       run_at = CASE WHEN f.permanent OR j.attempts >= j.max_attempts THEN j.run_at
-                     ELSE t.now + f.delay_ms * interval '1 millisecond' END,
-       finished_at = CASE WHEN f.permanent OR j.attempts >= j.max_attempts THEN t.now END,
+   SET status = CASE WHEN ($3::boolean[])[array_position($1::bigint[], j.id)] OR j.attempts >= j.max_attempts THEN 'failed' ELSE 'pending' END,
+       run_at = CASE WHEN ($3::boolean[])[array_position($1::bigint[], j.id)] OR j.attempts >= j.max_attempts THEN j.run_at
+                     ELSE coalesce($7::timestamptz, now()) + ($4::float8[])[array_position($1::bigint[], j.id)] * interval '1 millisecond' END,
+       finished_at = CASE WHEN ($3::boolean[])[array_position($1::bigint[], j.id)] OR j.attempts >= j.max_attempts THEN coalesce($7::timestamptz, now()) END,
        locked_until = NULL,
-       last_error = f.error,
-       errors = jobvisor.append_error(j.errors, j.attempts, t.now, f.error)
-  FROM f, t
- WHERE j.id = ANY($1::bigint[]) AND j.id = f.id
-   AND j.status = 'running' AND j.locked_by = $6 AND j.attempts = f.attempt
+       last_error = ($5::text[])[array_position($1::bigint[], j.id)],
+       errors = jobvisor.append_error(j.errors, j.attempts, coalesce($7::timestamptz, now()), ($5::text[])[array_position($1::bigint[], j.id)])
+ WHERE j.id = ANY($1::bigint[]) AND j.status = 'running' AND j.locked_by = $6
+   AND (j.id::text || ':' || j.attempts::text) = ANY($2::text[])
 RETURNING j.id, j.status`);
 
 /**
@@ -63,7 +60,7 @@ RETURNING j.id, j.status`);
  */
 export async function failJobs(store: Store, owner: string, f: Failures, now: Now = null): Promise<Array<{ id: string; status: 'pending' | 'failed' }>> {
   if (f.ids.length === 0) return [];
-  return run(store, FAIL_JOBS, [f.ids, f.attempts, f.permanent, f.delaysMs, f.errors, owner, now]);
+  return run(store, FAIL_JOBS, [intArray(f.ids), fenceKeys(f.ids, f.attempts), f.permanent, f.delaysMs, f.errors, owner, now]);
 }
 
 /** Failed attempts as parallel arrays: ids[i] failed at attempts[i] with errors[i]. */
@@ -81,14 +78,18 @@ export interface Failures {
 const RELEASE_JOBS = planned('release_jobs', `
 UPDATE jobvisor.jobs AS j
    SET status = 'pending', attempts = j.attempts - 1, locked_until = NULL
-  FROM unnest($1::bigint[], $2::int[]) AS c(id, attempt)
- WHERE j.id = ANY($1::bigint[]) AND j.id = c.id
-   AND j.status = 'running' AND j.locked_by = $3 AND j.attempts = c.attempt
+ WHERE j.id = ANY($1::bigint[]) AND j.status = 'running' AND j.locked_by = $3
+   AND (j.id::text || ':' || j.attempts::text) = ANY($2::text[])
 RETURNING j.id`);
 
 /** Returns claimed jobs to pending without using up their attempt (shutdown). */
 export async function releaseJobs(store: Store, owner: string, jobs: Attempt[]): Promise<string[]> {
   if (jobs.length === 0) return [];
-  const rows = await run<{ id: string }>(store, RELEASE_JOBS, [jobs.map((j) => j.id), jobs.map((j) => j.attempt), owner]);
+  const rows = await run<{ id: string }>(store, RELEASE_JOBS, [intArray(jobs.map((j) => j.id)), fenceKeys(jobs.map((j) => j.id), jobs.map((j) => j.attempt)), owner]);
   return rows.map((r) => r.id);
+}
+
+/** The fence keys 'id:attempt' as a text[] literal (ids and attempts are digits only). */
+function fenceKeys(ids: string[], attempts: number[]): string {
+  return textArray(ids.map((id, i) => `${id}:${attempts[i]}`));
 }

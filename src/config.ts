@@ -72,13 +72,32 @@ export interface Settings {
   reports: { dir: string };
 }
 
-const QUEUE_NAME = /^[A-Za-z0-9_.:-]{1,200}$/;
+// No dots: convict reads a dot in a key as a path, so `queues: { "a.b": … }`
+// could never load, and jobs enqueued to such a queue could never run.
+const QUEUE_NAME = /^[A-Za-z0-9_:-]{1,200}$/;
 const QUEUE_KEYS = ['concurrency', 'jobsPerThread', 'prefetch', 'timeout'] as const;
 const SCHEDULE_KEYS = ['name', 'cron', 'kind', 'payload', 'queue', 'priority', 'timezone'] as const;
 
 function durationFormat(value: unknown) {
   if (typeof value !== 'string' && typeof value !== 'number') throw new Error('must be a duration such as "30s" or "5m"');
   parseDuration(value);
+}
+
+/** The longest delay a Node timer holds (2^31 - 1 ms, about 24.8 days): a longer one fires after 1 ms. */
+const MAX_TIMER_MS = 2_147_483_647;
+
+/**
+ * A duration that drives a timer: at most MAX_TIMER_MS, and at least `minMs`
+ * where a shorter one would turn a loop into a busy loop against the database
+ * (measured: "0ms" or "30d" for poll/reaper/cleanup/scheduler intervals is
+ * ~2,300 transactions per second from one idle supervisor instead of ~5).
+ */
+function timerFormat(minMs: number) {
+  return (value: unknown) => {
+    durationFormat(value);
+    const ms = parseDuration(value as string | number);
+    if (ms < minMs || ms > MAX_TIMER_MS) throw new Error(`must be from ${minMs} ms to 24d (it sets a timer)`);
+  };
 }
 
 function intIn(min: number, max: number) {
@@ -99,9 +118,9 @@ function checkKeys(where: string, value: Record<string, unknown>, allowed: reado
 }
 
 function validateQueues(value: unknown) {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error('must be an object of queue name → settings');
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error('queues must be an object of queue name → settings');
   for (const [name, q] of Object.entries(value)) {
-    if (!QUEUE_NAME.test(name)) throw new Error(`queue name "${name}" must be 1-200 characters of letters, digits, _ . : -`);
+    if (!QUEUE_NAME.test(name)) throw new Error(`queue name ${JSON.stringify(name)} must be 1-200 characters of letters, digits, _ : - (no dots)`);
     if (typeof q !== 'object' || q === null || Array.isArray(q)) throw new Error(`queues.${name} must be an object`);
     const settings = q as Record<string, unknown>;
     checkKeys(`queues.${name}`, settings, QUEUE_KEYS);
@@ -161,7 +180,7 @@ const schema = {
   },
   pool: {
     maxThreads: { doc: 'Worker threads in the Piscina pool.', format: intIn(1, 256), default: availableParallelism(), env: 'JOBVISOR_MAX_THREADS' },
-    idleTimeout: { doc: 'An idle thread above one is closed after this long.', format: durationFormat, default: '60s' },
+    idleTimeout: { doc: 'An idle thread above one is closed after this long.', format: timerFormat(0), default: '60s' },
     maxOldGenerationSizeMb: { doc: 'Heap limit per worker thread in MB (0: Node\'s default). A task above it fails its job with an out-of-memory error.', format: intIn(0, 65_536), default: 0 },
     maxYoungGenerationSizeMb: { doc: 'Young-generation limit per worker thread in MB (0: Node\'s default).', format: intIn(0, 4096), default: 0 },
     stackSizeMb: { doc: 'Stack size per worker thread in MB (0: Node\'s default).', format: intIn(0, 1024), default: 0 },
@@ -173,7 +192,7 @@ const schema = {
     default: { default: { concurrency: 10, jobsPerThread: 10, prefetch: 0 } } as Record<string, Partial<QueueSettings>>,
   },
   jobs: {
-    lease: { doc: 'Lease of a running job, renewed by heartbeat every lease/3.', format: durationFormat, default: '15s' },
+    lease: { doc: 'Lease of a running job, renewed by heartbeat every lease/3.', format: timerFormat(3000), default: '15s' },
     timeout: { doc: 'A job running longer is aborted (its thread terminated) and retried.', format: durationFormat, default: '5m' },
     maxAttempts: { doc: 'Attempts for jobs enqueued by the CLI and schedules when none is given.', format: intIn(1, 1000), default: 8 },
     maxPayloadBytes: { doc: 'Largest payload enqueue accepts, in bytes of JSON.', format: intIn(2, 100 * 1024 * 1024), default: 1024 * 1024 },
@@ -184,24 +203,24 @@ const schema = {
     jitter: { doc: 'Fraction of the delay drawn at random (0: none, 1: full jitter).', format: (v: unknown) => { if (typeof v !== 'number' || v < 0 || v > 1) throw new Error('must be a number from 0 to 1'); }, default: 0.5 },
   },
   poll: {
-    interval: { doc: 'Fallback poll when no notification arrives.', format: durationFormat, default: '2s' },
+    interval: { doc: 'Fallback poll when no notification arrives.', format: timerFormat(50), default: '2s' },
   },
   completer: {
-    flushInterval: { doc: 'Outcomes wait at most this long to be written in one batch.', format: durationFormat, default: '2ms' },
+    flushInterval: { doc: 'Outcomes wait at most this long to be written in one batch.', format: timerFormat(0), default: '2ms' },
     batchSize: { doc: 'Outcomes written per statement at most.', format: intIn(1, 10_000), default: 1000 },
   },
   reaper: {
-    interval: { doc: 'How often expired leases are returned to pending.', format: durationFormat, default: '5s' },
+    interval: { doc: 'How often expired leases are returned to pending.', format: timerFormat(100), default: '5s' },
     batchSize: { doc: 'Expired leases handled per statement.', format: intIn(1, 100_000), default: 1000 },
   },
   cleanup: {
-    interval: { doc: 'How often old finished jobs are deleted.', format: durationFormat, default: '1m' },
+    interval: { doc: 'How often old finished jobs are deleted.', format: timerFormat(1000), default: '1m' },
     retention: { doc: 'Done and cancelled jobs are kept this long after they finish.', format: durationFormat, default: '3d' },
     failedRetention: { doc: 'Failed jobs (dead letters) are kept this long.', format: durationFormat, default: '30d' },
     batchSize: { doc: 'Rows deleted per statement.', format: intIn(1, 100_000), default: 1000 },
   },
   scheduler: {
-    interval: { doc: 'How often schedules are checked for due fire times.', format: durationFormat, default: '1s' },
+    interval: { doc: 'How often schedules are checked for due fire times.', format: timerFormat(100), default: '1s' },
     catchUp: { doc: 'Fire times missed while no supervisor ran are enqueued if younger than this.', format: durationFormat, default: '1h' },
   },
   schedules: {
@@ -210,7 +229,7 @@ const schema = {
     default: [] as unknown[],
   },
   shutdown: {
-    grace: { doc: 'On SIGTERM running jobs may finish within this long; then they are aborted and handed back.', format: durationFormat, default: '25s' },
+    grace: { doc: 'On SIGTERM running jobs may finish within this long; then they are aborted and handed back.', format: timerFormat(0), default: '25s' },
   },
   metrics: {
     port: { doc: 'Port of /metrics, /healthz and /readyz (0: a free port).', format: 'port', default: 9464, env: 'METRICS_PORT' },
@@ -273,7 +292,10 @@ export function loadConfig(options: LoadOptions = {}): Settings {
     let merged: Record<string, unknown> = {};
     for (const file of layered) merged = deepMerge(merged, readJson(file));
     if (options.overrides) merged = deepMerge(merged, options.overrides);
+    checkNoNul(merged, '');
     checkUnknownKeys(merged, schema);
+    // Before convict sees them: a queue name is a key, and convict would take a dot in it for a path.
+    if (merged.queues !== undefined) validateQueues(merged.queues);
     config.load(merged);
     config.validate({ allowed: 'strict' });
     validateQueues(config.get('queues'));
@@ -285,6 +307,17 @@ export function loadConfig(options: LoadOptions = {}): Settings {
   return finish(raw);
 }
 
+/** No value may hold NUL: no PostgreSQL text, file name or host name can (supervisor.name becomes locked_by). */
+function checkNoNul(value: unknown, where: string): void {
+  if (typeof value === 'string') {
+    if (value.includes('\u0000')) throw new ConfigError(`invalid configuration: ${where} contains a NUL character (\\u0000)`);
+  } else if (Array.isArray(value)) {
+    value.forEach((v, i) => checkNoNul(v, `${where}[${i}]`));
+  } else if (isPlainObject(value)) {
+    for (const [k, v] of Object.entries(value)) checkNoNul(v, where ? `${where}.${k}` : k);
+  }
+}
+
 /** Every key in the files must exist in the schema (convict misses empty objects). */
 function checkUnknownKeys(value: Record<string, unknown>, node: Record<string, unknown>, prefix = ''): void {
   for (const [key, child] of Object.entries(value)) {
@@ -292,7 +325,7 @@ function checkUnknownKeys(value: Record<string, unknown>, node: Record<string, u
     const spec = node[key] as Record<string, unknown> | undefined;
     if (!spec || typeof spec !== 'object') {
       const near = closestKey(here, allKeys(schema).concat(Object.keys(schema)));
-      throw new ConfigError(`invalid configuration: unknown key "${here}"${near ? ` (did you mean "${near}"?)` : ''}`);
+      throw new ConfigError(`invalid configuration: unknown key ${JSON.stringify(here)}${near ? ` (did you mean "${near}"?)` : ''}`);
     }
     if (!('default' in spec) && isPlainObject(child)) checkUnknownKeys(child, spec, here);
   }

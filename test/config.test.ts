@@ -43,7 +43,7 @@ describe('configuration', () => {
       [{ jobz: {} }, /unknown key "jobz".*"jobs"/],
       [{ pool: { maxThread: 2 } }, /unknown key "pool\.maxThread".*"pool\.maxThreads"/],
       [{ pool: { maxThreads: 'two' } }, /pool\.maxThreads/],
-      [{ jobs: { lease: '1s' } }, /jobs\.lease must be at least 3s/],
+      [{ jobs: { lease: '1s' } }, /jobs\.lease: must be from 3000 ms/],
       [{ jobs: { timeout: 'later' } }, /jobs\.timeout/],
       [{ queues: { 'bad name': {} } }, /queue name "bad name"/],
       [{ queues: { emails: { concurrency: 0 } } }, /queues\.emails\.concurrency must be an integer from 1/],

@@ -33,6 +33,11 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   demo: async () => (await import('./demo.ts')).demoCommand,
 };
 
+/** The contract is one line per error, whatever text a message quotes. */
+function oneLine(message: string): string {
+  return message.replace(/\s*[\r\n]+\s*/g, ' ');
+}
+
 /** Runs one command; returns the exit status (never throws). */
 export async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
@@ -53,11 +58,11 @@ export async function main(argv: string[]): Promise<number> {
     return await (await load())(rest);
   } catch (err) {
     if (err instanceof InputError || err instanceof ConfigError) {
-      process.stderr.write(`jobvisor: ${err.message}\n`);
+      process.stderr.write(`jobvisor: ${oneLine(err.message)}\n`);
       return 2;
     }
     const e = err as Error & { code?: string };
-    process.stderr.write(`jobvisor: ${e.message ?? String(err)}${e.code ? ` (${e.code})` : ''}\n`);
+    process.stderr.write(`jobvisor: ${oneLine(e.message ?? String(err))}${e.code ? ` (${e.code})` : ''}\n`);
     return 1;
   }
 }

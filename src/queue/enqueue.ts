@@ -12,7 +12,7 @@ import { InputError } from '../errors.ts';
 import { qualify } from '../db/schema.ts';
 import { COPY_JOBS, copyRows, type CopyRow } from './copy.ts';
 import { planned, run, type Store } from './sql.ts';
-import { checkPayload, checkName } from './validate.ts';
+import { checkPayload, checkName, checkQueue } from './validate.ts';
 
 /**
  * Payload types of known kinds. Augment it to type your own tasks:
@@ -65,6 +65,16 @@ interface Row extends CopyRow {
   uniqueKey: string | null;
 }
 
+/** A value for an error message: one line, bounded, and never a throw itself. */
+function shown(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value.length > 60 ? `${value.slice(0, 60)}…` : value);
+  try {
+    return String(value);
+  } catch {
+    return typeof value;
+  }
+}
+
 /**
  * Builds a validated row.
  * @throws InputError naming the bad field.
@@ -72,22 +82,23 @@ interface Row extends CopyRow {
 function toRow(kind: string, payload: unknown, options: Omit<EnqueueOptions, 'schema'>, where: string): Row {
   checkName(`${where}kind`, kind);
   const queue = options.queue ?? 'default';
-  checkName(`${where}queue`, queue);
+  checkQueue(`${where}queue`, queue);
   const priority = options.priority ?? 0;
-  if (!Number.isInteger(priority) || Math.abs(priority) > 1_000_000) throw new InputError(`${where}priority must be an integer from -1000000 to 1000000, got ${String(priority)}`);
+  if (!Number.isInteger(priority) || Math.abs(priority) > 1_000_000) throw new InputError(`${where}priority must be an integer from -1000000 to 1000000, got ${shown(priority)}`);
   const maxAttempts = options.maxAttempts ?? null;
-  if (maxAttempts !== null && (!Number.isInteger(maxAttempts) || maxAttempts < 1 || maxAttempts > 1000)) throw new InputError(`${where}maxAttempts must be an integer from 1 to 1000, got ${String(maxAttempts)}`);
+  if (maxAttempts !== null && (!Number.isInteger(maxAttempts) || maxAttempts < 1 || maxAttempts > 1000)) throw new InputError(`${where}maxAttempts must be an integer from 1 to 1000, got ${shown(maxAttempts)}`);
   if (options.runAt !== undefined && options.delay !== undefined) throw new InputError(`${where}give runAt or delay, not both`);
   let runAt: string | null = null;
   if (options.runAt !== undefined) {
-    const date = options.runAt instanceof Date ? options.runAt : new Date(String(options.runAt));
-    if (Number.isNaN(date.getTime()) || (typeof options.runAt === 'string' && !/^\d{4}-\d{2}-\d{2}/.test(options.runAt))) throw new InputError(`${where}runAt "${String(options.runAt)}" is not an ISO 8601 date-time`);
+    const date = options.runAt instanceof Date ? options.runAt : typeof options.runAt === 'string' ? new Date(options.runAt) : new Date(Number.NaN);
+    if (Number.isNaN(date.getTime()) || (typeof options.runAt === 'string' && !/^\d{4}-\d{2}-\d{2}/.test(options.runAt))) throw new InputError(`${where}runAt ${shown(options.runAt)} is not an ISO 8601 date-time (a string or a Date)`);
     if (date.getUTCFullYear() < 1970 || date.getUTCFullYear() > 9999) throw new InputError(`${where}runAt must be between 1970 and 9999`);
     runAt = date.toISOString();
   }
   let delayMs: number | null = null;
   if (options.delay !== undefined) {
     try {
+      if (typeof options.delay !== 'number' && typeof options.delay !== 'string') throw new RangeError(`${shown(options.delay)} is not a duration (a number of ms, or text such as "10s")`);
       delayMs = parseDuration(options.delay);
     } catch (err) {
       throw new InputError(`${where}delay ${(err as Error).message}`);

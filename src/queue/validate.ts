@@ -6,6 +6,8 @@
 import { InputError } from '../errors.ts';
 
 const NAME = /^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,199}$/;
+/** Queue names also name configuration keys, where a dot would read as a path: no dots. */
+const QUEUE = /^[A-Za-z0-9_][A-Za-z0-9_:-]{0,199}$/;
 export const MAX_PAYLOAD_DEPTH = 100;
 
 /** @throws InputError when `value` is not 1-200 letters, digits, _ . : - (not starting with . : -). */
@@ -13,6 +15,14 @@ export function checkName(field: string, value: unknown): asserts value is strin
   if (typeof value !== 'string' || !NAME.test(value)) {
     const shown = typeof value === 'string' ? JSON.stringify(value.length > 60 ? `${value.slice(0, 60)}…` : value) : typeof value;
     throw new InputError(`${field} ${shown} is not valid: use 1-200 letters, digits and _ . : - (starting with a letter, digit or _)`);
+  }
+}
+
+/** @throws InputError when `value` is not 1-200 letters, digits, _ : - (not starting with : -). */
+export function checkQueue(field: string, value: unknown): asserts value is string {
+  if (typeof value !== 'string' || !QUEUE.test(value)) {
+    const shown = typeof value === 'string' ? JSON.stringify(value.length > 60 ? `${value.slice(0, 60)}…` : value) : typeof value;
+    throw new InputError(`${field} ${shown} is not valid: use 1-200 letters, digits and _ : - (starting with a letter, digit or _; no dots)`);
   }
 }
 
@@ -29,7 +39,11 @@ export function checkPayload(field: string, payload: unknown, maxBytes: number):
   return text;
 }
 
-function walk(field: string, value: unknown, depth: number): void {
+/**
+ * Checks `value` the way JSON.stringify will serialise it. `serialised`: value is
+ * what a toJSON() returned, which JSON.stringify does not pass to toJSON again.
+ */
+function walk(field: string, value: unknown, depth: number, serialised = false): void {
   if (depth > MAX_PAYLOAD_DEPTH) throw new InputError(`${field} is nested deeper than ${MAX_PAYLOAD_DEPTH} levels`);
   switch (typeof value) {
     case 'string':
@@ -42,11 +56,16 @@ function walk(field: string, value: unknown, depth: number): void {
       return;
     case 'object':
       if (value === null) return;
+      // A Date serialises as its ISO text, another object as whatever its toJSON()
+      // returns: that is what reaches the database, so that is what is checked.
+      if (!serialised && typeof (value as { toJSON?: unknown }).toJSON === 'function') {
+        walk(field, (value as { toJSON: (key: string) => unknown }).toJSON(''), depth, true);
+        return;
+      }
       if (Array.isArray(value)) {
         for (const item of value) walk(field, item, depth + 1);
         return;
       }
-      if (typeof (value as { toJSON?: unknown }).toJSON === 'function') return; // Date and friends serialise themselves
       for (const [key, item] of Object.entries(value)) {
         checkText(field, key);
         if (item !== undefined && typeof item !== 'function') walk(field, item, depth + 1);

@@ -4,7 +4,8 @@
  * States: idle → running (timer armed or a round in progress) → stopped.
  * `stop()` is idempotent, safe before `start()`, and resolves when the round in
  * progress has ended. A failing round never stops the loop: it is reported and
- * the next round comes after a jittered, growing delay (capped at 30 s).
+ * the next round comes after a jittered, growing delay (capped at
+ * `maxBackoffMs`, default 30 s).
  */
 import { isRetryableDbError } from '../errors.ts';
 
@@ -14,6 +15,8 @@ export interface LoopOptions {
   /** One round. */
   run: () => Promise<unknown>;
   onError: (err: unknown, retryable: boolean) => void;
+  /** Longest delay after failed rounds (default 30 s). */
+  maxBackoffMs?: number;
 }
 
 export class Loop {
@@ -59,7 +62,7 @@ export class Loop {
     if (this.stopped) return;
     this.timer = setTimeout(async () => {
       await this.runOnce();
-      const backoff = this.failures === 0 ? this.options.intervalMs : Math.min(30_000, this.options.intervalMs * 2 ** Math.min(this.failures, 5));
+      const backoff = this.failures === 0 ? this.options.intervalMs : Math.min(this.options.maxBackoffMs ?? 30_000, this.options.intervalMs * 2 ** Math.min(this.failures, 5));
       this.schedule(jittered(backoff));
     }, ms);
     this.timer.unref();

@@ -14,10 +14,11 @@
  * direct rate), goal >= 0.85 at threads = cores; speed-up over 1 thread (goal for 2
  * threads: >= 1.6); main-thread event-loop delay p50/p99/max while jobs ran
  * (perf_hooks.monitorEventLoopDelay at 1 ms resolution: an idle loop reads ~1 ms).
- * With --rounds R every run is repeated R times and the fastest round is kept (the
- * usual guard against a noisy, shared machine). A benchmark reports; it asserts nothing.
+ * With --rounds R every run is repeated R times, interleaved, and each run's fastest
+ * round is kept (the usual guard against a noisy, shared machine). A benchmark
+ * reports; it asserts nothing.
  */
-import { copyFile, mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { availableParallelism, cpus, tmpdir, totalmem } from 'node:os';
 import path from 'node:path';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
@@ -84,14 +85,11 @@ async function withDelay<T>(fn: () => Promise<T>): Promise<{ result: T; delay: D
   }
 }
 
-/** The fastest of ROUNDS runs. */
-async function best(run: (round: number) => Promise<{ seconds: number; delay: Delay }>): Promise<{ seconds: number; delay: Delay }> {
-  let fastest: { seconds: number; delay: Delay } | undefined;
-  for (let round = 0; round < ROUNDS; round++) {
-    const r = await run(round);
-    if (!fastest || r.seconds < fastest.seconds) fastest = r;
-  }
-  return fastest!;
+type Run = { seconds: number; delay: Delay };
+
+/** Keeps the faster of two runs. */
+function faster(a: Run | undefined, b: Run): Run {
+  return a && a.seconds <= b.seconds ? a : b;
 }
 
 function payloads(source: string, outRoot: string, count: number) {
@@ -99,7 +97,7 @@ function payloads(source: string, outRoot: string, count: number) {
 }
 
 /** The same task function, called one job after another on this thread. */
-async function direct(source: string, outRoot: string, ctx: TaskContext): Promise<{ seconds: number; delay: Delay }> {
+async function direct(source: string, outRoot: string, ctx: TaskContext): Promise<Run> {
   for (const p of payloads(source, path.join(outRoot, 'warmup'), WARMUP)) await thumbnail(p, ctx);
   const { result: seconds, delay } = await withDelay(async () => {
     const start = performance.now();
@@ -128,7 +126,7 @@ function completions(supervisor: Supervisor, count: number): Promise<void> {
   });
 }
 
-async function throughJobvisor(db: CommandContext, threads: number, source: string, outRoot: string): Promise<{ seconds: number; delay: Delay }> {
+async function throughJobvisor(db: CommandContext, threads: number, source: string, outRoot: string): Promise<Run> {
   const settings = loadConfig({
     env: {},
     overrides: {
@@ -174,9 +172,6 @@ async function main(): Promise<void> {
     await migrate(db.pool, { schema: db.settings.database.schema });
     const source = path.join(work, 'photo.jpg');
     await makeSource(source);
-    // A copy per phase, so no phase reads a file another just warmed in a cache it owns.
-    await mkdir(path.join(work, 'direct'), { recursive: true });
-    await copyFile(source, path.join(work, 'direct', 'photo.jpg'));
 
     const ctx: TaskContext = {
       job: { id: '0', kind: 'thumbnail', queue: QUEUE, attempt: 1, maxAttempts: 1 },
@@ -186,14 +181,22 @@ async function main(): Promise<void> {
       config: { thumbnails: { dir: work, format: FORMAT }, reports: { dir: work }, schema: db.settings.database.schema },
     };
     const thumbsPerJob = WIDTHS.length;
-    const base = await best((round) => direct(path.join(work, 'direct', 'photo.jpg'), path.join(work, `direct-out-${round}`), ctx));
-    const directRate = (JOBS * thumbsPerJob) / base.seconds;
-    const rows = [{ mode: 'direct, 1 thread', threads: 1, seconds: base.seconds, rate: directRate, efficiency: null as number | null, speedup: null as number | null, delay: base.delay }];
-    let oneThread: number | undefined;
+    // Rounds interleave the runs (direct, 1 thread, 2 threads, direct, ...), so a
+    // burst of outside load hits one round of every run rather than all of one.
+    let base: Run | undefined;
+    const pooled = new Map<number, Run>();
+    for (let round = 0; round < ROUNDS; round++) {
+      base = faster(base, await direct(source, path.join(work, `direct-out-${round}`), ctx));
+      for (const threads of THREADS) {
+        pooled.set(threads, faster(pooled.get(threads), await throughJobvisor(db, threads, source, path.join(work, `pool-${threads}-${round}`))));
+      }
+    }
+    const directRate = (JOBS * thumbsPerJob) / base!.seconds;
+    const rows = [{ mode: 'direct, 1 thread', threads: 1, seconds: base!.seconds, rate: directRate, efficiency: null as number | null, speedup: null as number | null, delay: base!.delay }];
+    const oneThread = pooled.has(1) ? (JOBS * thumbsPerJob) / pooled.get(1)!.seconds : undefined;
     for (const threads of THREADS) {
-      const r = await best((round) => throughJobvisor(db, threads, source, path.join(work, `pool-${threads}-${round}`)));
+      const r = pooled.get(threads)!;
       const rate = (JOBS * thumbsPerJob) / r.seconds;
-      if (threads === 1) oneThread = rate;
       rows.push({
         mode: `jobvisor, ${threads} thread${threads > 1 ? 's' : ''}`,
         threads,

@@ -30,6 +30,7 @@ export function benchConfig(shape: QueueShape): Record<string, unknown> {
     metrics: { port: 0, host: '127.0.0.1' },
     log: { level: 'warn' },
     cleanup: { interval: '1h' },
+    schedules: [],
   };
 }
 

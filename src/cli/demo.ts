@@ -44,6 +44,7 @@ export async function demoCommand(argv: string[]): Promise<number> {
         jobs: { maxAttempts: 25 },
         queues: { default: { concurrency: 10, jobsPerThread: 10 } },
         metrics: { port: 0 },
+        schedules: [],
       },
     });
     const log = createLogger({ level: 'warn', fd: 2 });

@@ -15,7 +15,7 @@ const DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.
 export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
   const registry = new Registry();
   if (options.defaultMetrics !== false) {
-    collectDefaultMetrics({ register: registry, prefix: 'jobvisor_', eventLoopMonitoringPrecision: 10 });
+    collectDefaultMetrics({ register: registry, prefix: 'jobvisor_', eventLoopMonitoringPrecision: 1 });
   }
   const registers = [registry];
   const counter = (name: string, help: string, labelNames: readonly string[] = JOB_LABELS) =>

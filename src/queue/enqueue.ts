@@ -21,7 +21,7 @@ import { checkPayload, checkName, checkQueue } from './validate.ts';
 export interface TaskPayloads {
   welcome_email: { user_id: number };
   thumbnail: { source: string; widths: number[]; outDir?: string };
-  daily_report: { day?: string };
+  daily_report: { day?: string; timezone?: string };
 }
 
 export type PayloadOf<K extends string> = K extends keyof TaskPayloads ? TaskPayloads[K] : unknown;

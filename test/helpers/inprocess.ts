@@ -14,7 +14,7 @@ export const FIXTURE_TASKS = path.resolve(path.dirname(fileURLToPath(import.meta
 
 export function testSettings(overrides: Record<string, unknown> = {}): Settings {
   return loadConfig({
-    env: {},
+    env: { NODE_ENV: 'test' },
     overrides: {
       tasks: { dir: FIXTURE_TASKS },
       metrics: { port: 0, host: '127.0.0.1' },

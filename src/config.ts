@@ -5,8 +5,9 @@
  * (if present) → the file named by JOBVISOR_CONFIG → environment variables.
  * An unknown or mistyped key stops start-up with a message that names it (and the
  * nearest valid key). Durations are written as "30s", "5m" and come out as
- * milliseconds. Secrets (database.url) come only from the environment and are
- * marked sensitive so convict never prints them.
+ * milliseconds. Secrets (database.url) come only from the environment
+ * (DATABASE_URL) or a mounted secret file (DATABASE_URL_FILE), never from a
+ * configuration file, and are marked sensitive so convict never prints them.
  */
 import convict from 'convict';
 import { CronExpressionParser } from 'cron-parser';
@@ -257,6 +258,24 @@ const DURATION_PATHS = [
   'shutdown.grace', 'metrics.refresh',
 ];
 
+/**
+ * DATABASE_URL_FILE names a file holding the connection string (a mounted
+ * Kubernetes or Docker secret): read into DATABASE_URL, which it must not
+ * accompany.
+ */
+function withSecretFile(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const file = env.DATABASE_URL_FILE;
+  if (!file) return env;
+  if (env.DATABASE_URL) throw new ConfigError('invalid configuration: set DATABASE_URL or DATABASE_URL_FILE, not both');
+  let url: string;
+  try {
+    url = readFileSync(file, 'utf8').trim();
+  } catch (err) {
+    throw new ConfigError(`invalid configuration: DATABASE_URL_FILE names ${file}, which cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
+  return { ...env, DATABASE_URL: url };
+}
+
 /** The folder holding config/default.json: the package root. */
 export const PACKAGE_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -275,7 +294,7 @@ export interface LoadOptions {
  * @throws ConfigError (code CONFIG_INVALID) naming the bad key.
  */
 export function loadConfig(options: LoadOptions = {}): Settings {
-  const env = options.env ?? process.env;
+  const env = withSecretFile(options.env ?? process.env);
   const config = convict(schema, { env, args: [] });
   const configDir = options.configDir ?? path.join(PACKAGE_ROOT, 'config');
   const files = [path.join(configDir, 'default.json')];
@@ -290,7 +309,13 @@ export function loadConfig(options: LoadOptions = {}): Settings {
     // Files are merged here, deeply (so queues merge by name), then loaded at
     // once; convict keeps environment variables above them.
     let merged: Record<string, unknown> = {};
-    for (const file of layered) merged = deepMerge(merged, readJson(file));
+    for (const file of layered) {
+      const layer = readJson(file);
+      if (isPlainObject(layer.database) && 'url' in layer.database) {
+        throw new ConfigError(`invalid configuration: database.url holds credentials and may not be set in ${file} (a ConfigMap is not a secret): use DATABASE_URL or DATABASE_URL_FILE`);
+      }
+      merged = deepMerge(merged, layer);
+    }
     if (options.overrides) merged = deepMerge(merged, options.overrides);
     checkNoNul(merged, '');
     checkUnknownKeys(merged, schema);

@@ -16,13 +16,14 @@
  * ctx.signal first; a job still running `abortGraceMs` later has its thread
  * terminated (that is the only way to stop `for(;;){}`), and the other jobs on
  * that thread are handed back without using an attempt. Timeouts are found by
- * a sweep over running jobs (every `sweepMs`) rather than a timer per job.
+ * a sweep over running jobs (every `sweepMs`) rather than a timer per job, and
+ * count from when the session's thread is ready (see onReady).
  */
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import type { Piscina } from 'piscina';
 import type { QueueSettings } from '../config.ts';
 import type { ClaimedJob } from '../queue/types.ts';
-import type { FromWorker, JobBatch, SessionTask, ToWorker } from '../worker/protocol.ts';
+import type { FromWorker, JobBatch, ResultBatch, SessionTask, ToWorker } from '../worker/protocol.ts';
 import type { JobRef, SupervisorEvents } from './events.ts';
 
 type StopReason = 'timeout' | 'lease-lost' | 'shutdown';
@@ -224,7 +225,7 @@ export class Dispatcher {
     const { port1, port2 } = new MessageChannel();
     const session: Session = { queue, port: port1, controller: new AbortController(), running: new Set(), outbox: emptyBatch(), ending: false };
     this.sessions.add(session);
-    port1.on('message', (message: FromWorker) => this.onResults(message));
+    port1.on('message', (message: FromWorker) => (message.type === 'ready' ? this.onReady(session) : this.onResults(message)));
     const task: SessionTask = { port: port2, queue };
     const done = (this.options.pool.run(task, { transferList: [port2] as never, signal: session.controller.signal }) as Promise<void>).then(
       () => this.sessionEnded(session, null),
@@ -295,7 +296,24 @@ export class Dispatcher {
     grace.unref();
   }
 
-  private onResults(batch: FromWorker): void {
+  /**
+   * The session's thread has booted (a new thread loads the worker and its
+   * modules first: seconds from TypeScript sources on a busy machine). Jobs sent
+   * meanwhile had not started: their timeouts count from now. A thread that never
+   * boots still times its jobs out from dispatch.
+   */
+  private onReady(session: Session): void {
+    const now = performance.now();
+    for (const id of session.running) {
+      const t = this.tracked.get(id);
+      if (t && t.session === session && !t.stop) {
+        t.startedAt = now;
+        t.deadline = now + this.timeoutOf(t);
+      }
+    }
+  }
+
+  private onResults(batch: ResultBatch): void {
     const { ids, attempts, runMs, errors } = batch;
     this.batching = true;
     for (let i = 0; i < ids.length; i++) {

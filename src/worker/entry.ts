@@ -173,6 +173,7 @@ export default function session({ port, queue }: SessionTask): Promise<void> {
         break;
     }
   });
+  port.postMessage({ type: 'ready' } satisfies FromWorker);
   return done;
 }
 

@@ -48,7 +48,15 @@ export interface ResultBatch {
   errors?: Array<TaskError | null>;
 }
 
-export type FromWorker = ResultBatch;
+/**
+ * Sent once when the session starts on its thread: jobs sent before it waited for
+ * the thread to boot, and their timeouts count from here, not from dispatch.
+ */
+export interface SessionReady {
+  type: 'ready';
+}
+
+export type FromWorker = ResultBatch | SessionReady;
 
 /** What the Piscina task receives: the session's port and queue. */
 export interface SessionTask {

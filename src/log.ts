@@ -21,9 +21,20 @@ export function createLogger(options: { level?: string; name?: string; pretty?: 
     name: options.name ?? 'jobvisor',
     level: options.level ?? 'info',
     redact: { paths: REDACT, censor: '[redacted]' },
-    serializers: { err: pino.stdSerializers.err },
+    serializers: { err: serializeError },
     ...(pretty ? { transport: { target: 'pino-pretty', options: { destination: fd, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' } } } : {}),
   }, pretty ? undefined : pino.destination({ dest: fd, sync: true }));
+}
+
+/**
+ * pino's error serializer without `client`: pg-pool attaches the whole pg Client
+ * (kilobytes of type parsers and connection parameters) to every error of an
+ * idle connection, which turned each such line into ~9 KB.
+ */
+export function serializeError(err: Error): Record<string, unknown> {
+  const out = pino.stdSerializers.err(err) as unknown as Record<string, unknown>;
+  if (out && typeof out === 'object') delete out.client;
+  return out;
 }
 
 function hasPinoPretty(): boolean {

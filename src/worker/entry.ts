@@ -10,12 +10,13 @@
 import { workerData } from 'piscina';
 import pino from 'pino';
 import pg from 'pg';
+import { serializeError } from '../log.ts';
 import { createLoader } from './loader.ts';
 import type { FromWorker, JobBatch, ResultBatch, SessionTask, TaskError, ToWorker, WorkerSetup } from './protocol.ts';
 import type { Task, TaskContext } from './types.ts';
 
 const setup = workerData as WorkerSetup;
-const log = pino({ name: 'jobvisor', level: setup.logLevel, base: { supervisor: setup.supervisor } }, pino.destination({ dest: 1, sync: true }));
+const log = pino({ name: 'jobvisor', level: setup.logLevel, base: { supervisor: setup.supervisor }, serializers: { err: serializeError } }, pino.destination({ dest: 1, sync: true }));
 const loader = createLoader([setup.userTasksDir, setup.builtinTasksDir].filter(Boolean));
 let db: pg.Pool | undefined;
 

@@ -1,0 +1,67 @@
+/**
+ * Measuring chaos scenarios: waits with deadlines (never blind sleeps), small
+ * statistics, and a record of each scenario's measured result.
+ *
+ * `report(scenario, result)` prints one `chaos-result` line on stderr and, when
+ * JOBVISOR_CHAOS_RESULTS names a file, appends the result to it as a JSON line
+ * (RELIABILITY.md is written from those lines).
+ */
+import { appendFileSync } from 'node:fs';
+import type pg from 'pg';
+
+export function report(scenario: string, result: Record<string, unknown>): void {
+  const line = JSON.stringify({ scenario, at: new Date().toISOString(), ...result });
+  process.stderr.write(`chaos-result ${line}\n`);
+  const file = process.env.JOBVISOR_CHAOS_RESULTS;
+  if (file) appendFileSync(file, `${line}\n`);
+}
+
+/** Polls `read` every `everyMs` until `check` passes; throws with the last value after `timeoutMs`. */
+export async function until<T>(what: string, read: () => Promise<T>, check: (value: T) => boolean, timeoutMs: number, everyMs = 50): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let value = await read();
+  while (!check(value)) {
+    if (Date.now() > deadline) throw new Error(`${what}: not reached within ${timeoutMs} ms; last value: ${JSON.stringify(value)}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+    value = await read();
+  }
+  return value;
+}
+
+export function summary(values: number[]): { n: number; p50: number; p95: number; max: number } {
+  const sorted = [...values].sort((a, b) => a - b);
+  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
+  return { n: sorted.length, p50: at(0.5), p95: at(0.95), max: sorted[sorted.length - 1] ?? Number.NaN };
+}
+
+export async function count(pool: pg.Pool, sql: string, values: unknown[] = []): Promise<number> {
+  return Number((await pool.query(sql, values)).rows[0].n);
+}
+
+/** Counts of the given jobs by status. */
+export async function statusCounts(pool: pg.Pool, where = 'true', values: unknown[] = []): Promise<Record<string, number>> {
+  const rows = (await pool.query<{ status: string; n: number }>(`SELECT status, count(*)::int AS n FROM jobvisor.jobs WHERE ${where} GROUP BY 1`, values)).rows;
+  return Object.fromEntries(rows.map((r) => [r.status, r.n]));
+}
+
+/** A seeded PRNG (mulberry32), so a failing random case can be replayed with its seed. */
+export function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** GET a supervisor's HTTP endpoint: status and body (status 0 when nothing answers). */
+export async function httpGet(port: number, path: string, timeoutMs = 3000): Promise<{ status: number; body: string }> {
+  try {
+    const res = await fetch(`http://127.0.0.1:${port}${path}`, { signal: AbortSignal.timeout(timeoutMs) });
+    return { status: res.status, body: await res.text() };
+  } catch {
+    return { status: 0, body: '' };
+  }
+}

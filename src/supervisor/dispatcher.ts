@@ -143,17 +143,17 @@ export class Dispatcher {
     this.pump();
   }
 
-  /** The heartbeat found these leases gone: stop the jobs, write nothing for them. */
-  leaseLost(ids: string[]): JobRef[] {
-    const lost: JobRef[] = [];
+  /**
+   * The heartbeat found these leases gone: stop the jobs, write nothing for them.
+   * Each is reported once, as 'lease:lost', when its drop reaches the completer.
+   */
+  leaseLost(ids: string[]): void {
     for (const id of ids) {
       const t = this.tracked.get(id);
       if (!t) continue;
-      lost.push(t.job);
       if (t.state === 'buffered') this.settle(t, 'drop');
       else this.stopJob(t, 'lease-lost');
     }
-    return lost;
   }
 
   /** Shutdown, step 1: no more dispatching; buffered jobs are handed back now. */

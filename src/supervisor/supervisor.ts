@@ -111,10 +111,7 @@ export class Supervisor {
       owner: this.id,
       leaseMs: settings.jobs.lease,
       held: () => [...this.dispatcher.ids(), ...this.completer.ids()],
-      onLost: (ids) => {
-        const lost = this.dispatcher.leaseLost(ids);
-        if (lost.length > 0) this.events.emit('lease:lost', { jobs: lost });
-      },
+      onLost: (ids) => this.dispatcher.leaseLost(ids),
       events: this.events,
     });
     this.loops = [

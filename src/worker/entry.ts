@@ -13,7 +13,7 @@ import pg from 'pg';
 import { serializeError } from '../log.ts';
 import { createLoader } from './loader.ts';
 import type { FromWorker, JobBatch, ResultBatch, SessionTask, TaskError, ToWorker, WorkerSetup } from './protocol.ts';
-import type { Task, TaskContext } from './types.ts';
+import type { JobInfo, TaskConfig, TaskContext } from './types.ts';
 
 const setup = workerData as WorkerSetup;
 const log = pino({ name: 'jobvisor', level: setup.logLevel, base: { supervisor: setup.supervisor }, serializers: { err: serializeError } }, pino.destination({ dest: 1, sync: true }));
@@ -51,13 +51,53 @@ function safeString(value: unknown): string {
   }
 }
 
-/** A job running in this session; its AbortController is made when first needed. */
-interface RunningJob {
+/**
+ * A running job, and the `ctx` its task receives. One object per job with its
+ * getters on the prototype: at tens of thousands of no-op jobs per second each
+ * closure or object made per job shows up as garbage-collector time, which is
+ * CPU taken from PostgreSQL. The logger, the AbortController and `ctx.job` are
+ * made on first use: most jobs of a busy queue never touch them.
+ */
+class JobRun implements TaskContext {
   controller?: AbortController;
+  private info?: JobInfo;
+  private childLog?: TaskContext['log'];
+  readonly started = performance.now();
+
+  constructor(
+    readonly id: string,
+    readonly kind: string,
+    readonly queue: string,
+    readonly attempt: number,
+    readonly maxAttempts: number,
+  ) {}
+
+  get job(): JobInfo {
+    this.info ??= { id: this.id, kind: this.kind, queue: this.queue, attempt: this.attempt, maxAttempts: this.maxAttempts };
+    return this.info;
+  }
+
+  get signal(): AbortSignal {
+    this.controller ??= new AbortController();
+    return this.controller.signal;
+  }
+
+  get log(): TaskContext['log'] {
+    this.childLog ??= log.child({ jobId: this.id, kind: this.kind, queue: this.queue, attempt: this.attempt });
+    return this.childLog;
+  }
+
+  get db(): pg.Pool {
+    return taskDb();
+  }
+
+  get config(): TaskConfig {
+    return setup.taskConfig;
+  }
 }
 
 export default function session({ port, queue }: SessionTask): Promise<void> {
-  const running = new Map<string, RunningJob>();
+  const running = new Map<string, JobRun>();
   let out: ResultBatch = emptyBatch();
   let flushing = false;
   let ended = false;
@@ -75,96 +115,54 @@ export default function session({ port, queue }: SessionTask): Promise<void> {
       finish();
     }
   };
-  const report = (id: string, attempt: number, runMs: number, error: TaskError | null) => {
-    const i = out.ids.push(id) - 1;
-    out.attempts.push(attempt);
-    out.runMs.push(runMs);
+
+  /** Records a settled job; results leave once per turn of the event loop. */
+  const settle = (run: JobRun, error: TaskError | null) => {
+    const i = out.ids.push(run.id) - 1;
+    out.attempts.push(run.attempt);
+    out.runMs.push(performance.now() - run.started);
     if (error) {
       out.errors ??= new Array<TaskError | null>(i).fill(null);
       out.errors.push(error);
     } else out.errors?.push(null);
+    running.delete(run.id);
     if (!flushing) {
       flushing = true;
       setImmediate(flush);
     }
   };
-  const settled = (id: string) => {
-    running.delete(id);
-    if (ended && running.size === 0 && !flushing) flush();
-  };
 
-  function runJob(batch: JobBatch, i: number, handle: RunningJob): void {
-    const id = batch.ids[i] as string;
-    const kind = batch.kinds[i] as string;
-    const attempt = batch.attempts[i] as number;
-    const started = performance.now();
-    const fail = (err: unknown) => {
-      report(id, attempt, performance.now() - started, toTaskError(err));
-      settled(id);
-    };
+  /** Runs one job to its end; never throws. */
+  async function execute(run: JobRun, payloadText: string): Promise<void> {
     try {
-      const payload = parsePayload(batch.payloads[i] as string);
-      // The logger and the AbortController are made on first use: most jobs of a
-      // busy queue never touch them, and each costs microseconds per job.
-      let childLog: TaskContext['log'] | undefined;
-      const ctx: TaskContext = {
-        job: { id, kind, queue, attempt, maxAttempts: batch.maxAttempts[i] as number },
-        get signal() {
-          handle.controller ??= new AbortController();
-          return handle.controller.signal;
-        },
-        get log() {
-          childLog ??= log.child({ jobId: id, kind, queue, attempt });
-          return childLog;
-        },
-        get db() {
-          return taskDb();
-        },
-        config: setup.taskConfig,
-      };
-      const run = (task: Task) => {
-        const result = task(payload, ctx) as PromiseLike<unknown> | undefined;
-        if (typeof result?.then === 'function') {
-          result.then(() => {
-            report(id, attempt, performance.now() - started, null);
-            settled(id);
-          }, fail);
-        } else {
-          report(id, attempt, performance.now() - started, null);
-          settled(id);
-        }
-      };
-      // Loaded tasks run without a detour through a promise.
-      const task = loader.loaded(kind);
-      if (task) run(task);
-      else loader.get(kind).then((t) => {
-        try {
-          run(t);
-        } catch (err) {
-          fail(err);
-        }
-      }, fail);
+      const payload = parsePayload(payloadText);
+      // A loaded task runs without a detour through the loader's promise.
+      const task = loader.loaded(run.kind) ?? (await loader.get(run.kind));
+      await task(payload, run);
+      settle(run, null);
     } catch (err) {
-      fail(err);
+      settle(run, toTaskError(err));
     }
   }
 
   port.on('message', (message: ToWorker) => {
     switch (message.type) {
-      case 'run':
-        for (let i = 0; i < message.ids.length; i++) {
-          const handle: RunningJob = {};
-          running.set(message.ids[i] as string, handle);
-          runJob(message, i, handle);
+      case 'run': {
+        const { ids, kinds, payloads, attempts, maxAttempts } = message;
+        for (let i = 0; i < ids.length; i++) {
+          const run = new JobRun(ids[i] as string, kinds[i] as string, queue, attempts[i] as number, maxAttempts[i] as number);
+          running.set(run.id, run);
+          void execute(run, payloads[i] as string);
         }
         break;
+      }
       case 'abort': {
         const reason = new Error(message.reason === 'timeout' ? 'job timed out' : message.reason === 'lease-lost' ? 'lease lost' : 'supervisor shutting down');
         reason.name = message.reason === 'timeout' ? 'TimeoutError' : 'AbortError';
-        const handle = running.get(message.id);
-        if (handle) {
-          handle.controller ??= new AbortController();
-          handle.controller.abort(reason);
+        const run = running.get(message.id);
+        if (run) {
+          run.controller ??= new AbortController();
+          run.controller.abort(reason);
         }
         break;
       }

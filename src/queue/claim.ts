@@ -10,11 +10,25 @@
  * walks `jobs_pending_idx` in claim order, so done rows cost nothing. UPDATE
  * returns rows in table order, so the outer query restores claim order for
  * the dispatcher.
+ *
+ * The claim's commit does not wait for its WAL to reach disk
+ * (`synchronous_commit` off for this transaction only, set by a one-time
+ * filter): that wait was about 0.5 ms of the 2.2 ms from enqueue to task start.
+ * It is safe because a claim is the one write that may be forgotten. Should
+ * the database crash within the moment before the WAL writer flushes it, the
+ * job is simply pending again with its old attempt count and runs again, as
+ * at-least-once delivery allows; the first run's outcome write is fenced off
+ * because the row is no longer `running`. Every later write (outcomes, lease
+ * renewals) commits durably and flushes the claim's WAL with it.
+ *
+ * Sent as a named prepared statement: its parameters are scalars, and the
+ * generic plan measured the same as a custom one for 1, 50 and 500 rows while
+ * saving the parse and plan on every claim.
  */
-import { planned, prepared, run, type Now, type Store } from './sql.ts';
+import { prepared, run, type Now, type Store } from './sql.ts';
 import type { ClaimedJob } from './types.ts';
 
-const CLAIM_JOBS = planned('claim_jobs', `
+const CLAIM_JOBS = prepared('claim_jobs', `
 WITH claimed AS (
   UPDATE jobvisor.jobs
      SET status = 'running',
@@ -28,6 +42,7 @@ WITH claimed AS (
             ORDER BY priority, run_at, id
             LIMIT $4
             FOR UPDATE SKIP LOCKED))
+     AND (SELECT set_config('synchronous_commit', 'off', true)) = 'off'
   RETURNING id, kind, queue, payload, attempts, max_attempts, priority, run_at
 )
 SELECT id, kind, queue, payload::text AS payload, attempts, max_attempts,

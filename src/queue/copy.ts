@@ -23,9 +23,11 @@ export interface CopyRow {
   delayMs: number | null;
 }
 
+// The ids come back as one comma-separated text: splitting it is several times
+// cheaper for the caller than parsing a 20,000-element array literal.
 const RESERVE_IDS = prepared('reserve_ids', `
 SELECT extract(epoch FROM now()) * 1000 AS now_ms,
-       array(SELECT nextval('jobvisor.jobs_id_seq') FROM generate_series(1, $1::int))::text[] AS ids`);
+       array_to_string(array(SELECT nextval('jobvisor.jobs_id_seq') FROM generate_series(1, $1::int)), ',') AS ids`);
 
 const COPY_JOBS = 'COPY jobvisor.jobs (id, queue, kind, payload, priority, max_attempts, run_at) FROM STDIN';
 
@@ -43,11 +45,12 @@ export async function copyRows(db: Db, schema: string, rows: CopyRow[], copyStat
   const client = isPool(db) ? await db.connect() : db;
   try {
     const store: Store = { db: client, schema };
-    const [reserved] = await run<{ now_ms: string; ids: string[] }>(store, RESERVE_IDS, [rows.length]);
+    const [reserved] = await run<{ now_ms: string; ids: string }>(store, RESERVE_IDS, [rows.length]);
     const nowMs = Number(reserved?.now_ms);
-    const ids = reserved?.ids ?? [];
+    const ids = reserved?.ids ? reserved.ids.split(',') : [];
+    const now = new Date(nowMs).toISOString();
     const lines = rows.map((r, i) => {
-      const runAt = r.runAt ?? new Date(nowMs + (r.delayMs ?? 0)).toISOString();
+      const runAt = r.runAt ?? (r.delayMs ? new Date(nowMs + r.delayMs).toISOString() : now);
       return `${ids[i]}\t${r.queue}\t${r.kind}\t${field(r.payload)}\t${r.priority}\t${r.maxAttempts ?? 8}\t${runAt}\n`;
     });
     const stream = client.query(copyFrom(copyStatement(schema)));

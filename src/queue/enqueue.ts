@@ -76,23 +76,25 @@ function shown(value: unknown): string {
 }
 
 /**
- * Builds a validated row.
+ * Builds a validated row. Field names in errors are bare (`kind …`);
+ * enqueueMany prefixes them with the job's index only when one is thrown, so a
+ * batch of valid jobs builds no message text.
  * @throws InputError naming the bad field.
  */
-function toRow(kind: string, payload: unknown, options: Omit<EnqueueOptions, 'schema'>, where: string): Row {
-  checkName(`${where}kind`, kind);
+function toRow(kind: string, payload: unknown, options: Omit<EnqueueOptions, 'schema' | 'maxPayloadBytes'>, maxPayloadBytes: number | undefined): Row {
+  checkName('kind', kind);
   const queue = options.queue ?? 'default';
-  checkQueue(`${where}queue`, queue);
+  checkQueue('queue', queue);
   const priority = options.priority ?? 0;
-  if (!Number.isInteger(priority) || Math.abs(priority) > 1_000_000) throw new InputError(`${where}priority must be an integer from -1000000 to 1000000, got ${shown(priority)}`);
+  if (!Number.isInteger(priority) || Math.abs(priority) > 1_000_000) throw new InputError(`priority must be an integer from -1000000 to 1000000, got ${shown(priority)}`);
   const maxAttempts = options.maxAttempts ?? null;
-  if (maxAttempts !== null && (!Number.isInteger(maxAttempts) || maxAttempts < 1 || maxAttempts > 1000)) throw new InputError(`${where}maxAttempts must be an integer from 1 to 1000, got ${shown(maxAttempts)}`);
-  if (options.runAt !== undefined && options.delay !== undefined) throw new InputError(`${where}give runAt or delay, not both`);
+  if (maxAttempts !== null && (!Number.isInteger(maxAttempts) || maxAttempts < 1 || maxAttempts > 1000)) throw new InputError(`maxAttempts must be an integer from 1 to 1000, got ${shown(maxAttempts)}`);
+  if (options.runAt !== undefined && options.delay !== undefined) throw new InputError(`give runAt or delay, not both`);
   let runAt: string | null = null;
   if (options.runAt !== undefined) {
     const date = options.runAt instanceof Date ? options.runAt : typeof options.runAt === 'string' ? new Date(options.runAt) : new Date(Number.NaN);
-    if (Number.isNaN(date.getTime()) || (typeof options.runAt === 'string' && !/^\d{4}-\d{2}-\d{2}/.test(options.runAt))) throw new InputError(`${where}runAt ${shown(options.runAt)} is not an ISO 8601 date-time (a string or a Date)`);
-    if (date.getUTCFullYear() < 1970 || date.getUTCFullYear() > 9999) throw new InputError(`${where}runAt must be between 1970 and 9999`);
+    if (Number.isNaN(date.getTime()) || (typeof options.runAt === 'string' && !/^\d{4}-\d{2}-\d{2}/.test(options.runAt))) throw new InputError(`runAt ${shown(options.runAt)} is not an ISO 8601 date-time (a string or a Date)`);
+    if (date.getUTCFullYear() < 1970 || date.getUTCFullYear() > 9999) throw new InputError(`runAt must be between 1970 and 9999`);
     runAt = date.toISOString();
   }
   let delayMs: number | null = null;
@@ -101,16 +103,16 @@ function toRow(kind: string, payload: unknown, options: Omit<EnqueueOptions, 'sc
       if (typeof options.delay !== 'number' && typeof options.delay !== 'string') throw new RangeError(`${shown(options.delay)} is not a duration (a number of ms, or text such as "10s")`);
       delayMs = parseDuration(options.delay);
     } catch (err) {
-      throw new InputError(`${where}delay ${(err as Error).message}`);
+      throw new InputError(`delay ${(err as Error).message}`);
     }
   }
   let uniqueKey: string | null = null;
   if (options.uniqueKey !== undefined && options.uniqueKey !== null) {
-    if (typeof options.uniqueKey !== 'string' || options.uniqueKey.length === 0 || options.uniqueKey.length > 1000) throw new InputError(`${where}uniqueKey must be a string of 1 to 1000 characters`);
-    if (options.uniqueKey.includes('\u0000') || !options.uniqueKey.isWellFormed()) throw new InputError(`${where}uniqueKey contains a NUL character or invalid UTF-16`);
+    if (typeof options.uniqueKey !== 'string' || options.uniqueKey.length === 0 || options.uniqueKey.length > 1000) throw new InputError(`uniqueKey must be a string of 1 to 1000 characters`);
+    if (options.uniqueKey.includes('\u0000') || !options.uniqueKey.isWellFormed()) throw new InputError(`uniqueKey contains a NUL character or invalid UTF-16`);
     uniqueKey = options.uniqueKey;
   }
-  const text = checkPayload(`${where}payload`, payload === undefined ? {} : payload, options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES);
+  const text = checkPayload('payload', payload === undefined ? {} : payload, maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES);
   return { queue, kind, payload: text, priority, maxAttempts, runAt, delayMs, uniqueKey };
 }
 
@@ -119,7 +121,7 @@ function toRow(kind: string, payload: unknown, options: Omit<EnqueueOptions, 'sc
  * @throws InputError naming the bad field.
  */
 export function validateJob(kind: string, payload: unknown, options: Omit<EnqueueOptions, 'schema'> = {}): void {
-  toRow(kind, payload, options, '');
+  toRow(kind, payload, options, options.maxPayloadBytes);
 }
 
 // One statement for one job or many: arrays through unnest, so a batch is one
@@ -183,7 +185,7 @@ function keyOf(kind: string, key: string): string {
  * @throws InputError (code INPUT_INVALID) before anything is written, for bad input.
  */
 export async function enqueue<K extends string>(db: Db, kind: K, payload: PayloadOf<K>, options: EnqueueOptions = {}): Promise<EnqueueResult> {
-  const row = toRow(kind, payload, options, '');
+  const row = toRow(kind, payload, options, options.maxPayloadBytes);
   const [result] = await insertRows({ db, schema: options.schema ?? 'jobvisor' }, [row]);
   return result as EnqueueResult;
 }
@@ -197,10 +199,16 @@ export async function enqueueMany(db: Db, jobs: JobSpec[], options: { schema?: s
   if (!Array.isArray(jobs)) throw new InputError('jobs must be an array');
   if (jobs.length === 0) return [];
   if (jobs.length > MAX_BATCH) throw new InputError(`at most ${MAX_BATCH} jobs per enqueueMany call, got ${jobs.length}`);
-  const rows = jobs.map((job, i) => {
+  const rows = new Array<Row>(jobs.length);
+  for (let i = 0; i < jobs.length; i++) {
+    const job = jobs[i];
     if (typeof job !== 'object' || job === null) throw new InputError(`jobs[${i}] must be an object`);
-    return toRow(job.kind, job.payload, { ...job, maxPayloadBytes: options.maxPayloadBytes }, `jobs[${i}].`);
-  });
+    try {
+      rows[i] = toRow(job.kind, job.payload, job, options.maxPayloadBytes);
+    } catch (err) {
+      throw err instanceof InputError ? new InputError(`jobs[${i}].${err.message}`, { cause: err.cause }) : err;
+    }
+  }
   const schema = options.schema ?? 'jobvisor';
   if (rows.length >= COPY_THRESHOLD && rows.every((r) => r.uniqueKey === null)) {
     const ids = await copyRows(db, schema, rows, (s) => qualify(COPY_JOBS, s));

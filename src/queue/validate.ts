@@ -34,7 +34,8 @@ export function checkPayload(field: string, payload: unknown, maxBytes: number):
   walk(field, payload, 0);
   const text = JSON.stringify(payload);
   if (text === undefined) throw new InputError(`${field} is not a JSON value`);
-  const bytes = Buffer.byteLength(text);
+  // UTF-8 takes at most 3 bytes per UTF-16 unit: short texts need no count.
+  const bytes = text.length * 3 <= maxBytes ? 0 : Buffer.byteLength(text);
   if (bytes > maxBytes) throw new InputError(`${field} is ${bytes} bytes of JSON; the limit is ${maxBytes} (store large data elsewhere and pass its id)`);
   return text;
 }
@@ -66,8 +67,9 @@ function walk(field: string, value: unknown, depth: number, serialised = false):
         for (const item of value) walk(field, item, depth + 1);
         return;
       }
-      for (const [key, item] of Object.entries(value)) {
+      for (const key of Object.keys(value)) {
         checkText(field, key);
+        const item = (value as Record<string, unknown>)[key];
         if (item !== undefined && typeof item !== 'function') walk(field, item, depth + 1);
       }
       return;

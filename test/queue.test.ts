@@ -13,6 +13,7 @@ import { renewLeases } from '../src/queue/lease.ts';
 import { reapExpiredLeases } from '../src/queue/reaper.ts';
 import type { Store } from '../src/queue/sql.ts';
 import { countActiveJobs } from '../src/queue/stats.ts';
+import pg from 'pg';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 
 let db: TestDatabase;
@@ -200,5 +201,45 @@ describe('cleanup and stats', () => {
     assert.deepEqual(await retryFailedJobs(store, 'k'), [ids[1]]);
     assert.deepEqual((await cancelJobs(store, ids)).sort(), [...ids].sort());
     assert.equal((await row(ids[2]!)).status, 'cancelled');
+  });
+});
+
+describe('notifications', () => {
+  it('name the queue: one per distinct queue of an insert statement, and the queue of a re-queued job', async () => {
+    const listener = new pg.Client({ connectionString: db.url });
+    await listener.connect();
+    const heard: string[] = [];
+    let wake: (() => void) | undefined;
+    listener.on('notification', (m) => {
+      heard.push(m.payload ?? '');
+      wake?.();
+    });
+    const hear = async (n: number) => {
+      while (heard.length < n) await new Promise<void>((resolve) => (wake = resolve));
+      return heard.splice(0, n).sort();
+    };
+    try {
+      await listener.query('LISTEN jobvisor_jobs');
+      await enqueueMany(db.pool, [{ kind: 'k', queue: 'mail' }, { kind: 'k', queue: 'mail' }, { kind: 'k', queue: 'reports' }]);
+      assert.deepEqual(await hear(2), ['mail', 'reports']);
+      // COPY (a large batch) takes the same trigger.
+      await enqueueMany(db.pool, Array.from({ length: 600 }, (_, i) => ({ kind: 'k', queue: i % 2 ? 'mail' : 'cpu' })));
+      assert.deepEqual(await hear(2), ['cpu', 'mail']);
+      const [job] = await claimJobs(store, { owner: 'A', queue: 'reports', limit: 1, leaseMs: 1000 });
+      assert.ok(job);
+      await releaseJobs(store, 'A', [{ id: job.id, attempt: job.attempt }]);
+      assert.deepEqual(await hear(1), ['reports']);
+      // Claiming, completing and failing for good announce nothing: the marker comes next.
+      const [again] = await claimJobs(store, { owner: 'A', queue: 'reports', limit: 1, leaseMs: 1000 });
+      assert.ok(again);
+      await completeJobs(store, 'A', [{ id: again.id, attempt: again.attempt }]);
+      const [other] = await claimJobs(store, { owner: 'A', queue: 'mail', limit: 1, leaseMs: 1000 });
+      assert.ok(other);
+      await failJobs(store, 'A', [{ id: other.id, attempt: other.attempt, error: 'bad', permanent: true, delayMs: 0 }]);
+      await db.pool.query("SELECT pg_notify('jobvisor_jobs', 'marker')");
+      assert.deepEqual(await hear(1), ['marker']);
+    } finally {
+      await listener.end();
+    }
   });
 });

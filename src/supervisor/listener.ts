@@ -19,7 +19,8 @@ export interface ListenerOptions {
   url: string;
   /** Sends the self-ping; any pool of the same database. */
   db: Db;
-  onNotify: () => void;
+  /** A notification's payload: the queue with new or re-queued jobs ('' when unknown). */
+  onNotify: (queue: string) => void;
   events: SupervisorEvents;
   checkIntervalMs?: number;
   pingTimeoutMs?: number;
@@ -64,14 +65,13 @@ export class Listener {
     const client = new pg.Client({ connectionString: this.options.url, application_name: 'jobvisor-listener', keepAlive: true, connectionTimeoutMillis: 10_000 });
     this.client = client;
     client.on('notification', (msg) => {
-      if (msg.payload?.startsWith('ping:')) {
-        if (msg.payload === `ping:${this.pingToken}`) {
-          this.pingToken = undefined;
-          clearTimeout(this.pingTimer);
-        }
+      const payload = msg.payload ?? '';
+      if (this.pingToken !== undefined && payload === `ping:${this.pingToken}`) {
+        this.pingToken = undefined;
+        clearTimeout(this.pingTimer);
         return;
       }
-      this.options.onNotify();
+      this.options.onNotify(payload);
     });
     client.on('error', (err) => this.lost(client, err));
     client.on('end', () => this.lost(client, new Error('listener connection ended')));
@@ -88,7 +88,7 @@ export class Listener {
     this.everConnected = true;
     this.reconnects = 0;
     // Jobs committed while we were not listening were never announced.
-    this.options.onNotify();
+    this.options.onNotify('');
   }
 
   private lost(client: pg.Client, err: unknown): void {

@@ -119,7 +119,7 @@ export class Supervisor {
       createCleanup(this.store, settings.cleanup, this.events),
       createScheduler({ store: this.store, schedules: settings.schedules, settings: settings.scheduler, maxAttempts: settings.jobs.maxAttempts, events: this.events }),
     ];
-    this.listener = new Listener({ url: options.databaseUrl, db: this.pool, onNotify: () => this.wakeAll(), events: this.events });
+    this.listener = new Listener({ url: options.databaseUrl, db: this.pool, onNotify: (queue) => this.wake(queue), events: this.events });
   }
 
   get draining(): boolean {
@@ -158,6 +158,16 @@ export class Supervisor {
     this.pollTimer.unref();
     this.events.emit('supervisor:started', { supervisor: this.id, queues: [...this.fetchers.keys()] });
     this.wakeAll();
+  }
+
+  /**
+   * A notification: claims on the queue it names. An empty payload (a plain
+   * `NOTIFY jobvisor_jobs`, or the listener reconnecting) wakes every queue;
+   * queues served elsewhere and other supervisors' self-pings are ignored.
+   */
+  wake(queue: string): void {
+    if (queue === '') this.wakeAll();
+    else if (this.state === 'running') this.fetchers.get(queue)?.wake();
   }
 
   /** Claims on every queue now. */

@@ -6,7 +6,7 @@
  *
  *   jobvisor bench [--scenario enqueue,process,processes,pickup,deep,sustained]
  *                  [--jobs 20000] [--concurrency 50] [--processes 3] [--runs 3]
- *                  [--threads 1] [--jobs-per-thread 50] [--prefetch 500] [--samples 200]
+ *                  [--threads 1] [--jobs-per-thread 50] [--prefetch 2000] [--samples 200]
  *                  [--deep-pending 1000000] [--deep-done 5000000] [--duration 10m]
  *                  [--peers all|none|graphile-fast,...] [--json]
  */
@@ -57,7 +57,8 @@ export async function runBench(argv: string[]): Promise<number> {
     concurrency,
     threads: integer('--threads', values.threads as string | undefined, 1, 256) ?? 1,
     jobsPerThread: integer('--jobs-per-thread', values['jobs-per-thread'] as string | undefined, 1, 10_000) ?? concurrency,
-    prefetch: integer('--prefetch', values.prefetch as string | undefined, 0, 100_000) ?? 500,
+    // 2,000: the local buffer of Graphile Worker's fastest configuration (localQueue size 2000).
+    prefetch: integer('--prefetch', values.prefetch as string | undefined, 0, 100_000) ?? 2000,
   };
   const deepPending = integer('--deep-pending', values['deep-pending'] as string | undefined, 1000, 100_000_000) ?? 1_000_000;
   const deepDone = integer('--deep-done', values['deep-done'] as string | undefined, 0, 100_000_000) ?? 5_000_000;

@@ -81,7 +81,7 @@ export async function runBench(argv: string[]): Promise<number> {
   const server = serverUrl.toString();
   const rows: Row[] = [];
   const json = values.json === true;
-  const postgres = (await ctx.pool.query<{ v: string }>('SHOW server_version')).rows[0]?.v ?? '?';
+  const postgres = (await ctx.pool.query<{ v: string }>("SELECT current_setting('server_version') AS v")).rows[0]?.v ?? '?';
   const machine = { cores: cpus().length, cpu: cpus()[0]?.model ?? '?', memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version, postgres };
   const emit = (row: Row) => {
     rows.push(row);

@@ -101,6 +101,16 @@ export async function runBench(argv: string[]): Promise<number> {
     for (let i = 0; i < n; i++) out.push(await fn());
     return out;
   };
+  // A peer that fails (for instance "too many clients" with --processes on a
+  // server with max_connections 100) is reported on stderr and skipped; the rest
+  // of the run goes on.
+  const peerRun = async (p: string, scenario: string, fn: () => Promise<void>) => {
+    try {
+      await fn();
+    } catch (err) {
+      process.stderr.write(`jobvisor bench: ${p} ${scenario} failed, skipped: ${(err as Error).message.replace(/\s+/g, ' ').trim()}\n`);
+    }
+  };
   const row = (scenario: string, system: string, unit: string, vals: number[], extra?: Record<string, unknown>): Row =>
     ({ scenario, system, jobs, runs: vals.length, median: median(vals), spread: spread(vals), unit, values: vals, extra: { ...extra, machine } });
 
@@ -110,14 +120,14 @@ export async function runBench(argv: string[]): Promise<number> {
       if (scenario === 'enqueue') {
         emit(row('enqueue', 'jobvisor', 'jobs/s', await repeat(runs, () => fresh('enqueue', async (db) => jobs / (await enqueueJobvisor(db, jobs))))));
         emit(row('enqueue', 'unnest-insert', 'jobs/s', await repeat(runs, () => fresh('unnest', async (db) => jobs / (await enqueueUnnest(db, jobs))))));
-        for (const p of peers) emit(row('enqueue', p, 'jobs/s', await repeat(runs, () => fresh(`peer_${p}`, async (db) => (await runPeer(p, 'enqueue', { databaseUrl: db.url, jobs, concurrency })).jobsPerSec ?? Number.NaN, false))));
+        for (const p of peers) await peerRun(p, 'enqueue', async () => emit(row('enqueue', p, 'jobs/s', await repeat(runs, () => fresh(`peer_${p}`, async (db) => (await runPeer(p, 'enqueue', { databaseUrl: db.url, jobs, concurrency })).jobsPerSec ?? Number.NaN, false)))));
       } else if (scenario === 'process') {
         emit(row('process', 'jobvisor', 'jobs/s', await repeat(runs, () => fresh('process', async (db) => (await processInProcess(db, jobs, shape)).jobsPerSec)), { shape }));
-        for (const p of peers) emit(row('process', p, 'jobs/s', await repeat(runs, () => fresh(`peer_${p}`, async (db) => (await runPeer(p, 'process', { databaseUrl: db.url, jobs, concurrency })).jobsPerSec ?? Number.NaN, false))));
+        for (const p of peers) await peerRun(p, 'process', async () => emit(row('process', p, 'jobs/s', await repeat(runs, () => fresh(`peer_${p}`, async (db) => (await runPeer(p, 'process', { databaseUrl: db.url, jobs, concurrency })).jobsPerSec ?? Number.NaN, false)))));
       } else if (scenario === 'processes') {
         emit(row(`process x${processes}`, 'jobvisor', 'jobs/s', await repeat(runs, () => fresh('processes', async (db) => (await processMulti(db, jobs, processes, shape)).jobsPerSec)), { shape, processes }));
         for (const p of peers.filter((x) => x.startsWith('graphile'))) {
-          emit(row(`process x${processes}`, p, 'jobs/s', await repeat(runs, () => fresh(`peer_${p}`, async (db) => (await runPeer(p, 'process', { databaseUrl: db.url, jobs, concurrency, processes })).jobsPerSec ?? Number.NaN, false))));
+          await peerRun(p, `process x${processes}`, async () => emit(row(`process x${processes}`, p, 'jobs/s', await repeat(runs, () => fresh(`peer_${p}`, async (db) => (await runPeer(p, 'process', { databaseUrl: db.url, jobs, concurrency, processes })).jobsPerSec ?? Number.NaN, false)))));
         }
       } else if (scenario === 'pickup') {
         const results = await repeat(runs, () => fresh('pickup', async (db) => {
@@ -128,14 +138,16 @@ export async function runBench(argv: string[]): Promise<number> {
         emit(row('pickup p50', 'jobvisor', 'ms', results));
         emit(row('pickup p99', 'jobvisor', 'ms', p99s.splice(0)));
         for (const p of peers) {
-          const peerP99: number[] = [];
-          const p50 = await repeat(runs, () => fresh(`peer_${p}`, async (db) => {
-            const r = await runPeer(p, 'pickup', { databaseUrl: db.url, jobs: samples, concurrency });
-            peerP99.push(r.p99Ms ?? Number.NaN);
-            return r.p50Ms ?? Number.NaN;
-          }, false));
-          emit(row('pickup p50', p, 'ms', p50));
-          emit(row('pickup p99', p, 'ms', peerP99));
+          await peerRun(p, 'pickup', async () => {
+            const peerP99: number[] = [];
+            const p50 = await repeat(runs, () => fresh(`peer_${p}`, async (db) => {
+              const r = await runPeer(p, 'pickup', { databaseUrl: db.url, jobs: samples, concurrency });
+              peerP99.push(r.p99Ms ?? Number.NaN);
+              return r.p50Ms ?? Number.NaN;
+            }, false));
+            emit(row('pickup p50', p, 'ms', p50));
+            emit(row('pickup p99', p, 'ms', peerP99));
+          });
         }
       } else if (scenario === 'deep') {
         const r = await fresh('deep', (deep) => fresh('shallow', (shallow) => deepVersusShallow(deep, shallow, { pending: deepPending, done: deepDone, jobs, shape })));

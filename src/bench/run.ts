@@ -157,7 +157,7 @@ export async function runBench(argv: string[]): Promise<number> {
         emit(row('process (shallow table)', 'jobvisor', 'jobs/s', [r.shallowJobsPerSec]));
       } else if (scenario === 'sustained') {
         const r = await fresh('sustained', (db) => sustained(db, durationMs, shape));
-        emit(row('sustained', 'jobvisor', 'jobs/s', r.windows, { lossPercent: r.lossPercent, rssStartMb: r.rssStartMb, rssEndMb: r.rssEndMb, table: r.table, completed: r.completed, durationMs }));
+        emit(row('sustained', 'jobvisor', 'jobs/s', r.windows, { lossPercent: r.lossPercent, lossOfMediansPercent: r.lossOfMediansPercent, rssStartMb: r.rssStartMb, rssEndMb: r.rssEndMb, rssMb: r.rssMb, table: r.table, completed: r.completed, durationMs }));
       }
     }
   } finally {

@@ -5,17 +5,12 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
-import { main } from '../src/cli/main.ts';
+import { runCliInProcess, type CliRun as Run } from './helpers/cli.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { BIN, writeConfig } from './helpers/supervisor.ts';
 
 let db: TestDatabase;
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
 
 function jobvisor(args: string[], env: Record<string, string> = {}): Promise<Run> {
   return new Promise((resolve) => {
@@ -31,31 +26,7 @@ function jobvisor(args: string[], env: Record<string, string> = {}): Promise<Run
   });
 }
 
-/**
- * The same command in this process: for the many bad-input cases, where a
- * process start per case would dominate the run. Output is captured.
- */
-async function jobvisorInProcess(args: string[], env: Record<string, string> = {}): Promise<Run> {
-  const saved = { ...process.env };
-  Object.assign(process.env, { DATABASE_URL: db.url, JOBVISOR_CONFIG: '', NODE_ENV: 'test', ...env });
-  const out = { stdout: '', stderr: '' };
-  const write = (key: 'stdout' | 'stderr') => ((chunk: string | Uint8Array) => {
-    out[key] += String(chunk);
-    return true;
-  }) as typeof process.stdout.write;
-  const original = { stdout: process.stdout.write, stderr: process.stderr.write };
-  process.stdout.write = write('stdout');
-  process.stderr.write = write('stderr');
-  try {
-    const code = await main(args);
-    return { code, ...out };
-  } finally {
-    process.stdout.write = original.stdout;
-    process.stderr.write = original.stderr;
-    for (const key of Object.keys(process.env)) if (!(key in saved)) delete process.env[key];
-    Object.assign(process.env, saved);
-  }
-}
+const jobvisorInProcess = (args: string[], env: Record<string, string> = {}) => runCliInProcess(db.url, args, env);
 
 const count = async () => (await db.pool.query('SELECT count(*)::int AS n FROM jobvisor.jobs')).rows[0].n as number;
 

@@ -10,9 +10,9 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
-import { main } from '../src/cli/main.ts';
 import { int, nested, NASTY_STRINGS, pick, randomJson, randomString, type Random } from './helpers/chaos/hostile.ts';
 import { prng, report } from './helpers/chaos/measure.ts';
+import { runCliInProcess, type CliRun as Run } from './helpers/cli.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { BIN, writeConfig } from './helpers/supervisor.ts';
 
@@ -29,32 +29,8 @@ after(async () => {
   await db.drop();
 });
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
 
-async function inProcess(argv: string[]): Promise<Run> {
-  const saved = { ...process.env };
-  Object.assign(process.env, { DATABASE_URL: db.url, JOBVISOR_CONFIG: '', NODE_ENV: 'test', LOG_LEVEL: 'warn' });
-  const out = { stdout: '', stderr: '' };
-  const capture = (key: 'stdout' | 'stderr') => ((chunk: string | Uint8Array) => {
-    out[key] += String(chunk);
-    return true;
-  }) as typeof process.stdout.write;
-  const original = { stdout: process.stdout.write, stderr: process.stderr.write };
-  process.stdout.write = capture('stdout');
-  process.stderr.write = capture('stderr');
-  try {
-    return { code: await main(argv), ...out };
-  } finally {
-    process.stdout.write = original.stdout;
-    process.stderr.write = original.stderr;
-    for (const key of Object.keys(process.env)) if (!(key in saved)) delete process.env[key];
-    Object.assign(process.env, saved);
-  }
-}
+const inProcess = (argv: string[]) => runCliInProcess(db.url, argv, { LOG_LEVEL: 'warn' });
 
 function spawned(argv: string[], env: Record<string, string> = {}, shell?: string): Promise<Run> {
   return new Promise((resolve) => {

@@ -89,12 +89,12 @@ function toRow(kind: string, payload: unknown, options: Omit<EnqueueOptions, 'sc
   if (!Number.isInteger(priority) || Math.abs(priority) > 1_000_000) throw new InputError(`priority must be an integer from -1000000 to 1000000, got ${shown(priority)}`);
   const maxAttempts = options.maxAttempts ?? null;
   if (maxAttempts !== null && (!Number.isInteger(maxAttempts) || maxAttempts < 1 || maxAttempts > 1000)) throw new InputError(`maxAttempts must be an integer from 1 to 1000, got ${shown(maxAttempts)}`);
-  if (options.runAt !== undefined && options.delay !== undefined) throw new InputError(`give runAt or delay, not both`);
+  if (options.runAt !== undefined && options.delay !== undefined) throw new InputError('give runAt or delay, not both');
   let runAt: string | null = null;
   if (options.runAt !== undefined) {
     const date = options.runAt instanceof Date ? options.runAt : typeof options.runAt === 'string' ? new Date(options.runAt) : new Date(Number.NaN);
     if (Number.isNaN(date.getTime()) || (typeof options.runAt === 'string' && !/^\d{4}-\d{2}-\d{2}/.test(options.runAt))) throw new InputError(`runAt ${shown(options.runAt)} is not an ISO 8601 date-time (a string or a Date)`);
-    if (date.getUTCFullYear() < 1970 || date.getUTCFullYear() > 9999) throw new InputError(`runAt must be between 1970 and 9999`);
+    if (date.getUTCFullYear() < 1970 || date.getUTCFullYear() > 9999) throw new InputError('runAt must be between 1970 and 9999');
     runAt = date.toISOString();
   }
   let delayMs: number | null = null;
@@ -108,8 +108,8 @@ function toRow(kind: string, payload: unknown, options: Omit<EnqueueOptions, 'sc
   }
   let uniqueKey: string | null = null;
   if (options.uniqueKey !== undefined && options.uniqueKey !== null) {
-    if (typeof options.uniqueKey !== 'string' || options.uniqueKey.length === 0 || options.uniqueKey.length > 1000) throw new InputError(`uniqueKey must be a string of 1 to 1000 characters`);
-    if (options.uniqueKey.includes('\u0000') || !options.uniqueKey.isWellFormed()) throw new InputError(`uniqueKey contains a NUL character or invalid UTF-16`);
+    if (typeof options.uniqueKey !== 'string' || options.uniqueKey.length === 0 || options.uniqueKey.length > 1000) throw new InputError('uniqueKey must be a string of 1 to 1000 characters');
+    if (options.uniqueKey.includes('\u0000') || !options.uniqueKey.isWellFormed()) throw new InputError('uniqueKey contains a NUL character or invalid UTF-16');
     uniqueKey = options.uniqueKey;
   }
   const text = checkPayload('payload', payload === undefined ? {} : payload, maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES);

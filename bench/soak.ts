@@ -28,7 +28,13 @@ import { FIXTURE_TASKS } from '../test/helpers/inprocess.ts';
 import { spawnSupervisor, type SpawnedSupervisor } from '../test/helpers/supervisor.ts';
 
 const { values: args } = parseArgs({
-  options: { minutes: { type: 'string', default: '10' }, supervisors: { type: 'string', default: '3' }, rate: { type: 'string', default: '200' }, seed: { type: 'string' }, json: { type: 'boolean', default: false } },
+  options: {
+    minutes: { type: 'string', default: '10' },
+    supervisors: { type: 'string', default: '3' },
+    rate: { type: 'string', default: '200' },
+    seed: { type: 'string' },
+    json: { type: 'boolean', default: false },
+  },
 });
 const MINUTES = Number(args.minutes);
 const SUPERVISORS = Number(args.supervisors);
@@ -67,12 +73,22 @@ async function main(): Promise<number> {
     pool = new pg.Pool({ connectionString: url, max: 4, connectionTimeoutMillis: 5000 });
     pool.on('error', () => {});
     const db = pool;
-    await db.query('CREATE TABLE chaos_runs (job_id bigint NOT NULL, attempt int NOT NULL, pid int NOT NULL, at timestamptz DEFAULT clock_timestamp())');
-    await db.query('CREATE TABLE public.emails_sent (user_id bigint PRIMARY KEY, job_id bigint NOT NULL, sent_at timestamptz NOT NULL DEFAULT now())');
+    await db.query(
+      'CREATE TABLE chaos_runs (job_id bigint NOT NULL, attempt int NOT NULL, pid int NOT NULL, at timestamptz DEFAULT clock_timestamp())',
+    );
+    await db.query(
+      'CREATE TABLE public.emails_sent (user_id bigint PRIMARY KEY, job_id bigint NOT NULL, sent_at timestamptz NOT NULL DEFAULT now())',
+    );
 
     const join = async (): Promise<Member> => {
       const proxy = await startProxy({ port: server.port });
-      const supervisor = await spawnSupervisor({ databaseUrl: proxy.urlFor(url), tasksDir: FIXTURE_TASKS, config: CONFIG, env: { LOG_LEVEL: 'info', WELCOME_EMAIL_SEND_MS: '20' }, readyTimeoutMs: 120_000 });
+      const supervisor = await spawnSupervisor({
+        databaseUrl: proxy.urlFor(url),
+        tasksDir: FIXTURE_TASKS,
+        config: CONFIG,
+        env: { LOG_LEVEL: 'info', WELCOME_EMAIL_SEND_MS: '20' },
+        readyTimeoutMs: 120_000,
+      });
       everyone.push(supervisor);
       const m = { supervisor, proxy };
       members.push(m);
@@ -109,16 +125,38 @@ async function main(): Promise<number> {
           // user ids are used again by the next one; the producer carries on
         }
         const next = Date.now() + 250;
-        await until('next batch', async () => Date.now(), (now) => now >= next, 1000, 50);
+        await until(
+          'next batch',
+          async () => Date.now(),
+          (now) => now >= next,
+          1000,
+          50,
+        );
       }
     })();
 
-    const allReady = () => until('every supervisor ready', async () => (await Promise.all(members.map((m) => httpGet(m.supervisor.metricsPort, '/readyz')))).every((r) => r.status === 200), (ok) => ok, 120_000, 200);
+    const allReady = () =>
+      until(
+        'every supervisor ready',
+        async () =>
+          (await Promise.all(members.map((m) => httpGet(m.supervisor.metricsPort, '/readyz')))).every(
+            (r) => r.status === 200,
+          ),
+        (ok) => ok,
+        120_000,
+        200,
+      );
     const pick = () => members[Math.floor(random() * members.length)] as Member;
     /** Keeps a fault in place for `ms` (the fault's length is what is being injected). */
     const hold = (ms: number) => {
       const over = Date.now() + ms;
-      return until('fault held', async () => Date.now(), (now) => now >= over, ms + 1000, 100);
+      return until(
+        'fault held',
+        async () => Date.now(),
+        (now) => now >= over,
+        ms + 1000,
+        100,
+      );
     };
 
     const end = Date.now() + MINUTES * 60_000;
@@ -129,19 +167,43 @@ async function main(): Promise<number> {
       while (Date.now() < resumeAt) {
         if (Date.now() >= nextProbe) {
           nextProbe = Date.now() + 30_000;
-          const { rows } = await db.query("INSERT INTO jobvisor.jobs (kind) VALUES ('chaos_noop') RETURNING id").catch(() => ({ rows: [] as Array<{ id: string }> }));
+          const { rows } = await db
+            .query("INSERT INTO jobvisor.jobs (kind) VALUES ('chaos_noop') RETURNING id")
+            .catch(() => ({ rows: [] as Array<{ id: string }> }));
           if (rows[0]) {
-            const row = await until('probe', async () => (await db.query('SELECT status, extract(epoch FROM started_at - created_at) * 1000 AS ms FROM jobvisor.jobs WHERE id = $1', [rows[0]?.id])).rows[0], (r) => r?.status === 'done', 60_000, 50).catch(() => null);
+            const row = await until(
+              'probe',
+              async () =>
+                (
+                  await db.query(
+                    'SELECT status, extract(epoch FROM started_at - created_at) * 1000 AS ms FROM jobvisor.jobs WHERE id = $1',
+                    [rows[0]?.id],
+                  )
+                ).rows[0],
+              (r) => r?.status === 'done',
+              60_000,
+              50,
+            ).catch(() => null);
             if (row) pickups.push(Math.round(Number(row.ms)));
           }
         }
-        await until('between faults', async () => Date.now(), (now) => now >= Math.min(resumeAt, nextProbe), 40_000, 100);
+        await until(
+          'between faults',
+          async () => Date.now(),
+          (now) => now >= Math.min(resumeAt, nextProbe),
+          40_000,
+          100,
+        );
       }
       if (Date.now() >= end) break;
-      const kind = ['kill', 'term', 'freeze', 'cut', 'listener-kill', 'listener-freeze', 'pg-fast', 'pg-immediate'][Math.floor(random() * 8)] as string;
+      const kind = ['kill', 'term', 'freeze', 'cut', 'listener-kill', 'listener-freeze', 'pg-fast', 'pg-immediate'][
+        Math.floor(random() * 8)
+      ] as string;
       const at = Date.now();
       const m = pick();
-      say(`fault ${kind}${['kill', 'term', 'freeze', 'cut', 'listener-freeze'].includes(kind) ? ` on ${m.supervisor.pid}` : ''}`);
+      say(
+        `fault ${kind}${['kill', 'term', 'freeze', 'cut', 'listener-freeze'].includes(kind) ? ` on ${m.supervisor.pid}` : ''}`,
+      );
       switch (kind) {
         case 'kill':
         case 'term':
@@ -161,7 +223,11 @@ async function main(): Promise<number> {
           m.proxy.heal();
           break;
         case 'listener-kill':
-          await db.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'jobvisor-listener'").catch(() => {});
+          await db
+            .query(
+              "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'jobvisor-listener'",
+            )
+            .catch(() => {});
           break;
         case 'listener-freeze':
           m.proxy.freeze((c) => c.applicationName === 'jobvisor-listener');
@@ -174,26 +240,71 @@ async function main(): Promise<number> {
       }
       // Recovery: from the end of the fault (healed, resumed, restarted, replaced) to every supervisor ready.
       const healedAt = Date.now();
-      const recovered = await allReady().then(() => Date.now() - healedAt, () => null);
+      const recovered = await allReady().then(
+        () => Date.now() - healedAt,
+        () => null,
+      );
       faults.push({ kind, at, recoveredMs: recovered, pid: m.supervisor.pid });
     }
 
     producing = false;
     await producer;
     say(`load stopped after ${enqueued} jobs; draining`);
-    await until('queue drained', async () => Number((await db.query("SELECT count(*) AS n FROM jobvisor.jobs WHERE status IN ('pending', 'running')")).rows[0].n), (n) => n === 0, 300_000, 500);
+    await until(
+      'queue drained',
+      async () =>
+        Number(
+          (await db.query("SELECT count(*) AS n FROM jobvisor.jobs WHERE status IN ('pending', 'running')")).rows[0].n,
+        ),
+      (n) => n === 0,
+      300_000,
+      500,
+    );
     for (const m of [...members]) await leave(m, 'SIGTERM');
 
-    const statuses = Object.fromEntries((await db.query<{ kind: string; status: string; n: number }>('SELECT kind, status, count(*)::int AS n FROM jobvisor.jobs GROUP BY 1, 2')).rows.map((r) => [`${r.kind}:${r.status}`, r.n]));
-    const lost = Number((await db.query("SELECT count(*) AS n FROM jobvisor.jobs WHERE (kind <> 'chaos_fail' AND status <> 'done') OR (kind = 'chaos_fail' AND (status <> 'failed' OR attempts <> 2))")).rows[0].n);
-    const notRun = Number((await db.query("SELECT count(*) AS n FROM jobvisor.jobs j WHERE kind = 'chaos_run' AND NOT EXISTS (SELECT 1 FROM chaos_runs r WHERE r.job_id = j.id)")).rows[0].n);
-    const reruns = (await db.query<{ pids: number[] }>('SELECT array_agg(pid) AS pids FROM chaos_runs GROUP BY job_id HAVING count(*) > 1')).rows;
+    const statuses = Object.fromEntries(
+      (
+        await db.query<{ kind: string; status: string; n: number }>(
+          'SELECT kind, status, count(*)::int AS n FROM jobvisor.jobs GROUP BY 1, 2',
+        )
+      ).rows.map((r) => [`${r.kind}:${r.status}`, r.n]),
+    );
+    const lost = Number(
+      (
+        await db.query(
+          "SELECT count(*) AS n FROM jobvisor.jobs WHERE (kind <> 'chaos_fail' AND status <> 'done') OR (kind = 'chaos_fail' AND (status <> 'failed' OR attempts <> 2))",
+        )
+      ).rows[0].n,
+    );
+    const notRun = Number(
+      (
+        await db.query(
+          "SELECT count(*) AS n FROM jobvisor.jobs j WHERE kind = 'chaos_run' AND NOT EXISTS (SELECT 1 FROM chaos_runs r WHERE r.job_id = j.id)",
+        )
+      ).rows[0].n,
+    );
+    const reruns = (
+      await db.query<{ pids: number[] }>(
+        'SELECT array_agg(pid) AS pids FROM chaos_runs GROUP BY job_id HAVING count(*) > 1',
+      )
+    ).rows;
     const unexplained = reruns.filter((r) => !r.pids.some((p) => faulted.has(p))).length;
     const emails = Number((await db.query('SELECT count(*) AS n FROM public.emails_sent')).rows[0].n);
     const result = {
-      seed: SEED, minutes: MINUTES, supervisors: SUPERVISORS, enqueued, statuses, lostOrWrong: lost, chaosRunNeverRan: notRun,
-      reRuns: reruns.length, reRunsWithoutAFaultedProcess: unexplained, users, emailsSent: emails,
-      faults: Object.entries(faults.reduce<Record<string, number[]>>((acc, f) => ((acc[f.kind] ??= []).push(f.recoveredMs ?? -1), acc), {})).map(([kind, ms]) => ({ kind, count: ms.length, recoveredMs: summary(ms) })),
+      seed: SEED,
+      minutes: MINUTES,
+      supervisors: SUPERVISORS,
+      enqueued,
+      statuses,
+      lostOrWrong: lost,
+      chaosRunNeverRan: notRun,
+      reRuns: reruns.length,
+      reRunsWithoutAFaultedProcess: unexplained,
+      users,
+      emailsSent: emails,
+      faults: Object.entries(
+        faults.reduce<Record<string, number[]>>((acc, f) => ((acc[f.kind] ??= []).push(f.recoveredMs ?? -1), acc), {}),
+      ).map(([kind, ms]) => ({ kind, count: ms.length, recoveredMs: summary(ms) })),
       pickupMs: summary(pickups),
     };
     const ok = lost === 0 && notRun === 0 && unexplained === 0 && emails === users;

@@ -62,7 +62,9 @@ const WARMUP = 2;
 function positive(name: string, text: string, min = 1): number {
   const n = Number(text);
   if (!Number.isInteger(n) || n < min) {
-    process.stderr.write(`--${name} must be ${min === 1 ? 'positive integers' : `integers from ${min}`}, got ${JSON.stringify(text)}\n`);
+    process.stderr.write(
+      `--${name} must be ${min === 1 ? 'positive integers' : `integers from ${min}`}, got ${JSON.stringify(text)}\n`,
+    );
     process.exit(2);
   }
   return n;
@@ -72,14 +74,29 @@ function positive(name: string, text: string, min = 1): number {
 async function makeSource(file: string): Promise<void> {
   const width = 2400;
   const height = 1600;
-  const shapes = Array.from({ length: 40 }, (_, i) =>
-    `<circle cx="${(i * 397) % width}" cy="${(i * 211) % height}" r="${60 + ((i * 37) % 220)}" fill="hsl(${(i * 47) % 360},70%,55%)" fill-opacity="0.6"/>`).join('');
+  const shapes = Array.from(
+    { length: 40 },
+    (_, i) =>
+      `<circle cx="${(i * 397) % width}" cy="${(i * 211) % height}" r="${60 + ((i * 37) % 220)}" fill="hsl(${(i * 47) % 360},70%,55%)" fill-opacity="0.6"/>`,
+  ).join('');
   const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}"><defs><linearGradient id="g" x1="0" y1="0" x2="1" y2="1"><stop offset="0" stop-color="#1d3557"/><stop offset="1" stop-color="#f1faee"/></linearGradient></defs><rect width="100%" height="100%" fill="url(#g)"/>${shapes}</svg>`;
-  const grain = await sharp({ create: { width, height, channels: 3, background: '#808080', noise: { type: 'gaussian', mean: 128, sigma: 12 } } }).png().toBuffer();
-  await sharp(Buffer.from(svg)).blur(1.5).composite([{ input: grain, blend: 'soft-light' }]).jpeg({ quality: 88 }).toFile(file);
+  const grain = await sharp({
+    create: { width, height, channels: 3, background: '#808080', noise: { type: 'gaussian', mean: 128, sigma: 12 } },
+  })
+    .png()
+    .toBuffer();
+  await sharp(Buffer.from(svg))
+    .blur(1.5)
+    .composite([{ input: grain, blend: 'soft-light' }])
+    .jpeg({ quality: 88 })
+    .toFile(file);
 }
 
-interface Delay { p50Ms: number; p99Ms: number; maxMs: number }
+interface Delay {
+  p50Ms: number;
+  p99Ms: number;
+  maxMs: number;
+}
 
 /** Runs `fn` while recording this thread's event-loop delay. */
 async function withDelay<T>(fn: () => Promise<T>): Promise<{ result: T; delay: Delay }> {
@@ -114,9 +131,11 @@ async function direct(source: string, outRoot: string, ctx: TaskContext, lanes =
   const jobs = payloads(source, outRoot, JOBS);
   const { result: seconds, delay } = await withDelay(async () => {
     const start = performance.now();
-    await Promise.all(Array.from({ length: lanes }, async (_, lane) => {
-      for (let i = lane; i < jobs.length; i += lanes) await thumbnail(jobs[i] as (typeof jobs)[number], ctx);
-    }));
+    await Promise.all(
+      Array.from({ length: lanes }, async (_, lane) => {
+        for (let i = lane; i < jobs.length; i += lanes) await thumbnail(jobs[i] as (typeof jobs)[number], ctx);
+      }),
+    );
     return (performance.now() - start) / 1000;
   });
   return { seconds, delay };
@@ -126,7 +145,8 @@ async function direct(source: string, outRoot: string, ctx: TaskContext, lanes =
 function completions(supervisor: Supervisor, count: number): Promise<void> {
   return new Promise((resolve, reject) => {
     let done = 0;
-    const failed = ({ jobs, errors }: { jobs: { id: string }[]; errors: string[] }) => reject(new Error(`job ${jobs[0]?.id} failed: ${errors[0]}`));
+    const failed = ({ jobs, errors }: { jobs: { id: string }[]; errors: string[] }) =>
+      reject(new Error(`job ${jobs[0]?.id} failed: ${errors[0]}`));
     supervisor.events.on('job:retried', failed);
     supervisor.events.on('job:dead', failed);
     supervisor.events.on('job:completed', function onDone({ jobs }) {
@@ -155,7 +175,11 @@ async function throughJobvisor(db: CommandContext, threads: number, source: stri
     },
   });
   const supervisor = new Supervisor({ settings, databaseUrl: db.databaseUrl, log: db.log });
-  const enqueue = (count: number, dir: string) => enqueueMany(db.pool, payloads(source, dir, count).map((payload) => ({ kind: 'thumbnail', queue: QUEUE, payload })));
+  const enqueue = (count: number, dir: string) =>
+    enqueueMany(
+      db.pool,
+      payloads(source, dir, count).map((payload) => ({ kind: 'thumbnail', queue: QUEUE, payload })),
+    );
   try {
     await supervisor.start();
     // Warm-up: every thread started and has loaded the task.
@@ -183,7 +207,11 @@ function machine(): string {
 
 async function main(): Promise<void> {
   const work = await mkdtemp(path.join(tmpdir(), 'jobvisor-bench-thumbnails-'));
-  const db = await openContext({ logTo: 2, logLevel: 'warn', settings: loadConfig({ overrides: { log: { level: 'warn' } } }) });
+  const db = await openContext({
+    logTo: 2,
+    logLevel: 'warn',
+    settings: loadConfig({ overrides: { log: { level: 'warn' } } }),
+  });
   try {
     await migrate(db.pool, { schema: db.settings.database.schema });
     const source = path.join(work, 'photo.jpg');
@@ -194,7 +222,11 @@ async function main(): Promise<void> {
       signal: new AbortController().signal,
       log: db.log,
       db: db.pool,
-      config: { thumbnails: { dir: work, format: FORMAT }, reports: { dir: work }, schema: db.settings.database.schema },
+      config: {
+        thumbnails: { dir: work, format: FORMAT },
+        reports: { dir: work },
+        schema: db.settings.database.schema,
+      },
     };
     const thumbsPerJob = WIDTHS.length;
     // Rounds interleave the runs (direct, 1 thread, 2 threads, direct, ...), so a
@@ -204,16 +236,41 @@ async function main(): Promise<void> {
     const pooled = new Map<number, Run>();
     for (let round = 0; round < ROUNDS; round++) {
       base = faster(base, await direct(source, path.join(work, `direct-out-${round}`), ctx));
-      if (MAX_THREADS > 1) ceiling = faster(ceiling, await direct(source, path.join(work, `direct-par-${round}`), ctx, MAX_THREADS));
+      if (MAX_THREADS > 1)
+        ceiling = faster(ceiling, await direct(source, path.join(work, `direct-par-${round}`), ctx, MAX_THREADS));
       for (const threads of THREADS) {
-        pooled.set(threads, faster(pooled.get(threads), await throughJobvisor(db, threads, source, path.join(work, `pool-${threads}-${round}`))));
+        pooled.set(
+          threads,
+          faster(
+            pooled.get(threads),
+            await throughJobvisor(db, threads, source, path.join(work, `pool-${threads}-${round}`)),
+          ),
+        );
       }
     }
     const directRate = (JOBS * thumbsPerJob) / base!.seconds;
-    const rows = [{ mode: 'direct, 1 thread', threads: 1, seconds: base!.seconds, rate: directRate, efficiency: null as number | null, speedup: null as number | null, delay: base!.delay }];
+    const rows = [
+      {
+        mode: 'direct, 1 thread',
+        threads: 1,
+        seconds: base!.seconds,
+        rate: directRate,
+        efficiency: null as number | null,
+        speedup: null as number | null,
+        delay: base!.delay,
+      },
+    ];
     if (ceiling) {
       const rate = (JOBS * thumbsPerJob) / ceiling.seconds;
-      rows.push({ mode: `direct, ${MAX_THREADS} at once (machine ceiling)`, threads: MAX_THREADS, seconds: ceiling.seconds, rate, efficiency: rate / (MAX_THREADS * directRate), speedup: null, delay: ceiling.delay });
+      rows.push({
+        mode: `direct, ${MAX_THREADS} at once (machine ceiling)`,
+        threads: MAX_THREADS,
+        seconds: ceiling.seconds,
+        rate,
+        efficiency: rate / (MAX_THREADS * directRate),
+        speedup: null,
+        delay: ceiling.delay,
+      });
     }
     const oneThread = pooled.has(1) ? (JOBS * thumbsPerJob) / pooled.get(1)!.seconds : undefined;
     for (const threads of THREADS) {
@@ -230,7 +287,15 @@ async function main(): Promise<void> {
       });
     }
 
-    const result = { machine: machine(), jobs: JOBS, widths: WIDTHS, format: FORMAT, rounds: ROUNDS, thumbnails: JOBS * thumbsPerJob, rows };
+    const result = {
+      machine: machine(),
+      jobs: JOBS,
+      widths: WIDTHS,
+      format: FORMAT,
+      rounds: ROUNDS,
+      thumbnails: JOBS * thumbsPerJob,
+      rows,
+    };
     if (args.json) {
       process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
       return;
@@ -242,7 +307,10 @@ async function main(): Promise<void> {
       '',
       '| run | seconds | thumbnails/s | efficiency | speed-up vs 1 thread | loop delay p50 / p99 / max (ms) |',
       '|---|---:|---:|---:|---:|---:|',
-      ...rows.map((r) => `| ${r.mode} | ${f(r.seconds)} | ${f(r.rate)} | ${f(r.efficiency)} | ${f(r.speedup)} | ${f(r.delay.p50Ms, 1)} / ${f(r.delay.p99Ms, 1)} / ${f(r.delay.maxMs, 1)} |`),
+      ...rows.map(
+        (r) =>
+          `| ${r.mode} | ${f(r.seconds)} | ${f(r.rate)} | ${f(r.efficiency)} | ${f(r.speedup)} | ${f(r.delay.p50Ms, 1)} / ${f(r.delay.p99Ms, 1)} / ${f(r.delay.maxMs, 1)} |`,
+      ),
     ];
     process.stdout.write(`${lines.join('\n')}\n`);
   } finally {

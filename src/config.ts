@@ -80,7 +80,8 @@ const QUEUE_KEYS = ['concurrency', 'jobsPerThread', 'prefetch', 'timeout'] as co
 const SCHEDULE_KEYS = ['name', 'cron', 'kind', 'payload', 'queue', 'priority', 'timezone'] as const;
 
 function durationFormat(value: unknown) {
-  if (typeof value !== 'string' && typeof value !== 'number') throw new Error('must be a duration such as "30s" or "5m"');
+  if (typeof value !== 'string' && typeof value !== 'number')
+    throw new Error('must be a duration such as "30s" or "5m"');
   parseDuration(value);
 }
 
@@ -119,16 +120,23 @@ function checkKeys(where: string, value: Record<string, unknown>, allowed: reado
 }
 
 function validateQueues(value: unknown) {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error('queues must be an object of queue name → settings');
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new Error('queues must be an object of queue name → settings');
   for (const [name, q] of Object.entries(value)) {
-    if (!QUEUE_NAME.test(name)) throw new Error(`queue name ${JSON.stringify(name)} must be 1-200 characters of letters, digits, _ : - (no dots)`);
+    if (!QUEUE_NAME.test(name))
+      throw new Error(
+        `queue name ${JSON.stringify(name)} must be 1-200 characters of letters, digits, _ : - (no dots)`,
+      );
     if (typeof q !== 'object' || q === null || Array.isArray(q)) throw new Error(`queues.${name} must be an object`);
     const settings = q as Record<string, unknown>;
     checkKeys(`queues.${name}`, settings, QUEUE_KEYS);
-    if (settings.concurrency !== undefined) guard(`queues.${name}.concurrency`, () => intIn(1, 10_000)(settings.concurrency));
-    if (settings.jobsPerThread !== undefined) guard(`queues.${name}.jobsPerThread`, () => intIn(1, 1000)(settings.jobsPerThread));
+    if (settings.concurrency !== undefined)
+      guard(`queues.${name}.concurrency`, () => intIn(1, 10_000)(settings.concurrency));
+    if (settings.jobsPerThread !== undefined)
+      guard(`queues.${name}.jobsPerThread`, () => intIn(1, 1000)(settings.jobsPerThread));
     if (settings.prefetch !== undefined) guard(`queues.${name}.prefetch`, () => intIn(0, 10_000)(settings.prefetch));
-    if (settings.timeout !== undefined && settings.timeout !== null) guard(`queues.${name}.timeout`, () => parseDuration(settings.timeout as string));
+    if (settings.timeout !== undefined && settings.timeout !== null)
+      guard(`queues.${name}.timeout`, () => parseDuration(settings.timeout as string));
   }
 }
 
@@ -141,19 +149,26 @@ function validateSchedules(value: unknown) {
     const sched = s as Record<string, unknown>;
     checkKeys(where, sched, SCHEDULE_KEYS);
     for (const key of ['name', 'cron', 'kind'] as const) {
-      if (typeof sched[key] !== 'string' || (sched[key] as string).length === 0) throw new Error(`${where}.${key} must be a non-empty string`);
+      if (typeof sched[key] !== 'string' || (sched[key] as string).length === 0)
+        throw new Error(`${where}.${key} must be a non-empty string`);
     }
     if (names.has(sched.name as string)) throw new Error(`${where}.name "${String(sched.name)}" is used twice`);
     names.add(sched.name as string);
-    if (sched.payload !== undefined && (typeof sched.payload !== 'object' || sched.payload === null || Array.isArray(sched.payload))) {
+    if (
+      sched.payload !== undefined &&
+      (typeof sched.payload !== 'object' || sched.payload === null || Array.isArray(sched.payload))
+    ) {
       throw new Error(`${where}.payload must be a JSON object`);
     }
-    if (sched.queue !== undefined && (typeof sched.queue !== 'string' || !QUEUE_NAME.test(sched.queue))) throw new Error(`${where}.queue must be a queue name`);
+    if (sched.queue !== undefined && (typeof sched.queue !== 'string' || !QUEUE_NAME.test(sched.queue)))
+      throw new Error(`${where}.queue must be a queue name`);
     if (sched.priority !== undefined) guard(`${where}.priority`, () => intIn(-1_000_000, 1_000_000)(sched.priority));
     try {
       CronExpressionParser.parse(sched.cron as string, sched.timezone ? { tz: sched.timezone as string } : {});
     } catch (err) {
-      throw new Error(`${where}.cron "${String(sched.cron)}" is not a valid cron expression: ${(err as Error).message}`);
+      throw new Error(
+        `${where}.cron "${String(sched.cron)}" is not a valid cron expression: ${(err as Error).message}`,
+      );
     }
   });
 }
@@ -168,24 +183,75 @@ function guard(where: string, check: () => void) {
 
 const schema = {
   database: {
-    url: { doc: 'PostgreSQL connection string. Empty: start the embedded PostgreSQL (development only).', format: String, default: '', env: 'DATABASE_URL', sensitive: true },
-    poolSize: { doc: 'Connections in the supervisor\'s pool (plus one for LISTEN).', format: intIn(1, 1000), default: 10, env: 'DATABASE_POOL_SIZE' },
-    schema: { doc: 'Schema holding the jobs table.', format: (v: unknown) => { if (typeof v !== 'string' || !/^[a-z_][a-z0-9_]{0,62}$/.test(v)) throw new Error('must be a lower-case SQL identifier'); }, default: 'jobvisor', env: 'JOBVISOR_SCHEMA' },
+    url: {
+      doc: 'PostgreSQL connection string. Empty: start the embedded PostgreSQL (development only).',
+      format: String,
+      default: '',
+      env: 'DATABASE_URL',
+      sensitive: true,
+    },
+    poolSize: {
+      doc: "Connections in the supervisor's pool (plus one for LISTEN).",
+      format: intIn(1, 1000),
+      default: 10,
+      env: 'DATABASE_POOL_SIZE',
+    },
+    schema: {
+      doc: 'Schema holding the jobs table.',
+      format: (v: unknown) => {
+        if (typeof v !== 'string' || !/^[a-z_][a-z0-9_]{0,62}$/.test(v))
+          throw new Error('must be a lower-case SQL identifier');
+      },
+      default: 'jobvisor',
+      env: 'JOBVISOR_SCHEMA',
+    },
     embedded: {
-      dir: { doc: 'Data folder of the embedded PostgreSQL.', format: String, default: '.jobvisor/postgres', env: 'JOBVISOR_EMBEDDED_DIR' },
-      port: { doc: 'Port of the embedded PostgreSQL (loopback only).', format: 'port', default: 54329, env: 'JOBVISOR_EMBEDDED_PORT' },
+      dir: {
+        doc: 'Data folder of the embedded PostgreSQL.',
+        format: String,
+        default: '.jobvisor/postgres',
+        env: 'JOBVISOR_EMBEDDED_DIR',
+      },
+      port: {
+        doc: 'Port of the embedded PostgreSQL (loopback only).',
+        format: 'port',
+        default: 54329,
+        env: 'JOBVISOR_EMBEDDED_PORT',
+      },
     },
   },
   tasks: {
-    dir: { doc: 'Folder of user tasks: one <kind>.js or <kind>.ts file per kind.', format: String, default: '', env: 'JOBVISOR_TASKS_DIR' },
+    dir: {
+      doc: 'Folder of user tasks: one <kind>.js or <kind>.ts file per kind.',
+      format: String,
+      default: '',
+      env: 'JOBVISOR_TASKS_DIR',
+    },
   },
   pool: {
-    maxThreads: { doc: 'Worker threads in the Piscina pool.', format: intIn(1, 256), default: availableParallelism(), env: 'JOBVISOR_MAX_THREADS' },
+    maxThreads: {
+      doc: 'Worker threads in the Piscina pool.',
+      format: intIn(1, 256),
+      default: availableParallelism(),
+      env: 'JOBVISOR_MAX_THREADS',
+    },
     idleTimeout: { doc: 'An idle thread above one is closed after this long.', format: timerFormat(0), default: '60s' },
-    maxOldGenerationSizeMb: { doc: 'Heap limit per worker thread in MB (0: Node\'s default). A task above it fails its job with an out-of-memory error.', format: intIn(0, 65_536), default: 0 },
-    maxYoungGenerationSizeMb: { doc: 'Young-generation limit per worker thread in MB (0: Node\'s default).', format: intIn(0, 4096), default: 0 },
-    stackSizeMb: { doc: 'Stack size per worker thread in MB (0: Node\'s default).', format: intIn(0, 1024), default: 0 },
-    dbPoolSize: { doc: 'Connections of the pool each worker thread offers tasks as ctx.db (opened lazily).', format: intIn(1, 100), default: 2 },
+    maxOldGenerationSizeMb: {
+      doc: "Heap limit per worker thread in MB (0: Node's default). A task above it fails its job with an out-of-memory error.",
+      format: intIn(0, 65_536),
+      default: 0,
+    },
+    maxYoungGenerationSizeMb: {
+      doc: "Young-generation limit per worker thread in MB (0: Node's default).",
+      format: intIn(0, 4096),
+      default: 0,
+    },
+    stackSizeMb: { doc: "Stack size per worker thread in MB (0: Node's default).", format: intIn(0, 1024), default: 0 },
+    dbPoolSize: {
+      doc: 'Connections of the pool each worker thread offers tasks as ctx.db (opened lazily).',
+      format: intIn(1, 100),
+      default: 2,
+    },
   },
   queues: {
     doc: 'Queues this supervisor serves: name → { concurrency, jobsPerThread, prefetch, timeout }. Layers merge by queue name.',
@@ -193,21 +259,47 @@ const schema = {
     default: { default: { concurrency: 10, jobsPerThread: 10, prefetch: 0 } } as Record<string, Partial<QueueSettings>>,
   },
   jobs: {
-    lease: { doc: 'Lease of a running job, renewed by heartbeat every lease/3.', format: timerFormat(3000), default: '15s' },
-    timeout: { doc: 'A job running longer is aborted (its thread terminated) and retried.', format: durationFormat, default: '5m' },
-    maxAttempts: { doc: 'Attempts for jobs enqueued by the CLI and schedules when none is given.', format: intIn(1, 1000), default: 8 },
-    maxPayloadBytes: { doc: 'Largest payload enqueue accepts, in bytes of JSON.', format: intIn(2, 100 * 1024 * 1024), default: 1024 * 1024 },
+    lease: {
+      doc: 'Lease of a running job, renewed by heartbeat every lease/3.',
+      format: timerFormat(3000),
+      default: '15s',
+    },
+    timeout: {
+      doc: 'A job running longer is aborted (its thread terminated) and retried.',
+      format: durationFormat,
+      default: '5m',
+    },
+    maxAttempts: {
+      doc: 'Attempts for jobs enqueued by the CLI and schedules when none is given.',
+      format: intIn(1, 1000),
+      default: 8,
+    },
+    maxPayloadBytes: {
+      doc: 'Largest payload enqueue accepts, in bytes of JSON.',
+      format: intIn(2, 100 * 1024 * 1024),
+      default: 1024 * 1024,
+    },
   },
   backoff: {
     base: { doc: 'Delay before the first retry; doubles each attempt.', format: durationFormat, default: '1s' },
     max: { doc: 'Cap on the retry delay.', format: durationFormat, default: '1h' },
-    jitter: { doc: 'Fraction of the delay drawn at random (0: none, 1: full jitter).', format: (v: unknown) => { if (typeof v !== 'number' || v < 0 || v > 1) throw new Error('must be a number from 0 to 1'); }, default: 0.5 },
+    jitter: {
+      doc: 'Fraction of the delay drawn at random (0: none, 1: full jitter).',
+      format: (v: unknown) => {
+        if (typeof v !== 'number' || v < 0 || v > 1) throw new Error('must be a number from 0 to 1');
+      },
+      default: 0.5,
+    },
   },
   poll: {
     interval: { doc: 'Fallback poll when no notification arrives.', format: timerFormat(50), default: '2s' },
   },
   completer: {
-    flushInterval: { doc: 'Outcomes wait at most this long to be written in one batch.', format: timerFormat(0), default: '2ms' },
+    flushInterval: {
+      doc: 'Outcomes wait at most this long to be written in one batch.',
+      format: timerFormat(0),
+      default: '2ms',
+    },
     batchSize: { doc: 'Outcomes written per statement at most.', format: intIn(1, 10_000), default: 1000 },
   },
   reaper: {
@@ -216,13 +308,21 @@ const schema = {
   },
   cleanup: {
     interval: { doc: 'How often old finished jobs are deleted.', format: timerFormat(1000), default: '1m' },
-    retention: { doc: 'Done and cancelled jobs are kept this long after they finish.', format: durationFormat, default: '3d' },
+    retention: {
+      doc: 'Done and cancelled jobs are kept this long after they finish.',
+      format: durationFormat,
+      default: '3d',
+    },
     failedRetention: { doc: 'Failed jobs (dead letters) are kept this long.', format: durationFormat, default: '30d' },
     batchSize: { doc: 'Rows deleted per statement.', format: intIn(1, 100_000), default: 1000 },
   },
   scheduler: {
     interval: { doc: 'How often schedules are checked for due fire times.', format: timerFormat(100), default: '1s' },
-    catchUp: { doc: 'Fire times missed while no supervisor ran are enqueued if younger than this.', format: durationFormat, default: '1h' },
+    catchUp: {
+      doc: 'Fire times missed while no supervisor ran are enqueued if younger than this.',
+      format: durationFormat,
+      default: '1h',
+    },
   },
   schedules: {
     doc: 'Recurring jobs: list of { name, cron, kind, payload, queue, priority, timezone }.',
@@ -230,32 +330,73 @@ const schema = {
     default: [] as unknown[],
   },
   shutdown: {
-    grace: { doc: 'On SIGTERM running jobs may finish within this long; then they are aborted and handed back.', format: timerFormat(0), default: '25s' },
+    grace: {
+      doc: 'On SIGTERM running jobs may finish within this long; then they are aborted and handed back.',
+      format: timerFormat(0),
+      default: '25s',
+    },
   },
   metrics: {
-    port: { doc: 'Port of /metrics, /healthz and /readyz (0: a free port).', format: 'port', default: 9464, env: 'METRICS_PORT' },
+    port: {
+      doc: 'Port of /metrics, /healthz and /readyz (0: a free port).',
+      format: 'port',
+      default: 9464,
+      env: 'METRICS_PORT',
+    },
     host: { doc: 'Address the metrics server binds.', format: String, default: '0.0.0.0', env: 'METRICS_HOST' },
     refresh: { doc: 'Database gauges are re-read at most this often.', format: durationFormat, default: '5s' },
   },
   log: {
-    level: { doc: 'pino level.', format: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info', env: 'LOG_LEVEL' },
+    level: {
+      doc: 'pino level.',
+      format: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
+      default: 'info',
+      env: 'LOG_LEVEL',
+    },
   },
   supervisor: {
-    name: { doc: 'Name of this supervisor in logs and locked_by (a process-unique suffix is always added).', format: String, default: '', env: 'JOBVISOR_SUPERVISOR_NAME' },
+    name: {
+      doc: 'Name of this supervisor in logs and locked_by (a process-unique suffix is always added).',
+      format: String,
+      default: '',
+      env: 'JOBVISOR_SUPERVISOR_NAME',
+    },
   },
   thumbnails: {
-    dir: { doc: 'Default output folder of the thumbnail task.', format: String, default: '.jobvisor/thumbnails', env: 'JOBVISOR_THUMBNAILS_DIR' },
+    dir: {
+      doc: 'Default output folder of the thumbnail task.',
+      format: String,
+      default: '.jobvisor/thumbnails',
+      env: 'JOBVISOR_THUMBNAILS_DIR',
+    },
     format: { doc: 'Image format of thumbnails.', format: ['webp', 'jpeg', 'png', 'avif'], default: 'webp' },
   },
   reports: {
-    dir: { doc: 'Output folder of the daily_report task.', format: String, default: '.jobvisor/reports', env: 'JOBVISOR_REPORTS_DIR' },
+    dir: {
+      doc: 'Output folder of the daily_report task.',
+      format: String,
+      default: '.jobvisor/reports',
+      env: 'JOBVISOR_REPORTS_DIR',
+    },
   },
 };
 
 const DURATION_PATHS = [
-  'pool.idleTimeout', 'jobs.lease', 'jobs.timeout', 'backoff.base', 'backoff.max', 'poll.interval', 'completer.flushInterval',
-  'reaper.interval', 'cleanup.interval', 'cleanup.retention', 'cleanup.failedRetention', 'scheduler.interval', 'scheduler.catchUp',
-  'shutdown.grace', 'metrics.refresh',
+  'pool.idleTimeout',
+  'jobs.lease',
+  'jobs.timeout',
+  'backoff.base',
+  'backoff.max',
+  'poll.interval',
+  'completer.flushInterval',
+  'reaper.interval',
+  'cleanup.interval',
+  'cleanup.retention',
+  'cleanup.failedRetention',
+  'scheduler.interval',
+  'scheduler.catchUp',
+  'shutdown.grace',
+  'metrics.refresh',
 ];
 
 /**
@@ -271,7 +412,9 @@ function withSecretFile(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   try {
     url = readFileSync(file, 'utf8').trim();
   } catch (err) {
-    throw new ConfigError(`invalid configuration: DATABASE_URL_FILE names ${file}, which cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+    throw new ConfigError(
+      `invalid configuration: DATABASE_URL_FILE names ${file}, which cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+    );
   }
   return { ...env, DATABASE_URL: url };
 }
@@ -301,7 +444,8 @@ export function loadConfig(options: LoadOptions = {}): Settings {
   if (env.NODE_ENV) files.push(path.join(configDir, `${env.NODE_ENV}.json`));
   const layered = files.filter((f) => existsSync(f));
   if (env.JOBVISOR_CONFIG) {
-    if (!existsSync(env.JOBVISOR_CONFIG)) throw new ConfigError(`JOBVISOR_CONFIG names ${env.JOBVISOR_CONFIG}, which does not exist`);
+    if (!existsSync(env.JOBVISOR_CONFIG))
+      throw new ConfigError(`JOBVISOR_CONFIG names ${env.JOBVISOR_CONFIG}, which does not exist`);
     layered.push(env.JOBVISOR_CONFIG);
   }
   layered.push(...(options.files ?? []));
@@ -312,7 +456,9 @@ export function loadConfig(options: LoadOptions = {}): Settings {
     for (const file of layered) {
       const layer = readJson(file);
       if (isPlainObject(layer.database) && 'url' in layer.database) {
-        throw new ConfigError(`invalid configuration: database.url holds credentials and may not be set in ${file} (a ConfigMap is not a secret): use DATABASE_URL or DATABASE_URL_FILE`);
+        throw new ConfigError(
+          `invalid configuration: database.url holds credentials and may not be set in ${file} (a ConfigMap is not a secret): use DATABASE_URL or DATABASE_URL_FILE`,
+        );
       }
       merged = deepMerge(merged, layer);
     }
@@ -335,7 +481,8 @@ export function loadConfig(options: LoadOptions = {}): Settings {
 /** No value may hold NUL: no PostgreSQL text, file name or host name can (supervisor.name becomes locked_by). */
 function checkNoNul(value: unknown, where: string): void {
   if (typeof value === 'string') {
-    if (value.includes('\u0000')) throw new ConfigError(`invalid configuration: ${where} contains a NUL character (\\u0000)`);
+    if (value.includes('\u0000'))
+      throw new ConfigError(`invalid configuration: ${where} contains a NUL character (\\u0000)`);
   } else if (Array.isArray(value)) {
     value.forEach((v, i) => checkNoNul(v, `${where}[${i}]`));
   } else if (isPlainObject(value)) {
@@ -350,7 +497,9 @@ function checkUnknownKeys(value: Record<string, unknown>, node: Record<string, u
     const spec = node[key] as Record<string, unknown> | undefined;
     if (!spec || typeof spec !== 'object') {
       const near = closestKey(here, allKeys(schema).concat(Object.keys(schema)));
-      throw new ConfigError(`invalid configuration: unknown key ${JSON.stringify(here)}${near ? ` (did you mean "${near}"?)` : ''}`);
+      throw new ConfigError(
+        `invalid configuration: unknown key ${JSON.stringify(here)}${near ? ` (did you mean "${near}"?)` : ''}`,
+      );
     }
     if (!('default' in spec) && isPlainObject(child)) checkUnknownKeys(child, spec, here);
   }
@@ -375,7 +524,8 @@ function deepMerge(a: Record<string, unknown>, b: Record<string, unknown>): Reco
   const out: Record<string, unknown> = { ...a };
   for (const [key, value] of Object.entries(b)) {
     if (key === '__proto__' || key === 'constructor') continue;
-    out[key] = isPlainObject(value) && isPlainObject(out[key]) ? deepMerge(out[key] as Record<string, unknown>, value) : value;
+    out[key] =
+      isPlainObject(value) && isPlainObject(out[key]) ? deepMerge(out[key] as Record<string, unknown>, value) : value;
   }
   return out;
 }
@@ -408,7 +558,10 @@ function finish(raw: Record<string, unknown>): Settings {
   }
   const settings = raw as unknown as Settings;
   const queues: Record<string, QueueSettings> = {};
-  const given = settings.queues as unknown as Record<string, Partial<QueueSettings> & { timeout?: string | number | null }>;
+  const given = settings.queues as unknown as Record<
+    string,
+    Partial<QueueSettings> & { timeout?: string | number | null }
+  >;
   if (!given.default) given.default = {};
   for (const [name, q] of Object.entries(given)) {
     queues[name] = {
@@ -428,7 +581,8 @@ function finish(raw: Record<string, unknown>): Settings {
     priority: s.priority ?? 0,
     timezone: s.timezone ?? null,
   }));
-  if (settings.jobs.lease < 3000) throw new ConfigError('invalid configuration: jobs.lease must be at least 3s (heartbeats run every lease/3)');
+  if (settings.jobs.lease < 3000)
+    throw new ConfigError('invalid configuration: jobs.lease must be at least 3s (heartbeats run every lease/3)');
   return settings;
 }
 

@@ -38,9 +38,21 @@ const RETRYABLE_SQLSTATE = new Set([
   '57P03', // cannot_connect_now (starting up)
   '53300', // too_many_connections
   '53400', // configuration_limit_exceeded
-  '08000', '08003', '08006', '08001', '08004', // connection exceptions
+  '08000',
+  '08003',
+  '08006',
+  '08001',
+  '08004', // connection exceptions
 ]);
-const RETRYABLE_NODE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH']);
+const RETRYABLE_NODE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+]);
 
 /** True when the error is a lost connection, a restart or a transient conflict. */
 export function isRetryableDbError(err: unknown): boolean {
@@ -48,7 +60,9 @@ export function isRetryableDbError(err: unknown): boolean {
   if (!e) return false;
   if (e.code && (RETRYABLE_SQLSTATE.has(e.code) || RETRYABLE_NODE_CODES.has(e.code))) return true;
   const message = e.message ?? '';
-  return /Connection terminated|connection timeout|Client has encountered a connection error|timeout exceeded when trying to connect|Client was closed/i.test(message);
+  return /Connection terminated|connection timeout|Client has encountered a connection error|timeout exceeded when trying to connect|Client was closed/i.test(
+    message,
+  );
 }
 
 /** A short description of an error for logs and last_error, never including a connection string. */

@@ -9,21 +9,41 @@ import pino, { type Logger } from 'pino';
 export type { Logger };
 
 const REDACT = [
-  'password', '*.password', 'databaseUrl', '*.databaseUrl', 'connectionString', '*.connectionString',
-  'url', '*.url', 'database.url', '*.database.url', 'env.DATABASE_URL', '*.env.DATABASE_URL',
+  'password',
+  '*.password',
+  'databaseUrl',
+  '*.databaseUrl',
+  'connectionString',
+  '*.connectionString',
+  'url',
+  '*.url',
+  'database.url',
+  '*.database.url',
+  'env.DATABASE_URL',
+  '*.env.DATABASE_URL',
 ];
 
 export function createLogger(options: { level?: string; name?: string; pretty?: boolean; fd?: 1 | 2 } = {}): Logger {
   const fd = options.fd ?? 1;
   const stream = fd === 1 ? process.stdout : process.stderr;
   const pretty = options.pretty ?? (stream.isTTY === true && hasPinoPretty());
-  return pino({
-    name: options.name ?? 'jobvisor',
-    level: options.level ?? 'info',
-    redact: { paths: REDACT, censor: '[redacted]' },
-    serializers: { err: serializeError },
-    ...(pretty ? { transport: { target: 'pino-pretty', options: { destination: fd, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' } } } : {}),
-  }, pretty ? undefined : pino.destination({ dest: fd, sync: true }));
+  return pino(
+    {
+      name: options.name ?? 'jobvisor',
+      level: options.level ?? 'info',
+      redact: { paths: REDACT, censor: '[redacted]' },
+      serializers: { err: serializeError },
+      ...(pretty
+        ? {
+            transport: {
+              target: 'pino-pretty',
+              options: { destination: fd, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' },
+            },
+          }
+        : {}),
+    },
+    pretty ? undefined : pino.destination({ dest: fd, sync: true }),
+  );
 }
 
 /**

@@ -3,4 +3,6 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { PACKAGE_ROOT } from './config.ts';
 
-export const VERSION: string = (JSON.parse(readFileSync(path.join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+export const VERSION: string = (
+  JSON.parse(readFileSync(path.join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string }
+).version;

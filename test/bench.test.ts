@@ -11,7 +11,10 @@ import { BIN } from './helpers/supervisor.ts';
 function bench(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const server = process.env.JOBVISOR_TEST_DATABASE_URL as string;
-    const child = spawn(process.execPath, [BIN, 'bench', ...args], { env: { ...process.env, DATABASE_URL: server, JOBVISOR_CONFIG: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [BIN, 'bench', ...args], {
+      env: { ...process.env, DATABASE_URL: server, JOBVISOR_CONFIG: '' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
@@ -23,15 +26,45 @@ function bench(args: string[]): Promise<{ code: number | null; stdout: string; s
 describe('jobvisor bench', () => {
   it('runs every scenario with a tiny N and prints one JSON object per result', async () => {
     const r = await bench([
-      '--json', '--runs', '1', '--jobs', '300', '--samples', '10', '--processes', '2',
-      '--scenario', 'enqueue,process,processes,pickup,deep,sustained',
-      '--deep-pending', '3000', '--deep-done', '5000', '--duration', '3s',
+      '--json',
+      '--runs',
+      '1',
+      '--jobs',
+      '300',
+      '--samples',
+      '10',
+      '--processes',
+      '2',
+      '--scenario',
+      'enqueue,process,processes,pickup,deep,sustained',
+      '--deep-pending',
+      '3000',
+      '--deep-done',
+      '5000',
+      '--duration',
+      '3s',
     ]);
     assert.equal(r.code, 0, r.stderr);
-    const rows = r.stdout.trim().split('\n').map((line) => JSON.parse(line) as { scenario: string; system: string; median: number; unit: string });
+    const rows = r.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { scenario: string; system: string; median: number; unit: string });
     const scenarios = new Set(rows.map((row) => row.scenario));
-    for (const s of ['enqueue', 'process', 'process x2', 'pickup p50', 'pickup p99', 'claim+complete of 50', 'sustained']) assert.ok(scenarios.has(s), `scenario ${s} reported`);
-    for (const row of rows) assert.ok(Number.isFinite(row.median) && row.median > 0, `${row.scenario} ${row.system}: ${row.median} ${row.unit}`);
+    for (const s of [
+      'enqueue',
+      'process',
+      'process x2',
+      'pickup p50',
+      'pickup p99',
+      'claim+complete of 50',
+      'sustained',
+    ])
+      assert.ok(scenarios.has(s), `scenario ${s} reported`);
+    for (const row of rows)
+      assert.ok(
+        Number.isFinite(row.median) && row.median > 0,
+        `${row.scenario} ${row.system}: ${row.median} ${row.unit}`,
+      );
   });
 
   it('rejects bad options with exit 2', async () => {

@@ -39,15 +39,25 @@ const CONFIG = {
 };
 
 async function supervisor(): Promise<SpawnedSupervisor> {
-  const s = await spawnSupervisor({ databaseUrl: db.url, tasksDir: FIXTURE_TASKS, config: CONFIG, env: { WELCOME_EMAIL_SEND_MS: '40' }, readyTimeoutMs: 60_000 });
+  const s = await spawnSupervisor({
+    databaseUrl: db.url,
+    tasksDir: FIXTURE_TASKS,
+    config: CONFIG,
+    env: { WELCOME_EMAIL_SEND_MS: '40' },
+    readyTimeoutMs: 60_000,
+  });
   everyone.push(s);
   return s;
 }
 
 before(async () => {
   db = await createTestDatabase('chaos_kill');
-  await db.pool.query('CREATE TABLE chaos_runs (job_id bigint NOT NULL, attempt int NOT NULL, pid int NOT NULL, at timestamptz DEFAULT clock_timestamp())');
-  await db.pool.query('CREATE TABLE public.emails_sent (user_id bigint PRIMARY KEY, job_id bigint NOT NULL, sent_at timestamptz NOT NULL DEFAULT now())');
+  await db.pool.query(
+    'CREATE TABLE chaos_runs (job_id bigint NOT NULL, attempt int NOT NULL, pid int NOT NULL, at timestamptz DEFAULT clock_timestamp())',
+  );
+  await db.pool.query(
+    'CREATE TABLE public.emails_sent (user_id bigint PRIMARY KEY, job_id bigint NOT NULL, sent_at timestamptz NOT NULL DEFAULT now())',
+  );
 });
 
 after(async () => {
@@ -86,7 +96,13 @@ describe('chaos: kill -9 storm', () => {
       // kill the last supervisor standing (replacements join when ready).
       const pause = 1000 + Math.floor(random() * 1500);
       const resumeAt = Date.now() + pause;
-      await until('pause between kills', async () => (Date.now() >= resumeAt && working.length >= 2) || (await done()) >= JOBS * 0.9, (v) => v, 60_000, 100);
+      await until(
+        'pause between kills',
+        async () => (Date.now() >= resumeAt && working.length >= 2) || (await done()) >= JOBS * 0.9,
+        (v) => v,
+        60_000,
+        100,
+      );
       if ((await done()) >= JOBS * 0.9) break;
       const victim = working.splice(Math.floor(random() * working.length), 1)[0] as SpawnedSupervisor;
       victim.child.kill('SIGKILL');
@@ -95,13 +111,31 @@ describe('chaos: kill -9 storm', () => {
       killed.add(victim.pid);
       kills++;
       // Jobs the victim held at its death: how long until others have taken them all over?
-      const held = (await db.pool.query<{ id: string }>("SELECT id FROM jobvisor.jobs WHERE status = 'running' AND locked_by LIKE $1", [`%:${victim.pid}:%`])).rows.map((r) => r.id);
+      const held = (
+        await db.pool.query<{ id: string }>(
+          "SELECT id FROM jobvisor.jobs WHERE status = 'running' AND locked_by LIKE $1",
+          [`%:${victim.pid}:%`],
+        )
+      ).rows.map((r) => r.id);
       heldAtDeath.push(held.length);
-      watches.push((async () => {
-        if (held.length === 0) return;
-        await until(`jobs of killed ${victim.pid} taken over`, () => count(db.pool, "SELECT count(*)::int AS n FROM jobvisor.jobs WHERE id = ANY($1) AND status = 'running' AND locked_by LIKE $2", [held, `%:${victim.pid}:%`]), (n) => n === 0, 60_000, 100);
-        recoveries.push(Date.now() - killedAt);
-      })());
+      watches.push(
+        (async () => {
+          if (held.length === 0) return;
+          await until(
+            `jobs of killed ${victim.pid} taken over`,
+            () =>
+              count(
+                db.pool,
+                "SELECT count(*)::int AS n FROM jobvisor.jobs WHERE id = ANY($1) AND status = 'running' AND locked_by LIKE $2",
+                [held, `%:${victim.pid}:%`],
+              ),
+            (n) => n === 0,
+            60_000,
+            100,
+          );
+          recoveries.push(Date.now() - killedAt);
+        })(),
+      );
       starting.push(supervisor().then((s) => void working.push(s)));
     }
     await until('all 10,000 jobs done', done, (n) => n === JOBS, 120_000, 200);
@@ -109,16 +143,29 @@ describe('chaos: kill -9 storm', () => {
     await Promise.all([...watches, ...starting]);
 
     const statuses = await statusCounts(db.pool);
-    const runs = (await db.pool.query<{ job_id: string; pids: number[] }>(
-      'SELECT job_id, array_agg(pid ORDER BY at) AS pids FROM chaos_runs GROUP BY job_id HAVING count(*) > 1')).rows;
+    const runs = (
+      await db.pool.query<{ job_id: string; pids: number[] }>(
+        'SELECT job_id, array_agg(pid ORDER BY at) AS pids FROM chaos_runs GROUP BY job_id HAVING count(*) > 1',
+      )
+    ).rows;
     const reruns = await count(db.pool, 'SELECT (count(*) - count(DISTINCT job_id))::int AS n FROM chaos_runs');
     const chaosRunJobs = await count(db.pool, "SELECT count(*)::int AS n FROM jobvisor.jobs WHERE kind = 'chaos_run'");
     const ranChaosRunJobs = await count(db.pool, 'SELECT count(DISTINCT job_id)::int AS n FROM chaos_runs');
-    const attempts = (await db.pool.query<{ attempts: number; n: number }>('SELECT attempts, count(*)::int AS n FROM jobvisor.jobs GROUP BY 1 ORDER BY 1')).rows;
-    const leaseErrors = (await db.pool.query<{ error: string }>(
-      "SELECT e ->> 'error' AS error FROM jobvisor.jobs, jsonb_array_elements(errors) e WHERE e ->> 'error' LIKE 'lease expired%'")).rows;
-    const otherErrors = (await db.pool.query<{ error: string; n: number }>(
-      "SELECT e ->> 'error' AS error, count(*)::int AS n FROM jobvisor.jobs, jsonb_array_elements(errors) e WHERE e ->> 'error' NOT LIKE 'lease expired%' GROUP BY 1")).rows;
+    const attempts = (
+      await db.pool.query<{ attempts: number; n: number }>(
+        'SELECT attempts, count(*)::int AS n FROM jobvisor.jobs GROUP BY 1 ORDER BY 1',
+      )
+    ).rows;
+    const leaseErrors = (
+      await db.pool.query<{ error: string }>(
+        "SELECT e ->> 'error' AS error FROM jobvisor.jobs, jsonb_array_elements(errors) e WHERE e ->> 'error' LIKE 'lease expired%'",
+      )
+    ).rows;
+    const otherErrors = (
+      await db.pool.query<{ error: string; n: number }>(
+        "SELECT e ->> 'error' AS error, count(*)::int AS n FROM jobvisor.jobs, jsonb_array_elements(errors) e WHERE e ->> 'error' NOT LIKE 'lease expired%' GROUP BY 1",
+      )
+    ).rows;
     const sentRows = await count(db.pool, 'SELECT count(*)::int AS n FROM public.emails_sent');
     // "welcome email sent" lines by process: the send (a log line inside the
     // transaction that records it) repeats only if its process died before commit.
@@ -134,9 +181,21 @@ describe('chaos: kill -9 storm', () => {
     const repeatedSends = [...sendsByUser.entries()].filter(([, l]) => l.length > 1);
 
     report('kill-storm', {
-      seed, jobs: JOBS, kills, elapsedMs, jobsPerSecond: Math.round(JOBS / (elapsedMs / 1000)), statuses,
-      reRuns: reruns, jobsRunMoreThanOnce: runs.length, attempts, expiredLeases: leaseErrors.length, otherErrors,
-      jobsHeldByVictim: heldAtDeath, takeoverMs: summary(recoveries), emailsSent: sentRows, repeatedSendLogLines: repeatedSends.length,
+      seed,
+      jobs: JOBS,
+      kills,
+      elapsedMs,
+      jobsPerSecond: Math.round(JOBS / (elapsedMs / 1000)),
+      statuses,
+      reRuns: reruns,
+      jobsRunMoreThanOnce: runs.length,
+      attempts,
+      expiredLeases: leaseErrors.length,
+      otherErrors,
+      jobsHeldByVictim: heldAtDeath,
+      takeoverMs: summary(recoveries),
+      emailsSent: sentRows,
+      repeatedSendLogLines: repeatedSends.length,
     });
 
     assert.ok(kills >= 5, `at least five kills happened (${kills})`);
@@ -144,8 +203,14 @@ describe('chaos: kill -9 storm', () => {
     assert.equal(ranChaosRunJobs, chaosRunJobs, 'every chaos_run job ran');
     for (const r of runs) {
       const survivors = r.pids.filter((p) => !killed.has(p));
-      assert.ok(r.pids.some((p) => killed.has(p)), `job ${r.job_id} ran ${r.pids.length} times (${r.pids}) without a killed process among them`);
-      assert.ok(survivors.length <= 1, `job ${r.job_id} ran ${survivors.length} times in processes that were never killed`);
+      assert.ok(
+        r.pids.some((p) => killed.has(p)),
+        `job ${r.job_id} ran ${r.pids.length} times (${r.pids}) without a killed process among them`,
+      );
+      assert.ok(
+        survivors.length <= 1,
+        `job ${r.job_id} ran ${survivors.length} times in processes that were never killed`,
+      );
     }
     for (const { error } of leaseErrors) {
       const pid = Number(/supervisor [^:]*:(\d+):/.exec(error)?.[1]);
@@ -155,7 +220,10 @@ describe('chaos: kill -9 storm', () => {
     assert.equal(sentRows, USERS, 'one emails_sent row per user');
     for (const [user, sends] of repeatedSends) {
       const bySurvivors = sends.filter((s) => !killed.has(s.pid));
-      assert.ok(bySurvivors.length <= 1, `user ${user}: welcome email sent ${sends.length} times, ${bySurvivors.length} by processes never killed`);
+      assert.ok(
+        bySurvivors.length <= 1,
+        `user ${user}: welcome email sent ${sends.length} times, ${bySurvivors.length} by processes never killed`,
+      );
     }
     await Promise.all(working.map(async (s) => assert.equal(await s.stop('SIGTERM'), 0)));
   });

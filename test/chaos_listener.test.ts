@@ -46,9 +46,19 @@ after(async () => {
 async function pickup(): Promise<number> {
   const { rows } = await db.pool.query("INSERT INTO jobvisor.jobs (kind) VALUES ('chaos_noop') RETURNING id");
   const id = rows[0].id as string;
-  const row = await until(`job ${id} done`, async () => (await db.pool.query(
-    'SELECT status, extract(epoch FROM started_at - created_at) * 1000 AS pickup_ms FROM jobvisor.jobs WHERE id = $1', [id])).rows[0],
-  (r) => r.status === 'done', 70_000, 20);
+  const row = await until(
+    `job ${id} done`,
+    async () =>
+      (
+        await db.pool.query(
+          'SELECT status, extract(epoch FROM started_at - created_at) * 1000 AS pickup_ms FROM jobvisor.jobs WHERE id = $1',
+          [id],
+        )
+      ).rows[0],
+    (r) => r.status === 'done',
+    70_000,
+    20,
+  );
   return Math.round(Number(row.pickup_ms));
 }
 
@@ -59,7 +69,12 @@ async function pickups(n: number): Promise<number[]> {
 }
 
 const listenerPid = async () =>
-  (await db.pool.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE datname = $1 AND application_name = 'jobvisor-listener'", [db.name])).rows.map((r) => r.pid);
+  (
+    await db.pool.query<{ pid: number }>(
+      "SELECT pid FROM pg_stat_activity WHERE datname = $1 AND application_name = 'jobvisor-listener'",
+      [db.name],
+    )
+  ).rows.map((r) => r.pid);
 
 describe('chaos: dead listener', () => {
   it('baseline: a job inserted with plain SQL starts at once (poll interval 60 s)', async () => {
@@ -81,7 +96,13 @@ describe('chaos: dead listener', () => {
     const reconnectMs = Date.now() - t0;
     const after = await pickups(3);
     const pids = await listenerPid();
-    report('listener.terminated', { error, lostMs, reconnectMs, pickupAfterMs: summary(after), listenerSessions: pids.length });
+    report('listener.terminated', {
+      error,
+      lostMs,
+      reconnectMs,
+      pickupAfterMs: summary(after),
+      listenerSessions: pids.length,
+    });
     assert.ok(reconnectMs < 5000, `reconnected in ${reconnectMs} ms`);
     assert.ok(Math.max(...after) < INSTANT_MS, `pickup after reconnect ${JSON.stringify(after)} ms`);
     assert.equal(pids.length, 1, 'exactly one listener session');
@@ -89,7 +110,12 @@ describe('chaos: dead listener', () => {
   });
 
   it('a listener connection that silently stops delivering is noticed by the self-ping and replaced', async () => {
-    await until('listener connected through the proxy', async () => proxy.connections().filter((c) => c.applicationName === 'jobvisor-listener' && !c.frozen).length, (n) => n === 1, 5000);
+    await until(
+      'listener connected through the proxy',
+      async () => proxy.connections().filter((c) => c.applicationName === 'jobvisor-listener' && !c.frozen).length,
+      (n) => n === 1,
+      5000,
+    );
     const lost = nextEvent(supervisor, 'listener:lost', () => true, 30_000);
     const back = nextEvent(supervisor, 'listener:connected', (e) => e.reconnect, 30_000);
     const frozen = proxy.freeze((c) => c.applicationName === 'jobvisor-listener');
@@ -105,7 +131,13 @@ describe('chaos: dead listener', () => {
     const reconnectMs = Date.now() - t0;
     const duringMs = await during;
     const after = await pickups(3);
-    report('listener.silent', { error, detectMs, reconnectMs, pickupOfJobInsertedWhileDeafMs: duringMs, pickupAfterMs: summary(after) });
+    report('listener.silent', {
+      error,
+      detectMs,
+      reconnectMs,
+      pickupOfJobInsertedWhileDeafMs: duringMs,
+      pickupAfterMs: summary(after),
+    });
     assert.match(error, /stopped delivering/);
     // Self-ping every 5 s, answer expected within 3 s: noticed within 8 s (+ slack for a loaded machine).
     assert.ok(detectMs < 10_000, `noticed after ${detectMs} ms`);

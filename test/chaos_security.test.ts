@@ -38,8 +38,10 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
  * expression exactly as written. A new one fails the test until reviewed here.
  */
 const REVIEWED: Record<string, string> = {
-  'src/cli/context.ts: name.replace(/"/g, \'""\')': 'CREATE DATABASE takes no parameters; the name is a quoted identifier with quotes doubled',
-  'src/cli/demo.ts: settings.database.schema': 'a configured schema, validated as a lower-case SQL identifier by config.ts',
+  'src/cli/context.ts: name.replace(/"/g, \'""\')':
+    'CREATE DATABASE takes no parameters; the name is a quoted identifier with quotes doubled',
+  'src/cli/demo.ts: settings.database.schema':
+    'a configured schema, validated as a lower-case SQL identifier by config.ts',
   'src/bench/database.ts: name': 'bench database name: a fixed prefix, a label reduced to [a-z0-9_], random hex',
   'src/bench/database.ts: sql': 'admin() helper; its callers are the two bench_… statements above',
   'src/queue/copy.ts: copyFrom(copyStatement(schema))': 'COPY text from the COPY_JOBS constant, schema-qualified',
@@ -79,7 +81,8 @@ function statementOk(expr: ts.Expression): boolean {
   return ts.isTemplateExpression(expr) || sqlTextIsConstant(expr);
 }
 
-const SQL_START = /^\s*(SELECT|INSERT|UPDATE|DELETE|CREATE|DROP|ALTER|LISTEN|NOTIFY|COPY|WITH|VACUUM|TRUNCATE|GRANT|REVOKE|SET|SHOW|BEGIN|COMMIT)\b/i;
+const SQL_START =
+  /^\s*(SELECT|INSERT|UPDATE|DELETE|CREATE|DROP|ALTER|LISTEN|NOTIFY|COPY|WITH|VACUUM|TRUNCATE|GRANT|REVOKE|SET|SHOW|BEGIN|COMMIT)\b/i;
 
 interface Finding {
   where: string;
@@ -116,10 +119,15 @@ function unparameterized(): { findings: Finding[]; statements: number } {
       // SQL built with +.
       if (ts.isBinaryExpression(node) && node.operatorToken.kind === ts.SyntaxKind.PlusToken) {
         const left = node.left;
-        if ((ts.isStringLiteral(left) || ts.isNoSubstitutionTemplateLiteral(left)) && SQL_START.test(left.text)) flag(node, node.right);
+        if ((ts.isStringLiteral(left) || ts.isNoSubstitutionTemplateLiteral(left)) && SQL_START.test(left.text))
+          flag(node, node.right);
       }
       // Whatever is passed to .query() as text must be constant, a statement object, or reviewed.
-      if (ts.isCallExpression(node) && ts.isPropertyAccessExpression(node.expression) && node.expression.name.text === 'query') {
+      if (
+        ts.isCallExpression(node) &&
+        ts.isPropertyAccessExpression(node.expression) &&
+        node.expression.name.text === 'query'
+      ) {
         statements++;
         const first = node.arguments[0];
         if (first && !statementOk(first)) flag(node, first);
@@ -138,7 +146,11 @@ function queueStatements(): { constants: number; bad: string[] } {
   for (const file of sourceFiles(path.join(root, 'src/queue'))) {
     const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.ES2022, true);
     const visit = (node: ts.Node) => {
-      if (ts.isCallExpression(node) && ts.isIdentifier(node.expression) && ['prepared', 'planned'].includes(node.expression.text)) {
+      if (
+        ts.isCallExpression(node) &&
+        ts.isIdentifier(node.expression) &&
+        ['prepared', 'planned'].includes(node.expression.text)
+      ) {
         const text = node.arguments[1];
         if (text && (ts.isStringLiteral(text) || ts.isNoSubstitutionTemplateLiteral(text))) constants++;
         else if (text) bad.push(`${path.relative(root, file)}: ${node.getText().slice(0, 100)}`);
@@ -162,7 +174,9 @@ before(async () => {
   url = await createMigratedDatabase(server, 'chaos_security');
   pool = new pg.Pool({ connectionString: url, max: 2 });
   pool.on('error', () => {});
-  await pool.query('CREATE TABLE chaos_runs (job_id bigint NOT NULL, attempt int NOT NULL, pid int NOT NULL, at timestamptz DEFAULT clock_timestamp())');
+  await pool.query(
+    'CREATE TABLE chaos_runs (job_id bigint NOT NULL, attempt int NOT NULL, pid int NOT NULL, at timestamptz DEFAULT clock_timestamp())',
+  );
 });
 
 after(async () => {
@@ -186,7 +200,9 @@ function cli(args: string[], env: Record<string, string>): Promise<{ code: numbe
 
 /** Every form the password could be printed in. */
 function leaks(text: string, password: string): boolean {
-  return [password, encodeURIComponent(password), Buffer.from(password).toString('base64')].some((p) => text.includes(p));
+  return [password, encodeURIComponent(password), Buffer.from(password).toString('base64')].some((p) =>
+    text.includes(p),
+  );
 }
 
 describe('security basics', () => {
@@ -195,21 +211,47 @@ describe('security basics', () => {
     const unreviewed = findings.filter((f) => !(f.key in REVIEWED));
     const stale = Object.keys(REVIEWED).filter((k) => !findings.some((f) => f.key === k));
     const queue = queueStatements();
-    report('security.sql', { statementsChecked: statements, reviewedInterpolations: findings.length - unreviewed.length, unreviewed: unreviewed.length, queueConstants: queue.constants });
-    assert.deepEqual(unreviewed.map((f) => `${f.where} ${f.key}: ${f.text}`), [], 'values spliced into SQL: pass them as $n parameters (or, for an identifier, review and list it in REVIEWED)');
+    report('security.sql', {
+      statementsChecked: statements,
+      reviewedInterpolations: findings.length - unreviewed.length,
+      unreviewed: unreviewed.length,
+      queueConstants: queue.constants,
+    });
+    assert.deepEqual(
+      unreviewed.map((f) => `${f.where} ${f.key}: ${f.text}`),
+      [],
+      'values spliced into SQL: pass them as $n parameters (or, for an identifier, review and list it in REVIEWED)',
+    );
     assert.deepEqual(queue.bad, [], 'src/queue statements must be literal text');
     assert.ok(queue.constants >= 15, `src/queue holds its statements as constants (${queue.constants})`);
     assert.ok(stale.length < Object.keys(REVIEWED).length, 'the review list still matches the code');
   });
 
   it('credentials only from the environment or a mounted secret, never from a configuration file', async () => {
-    const file = writeConfig({ database: { url: `postgres://postgres:${server.password}@127.0.0.1:${server.port}/chaos_security` } });
-    assert.throws(() => loadConfig({ env: { JOBVISOR_CONFIG: file } }), (err: Error) => err instanceof ConfigError && /database\.url/.test(err.message) && !leaks(err.message, server.password));
+    const file = writeConfig({
+      database: { url: `postgres://postgres:${server.password}@127.0.0.1:${server.port}/chaos_security` },
+    });
+    assert.throws(
+      () => loadConfig({ env: { JOBVISOR_CONFIG: file } }),
+      (err: Error) =>
+        err instanceof ConfigError && /database\.url/.test(err.message) && !leaks(err.message, server.password),
+    );
     const secretFile = path.join(path.dirname(file), 'database-url');
     writeFileSync(secretFile, `${url}\n`, { mode: 0o600 });
-    assert.equal(loadConfig({ env: { DATABASE_URL_FILE: secretFile } }).database.url, url, 'DATABASE_URL_FILE is read (a mounted secret)');
-    assert.throws(() => loadConfig({ env: { DATABASE_URL_FILE: secretFile, DATABASE_URL: url } }), ConfigError, 'not both');
-    assert.throws(() => loadConfig({ env: { DATABASE_URL_FILE: '/nonexistent/secret' } }), (err: Error) => err instanceof ConfigError && /DATABASE_URL_FILE/.test(err.message));
+    assert.equal(
+      loadConfig({ env: { DATABASE_URL_FILE: secretFile } }).database.url,
+      url,
+      'DATABASE_URL_FILE is read (a mounted secret)',
+    );
+    assert.throws(
+      () => loadConfig({ env: { DATABASE_URL_FILE: secretFile, DATABASE_URL: url } }),
+      ConfigError,
+      'not both',
+    );
+    assert.throws(
+      () => loadConfig({ env: { DATABASE_URL_FILE: '/nonexistent/secret' } }),
+      (err: Error) => err instanceof ConfigError && /DATABASE_URL_FILE/.test(err.message),
+    );
     // And end to end: a command that reads its URL from the secret file.
     const r = await cli(['stats', '--json'], { DATABASE_URL_FILE: secretFile });
     assert.equal(r.code, 0, r.out);
@@ -221,12 +263,22 @@ describe('security basics', () => {
     const marker = 'payload-marker-7c1e';
     const env = { LOG_LEVEL: 'trace' };
     const config = {
-      pool: { maxThreads: 2 }, queues: { default: { concurrency: 5, jobsPerThread: 5 }, cpu: { concurrency: 1, jobsPerThread: 1 } },
-      jobs: { lease: '4s', timeout: '20s' }, backoff: { base: '100ms', max: '200ms' }, poll: { interval: '1s' }, reaper: { interval: '500ms' },
+      pool: { maxThreads: 2 },
+      queues: { default: { concurrency: 5, jobsPerThread: 5 }, cpu: { concurrency: 1, jobsPerThread: 1 } },
+      jobs: { lease: '4s', timeout: '20s' },
+      backoff: { base: '100ms', max: '200ms' },
+      poll: { interval: '1s' },
+      reaper: { interval: '500ms' },
     };
     const outputs: string[] = [];
     // CLI commands, each with the password in its URL.
-    for (const args of [['migrate'], ['enqueue', 'chaos_run', JSON.stringify({ secret: marker })], ['stats'], ['jobs', 'list', '--json'], ['jobs', 'retry', '--failed']]) {
+    for (const args of [
+      ['migrate'],
+      ['enqueue', 'chaos_run', JSON.stringify({ secret: marker })],
+      ['stats'],
+      ['jobs', 'list', '--json'],
+      ['jobs', 'retry', '--failed'],
+    ]) {
       const r = await cli(args, { DATABASE_URL: url });
       outputs.push(r.out);
       assert.ok(r.code === 0, `${args.join(' ')}: ${r.out}`);
@@ -239,23 +291,57 @@ describe('security basics', () => {
 
     const s = await spawnSupervisor({ databaseUrl: url, tasksDir: FIXTURE_TASKS, config, env, readyTimeoutMs: 60_000 });
     spawned.push(s);
-    const ids = (await enqueueMany(pool, [
-      ...Array.from({ length: 20 }, (_, i) => ({ kind: 'chaos_run', payload: { secret: marker, i } })),
-      ...Array.from({ length: 3 }, () => ({ kind: 'chaos_fail', payload: { secret: marker }, maxAttempts: 2, uniqueKey: undefined })),
-      { kind: 'chaos_exit', queue: 'cpu', payload: { secret: marker }, maxAttempts: 1 },
-      { kind: 'no_such_task', payload: { secret: marker }, maxAttempts: 1, uniqueKey: `${marker}-key` },
-    ])).map((r) => r.id as string);
-    await until('every job finished', async () => (await pool.query("SELECT count(*)::int AS n FROM jobvisor.jobs WHERE id = ANY($1) AND status IN ('done', 'failed')", [ids])).rows[0].n, (n) => n === ids.length, 60_000);
+    const ids = (
+      await enqueueMany(pool, [
+        ...Array.from({ length: 20 }, (_, i) => ({ kind: 'chaos_run', payload: { secret: marker, i } })),
+        ...Array.from({ length: 3 }, () => ({
+          kind: 'chaos_fail',
+          payload: { secret: marker },
+          maxAttempts: 2,
+          uniqueKey: undefined,
+        })),
+        { kind: 'chaos_exit', queue: 'cpu', payload: { secret: marker }, maxAttempts: 1 },
+        { kind: 'no_such_task', payload: { secret: marker }, maxAttempts: 1, uniqueKey: `${marker}-key` },
+      ])
+    ).map((r) => r.id as string);
+    await until(
+      'every job finished',
+      async () =>
+        (
+          await pool.query(
+            "SELECT count(*)::int AS n FROM jobvisor.jobs WHERE id = ANY($1) AND status IN ('done', 'failed')",
+            [ids],
+          )
+        ).rows[0].n,
+      (n) => n === ids.length,
+      60_000,
+    );
     // A lost listener and a restarted server: error paths, with error objects, get logged too.
-    await pool.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'jobvisor-listener'");
+    await pool.query(
+      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'jobvisor-listener'",
+    );
     await s.waitForLog(/listener reconnected/, 20_000);
     await server.stop('fast');
-    await until('readyz 503', () => httpGet(s.metricsPort, '/readyz'), (r) => r.status === 503, 15_000, 100);
+    await until(
+      'readyz 503',
+      () => httpGet(s.metricsPort, '/readyz'),
+      (r) => r.status === 503,
+      15_000,
+      100,
+    );
     await server.start();
-    await until('readyz 200', () => httpGet(s.metricsPort, '/readyz'), (r) => r.status === 200, 30_000, 100);
+    await until(
+      'readyz 200',
+      () => httpGet(s.metricsPort, '/readyz'),
+      (r) => r.status === 200,
+      30_000,
+      100,
+    );
     await s.waitForLog(/database error/, 1000).catch(() => undefined);
     // The endpoints, including one that does not exist.
-    const endpoints = await Promise.all(['/metrics', '/healthz', '/readyz', `/${marker}`, '/metrics?x=1'].map((p) => httpGet(s.metricsPort, p)));
+    const endpoints = await Promise.all(
+      ['/metrics', '/healthz', '/readyz', `/${marker}`, '/metrics?x=1'].map((p) => httpGet(s.metricsPort, p)),
+    );
     assert.equal(await s.stop('SIGTERM'), 0);
     const supervisorOutput = s.logs.map((l) => JSON.stringify(l)).join('\n');
     outputs.push(supervisorOutput);
@@ -263,11 +349,17 @@ describe('security basics', () => {
     const lines = all.split('\n').length;
     const metrics = endpoints[0]?.body ?? '';
     report('security.logs-and-metrics', {
-      outputLines: lines, logLevels: [...new Set(s.logs.map((l) => l.level))].sort(), passwordFound: leaks(all, password),
-      metricsBytes: metrics.length, payloadInEndpoints: endpoints.some((e) => e.body.includes(marker)),
+      outputLines: lines,
+      logLevels: [...new Set(s.logs.map((l) => l.level))].sort(),
+      passwordFound: leaks(all, password),
+      metricsBytes: metrics.length,
+      payloadInEndpoints: endpoints.some((e) => e.body.includes(marker)),
     });
     assert.ok(lines > 50, `a real run's worth of output (${lines} lines)`);
-    assert.ok(s.logs.some((l) => Number(l.level) <= 20), 'debug or trace lines were written');
+    assert.ok(
+      s.logs.some((l) => Number(l.level) <= 20),
+      'debug or trace lines were written',
+    );
     assert.ok(!leaks(all, password), 'the password appears nowhere in the output');
     assert.match(metrics, /jobvisor_/);
     for (const e of endpoints) {
@@ -282,7 +374,10 @@ describe('security basics', () => {
       t.skip('no Dockerfile');
       return;
     }
-    const users = readFileSync(dockerfile, 'utf8').split('\n').filter((l) => /^\s*USER\s+/i.test(l)).map((l) => l.trim().split(/\s+/)[1] as string);
+    const users = readFileSync(dockerfile, 'utf8')
+      .split('\n')
+      .filter((l) => /^\s*USER\s+/i.test(l))
+      .map((l) => l.trim().split(/\s+/)[1] as string);
     const last = users[users.length - 1];
     assert.ok(last, 'the final stage sets USER');
     assert.ok(!/^(root|0)(:|$)/.test(last), `USER ${last} is not root`);

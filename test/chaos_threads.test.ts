@@ -21,7 +21,9 @@ let s: SpawnedSupervisor;
 
 before(async () => {
   db = await createTestDatabase('chaos_threads');
-  await db.pool.query('CREATE TABLE chaos_runs (job_id bigint NOT NULL, attempt int NOT NULL, pid int NOT NULL, at timestamptz DEFAULT clock_timestamp())');
+  await db.pool.query(
+    'CREATE TABLE chaos_runs (job_id bigint NOT NULL, attempt int NOT NULL, pid int NOT NULL, at timestamptz DEFAULT clock_timestamp())',
+  );
   s = await spawnSupervisor({
     databaseUrl: db.url,
     tasksDir: FIXTURE_TASKS,
@@ -51,40 +53,86 @@ after(async () => {
 const FAULTS: Array<{ kind: string; queue: string; error: RegExp }> = [
   { kind: 'chaos_exit', queue: 'cpu', error: /^WorkerExited: .*process\.exit/ },
   { kind: 'chaos_timer_throw', queue: 'cpu', error: /^WorkerCrashed: .*chaos: thrown from a timer/ },
-  { kind: 'chaos_spin', queue: 'spin', error: /^TimeoutError: job timed out after 3000 ms and did not stop; its worker thread was terminated/ },
+  {
+    kind: 'chaos_spin',
+    queue: 'spin',
+    error: /^TimeoutError: job timed out after 3000 ms and did not stop; its worker thread was terminated/,
+  },
   { kind: 'chaos_oom', queue: 'mem', error: /^WorkerOutOfMemory: .*maxOldGenerationSizeMb/ },
 ];
 
 describe('chaos: thread faults', () => {
   it('exit, throw from a timer, never yield, out of memory: each dead-letters with a clear error; the supervisor and other jobs carry on', async () => {
     // Warm-up: the ordinary queue's thread is up before anything is measured.
-    const warm = (await enqueueMany(db.pool, Array.from({ length: 20 }, () => ({ kind: 'chaos_run', payload: { ms: 5 } })))).map((r) => r.id as string);
-    await until('warm-up done', () => count(db.pool, "SELECT count(*)::int AS n FROM jobvisor.jobs WHERE id = ANY($1) AND status = 'done'", [warm]), (n) => n === warm.length, 60_000, 50);
+    const warm = (
+      await enqueueMany(
+        db.pool,
+        Array.from({ length: 20 }, () => ({ kind: 'chaos_run', payload: { ms: 5 } })),
+      )
+    ).map((r) => r.id as string);
+    await until(
+      'warm-up done',
+      () =>
+        count(db.pool, "SELECT count(*)::int AS n FROM jobvisor.jobs WHERE id = ANY($1) AND status = 'done'", [warm]),
+      (n) => n === warm.length,
+      60_000,
+      50,
+    );
     const t0 = Date.now();
-    const faultIds = (await enqueueMany(db.pool, FAULTS.flatMap((f) => [1, 2].map(() => ({ kind: f.kind, queue: f.queue, maxAttempts: 2 })))))
-      .map((r) => r.id as string);
+    const faultIds = (
+      await enqueueMany(
+        db.pool,
+        FAULTS.flatMap((f) => [1, 2].map(() => ({ kind: f.kind, queue: f.queue, maxAttempts: 2 }))),
+      )
+    ).map((r) => r.id as string);
     // Ordinary jobs arrive in batches while the faults happen; each batch must finish promptly.
     const batchMs: number[] = [];
     let healthy = 0;
-    const faultsSettled = () => count(db.pool, "SELECT count(*)::int AS n FROM jobvisor.jobs WHERE id = ANY($1) AND status = 'failed'", [faultIds]);
+    const faultsSettled = () =>
+      count(db.pool, "SELECT count(*)::int AS n FROM jobvisor.jobs WHERE id = ANY($1) AND status = 'failed'", [
+        faultIds,
+      ]);
     while ((await faultsSettled()) < faultIds.length) {
       if (Date.now() - t0 > 90_000) break;
       const b0 = Date.now();
-      const ids = (await enqueueMany(db.pool, Array.from({ length: 100 }, () => ({ kind: 'chaos_run', payload: { ms: 5 } })))).map((r) => r.id as string);
-      await until('a batch of ordinary jobs done', () => count(db.pool, "SELECT count(*)::int AS n FROM jobvisor.jobs WHERE id = ANY($1) AND status = 'done'", [ids]), (n) => n === ids.length, 30_000, 20);
+      const ids = (
+        await enqueueMany(
+          db.pool,
+          Array.from({ length: 100 }, () => ({ kind: 'chaos_run', payload: { ms: 5 } })),
+        )
+      ).map((r) => r.id as string);
+      await until(
+        'a batch of ordinary jobs done',
+        () =>
+          count(db.pool, "SELECT count(*)::int AS n FROM jobvisor.jobs WHERE id = ANY($1) AND status = 'done'", [ids]),
+        (n) => n === ids.length,
+        30_000,
+        20,
+      );
       batchMs.push(Date.now() - b0);
       healthy += ids.length;
     }
     const settledMs = Date.now() - t0;
-    const rows = (await db.pool.query<{ kind: string; status: string; attempts: number; last_error: string }>(
-      'SELECT kind, status, attempts, last_error FROM jobvisor.jobs WHERE id = ANY($1) ORDER BY id', [faultIds])).rows;
+    const rows = (
+      await db.pool.query<{ kind: string; status: string; attempts: number; last_error: string }>(
+        'SELECT kind, status, attempts, last_error FROM jobvisor.jobs WHERE id = ANY($1) ORDER BY id',
+        [faultIds],
+      )
+    ).rows;
     const health = await httpGet(s.metricsPort, '/healthz');
     const ready = await httpGet(s.metricsPort, '/readyz');
     const threadDeaths = s.logs.filter((l) => l.msg === 'worker thread died').length;
     report('thread-faults', {
-      faults: FAULTS.map((f) => f.kind), settledMs, healthyJobs: healthy, healthyBatchMs: summary(batchMs),
-      errors: Object.fromEntries(FAULTS.map((f) => [f.kind, rows.find((r) => r.kind === f.kind)?.last_error.slice(0, 160)])),
-      threadDeathLogLines: threadDeaths, healthz: health.status, readyz: ready.status,
+      faults: FAULTS.map((f) => f.kind),
+      settledMs,
+      healthyJobs: healthy,
+      healthyBatchMs: summary(batchMs),
+      errors: Object.fromEntries(
+        FAULTS.map((f) => [f.kind, rows.find((r) => r.kind === f.kind)?.last_error.slice(0, 160)]),
+      ),
+      threadDeathLogLines: threadDeaths,
+      healthz: health.status,
+      readyz: ready.status,
     });
     for (const r of rows) {
       const fault = FAULTS.find((f) => f.kind === r.kind);
@@ -101,16 +149,47 @@ describe('chaos: thread faults', () => {
 
   it('a thread killer on a shared-thread queue: its neighbours are retried and finish; only it dead-letters', async () => {
     // Nine slow ordinary jobs occupy the default queue's shared thread, then the killer joins them.
-    const neighbours = (await enqueueMany(db.pool, Array.from({ length: 9 }, () => ({ kind: 'chaos_run', payload: { ms: 1500, retryMs: 10 } })))).map((r) => r.id as string);
-    await until('neighbours running', () => count(db.pool, "SELECT count(*)::int AS n FROM jobvisor.jobs WHERE id = ANY($1) AND status = 'running'", [neighbours]), (n) => n === 9, 20_000, 20);
+    const neighbours = (
+      await enqueueMany(
+        db.pool,
+        Array.from({ length: 9 }, () => ({ kind: 'chaos_run', payload: { ms: 1500, retryMs: 10 } })),
+      )
+    ).map((r) => r.id as string);
+    await until(
+      'neighbours running',
+      () =>
+        count(db.pool, "SELECT count(*)::int AS n FROM jobvisor.jobs WHERE id = ANY($1) AND status = 'running'", [
+          neighbours,
+        ]),
+      (n) => n === 9,
+      20_000,
+      20,
+    );
     const [killer] = (await enqueueMany(db.pool, [{ kind: 'chaos_exit', maxAttempts: 1 }])).map((r) => r.id as string);
     const t0 = Date.now();
-    await until('neighbours done', () => count(db.pool, "SELECT count(*)::int AS n FROM jobvisor.jobs WHERE id = ANY($1) AND status = 'done'", [neighbours]), (n) => n === 9, 30_000);
+    await until(
+      'neighbours done',
+      () =>
+        count(db.pool, "SELECT count(*)::int AS n FROM jobvisor.jobs WHERE id = ANY($1) AND status = 'done'", [
+          neighbours,
+        ]),
+      (n) => n === 9,
+      30_000,
+    );
     const recoveredMs = Date.now() - t0;
-    const killerRow = (await db.pool.query('SELECT status, last_error FROM jobvisor.jobs WHERE id = $1', [killer])).rows[0];
-    const charged = (await db.pool.query<{ attempts: number; last_error: string | null }>('SELECT attempts, last_error FROM jobvisor.jobs WHERE id = ANY($1)', [neighbours])).rows;
+    const killerRow = (await db.pool.query('SELECT status, last_error FROM jobvisor.jobs WHERE id = $1', [killer]))
+      .rows[0];
+    const charged = (
+      await db.pool.query<{ attempts: number; last_error: string | null }>(
+        'SELECT attempts, last_error FROM jobvisor.jobs WHERE id = ANY($1)',
+        [neighbours],
+      )
+    ).rows;
     report('thread-faults.shared-thread', {
-      neighbours: 9, recoveredMs, neighbourAttempts: charged.map((r) => r.attempts), neighbourError: charged.find((r) => r.last_error)?.last_error?.slice(0, 160) ?? null,
+      neighbours: 9,
+      recoveredMs,
+      neighbourAttempts: charged.map((r) => r.attempts),
+      neighbourError: charged.find((r) => r.last_error)?.last_error?.slice(0, 160) ?? null,
       killer: killerRow.status,
     });
     assert.equal(killerRow.status, 'failed');

@@ -11,7 +11,6 @@ import { BIN, writeConfig } from './helpers/supervisor.ts';
 
 let db: TestDatabase;
 
-
 function jobvisor(args: string[], env: Record<string, string> = {}): Promise<Run> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [BIN, ...args], {
@@ -39,11 +38,28 @@ after(async () => {
 
 describe('jobvisor CLI', () => {
   it('enqueue prints the new job id and applies every option', async () => {
-    const r = await jobvisor(['enqueue', 'welcome_email', '{"user_id":7}', '--queue', 'emails', '--priority', '-3', '--delay', '10s', '--max-attempts', '4', '--unique-key', 'welcome-7']);
+    const r = await jobvisor([
+      'enqueue',
+      'welcome_email',
+      '{"user_id":7}',
+      '--queue',
+      'emails',
+      '--priority',
+      '-3',
+      '--delay',
+      '10s',
+      '--max-attempts',
+      '4',
+      '--unique-key',
+      'welcome-7',
+    ]);
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /^\d+\n$/);
     const row = (await db.pool.query('SELECT * FROM jobvisor.jobs WHERE id = $1', [r.stdout.trim()])).rows[0];
-    assert.deepEqual([row.kind, row.payload, row.queue, row.priority, row.max_attempts, row.unique_key], ['welcome_email', { user_id: 7 }, 'emails', -3, 4, 'welcome-7']);
+    assert.deepEqual(
+      [row.kind, row.payload, row.queue, row.priority, row.max_attempts, row.unique_key],
+      ['welcome_email', { user_id: 7 }, 'emails', -3, 4, 'welcome-7'],
+    );
     assert.ok(row.run_at.getTime() > Date.now() + 5000);
     const dup = await jobvisorInProcess(['enqueue', 'welcome_email', '{"user_id":7}', '--unique-key', 'welcome-7']);
     assert.equal(dup.code, 0);
@@ -106,12 +122,19 @@ describe('jobvisor CLI', () => {
   });
 
   it('stats, jobs list, retry and cancel', async () => {
-    await db.pool.query("INSERT INTO jobvisor.jobs (kind, status, finished_at, last_error) VALUES ('broken', 'failed', now(), 'Error: nope')");
+    await db.pool.query(
+      "INSERT INTO jobvisor.jobs (kind, status, finished_at, last_error) VALUES ('broken', 'failed', now(), 'Error: nope')",
+    );
     const failedId = (await db.pool.query("SELECT id FROM jobvisor.jobs WHERE kind = 'broken'")).rows[0].id as string;
     let r = await jobvisor(['stats', '--json']);
     assert.equal(r.code, 0, r.stderr);
     const stats = JSON.parse(r.stdout);
-    assert.ok(stats.counts.some((c: { kind: string; status: string; count: number }) => c.kind === 'broken' && c.status === 'failed' && c.count === 1));
+    assert.ok(
+      stats.counts.some(
+        (c: { kind: string; status: string; count: number }) =>
+          c.kind === 'broken' && c.status === 'failed' && c.count === 1,
+      ),
+    );
     r = await jobvisorInProcess(['stats']);
     assert.match(r.stdout, /queue\s+kind\s+status\s+count/);
     assert.match(r.stdout, /oldest pending/);
@@ -123,7 +146,10 @@ describe('jobvisor CLI', () => {
     assert.equal(r.code, 1, 'one id could not be retried');
     assert.match(r.stdout, new RegExp(`retried: ${failedId}`));
     assert.match(r.stderr, /job 999999: not found/);
-    assert.equal((await db.pool.query('SELECT status, attempts FROM jobvisor.jobs WHERE id = $1', [failedId])).rows[0].status, 'pending');
+    assert.equal(
+      (await db.pool.query('SELECT status, attempts FROM jobvisor.jobs WHERE id = $1', [failedId])).rows[0].status,
+      'pending',
+    );
     r = await jobvisorInProcess(['jobs', 'cancel', failedId]);
     assert.equal(r.code, 0, r.stderr);
     r = await jobvisorInProcess(['jobs', 'retry', '--failed', '--kind', 'broken']);
@@ -137,7 +163,11 @@ describe('jobvisor CLI', () => {
       await fresh.pool.query('DROP SCHEMA jobvisor CASCADE');
       const runs = await Promise.all([1, 2, 3, 4].map(() => jobvisor(['migrate'], { DATABASE_URL: fresh.url })));
       for (const r of runs) assert.equal(r.code, 0, r.stderr);
-      assert.equal(runs.filter((r) => /applied/.test(r.stdout)).length, 1, 'exactly one process applied the migrations');
+      assert.equal(
+        runs.filter((r) => /applied/.test(r.stdout)).length,
+        1,
+        'exactly one process applied the migrations',
+      );
       assert.equal(runs.filter((r) => /up to date/.test(r.stdout)).length, 3);
       const versions = (await fresh.pool.query('SELECT version FROM jobvisor.migrations')).rows;
       assert.equal(versions.length, new Set(versions.map((v) => v.version)).size);

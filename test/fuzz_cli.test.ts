@@ -29,14 +29,23 @@ after(async () => {
   await db.drop();
 });
 
-
 const inProcess = (argv: string[]) => runCliInProcess(db.url, argv, { LOG_LEVEL: 'warn' });
 
 function spawned(argv: string[], env: Record<string, string> = {}, shell?: string): Promise<Run> {
   return new Promise((resolve) => {
-    const fullEnv = { ...process.env, DATABASE_URL: db.url, JOBVISOR_CONFIG: '', NODE_ENV: 'test', LOG_LEVEL: 'warn', ...env };
+    const fullEnv = {
+      ...process.env,
+      DATABASE_URL: db.url,
+      JOBVISOR_CONFIG: '',
+      NODE_ENV: 'test',
+      LOG_LEVEL: 'warn',
+      ...env,
+    };
     const child = shell
-      ? spawn('/bin/sh', ['-c', shell], { env: { ...fullEnv, NODE: process.execPath, BIN }, stdio: ['ignore', 'pipe', 'pipe'] })
+      ? spawn('/bin/sh', ['-c', shell], {
+          env: { ...fullEnv, NODE: process.execPath, BIN },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        })
       : spawn(process.execPath, [BIN, ...argv], { env: fullEnv, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
@@ -48,25 +57,73 @@ function spawned(argv: string[], env: Record<string, string> = {}, shell?: strin
 
 /** Everything the command could change, in one value. */
 async function fingerprint(): Promise<string> {
-  return (await db.pool.query("SELECT count(*) || ':' || coalesce(md5(string_agg(id || status || attempts || coalesce(run_at::text, ''), ',' ORDER BY id)), '') AS f FROM jobvisor.jobs")).rows[0].f;
+  return (
+    await db.pool.query(
+      "SELECT count(*) || ':' || coalesce(md5(string_agg(id || status || attempts || coalesce(run_at::text, ''), ',' ORDER BY id)), '') AS f FROM jobvisor.jobs",
+    )
+  ).rows[0].f;
 }
 
-const oneLine = (text: string) => text.endsWith('\n') && text.indexOf('\n') === text.length - 1 && text.startsWith('jobvisor: ');
+const oneLine = (text: string) =>
+  text.endsWith('\n') && text.indexOf('\n') === text.length - 1 && text.startsWith('jobvisor: ');
 
 function hostileValue(random: Random): string {
   return pick(random, [
-    ...NASTY_STRINGS, '-1', '0', '1', '1.5', '1e3', '0x10', '99999999999999999999', '-1000001', '1000000', ' 7', '7 ', 'NaN', '--json', '-',
-    '2030-01-01T00:00:00Z', '2030-01-01', '1969-01-01T00:00:00Z', '99999-01-01T00:00:00Z', '2030-13-45T99:99:99Z', 'now',
-    '10s', '500ms', '-5s', '1e400s', '11y', '1\n2', 'soon', 'q.1', 'default', 'a:b',
+    ...NASTY_STRINGS,
+    '-1',
+    '0',
+    '1',
+    '1.5',
+    '1e3',
+    '0x10',
+    '99999999999999999999',
+    '-1000001',
+    '1000000',
+    ' 7',
+    '7 ',
+    'NaN',
+    '--json',
+    '-',
+    '2030-01-01T00:00:00Z',
+    '2030-01-01',
+    '1969-01-01T00:00:00Z',
+    '99999-01-01T00:00:00Z',
+    '2030-13-45T99:99:99Z',
+    'now',
+    '10s',
+    '500ms',
+    '-5s',
+    '1e400s',
+    '11y',
+    '1\n2',
+    'soon',
+    'q.1',
+    'default',
+    'a:b',
   ]);
 }
 
 function brokenJson(random: Random): string {
   const good = JSON.stringify(randomJson(random, 3));
   return pick(random, [
-    good.slice(0, Math.max(1, Math.floor(good.length / 2))), "{'a':1}", 'NaN', '{"a":1,}', '[1,]', 'undefined', '{"a":01}', '"\\x41"',
-    '{"s":"\\u0000"}', '{"s":"\\ud800"}', '{"\\u0000":1}', JSON.stringify(nested(150)), '['.repeat(5000) + ']'.repeat(5000),
-    JSON.stringify({ blob: 'x'.repeat(1024 * 1024 + 10) }), '', ' ', '{}garbage', '\ufeff{}',
+    good.slice(0, Math.max(1, Math.floor(good.length / 2))),
+    "{'a':1}",
+    'NaN',
+    '{"a":1,}',
+    '[1,]',
+    'undefined',
+    '{"a":01}',
+    '"\\x41"',
+    '{"s":"\\u0000"}',
+    '{"s":"\\ud800"}',
+    '{"\\u0000":1}',
+    JSON.stringify(nested(150)),
+    '['.repeat(5000) + ']'.repeat(5000),
+    JSON.stringify({ blob: 'x'.repeat(1024 * 1024 + 10) }),
+    '',
+    ' ',
+    '{}garbage',
+    '\ufeff{}',
   ]);
 }
 
@@ -93,18 +150,44 @@ function randomArgv(random: Random): { argv: string[]; note: string; enqueue?: {
   }
   if (r < 0.75) {
     const argv = ['jobs', 'list'];
-    for (const option of ['--status', '--kind', '--queue', '--limit']) if (random() < 0.3) argv.push(option, hostileValue(random));
+    for (const option of ['--status', '--kind', '--queue', '--limit'])
+      if (random() < 0.3) argv.push(option, hostileValue(random));
     if (random() < 0.2) argv.push('--json');
     return { argv, note: 'jobs list' };
   }
   if (r < 0.87) {
     const argv = ['jobs', pick(random, ['retry', 'cancel'])];
-    for (let i = int(random, 0, 3); i > 0; i--) argv.push(pick(random, ['1', '2', '0', '-1', '1e3', '99999999999999999999', 'abc', '', '1,2', ' 1', '9223372036854775807', '123456789012345678']));
+    for (let i = int(random, 0, 3); i > 0; i--)
+      argv.push(
+        pick(random, [
+          '1',
+          '2',
+          '0',
+          '-1',
+          '1e3',
+          '99999999999999999999',
+          'abc',
+          '',
+          '1,2',
+          ' 1',
+          '9223372036854775807',
+          '123456789012345678',
+        ]),
+      );
     if (random() < 0.2) argv.push(pick(random, ['--failed', '--kind', '--failed --kind x']));
     return { argv, note: 'jobs retry/cancel' };
   }
-  if (r < 0.95) return { argv: ['stats', ...(random() < 0.5 ? [pick(random, ['--json', '--verbose', 'x', '--json=1'])] : [])], note: 'stats' };
-  return { argv: [pick(random, ['', 'frobnicate', 'ENQUEUE', '--queue', '-v', 'jobs', 'help'])].filter((a) => a !== '' || random() < 0.5), note: 'other' };
+  if (r < 0.95)
+    return {
+      argv: ['stats', ...(random() < 0.5 ? [pick(random, ['--json', '--verbose', 'x', '--json=1'])] : [])],
+      note: 'stats',
+    };
+  return {
+    argv: [pick(random, ['', 'frobnicate', 'ENQUEUE', '--queue', '-v', 'jobs', 'help'])].filter(
+      (a) => a !== '' || random() < 0.5,
+    ),
+    note: 'other',
+  };
 }
 
 describe('fuzz: the jobvisor command', () => {
@@ -128,12 +211,20 @@ describe('fuzz: the jobvisor command', () => {
       if (run.code === 2 && c.argv.length === 0) {
         if (!run.stdout.startsWith('usage: jobvisor')) failures.push(`#${i} no command: exit 2 without the usage text`);
       } else if (run.code === 2) {
-        if (!oneLine(run.stderr)) failures.push(`#${i} exit 2 without exactly one line: ${JSON.stringify(run.stderr.slice(0, 200))} for ${shown}`);
+        if (!oneLine(run.stderr))
+          failures.push(
+            `#${i} exit 2 without exactly one line: ${JSON.stringify(run.stderr.slice(0, 200))} for ${shown}`,
+          );
         if (run.stdout !== '') failures.push(`#${i} exit 2 with output on stdout for ${shown}`);
         if (after !== before) failures.push(`#${i} exit 2 but the jobs table changed for ${shown}`);
       } else if (run.code === 1) {
         // retry/cancel: well-formed ids that could not be changed, one line each (the others were changed).
-        const allowed = c.note === 'jobs retry/cancel' && run.stderr.trim().split('\n').every((l) => /^job \d+: /.test(l));
+        const allowed =
+          c.note === 'jobs retry/cancel' &&
+          run.stderr
+            .trim()
+            .split('\n')
+            .every((l) => /^job \d+: /.test(l));
         if (!allowed) failures.push(`#${i} exit 1 (${JSON.stringify(run.stderr.slice(0, 200))}) for ${shown}`);
       } else if (run.code === 0) {
         if (c.note === 'enqueue') {
@@ -141,7 +232,8 @@ describe('fuzz: the jobvisor command', () => {
           const id = (json ? JSON.parse(run.stdout).id : run.stdout.trim()) as string;
           // A unique key an earlier case already used: the id is that job's, and so is the payload.
           const duplicate = json ? JSON.parse(run.stdout).duplicate === true : run.stderr.startsWith('skipped: ');
-          const row = (await db.pool.query('SELECT payload::text AS payload FROM jobvisor.jobs WHERE id = $1', [id])).rows[0];
+          const row = (await db.pool.query('SELECT payload::text AS payload FROM jobvisor.jobs WHERE id = $1', [id]))
+            .rows[0];
           if (!row) failures.push(`#${i} exit 0 but job ${JSON.stringify(id)} not found for ${shown}`);
           else if (c.enqueue?.json !== undefined && !duplicate) {
             try {
@@ -153,7 +245,13 @@ describe('fuzz: the jobvisor command', () => {
         }
       } else failures.push(`#${i} exit ${run.code} for ${shown}`);
     }
-    report('fuzz.cli', { seed: SEED, cases: CASES, exitCodes: codes, failures: failures.length, firstFailures: failures.slice(0, 5) });
+    report('fuzz.cli', {
+      seed: SEED,
+      cases: CASES,
+      exitCodes: codes,
+      failures: failures.length,
+      firstFailures: failures.slice(0, 5),
+    });
     assert.deepEqual(failures.slice(0, 10), [], `${failures.length} failing cases (FUZZ_SEED=${SEED})`);
   });
 
@@ -170,12 +268,22 @@ describe('fuzz: the jobvisor command', () => {
       spawned(['enqueue', 'chaos_echo', '{}', '--delay', '1\n2']),
     ]);
     const runs = { badKind, badPayload, huge, config, unreachable, newline };
-    report('fuzz.cli.processes', Object.fromEntries(Object.entries(runs).map(([k, r]) => [k, { code: r.code, stderr: r.stderr.trim().slice(0, 140) }])));
+    report(
+      'fuzz.cli.processes',
+      Object.fromEntries(
+        Object.entries(runs).map(([k, r]) => [k, { code: r.code, stderr: r.stderr.trim().slice(0, 140) }]),
+      ),
+    );
     assert.equal(badKind.code, 2, badKind.stderr);
     assert.ok(oneLine(badKind.stderr), badKind.stderr);
     // Node decodes invalid UTF-8 in argv as U+FFFD before jobvisor sees it: stored as data.
     assert.equal(badPayload.code, 0, badPayload.stderr);
-    const stored = (await db.pool.query('SELECT payload ->> $2 AS s FROM jobvisor.jobs WHERE id = $1', [badPayload.stdout.trim(), 's'])).rows[0];
+    const stored = (
+      await db.pool.query('SELECT payload ->> $2 AS s FROM jobvisor.jobs WHERE id = $1', [
+        badPayload.stdout.trim(),
+        's',
+      ])
+    ).rows[0];
     assert.equal(stored?.s, 'a\ufffd\ufffdb'.replace('\ufffd\ufffd', '\ufffd'));
     assert.equal(huge.code, 0, huge.stderr);
     assert.equal(config.code, 2, config.stderr);
@@ -183,10 +291,17 @@ describe('fuzz: the jobvisor command', () => {
     assert.match(config.stderr, /unknown key "poll\\n"/);
     assert.equal(unreachable.code, 1, unreachable.stderr);
     assert.ok(oneLine(unreachable.stderr), `one line: ${JSON.stringify(unreachable.stderr)}`);
-    assert.ok(!unreachable.stderr.includes(secret) && !unreachable.stdout.includes(secret), 'the password is not printed');
+    assert.ok(
+      !unreachable.stderr.includes(secret) && !unreachable.stdout.includes(secret),
+      'the password is not printed',
+    );
     assert.equal(newline.code, 2, newline.stderr);
     assert.ok(oneLine(newline.stderr), `one line: ${JSON.stringify(newline.stderr)}`);
     const after = await fingerprint();
-    assert.equal(Number(after.split(':')[0]), Number(before.split(':')[0]) + 2, 'only the two accepted jobs were written');
+    assert.equal(
+      Number(after.split(':')[0]),
+      Number(before.split(':')[0]) + 2,
+      'only the two accepted jobs were written',
+    );
   });
 });

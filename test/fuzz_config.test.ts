@@ -30,8 +30,18 @@ after(() => {
 const BASE = {
   database: { poolSize: 10, schema: 'jobvisor', embedded: { dir: '.jobvisor/postgres', port: 54329 } },
   tasks: { dir: '' },
-  pool: { maxThreads: 2, idleTimeout: '60s', maxOldGenerationSizeMb: 0, maxYoungGenerationSizeMb: 0, stackSizeMb: 0, dbPoolSize: 2 },
-  queues: { default: { concurrency: 10, jobsPerThread: 10, prefetch: 0, timeout: '5m' }, cpu: { concurrency: 2, jobsPerThread: 1 } },
+  pool: {
+    maxThreads: 2,
+    idleTimeout: '60s',
+    maxOldGenerationSizeMb: 0,
+    maxYoungGenerationSizeMb: 0,
+    stackSizeMb: 0,
+    dbPoolSize: 2,
+  },
+  queues: {
+    default: { concurrency: 10, jobsPerThread: 10, prefetch: 0, timeout: '5m' },
+    cpu: { concurrency: 2, jobsPerThread: 1 },
+  },
   jobs: { lease: '15s', timeout: '5m', maxAttempts: 8, maxPayloadBytes: 1_048_576 },
   backoff: { base: '1s', max: '1h', jitter: 0.5 },
   poll: { interval: '2s' },
@@ -39,7 +49,17 @@ const BASE = {
   reaper: { interval: '5s', batchSize: 1000 },
   cleanup: { interval: '1m', retention: '3d', failedRetention: '30d', batchSize: 1000 },
   scheduler: { interval: '1s', catchUp: '1h' },
-  schedules: [{ name: 'nightly', cron: '0 3 * * *', kind: 'daily_report', payload: {}, queue: 'default', priority: 0, timezone: 'UTC' }],
+  schedules: [
+    {
+      name: 'nightly',
+      cron: '0 3 * * *',
+      kind: 'daily_report',
+      payload: {},
+      queue: 'default',
+      priority: 0,
+      timezone: 'UTC',
+    },
+  ],
   shutdown: { grace: '25s' },
   metrics: { port: 9464, host: '0.0.0.0', refresh: '5s' },
   log: { level: 'info' },
@@ -65,14 +85,24 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 function unusable(s: Settings): string | null {
   for (const [key, get, min] of TIMERS) {
     const ms = get(s);
-    if (!Number.isFinite(ms) || ms < min || ms > MAX_TIMER_MS) return `${key} = ${ms} ms: a timer cannot hold it (Node fires after 1 ms)`;
+    if (!Number.isFinite(ms) || ms < min || ms > MAX_TIMER_MS)
+      return `${key} = ${ms} ms: a timer cannot hold it (Node fires after 1 ms)`;
   }
   for (const [name, q] of Object.entries(s.queues)) {
     if (!Number.isInteger(q.concurrency) || q.concurrency < 1) return `queues.${name}.concurrency = ${q.concurrency}`;
-    if (!Number.isInteger(q.jobsPerThread) || q.jobsPerThread < 1) return `queues.${name}.jobsPerThread = ${q.jobsPerThread}`;
+    if (!Number.isInteger(q.jobsPerThread) || q.jobsPerThread < 1)
+      return `queues.${name}.jobsPerThread = ${q.jobsPerThread}`;
   }
-  const texts: Array<[string, string]> = [['supervisor.name', s.supervisor.name], ['tasks.dir', s.tasks.dir], ['metrics.host', s.metrics.host], ['thumbnails.dir', s.thumbnails.dir], ['reports.dir', s.reports.dir]];
-  for (const [key, text] of texts) if (typeof text !== 'string' || text.includes('\u0000')) return `${key} holds a NUL character: no file name, host name or PostgreSQL text can`;
+  const texts: Array<[string, string]> = [
+    ['supervisor.name', s.supervisor.name],
+    ['tasks.dir', s.tasks.dir],
+    ['metrics.host', s.metrics.host],
+    ['thumbnails.dir', s.thumbnails.dir],
+    ['reports.dir', s.reports.dir],
+  ];
+  for (const [key, text] of texts)
+    if (typeof text !== 'string' || text.includes('\u0000'))
+      return `${key} holds a NUL character: no file name, host name or PostgreSQL text can`;
   return null;
 }
 
@@ -97,8 +127,44 @@ function setPath(target: Record<string, unknown>, where: string, value: unknown)
 }
 
 const HOSTILE_VALUES: unknown[] = [
-  -1, 0, 1, 1.5, 1e308, -1e308, 2 ** 53, 65_536, 999_999_999, '', ' ', 'abc', '30x', '-5s', '1e400s', '99999999999d', '10y', '25d', '24d', '0ms', '1ms',
-  'NaN', null, true, false, [], {}, { a: 1 }, [1, 2], 'x'.repeat(5000), '\u0000', 'a\u0000b', 'a\nb', '\r\n', "'; DROP TABLE jobvisor.jobs; --", '${HOME}', '../../..', '🚀',
+  -1,
+  0,
+  1,
+  1.5,
+  1e308,
+  -1e308,
+  2 ** 53,
+  65_536,
+  999_999_999,
+  '',
+  ' ',
+  'abc',
+  '30x',
+  '-5s',
+  '1e400s',
+  '99999999999d',
+  '10y',
+  '25d',
+  '24d',
+  '0ms',
+  '1ms',
+  'NaN',
+  null,
+  true,
+  false,
+  [],
+  {},
+  { a: 1 },
+  [1, 2],
+  'x'.repeat(5000),
+  '\u0000',
+  'a\u0000b',
+  'a\nb',
+  '\r\n',
+  "'; DROP TABLE jobvisor.jobs; --",
+  '${HOME}',
+  '../../..',
+  '🚀',
 ];
 
 interface Case {
@@ -113,7 +179,9 @@ interface Case {
 function typo(random: Random, key: string): string {
   if (key.length < 2) return `${key}x`;
   const i = int(random, 0, key.length - 1);
-  return random() < 0.5 ? key.slice(0, i) + key.slice(i + 1) : key.slice(0, i) + key.charAt(i).toUpperCase() + key.slice(i + 1);
+  return random() < 0.5
+    ? key.slice(0, i) + key.slice(i + 1)
+    : key.slice(0, i) + key.charAt(i).toUpperCase() + key.slice(i + 1);
 }
 
 function randomCase(random: Random): Case {
@@ -125,9 +193,20 @@ function randomCase(random: Random): Case {
     return { file, names: [where], note: `leaf ${where}` };
   }
   if (r < 0.6) {
-    const parent = pick(random, sections(BASE).filter((s) => s !== 'queues' && !s.startsWith('queues.') && !s.startsWith('schedules')));
-    const siblings = Object.keys(parent.split('.').reduce<Record<string, unknown>>((n, p) => n[p] as Record<string, unknown>, file));
-    const key = random() < 0.6 ? typo(random, pick(random, siblings)) : pick(random, NASTY_STRINGS.filter((s) => s && !siblings.includes(s) && !s.includes('.')));
+    const parent = pick(
+      random,
+      sections(BASE).filter((s) => s !== 'queues' && !s.startsWith('queues.') && !s.startsWith('schedules')),
+    );
+    const siblings = Object.keys(
+      parent.split('.').reduce<Record<string, unknown>>((n, p) => n[p] as Record<string, unknown>, file),
+    );
+    const key =
+      random() < 0.6
+        ? typo(random, pick(random, siblings))
+        : pick(
+            random,
+            NASTY_STRINGS.filter((s) => s && !siblings.includes(s) && !s.includes('.')),
+          );
     if (siblings.includes(key)) return randomCase(random);
     setPath(file, `${parent}.${key}`, 1);
     return { file, names: [`${parent}.${key}`], note: `unknown key ${parent}.${key}` };
@@ -140,23 +219,78 @@ function randomCase(random: Random): Case {
   if (r < 0.8) {
     const name = random() < 0.5 ? pick(random, ['default', 'q', 'a:b', 'x-y']) : pick(random, NASTY_STRINGS);
     const settings: Record<string, unknown> = {};
-    for (const k of ['concurrency', 'jobsPerThread', 'prefetch', 'timeout', typo(random, 'concurrency')]) if (random() < 0.4) settings[k] = random() < 0.5 ? int(random, 1, 50) : pick(random, HOSTILE_VALUES);
+    for (const k of ['concurrency', 'jobsPerThread', 'prefetch', 'timeout', typo(random, 'concurrency')])
+      if (random() < 0.4) settings[k] = random() < 0.5 ? int(random, 1, 50) : pick(random, HOSTILE_VALUES);
     (file.queues as Record<string, unknown>)[name] = random() < 0.9 ? settings : pick(random, HOSTILE_VALUES);
-    return { file, names: [`queues.${name}`, `queue name ${JSON.stringify(name)}`, 'queues'], note: `queue ${JSON.stringify(name)}` };
+    return {
+      file,
+      names: [`queues.${name}`, `queue name ${JSON.stringify(name)}`, 'queues'],
+      note: `queue ${JSON.stringify(name)}`,
+    };
   }
   if (r < 0.9) {
-    const field = pick(random, ['name', 'cron', 'kind', 'payload', 'queue', 'priority', 'timezone', typo(random, 'cron')]);
-    const value = pick(random, [...HOSTILE_VALUES, '* * * * * * *', '61 * * * *', 'Mars/Olympus', 'Europe/Paris', '@daily']);
+    const field = pick(random, [
+      'name',
+      'cron',
+      'kind',
+      'payload',
+      'queue',
+      'priority',
+      'timezone',
+      typo(random, 'cron'),
+    ]);
+    const value = pick(random, [
+      ...HOSTILE_VALUES,
+      '* * * * * * *',
+      '61 * * * *',
+      'Mars/Olympus',
+      'Europe/Paris',
+      '@daily',
+    ]);
     setPath(file, `schedules[0].${field}`, value);
     return { file, names: [`schedules[0].${field}`, `schedules[0]`], note: `schedule field ${field}` };
   }
-  const variable = pick(random, ['DATABASE_POOL_SIZE', 'METRICS_PORT', 'LOG_LEVEL', 'JOBVISOR_MAX_THREADS', 'JOBVISOR_SCHEMA', 'METRICS_HOST', 'JOBVISOR_SUPERVISOR_NAME']);
+  const variable = pick(random, [
+    'DATABASE_POOL_SIZE',
+    'METRICS_PORT',
+    'LOG_LEVEL',
+    'JOBVISOR_MAX_THREADS',
+    'JOBVISOR_SCHEMA',
+    'METRICS_HOST',
+    'JOBVISOR_SUPERVISOR_NAME',
+  ]);
   const keyOf: Record<string, string> = {
-    DATABASE_POOL_SIZE: 'database.poolSize', METRICS_PORT: 'metrics.port', LOG_LEVEL: 'log.level', JOBVISOR_MAX_THREADS: 'pool.maxThreads',
-    JOBVISOR_SCHEMA: 'database.schema', METRICS_HOST: 'metrics.host', JOBVISOR_SUPERVISOR_NAME: 'supervisor.name',
+    DATABASE_POOL_SIZE: 'database.poolSize',
+    METRICS_PORT: 'metrics.port',
+    LOG_LEVEL: 'log.level',
+    JOBVISOR_MAX_THREADS: 'pool.maxThreads',
+    JOBVISOR_SCHEMA: 'database.schema',
+    METRICS_HOST: 'metrics.host',
+    JOBVISOR_SUPERVISOR_NAME: 'supervisor.name',
   };
-  const value = pick(random, ['', ' ', '0', '-1', '1.5', '65536', '99999999999999999999', 'abc', '1e3', '0x10', 'debug', 'Jobvisor', 'a;b', '10 ', '\t7']);
-  return { file, env: { [variable]: value }, names: [variable, keyOf[variable] as string], note: `env ${variable}=${JSON.stringify(value)}` };
+  const value = pick(random, [
+    '',
+    ' ',
+    '0',
+    '-1',
+    '1.5',
+    '65536',
+    '99999999999999999999',
+    'abc',
+    '1e3',
+    '0x10',
+    'debug',
+    'Jobvisor',
+    'a;b',
+    '10 ',
+    '\t7',
+  ]);
+  return {
+    file,
+    env: { [variable]: value },
+    names: [variable, keyOf[variable] as string],
+    note: `env ${variable}=${JSON.stringify(value)}`,
+  };
 }
 
 let caseNo = 0;
@@ -186,16 +320,26 @@ describe('fuzz: configuration', () => {
         if (why) failures.push(`#${i} ${c.note}: loaded but unusable: ${why}`);
       } catch (err) {
         if (!(err instanceof ConfigError)) {
-          failures.push(`#${i} ${c.note}: ${(err as Error).name} instead of ConfigError: ${(err as Error).message.split('\n')[0]}`);
+          failures.push(
+            `#${i} ${c.note}: ${(err as Error).name} instead of ConfigError: ${(err as Error).message.split('\n')[0]}`,
+          );
           continue;
         }
         refused++;
         // The key may be quoted as JSON (a key holding a quote or a control character); the CLI
         // folds whatever a message quotes onto one line (test/fuzz_cli.test.ts checks that).
-        if (!c.names.some((n) => err.message.includes(n) || err.message.includes(JSON.stringify(n).slice(1, -1)))) failures.push(`#${i} ${c.note}: message does not name ${c.names.join(' or ')}: ${err.message.slice(0, 200)}`);
+        if (!c.names.some((n) => err.message.includes(n) || err.message.includes(JSON.stringify(n).slice(1, -1))))
+          failures.push(`#${i} ${c.note}: message does not name ${c.names.join(' or ')}: ${err.message.slice(0, 200)}`);
       }
     }
-    report('fuzz.config', { seed: SEED, cases: CASES, loaded, refused, failures: failures.length, firstFailures: failures.slice(0, 8) });
+    report('fuzz.config', {
+      seed: SEED,
+      cases: CASES,
+      loaded,
+      refused,
+      failures: failures.length,
+      firstFailures: failures.slice(0, 8),
+    });
     assert.deepEqual(failures.slice(0, 15), [], `${failures.length} failing cases (FUZZ_SEED=${SEED})`);
   });
 

@@ -14,7 +14,16 @@ import { after, before, describe, it } from 'node:test';
 import type pg from 'pg';
 import { InputError } from '../src/errors.ts';
 import { COPY_THRESHOLD, enqueue, enqueueMany, type EnqueueOptions, type JobSpec } from '../src/queue/enqueue.ts';
-import { int, nested, notJson, pick, randomJson, randomString, UNSTORABLE_STRINGS, type Random } from './helpers/chaos/hostile.ts';
+import {
+  int,
+  nested,
+  notJson,
+  pick,
+  randomJson,
+  randomString,
+  UNSTORABLE_STRINGS,
+  type Random,
+} from './helpers/chaos/hostile.ts';
 import { count, prng, report, until } from './helpers/chaos/measure.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { startSupervisor, testSettings } from './helpers/inprocess.ts';
@@ -66,15 +75,74 @@ function randomOptions(random: Random): { options: EnqueueOptions; legal: boolea
   };
   // A dot in a queue name is refused: configuration keys are dotted paths, so such a
   // queue could be enqueued to but never configured, and its jobs would never run.
-  if (random() < 0.3) options.queue = random() < 0.7 ? pick(random, ['default', 'q_1', 'Q:2', 'a-b_c']) : hostile(pick(random, ['', ' ', 'x y', "q'", '-q', 'q'.repeat(201), 'q.1', 5, '漢字']), true);
-  if (random() < 0.3) options.priority = random() < 0.7 ? int(random, -1_000_000, 1_000_000) : hostile(pick(random, [1.5, Number.NaN, '5', '5\n6', 1_000_001, -1e9, Number.POSITIVE_INFINITY, true, {}, Object.create(null)]), true);
-  if (random() < 0.3) options.maxAttempts = random() < 0.7 ? int(random, 1, 1000) : hostile(pick(random, [0, -1, 1001, 2.5, '3', Number.NaN, Object.create(null)]), true);
+  if (random() < 0.3)
+    options.queue =
+      random() < 0.7
+        ? pick(random, ['default', 'q_1', 'Q:2', 'a-b_c'])
+        : hostile(pick(random, ['', ' ', 'x y', "q'", '-q', 'q'.repeat(201), 'q.1', 5, '漢字']), true);
+  if (random() < 0.3)
+    options.priority =
+      random() < 0.7
+        ? int(random, -1_000_000, 1_000_000)
+        : hostile(
+            pick(random, [
+              1.5,
+              Number.NaN,
+              '5',
+              '5\n6',
+              1_000_001,
+              -1e9,
+              Number.POSITIVE_INFINITY,
+              true,
+              {},
+              Object.create(null),
+            ]),
+            true,
+          );
+  if (random() < 0.3)
+    options.maxAttempts =
+      random() < 0.7
+        ? int(random, 1, 1000)
+        : hostile(pick(random, [0, -1, 1001, 2.5, '3', Number.NaN, Object.create(null)]), true);
   const when = random();
-  if (when < 0.15) options.runAt = random() < 0.6 ? pick(random, ['2030-01-01T00:00:00Z', '2030-06-15', new Date(Date.now() + 60_000), '2031-02-03T04:05:06.789+05:30']) : hostile(pick(random, ['tomorrow', '', '1969-12-31T23:59:59Z', '10000-01-01T00:00:00Z', 12345, {}, Object.create(null), new Date(Number.NaN), '2030-01-01T00:00:00Z\nX']), true);
-  else if (when < 0.3) options.delay = random() < 0.6 ? pick(random, ['10s', '500ms', 1000, '1d', 0]) : hostile(pick(random, ['soon', '-5s', -1, '1e400s', '11y', Number.NaN, 'NaN', {}, Object.create(null), '1\n2']), true);
+  if (when < 0.15)
+    options.runAt =
+      random() < 0.6
+        ? pick(random, [
+            '2030-01-01T00:00:00Z',
+            '2030-06-15',
+            new Date(Date.now() + 60_000),
+            '2031-02-03T04:05:06.789+05:30',
+          ])
+        : hostile(
+            pick(random, [
+              'tomorrow',
+              '',
+              '1969-12-31T23:59:59Z',
+              '10000-01-01T00:00:00Z',
+              12345,
+              {},
+              Object.create(null),
+              new Date(Number.NaN),
+              '2030-01-01T00:00:00Z\nX',
+            ]),
+            true,
+          );
+  else if (when < 0.3)
+    options.delay =
+      random() < 0.6
+        ? pick(random, ['10s', '500ms', 1000, '1d', 0])
+        : hostile(
+            pick(random, ['soon', '-5s', -1, '1e400s', '11y', Number.NaN, 'NaN', {}, Object.create(null), '1\n2']),
+            true,
+          );
   if (random() < 0.3) {
     if (random() < 0.7) options.uniqueKey = `k-${randomString(random)}-${random()}`.slice(0, 1000);
-    else options.uniqueKey = hostile(pick(random, ['', 'k'.repeat(1001), 5, ['a'], ...UNSTORABLE_STRINGS]), true) as string;
+    else
+      options.uniqueKey = hostile(
+        pick(random, ['', 'k'.repeat(1001), 5, ['a'], ...UNSTORABLE_STRINGS]),
+        true,
+      ) as string;
   }
   return { options: options as EnqueueOptions, legal, illegal };
 }
@@ -84,7 +152,17 @@ function randomCase(random: Random): Case {
   let kind = 'chaos_echo';
   let kindLegal = true;
   if (random() < 0.1) {
-    kind = pick(random, ['', 'a b', "x'; DROP TABLE jobvisor.jobs; --", '.x', 'k'.repeat(201), 'é', '\u0000', 'ok_kind', 'a:b.c-d']);
+    kind = pick(random, [
+      '',
+      'a b',
+      "x'; DROP TABLE jobvisor.jobs; --",
+      '.x',
+      'k'.repeat(201),
+      'é',
+      '\u0000',
+      'ok_kind',
+      'a:b.c-d',
+    ]);
     kindLegal = /^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,199}$/.test(kind);
   }
   const p = random();
@@ -118,7 +196,10 @@ function randomCase(random: Random): Case {
     payloadLegal = true;
   }
   return {
-    kind, payload, options: o.options, note,
+    kind,
+    payload,
+    options: o.options,
+    note,
     legal: o.legal && kindLegal && payloadLegal === true,
     illegal: o.illegal || !kindLegal || payloadLegal === false,
   };
@@ -139,7 +220,12 @@ function describeCase(c: Case): string {
 }
 
 async function readBack(client: pg.PoolClient, id: string) {
-  return (await client.query('SELECT kind, queue, priority, max_attempts, unique_key, payload::text AS payload FROM jobvisor.jobs WHERE id = $1', [id])).rows[0];
+  return (
+    await client.query(
+      'SELECT kind, queue, priority, max_attempts, unique_key, payload::text AS payload FROM jobvisor.jobs WHERE id = $1',
+      [id],
+    )
+  ).rows[0];
 }
 
 describe('fuzz: enqueue and enqueueMany', () => {
@@ -175,7 +261,9 @@ describe('fuzz: enqueue and enqueueMany', () => {
           if (!result.duplicate && c.kind === 'chaos_echo') stored.add(result.id as string);
         } catch (err) {
           if (!(err instanceof InputError)) {
-            failures.push(`#${i} ${(err as Error).name} instead of InputError (${(err as { code?: string }).code ?? ''} ${(err as Error).message.split('\n')[0]}): ${describeCase(c)}`);
+            failures.push(
+              `#${i} ${(err as Error).name} instead of InputError (${(err as { code?: string }).code ?? ''} ${(err as Error).message.split('\n')[0]}): ${describeCase(c)}`,
+            );
             await client.query('ROLLBACK').catch(() => {});
             continue;
           }
@@ -188,7 +276,9 @@ describe('fuzz: enqueue and enqueueMany', () => {
             const after = Number((await client.query('SELECT count(*) AS n FROM jobvisor.jobs')).rows[0].n);
             if (after !== before) failures.push(`#${i} refused but wrote ${after - before} rows`);
           } catch (e) {
-            failures.push(`#${i} refused, and the caller's transaction was aborted (${(e as Error).message}): ${describeCase(c)}`);
+            failures.push(
+              `#${i} refused, and the caller's transaction was aborted (${(e as Error).message}): ${describeCase(c)}`,
+            );
           }
           await client.query('ROLLBACK');
         }
@@ -196,7 +286,14 @@ describe('fuzz: enqueue and enqueueMany', () => {
     } finally {
       client.release();
     }
-    report('fuzz.enqueue', { seed: SEED, cases: CASES, accepted, refused, failures: failures.length, firstFailures: failures.slice(0, 5) });
+    report('fuzz.enqueue', {
+      seed: SEED,
+      cases: CASES,
+      accepted,
+      refused,
+      failures: failures.length,
+      firstFailures: failures.slice(0, 5),
+    });
     assert.deepEqual(failures.slice(0, 10), [], `${failures.length} failing cases (FUZZ_SEED=${SEED})`);
   });
 
@@ -216,7 +313,9 @@ describe('fuzz: enqueue and enqueueMany', () => {
         const spoil = random() < 0.3 / size;
         const job: JobSpec = spoil
           ? { kind: 'chaos_echo', payload: { bad: pick(random, UNSTORABLE_STRINGS) } }
-          : c.legal ? { kind: c.kind, payload: c.payload as never, ...c.options } : { kind: 'chaos_echo', payload: randomJson(random, 3) as never };
+          : c.legal
+            ? { kind: c.kind, payload: c.payload as never, ...c.options }
+            : { kind: 'chaos_echo', payload: randomJson(random, 3) as never };
         if (spoil && firstBad < 0) firstBad = i;
         jobs.push(job);
       }
@@ -226,7 +325,11 @@ describe('fuzz: enqueue and enqueueMany', () => {
         const results = await enqueueMany(db.pool, jobs);
         if (firstBad >= 0) failures.push(`batch ${b}: stored although jobs[${firstBad}] is illegal`);
         const ids = results.filter((r) => !r.duplicate).map((r) => r.id as string);
-        const rows = new Map((await db.pool.query('SELECT id, payload::text AS payload FROM jobvisor.jobs WHERE id = ANY($1)', [ids])).rows.map((r) => [String(r.id), r.payload as string]));
+        const rows = new Map(
+          (
+            await db.pool.query('SELECT id, payload::text AS payload FROM jobvisor.jobs WHERE id = ANY($1)', [ids])
+          ).rows.map((r) => [String(r.id), r.payload as string]),
+        );
         results.forEach((r, i) => {
           if (r.duplicate) return;
           const text = rows.get(r.id as string);
@@ -234,7 +337,10 @@ describe('fuzz: enqueue and enqueueMany', () => {
           else {
             try {
               const given = jobs[i]?.payload;
-              assert.deepEqual(JSON.parse(text), JSON.parse(JSON.stringify(given === undefined ? {} : given) ?? 'null'));
+              assert.deepEqual(
+                JSON.parse(text),
+                JSON.parse(JSON.stringify(given === undefined ? {} : given) ?? 'null'),
+              );
             } catch {
               failures.push(`batch ${b}${big ? ' (COPY)' : ''}: jobs[${i}] stored differently: ${text.slice(0, 120)}`);
             }
@@ -242,14 +348,24 @@ describe('fuzz: enqueue and enqueueMany', () => {
           if (jobs[i]?.kind === 'chaos_echo') stored.add(r.id as string);
         });
       } catch (err) {
-        if (!(err instanceof InputError)) failures.push(`batch ${b}${big ? ' (COPY)' : ''}: ${(err as Error).name} instead of InputError: ${(err as Error).message.split('\n')[0]}`);
+        if (!(err instanceof InputError))
+          failures.push(
+            `batch ${b}${big ? ' (COPY)' : ''}: ${(err as Error).name} instead of InputError: ${(err as Error).message.split('\n')[0]}`,
+          );
         else if (firstBad < 0) failures.push(`batch ${b}: refused although legal: ${err.message}`);
-        else if (!err.message.startsWith(`jobs[${firstBad}].`)) failures.push(`batch ${b}: message does not name jobs[${firstBad}]: ${err.message}`);
+        else if (!err.message.startsWith(`jobs[${firstBad}].`))
+          failures.push(`batch ${b}: message does not name jobs[${firstBad}]: ${err.message}`);
         const after = await count(db.pool, 'SELECT count(*)::int AS n FROM jobvisor.jobs');
         if (after !== before) failures.push(`batch ${b}: refused but ${after - before} of ${size} rows written`);
       }
     }
-    report('fuzz.enqueueMany', { seed: SEED, batches: BATCHES, copyBatches, failures: failures.length, firstFailures: failures.slice(0, 5) });
+    report('fuzz.enqueueMany', {
+      seed: SEED,
+      batches: BATCHES,
+      copyBatches,
+      failures: failures.length,
+      firstFailures: failures.slice(0, 5),
+    });
     assert.ok(copyBatches > 0, 'some batches went through COPY');
     assert.deepEqual(failures.slice(0, 10), [], `${failures.length} failing batches (FUZZ_SEED=${SEED})`);
   });
@@ -259,7 +375,9 @@ describe('fuzz: enqueue and enqueueMany', () => {
     assert.ok(ids.length > 100, `enough stored cases (${ids.length})`);
     // Delayed ones are made due now; the rest of each row is left as stored.
     await db.pool.query("UPDATE jobvisor.jobs SET run_at = now() WHERE id = ANY($1) AND status = 'pending'", [ids]);
-    const queues = (await db.pool.query<{ queue: string }>('SELECT DISTINCT queue FROM jobvisor.jobs WHERE id = ANY($1)', [ids])).rows.map((r) => r.queue);
+    const queues = (
+      await db.pool.query<{ queue: string }>('SELECT DISTINCT queue FROM jobvisor.jobs WHERE id = ANY($1)', [ids])
+    ).rows.map((r) => r.queue);
     // Every queue a job could be enqueued to must be one a supervisor can be configured to serve.
     const unservable: string[] = [];
     for (const q of queues) {
@@ -270,15 +388,36 @@ describe('fuzz: enqueue and enqueueMany', () => {
       }
     }
     const servable = queues.filter((q) => !unservable.some((u) => u.startsWith(`${q}: `)));
-    const served = (await db.pool.query<{ id: string }>('SELECT id FROM jobvisor.jobs WHERE id = ANY($1) AND queue = ANY($2)', [ids, servable])).rows.map((r) => r.id);
-    const supervisor = startSupervisor(db.url, { queues: Object.fromEntries(servable.map((q) => [q, { concurrency: 20, jobsPerThread: 20 }])), pool: { maxThreads: 2 } });
+    const served = (
+      await db.pool.query<{ id: string }>('SELECT id FROM jobvisor.jobs WHERE id = ANY($1) AND queue = ANY($2)', [
+        ids,
+        servable,
+      ])
+    ).rows.map((r) => r.id);
+    const supervisor = startSupervisor(db.url, {
+      queues: Object.fromEntries(servable.map((q) => [q, { concurrency: 20, jobsPerThread: 20 }])),
+      pool: { maxThreads: 2 },
+    });
     await supervisor.start();
     try {
-      await until('every stored job done', () => count(db.pool, "SELECT count(*)::int AS n FROM jobvisor.jobs WHERE id = ANY($1) AND status = 'done'", [served]), (n) => n === served.length, 60_000, 100);
+      await until(
+        'every stored job done',
+        () =>
+          count(db.pool, "SELECT count(*)::int AS n FROM jobvisor.jobs WHERE id = ANY($1) AND status = 'done'", [
+            served,
+          ]),
+        (n) => n === served.length,
+        60_000,
+        100,
+      );
     } finally {
       await supervisor.stop();
     }
-    const mismatched = await count(db.pool, 'SELECT count(*)::int AS n FROM jobvisor.jobs j LEFT JOIN chaos_echo e ON e.job_id = j.id WHERE j.id = ANY($1) AND e.payload IS DISTINCT FROM j.payload', [served]);
+    const mismatched = await count(
+      db.pool,
+      'SELECT count(*)::int AS n FROM jobvisor.jobs j LEFT JOIN chaos_echo e ON e.job_id = j.id WHERE j.id = ANY($1) AND e.payload IS DISTINCT FROM j.payload',
+      [served],
+    );
     report('fuzz.run-as-data', { jobs: ids.length, ran: served.length, mismatched, unservableQueues: unservable });
     assert.equal(mismatched, 0, 'every task saw its payload exactly');
     assert.deepEqual(unservable, [], 'jobs were accepted into queues no supervisor can serve');

@@ -20,23 +20,64 @@ import { createMetrics } from '../src/metrics/metrics.ts';
 
 const grafanaDir = fileURLToPath(new URL('../grafana/', import.meta.url));
 const promtool = process.env.PROMTOOL ?? 'promtool';
-const REQUIRED_ALERTS = ['JobvisorDeadLettersGrowing', 'JobvisorOldestPendingTooOld', 'JobvisorRetryRateHigh', 'JobvisorNoSupervisorUp'];
+const REQUIRED_ALERTS = [
+  'JobvisorDeadLettersGrowing',
+  'JobvisorOldestPendingTooOld',
+  'JobvisorRetryRateHigh',
+  'JobvisorNoSupervisorUp',
+];
 /** Read from the database and reported alike by every replica: aggregate with max or min. */
 const DATABASE_GAUGES = ['jobvisor_jobs', 'jobvisor_oldest_pending_seconds'];
-const AGGREGATIONS = new Set(['sum', 'min', 'max', 'avg', 'group', 'stddev', 'stdvar', 'count', 'count_values', 'bottomk', 'topk', 'quantile']);
+const AGGREGATIONS = new Set([
+  'sum',
+  'min',
+  'max',
+  'avg',
+  'group',
+  'stddev',
+  'stdvar',
+  'count',
+  'count_values',
+  'bottomk',
+  'topk',
+  'quantile',
+]);
 /** Functions that keep one series per input series; the check looks through them. */
 const PER_SERIES = /^(rate|irate|increase|delta|idelta|deriv|resets|changes|[a-z]+_over_time)$/;
 
-interface Rule { alert?: string; record?: string; expr: string; for?: string; labels?: Record<string, string>; annotations?: Record<string, string> }
-interface Panel { type: string; title?: string; datasource?: { uid?: string }; targets?: { expr?: string }[]; panels?: Panel[] }
-interface Variable { name: string; type: string; query?: string | { query?: string }; datasource?: { uid?: string } }
-interface Dashboard { panels: Panel[]; templating: { list: Variable[] } }
+interface Rule {
+  alert?: string;
+  record?: string;
+  expr: string;
+  for?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+}
+interface Panel {
+  type: string;
+  title?: string;
+  datasource?: { uid?: string };
+  targets?: { expr?: string }[];
+  panels?: Panel[];
+}
+interface Variable {
+  name: string;
+  type: string;
+  query?: string | { query?: string };
+  datasource?: { uid?: string };
+}
+interface Dashboard {
+  panels: Panel[];
+  templating: { list: Variable[] };
+}
 
 function runPromtool(args: string[]): Promise<{ code: number; output: string }> {
   return new Promise((resolve, reject) => {
     execFile(promtool, args, { cwd: grafanaDir, timeout: 60_000 }, (error, stdout, stderr) => {
       if (error && typeof error.code !== 'number') {
-        reject(new Error(`cannot run ${promtool} (install Debian's prometheus package): ${error.message}`, { cause: error }));
+        reject(
+          new Error(`cannot run ${promtool} (install Debian's prometheus package): ${error.message}`, { cause: error }),
+        );
         return;
       }
       resolve({ code: error ? Number(error.code) : 0, output: `${stdout}${stderr}` });
@@ -51,7 +92,8 @@ function exportedNames(metrics: MetricList): Set<string> {
   const names = new Set<string>();
   for (const metric of metrics) {
     const type = String(metric.type);
-    const suffixes = type === 'histogram' ? ['_bucket', '_sum', '_count'] : type === 'summary' ? ['', '_sum', '_count'] : [''];
+    const suffixes =
+      type === 'histogram' ? ['_bucket', '_sum', '_count'] : type === 'summary' ? ['', '_sum', '_count'] : [''];
     for (const suffix of suffixes) names.add(metric.name + suffix);
   }
   return names;
@@ -91,7 +133,8 @@ function aggregationProblems(expr: string, perProcess: Set<string>): string[] {
     let call = enclosingCall(expr, match.index);
     while (call && PER_SERIES.test(call.name)) call = enclosingCall(expr, call.start);
     const found = call && AGGREGATIONS.has(call.name) ? call.name : 'no aggregation';
-    if (!wanted.includes(found)) problems.push(`${name} aggregated with ${found}, expected ${wanted.join(' or ')}: ${expr}`);
+    if (!wanted.includes(found))
+      problems.push(`${name} aggregated with ${found}, expected ${wanted.join(' or ')}: ${expr}`);
   }
   return problems;
 }
@@ -117,7 +160,9 @@ describe('grafana/', () => {
   let scratch: string;
 
   before(async () => {
-    const file = parseYaml(await readFile(path.join(grafanaDir, 'alerts.yml'), 'utf8')) as { groups: { rules: Rule[] }[] };
+    const file = parseYaml(await readFile(path.join(grafanaDir, 'alerts.yml'), 'utf8')) as {
+      groups: { rules: Rule[] }[];
+    };
     rules = file.groups.flatMap((group) => group.rules);
     dashboard = JSON.parse(await readFile(path.join(grafanaDir, 'dashboard.json'), 'utf8')) as Dashboard;
     const metrics = await createMetrics().registry.getMetricsAsJSON();
@@ -131,14 +176,29 @@ describe('grafana/', () => {
   });
 
   it('the checks reject unknown names and wrong aggregations', () => {
-    assert.deepEqual(unknownNames('sum(rate(jobvisor_jobs_completed_total[5m])) / jobvisor_nope_total', exported), ['jobvisor_nope_total']);
-    assert.deepEqual(unknownNames('jobvisor_job_run_seconds_bucket + jobvisor_job_run_seconds', exported), ['jobvisor_job_run_seconds']);
-    assert.deepEqual(unknownNames('jobvisor_jobs_completed_total_bucket', exported), ['jobvisor_jobs_completed_total_bucket']);
+    assert.deepEqual(unknownNames('sum(rate(jobvisor_jobs_completed_total[5m])) / jobvisor_nope_total', exported), [
+      'jobvisor_nope_total',
+    ]);
+    assert.deepEqual(unknownNames('jobvisor_job_run_seconds_bucket + jobvisor_job_run_seconds', exported), [
+      'jobvisor_job_run_seconds',
+    ]);
+    assert.deepEqual(unknownNames('jobvisor_jobs_completed_total_bucket', exported), [
+      'jobvisor_jobs_completed_total_bucket',
+    ]);
     assert.equal(aggregationProblems('sum by (queue) (jobvisor_jobs{status="pending"})', perProcess).length, 1);
     assert.equal(aggregationProblems('jobvisor_oldest_pending_seconds > 600', perProcess).length, 1);
     assert.equal(aggregationProblems('max by (queue) (rate(jobvisor_jobs_completed_total[5m]))', perProcess).length, 1);
-    assert.deepEqual(aggregationProblems('min by (queue) (min_over_time(jobvisor_jobs[15m])) - max(jobvisor_jobs)', perProcess), []);
-    assert.deepEqual(aggregationProblems('histogram_quantile(0.5, sum by (le) (rate(jobvisor_job_run_seconds_bucket[5m])))', perProcess), []);
+    assert.deepEqual(
+      aggregationProblems('min by (queue) (min_over_time(jobvisor_jobs[15m])) - max(jobvisor_jobs)', perProcess),
+      [],
+    );
+    assert.deepEqual(
+      aggregationProblems(
+        'histogram_quantile(0.5, sum by (le) (rate(jobvisor_job_run_seconds_bucket[5m])))',
+        perProcess,
+      ),
+      [],
+    );
   });
 
   it('promtool check rules accepts alerts.yml', async () => {
@@ -160,17 +220,32 @@ describe('grafana/', () => {
       assert.match(rule.for ?? '', /^\d+[smh]$/, `${rule.alert}: for`);
       assert.match(rule.labels?.severity ?? '', /^(warning|critical)$/, `${rule.alert}: severity`);
       assert.ok(rule.annotations?.summary, `${rule.alert}: summary`);
-      assert.match(rule.annotations?.description ?? '', new RegExp(`grafana/README\\.md#${rule.alert?.toLowerCase()}`), `${rule.alert}: runbook link`);
+      assert.match(
+        rule.annotations?.description ?? '',
+        new RegExp(`grafana/README\\.md#${rule.alert?.toLowerCase()}`),
+        `${rule.alert}: runbook link`,
+      );
       assert.match(readme, new RegExp(`^#+ ${rule.alert}$`, 'm'), `${rule.alert}: README section`);
     }
   });
 
   it('the rules and the rule tests name only exported metrics', async () => {
-    const tests = parseYaml(await readFile(path.join(grafanaDir, 'alerts.test.yml'), 'utf8')) as { tests: { input_series: { series: string }[] }[] };
-    const texts = [...rules.map((rule) => rule.expr), ...tests.tests.flatMap((test) => test.input_series.map((input) => input.series))];
+    const tests = parseYaml(await readFile(path.join(grafanaDir, 'alerts.test.yml'), 'utf8')) as {
+      tests: { input_series: { series: string }[] }[];
+    };
+    const texts = [
+      ...rules.map((rule) => rule.expr),
+      ...tests.tests.flatMap((test) => test.input_series.map((input) => input.series)),
+    ];
     assert.ok(texts.flatMap(metricNames).length > 10);
-    assert.deepEqual(texts.flatMap((text) => unknownNames(text, exported)), []);
-    assert.deepEqual(rules.flatMap((rule) => aggregationProblems(rule.expr, perProcess)), []);
+    assert.deepEqual(
+      texts.flatMap((text) => unknownNames(text, exported)),
+      [],
+    );
+    assert.deepEqual(
+      rules.flatMap((rule) => aggregationProblems(rule.expr, perProcess)),
+      [],
+    );
   });
 
   it('the dashboard has a datasource variable, a queue variable and the agreed panels', () => {
@@ -183,25 +258,54 @@ describe('grafana/', () => {
       assert.ok(panel.targets?.length, `${panel.title}: targets`);
     }
     const titles = panels.map((panel) => panel.title ?? '');
-    for (const wanted of [/completed \/ s/i, /^retries/i, /^dead letters \/ s/i, /^wait time/i, /^run time/i, /^backlog by queue/i,
-      /^oldest pending$/i, /^threads busy per replica/i, /^jobs in flight/i, /event-loop lag p99/i, /^supervisors up$/i]) {
-      assert.ok(titles.some((title) => wanted.test(title)), `a panel titled ${wanted}`);
+    for (const wanted of [
+      /completed \/ s/i,
+      /^retries/i,
+      /^dead letters \/ s/i,
+      /^wait time/i,
+      /^run time/i,
+      /^backlog by queue/i,
+      /^oldest pending$/i,
+      /^threads busy per replica/i,
+      /^jobs in flight/i,
+      /event-loop lag p99/i,
+      /^supervisors up$/i,
+    ]) {
+      assert.ok(
+        titles.some((title) => wanted.test(title)),
+        `a panel titled ${wanted}`,
+      );
     }
   });
 
   it('the dashboard names only exported metrics and aggregates them correctly', () => {
-    const exprs = allPanels(dashboard.panels).flatMap((panel) => (panel.targets ?? []).map((target) => target.expr ?? ''));
-    const queries = dashboard.templating.list.map(variableQuery).filter((query): query is string => query !== undefined);
+    const exprs = allPanels(dashboard.panels).flatMap((panel) =>
+      (panel.targets ?? []).map((target) => target.expr ?? ''),
+    );
+    const queries = dashboard.templating.list
+      .map(variableQuery)
+      .filter((query): query is string => query !== undefined);
     assert.ok(exprs.length >= 20);
-    assert.ok(exprs.every((expr) => metricNames(expr).length > 0 || /\bup\{/.test(expr)), 'every query reads a metric');
-    assert.deepEqual([...exprs, ...queries].flatMap((expr) => unknownNames(expr, exported)), []);
-    assert.deepEqual(exprs.flatMap((expr) => aggregationProblems(expr, perProcess)), []);
+    assert.ok(
+      exprs.every((expr) => metricNames(expr).length > 0 || /\bup\{/.test(expr)),
+      'every query reads a metric',
+    );
+    assert.deepEqual(
+      [...exprs, ...queries].flatMap((expr) => unknownNames(expr, exported)),
+      [],
+    );
+    assert.deepEqual(
+      exprs.flatMap((expr) => aggregationProblems(expr, perProcess)),
+      [],
+    );
     assert.ok(exprs.some((expr) => /histogram_quantile\(0\.99, .*jobvisor_job_wait_seconds_bucket/.test(expr)));
     assert.ok(exprs.some((expr) => /histogram_quantile\(0\.99, .*jobvisor_job_run_seconds_bucket/.test(expr)));
   });
 
   it('every dashboard query is valid PromQL (checked by promtool)', async () => {
-    const exprs = allPanels(dashboard.panels).flatMap((panel) => (panel.targets ?? []).map((target) => target.expr ?? ''));
+    const exprs = allPanels(dashboard.panels).flatMap((panel) =>
+      (panel.targets ?? []).map((target) => target.expr ?? ''),
+    );
     for (const variable of dashboard.templating.list) {
       const selector = /^label_values\((.+),\s*[a-zA-Z_]+\)$/.exec(variableQuery(variable) ?? '')?.[1];
       if (selector) exprs.push(`count(${selector})`);

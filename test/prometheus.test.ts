@@ -30,9 +30,20 @@ const POLL_MS = 250;
 
 type TestDatabase = Awaited<ReturnType<typeof createTestDatabase>>;
 type Supervisor = Awaited<ReturnType<typeof spawnSupervisor>>;
-interface Alert { labels: Record<string, string>; annotations: Record<string, string>; state: string }
-interface Target { health: string; lastError: string; scrapeUrl: string; labels: Record<string, string> }
-interface RuleGroup { rules: { name: string; type: string; health: string; lastError?: string }[] }
+interface Alert {
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  state: string;
+}
+interface Target {
+  health: string;
+  lastError: string;
+  scrapeUrl: string;
+  labels: Record<string, string>;
+}
+interface RuleGroup {
+  rules: { name: string; type: string; health: string; lastError?: string }[];
+}
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -40,7 +51,9 @@ function freePort(): Promise<number> {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => {
       const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+      server.close(() =>
+        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
+      );
     });
   });
 }
@@ -88,7 +101,9 @@ describe('a real Prometheus scraping a real supervisor', { timeout: 180_000 }, (
         lastError = error;
       }
       if (Date.now() > deadline) {
-        throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}:\n${prometheusLogs.slice(-20).join('')}`, { cause: lastError });
+        throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}:\n${prometheusLogs.slice(-20).join('')}`, {
+          cause: lastError,
+        });
       }
       await delay(POLL_MS);
     }
@@ -102,7 +117,9 @@ describe('a real Prometheus scraping a real supervisor', { timeout: 180_000 }, (
   }
 
   async function query(expr: string): Promise<{ metric: Record<string, string>; value: [number, string] }[]> {
-    const data = await api<{ result: { metric: Record<string, string>; value: [number, string] }[] }>(`/api/v1/query?query=${encodeURIComponent(expr)}`);
+    const data = await api<{ result: { metric: Record<string, string>; value: [number, string] }[] }>(
+      `/api/v1/query?query=${encodeURIComponent(expr)}`,
+    );
     return data.result;
   }
 
@@ -117,7 +134,10 @@ describe('a real Prometheus scraping a real supervisor', { timeout: 180_000 }, (
     await mkdir(tasksDir);
     // ES modules: a task folder outside any package needs its own "type": "module".
     await writeFile(path.join(tasksDir, 'package.json'), '{ "type": "module" }\n');
-    await writeFile(path.join(tasksDir, `${KIND}.js`), "export default async () => { throw new Error('this task always fails'); };\n");
+    await writeFile(
+      path.join(tasksDir, `${KIND}.js`),
+      "export default async () => { throw new Error('this task always fails'); };\n",
+    );
     await writeFile(path.join(tasksDir, `${OK_KIND}.js`), 'export default async () => ({ ok: true });\n');
 
     db = await createTestDatabase();
@@ -131,29 +151,42 @@ describe('a real Prometheus scraping a real supervisor', { timeout: 180_000 }, (
       },
     });
 
-    const rules = (await readFile(path.join(grafanaDir, 'alerts.yml'), 'utf8'))
-      .replace(/^(\s+for:\s*)\S+$/gm, (_line, key: string) => `${key}1s`);
+    const rules = (await readFile(path.join(grafanaDir, 'alerts.yml'), 'utf8')).replace(
+      /^(\s+for:\s*)\S+$/gm,
+      (_line, key: string) => `${key}1s`,
+    );
     assert.equal(rules.match(/^\s+for: 1s$/gm)?.length, 4, 'every for: shortened');
     await writeFile(path.join(scratch, 'alerts.yml'), rules);
-    await writeFile(path.join(scratch, 'prometheus.yml'), stringifyYaml({
-      global: { scrape_interval: '1s', scrape_timeout: '1s', evaluation_interval: '1s' },
-      rule_files: [path.join(scratch, 'alerts.yml')],
-      scrape_configs: [{ job_name: 'jobvisor', static_configs: [{ targets: [`127.0.0.1:${supervisor.metricsPort}`] }] }],
-    }));
+    await writeFile(
+      path.join(scratch, 'prometheus.yml'),
+      stringifyYaml({
+        global: { scrape_interval: '1s', scrape_timeout: '1s', evaluation_interval: '1s' },
+        rule_files: [path.join(scratch, 'alerts.yml')],
+        scrape_configs: [
+          { job_name: 'jobvisor', static_configs: [{ targets: [`127.0.0.1:${supervisor.metricsPort}`] }] },
+        ],
+      }),
+    );
 
     const port = await freePort();
     prometheusUrl = `http://127.0.0.1:${port}`;
-    prometheus = spawn(prometheusBin, [
-      `--config.file=${path.join(scratch, 'prometheus.yml')}`,
-      `--storage.tsdb.path=${path.join(scratch, 'data')}`,
-      `--web.listen-address=127.0.0.1:${port}`,
-      '--log.level=info',
-    ], { stdio: ['ignore', 'pipe', 'pipe'] });
+    prometheus = spawn(
+      prometheusBin,
+      [
+        `--config.file=${path.join(scratch, 'prometheus.yml')}`,
+        `--storage.tsdb.path=${path.join(scratch, 'data')}`,
+        `--web.listen-address=127.0.0.1:${port}`,
+        '--log.level=info',
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     prometheus.stdout?.on('data', (chunk: Buffer) => prometheusLogs.push(chunk.toString('utf8')));
     prometheus.stderr?.on('data', (chunk: Buffer) => prometheusLogs.push(chunk.toString('utf8')));
     const spawned = new Promise<void>((resolve, reject) => {
       prometheus?.once('spawn', resolve);
-      prometheus?.once('error', (error) => reject(new Error(`cannot run ${prometheusBin} (install Debian's prometheus package)`, { cause: error })));
+      prometheus?.once('error', (error) =>
+        reject(new Error(`cannot run ${prometheusBin} (install Debian's prometheus package)`, { cause: error })),
+      );
     });
     await spawned;
     await waitFor('prometheus to be ready', 30_000, async () => {
@@ -180,8 +213,12 @@ describe('a real Prometheus scraping a real supervisor', { timeout: 180_000 }, (
       const all = data.groups.flatMap((group) => group.rules);
       return all.length === 4 && all.every((rule) => rule.health === 'ok') ? all : undefined;
     });
-    assert.deepEqual(rules.map((rule) => rule.name).sort(),
-      ['JobvisorDeadLettersGrowing', 'JobvisorNoSupervisorUp', 'JobvisorOldestPendingTooOld', 'JobvisorRetryRateHigh']);
+    assert.deepEqual(rules.map((rule) => rule.name).sort(), [
+      'JobvisorDeadLettersGrowing',
+      'JobvisorNoSupervisorUp',
+      'JobvisorOldestPendingTooOld',
+      'JobvisorRetryRateHigh',
+    ]);
   });
 
   it('scrapes the supervisor on loopback, and JobvisorNoSupervisorUp stays inactive once it is up', async () => {
@@ -196,7 +233,9 @@ describe('a real Prometheus scraping a real supervisor', { timeout: 180_000 }, (
       return result.length > 0 ? result : undefined;
     });
     assert.equal(info?.value[1], '1');
-    await waitFor('JobvisorNoSupervisorUp to be inactive', 30_000, async () => ((await alerts('JobvisorNoSupervisorUp')).length === 0 ? true : undefined));
+    await waitFor('JobvisorNoSupervisorUp to be inactive', 30_000, async () =>
+      (await alerts('JobvisorNoSupervisorUp')).length === 0 ? true : undefined,
+    );
   });
 
   it('dead letters make JobvisorDeadLettersGrowing pending, then firing', async () => {
@@ -213,9 +252,12 @@ describe('a real Prometheus scraping a real supervisor', { timeout: 180_000 }, (
       ...Array.from({ length: 3 }, (_, i) => ({ kind: KIND, payload: { wave: 1, i }, maxAttempts: 1 })),
       ...Array.from({ length: 3 }, (_, i) => ({ kind: OK_KIND, payload: { i } })),
     ]);
-    await waitFor('3 dead letters scraped', 60_000, async () => ((await failedCount() ?? 0) >= 3 ? true : undefined));
-    await enqueueMany(db.pool, Array.from({ length: 3 }, (_, i) => ({ kind: KIND, payload: { wave: 2, i }, maxAttempts: 1 })));
-    await waitFor('6 dead letters scraped', 60_000, async () => ((await failedCount() ?? 0) >= 6 ? true : undefined));
+    await waitFor('3 dead letters scraped', 60_000, async () => (((await failedCount()) ?? 0) >= 3 ? true : undefined));
+    await enqueueMany(
+      db.pool,
+      Array.from({ length: 3 }, (_, i) => ({ kind: KIND, payload: { wave: 2, i }, maxAttempts: 1 })),
+    );
+    await waitFor('6 dead letters scraped', 60_000, async () => (((await failedCount()) ?? 0) >= 6 ? true : undefined));
 
     const active = await waitFor('JobvisorDeadLettersGrowing pending or firing', 30_000, async () => {
       const [alert] = await alerts('JobvisorDeadLettersGrowing');
@@ -233,8 +275,13 @@ describe('a real Prometheus scraping a real supervisor', { timeout: 180_000 }, (
     assert.match(firing.annotations.description ?? '', new RegExp(`^\\d+ job\\(s\\) of kind ${KIND}`));
 
     const { rows } = await db.pool.query<{ last_error: string }>(
-      "SELECT last_error FROM jobvisor.jobs WHERE kind = $1 AND status = 'failed'", [KIND]);
-    assert.ok(rows.length >= 6 && rows.every((row) => /this task always fails/.test(row.last_error)), JSON.stringify(rows));
+      "SELECT last_error FROM jobvisor.jobs WHERE kind = $1 AND status = 'failed'",
+      [KIND],
+    );
+    assert.ok(
+      rows.length >= 6 && rows.every((row) => /this task always fails/.test(row.last_error)),
+      JSON.stringify(rows),
+    );
 
     const [deadLettered] = await query(`sum(jobvisor_jobs_dead_lettered_total{job="jobvisor", kind="${KIND}"})`);
     assert.ok(Number(deadLettered?.value[1]) >= 6, 'the dead-letter counter agrees with the gauge');
@@ -242,7 +289,9 @@ describe('a real Prometheus scraping a real supervisor', { timeout: 180_000 }, (
   });
 
   it('runs every dashboard query without error on the live server', async (t) => {
-    const dashboard = JSON.parse(await readFile(path.join(grafanaDir, 'dashboard.json'), 'utf8')) as { panels: { targets?: { expr: string }[] }[] };
+    const dashboard = JSON.parse(await readFile(path.join(grafanaDir, 'dashboard.json'), 'utf8')) as {
+      panels: { targets?: { expr: string }[] }[];
+    };
     const exprs = dashboard.panels.flatMap((panel) => (panel.targets ?? []).map((target) => target.expr));
     assert.ok(exprs.length >= 20);
     const withData: string[] = [];
@@ -252,10 +301,22 @@ describe('a real Prometheus scraping a real supervisor', { timeout: 180_000 }, (
     }
     t.diagnostic(`${withData.length} of ${exprs.length} dashboard queries returned data`);
     // What this run produced must show: supervisors, throughput, dead letters, latency, capacity.
-    for (const wanted of ['up{', 'jobvisor_jobs_completed_total', 'jobvisor_jobs_dead_lettered_total', 'status="failed"',
-      'jobvisor_job_wait_seconds_bucket', 'jobvisor_job_run_seconds_bucket', 'jobvisor_pool_threads_busy',
-      'jobvisor_jobs_in_flight', 'jobvisor_nodejs_eventloop_lag_p99_seconds', 'jobvisor_process_resident_memory_bytes']) {
-      assert.ok(withData.some((expr) => expr.includes(wanted)), `no dashboard query on ${wanted} returned data`);
+    for (const wanted of [
+      'up{',
+      'jobvisor_jobs_completed_total',
+      'jobvisor_jobs_dead_lettered_total',
+      'status="failed"',
+      'jobvisor_job_wait_seconds_bucket',
+      'jobvisor_job_run_seconds_bucket',
+      'jobvisor_pool_threads_busy',
+      'jobvisor_jobs_in_flight',
+      'jobvisor_nodejs_eventloop_lag_p99_seconds',
+      'jobvisor_process_resident_memory_bytes',
+    ]) {
+      assert.ok(
+        withData.some((expr) => expr.includes(wanted)),
+        `no dashboard query on ${wanted} returned data`,
+      );
     }
   });
 });

@@ -33,16 +33,43 @@ after(async () => {
 });
 
 async function add(n: number, extra: Record<string, unknown> = {}) {
-  return (await enqueueMany(db.pool, Array.from({ length: n }, (_, i) => ({ kind: 'k', payload: { i }, runAt: T0, ...extra })))).map((r) => r.id as string);
+  return (
+    await enqueueMany(
+      db.pool,
+      Array.from({ length: n }, (_, i) => ({ kind: 'k', payload: { i }, runAt: T0, ...extra })),
+    )
+  ).map((r) => r.id as string);
 }
 /** Completes attempts; returns the ids actually written. */
 async function completeJobs(s: Store, owner: string, jobs: Array<{ id: string; attempt: number }>, now?: Date) {
-  const fenced = await completeIds(s, owner, jobs.map((j) => j.id), jobs.map((j) => j.attempt), now);
+  const fenced = await completeIds(
+    s,
+    owner,
+    jobs.map((j) => j.id),
+    jobs.map((j) => j.attempt),
+    now,
+  );
   return jobs.map((j) => j.id).filter((id) => !fenced.has(id));
 }
 
-function failJobs(s: Store, owner: string, f: Array<{ id: string; attempt: number; error: string; permanent: boolean; delayMs: number }>, now?: Date) {
-  return failArrays(s, owner, { ids: f.map((x) => x.id), attempts: f.map((x) => x.attempt), errors: f.map((x) => x.error), permanent: f.map((x) => x.permanent), delaysMs: f.map((x) => x.delayMs) }, now);
+function failJobs(
+  s: Store,
+  owner: string,
+  f: Array<{ id: string; attempt: number; error: string; permanent: boolean; delayMs: number }>,
+  now?: Date,
+) {
+  return failArrays(
+    s,
+    owner,
+    {
+      ids: f.map((x) => x.id),
+      attempts: f.map((x) => x.attempt),
+      errors: f.map((x) => x.error),
+      permanent: f.map((x) => x.permanent),
+      delaysMs: f.map((x) => x.delayMs),
+    },
+    now,
+  );
 }
 
 const row = async (id: string) => (await db.pool.query('SELECT * FROM jobvisor.jobs WHERE id = $1', [id])).rows[0];
@@ -53,7 +80,11 @@ describe('claims', () => {
     const [low] = await add(1, { priority: 5 });
     const [high] = await add(1, { priority: -5 });
     const jobs = await claimJobs(store, { owner: 'A', queue: 'default', limit: 10, leaseMs: 30_000, now: at(1000) });
-    assert.deepEqual(jobs.map((j) => j.id), [high, low], 'the future job is not due');
+    assert.deepEqual(
+      jobs.map((j) => j.id),
+      [high, low],
+      'the future job is not due',
+    );
     const r = await row(high as string);
     assert.equal(r.status, 'running');
     assert.equal(r.attempts, 1);
@@ -66,7 +97,11 @@ describe('claims', () => {
 
   it('two claimers never get the same job (SKIP LOCKED)', async () => {
     await add(400);
-    const claims = await Promise.all(Array.from({ length: 8 }, (_, i) => claimJobs(store, { owner: `S${i}`, queue: 'default', limit: 60, leaseMs: 30_000, now: at(0) })));
+    const claims = await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        claimJobs(store, { owner: `S${i}`, queue: 'default', limit: 60, leaseMs: 30_000, now: at(0) }),
+      ),
+    );
     const ids = claims.flat().map((j) => j.id);
     assert.equal(new Set(ids).size, ids.length, 'no job claimed twice');
     assert.equal(ids.length, 400);
@@ -74,8 +109,14 @@ describe('claims', () => {
 
   it('claims only its queue', async () => {
     await add(2, { queue: 'other' });
-    assert.equal((await claimJobs(store, { owner: 'A', queue: 'default', limit: 10, leaseMs: 1000, now: at(0) })).length, 0);
-    assert.equal((await claimJobs(store, { owner: 'A', queue: 'other', limit: 10, leaseMs: 1000, now: at(0) })).length, 2);
+    assert.equal(
+      (await claimJobs(store, { owner: 'A', queue: 'default', limit: 10, leaseMs: 1000, now: at(0) })).length,
+      0,
+    );
+    assert.equal(
+      (await claimJobs(store, { owner: 'A', queue: 'other', limit: 10, leaseMs: 1000, now: at(0) })).length,
+      2,
+    );
   });
 });
 
@@ -85,7 +126,11 @@ describe('fenced outcomes', () => {
     const [job] = await claimJobs(store, { owner: 'A', queue: 'default', limit: 1, leaseMs: 1000, now: at(0) });
     const attempt = { id: job!.id, attempt: job!.attempt };
     assert.deepEqual(await completeJobs(store, 'B', [attempt], at(10)), [], 'another owner is fenced off');
-    assert.deepEqual(await completeJobs(store, 'A', [{ ...attempt, attempt: 2 }], at(10)), [], 'another attempt is fenced off');
+    assert.deepEqual(
+      await completeJobs(store, 'A', [{ ...attempt, attempt: 2 }], at(10)),
+      [],
+      'another attempt is fenced off',
+    );
     assert.deepEqual(await completeJobs(store, 'A', [attempt], at(10)), [job!.id]);
     const r = await row(job!.id);
     assert.equal(r.status, 'done');
@@ -97,11 +142,21 @@ describe('fenced outcomes', () => {
     await add(1);
     const [job] = await claimJobs(store, { owner: 'A', queue: 'default', limit: 1, leaseMs: 1000, now: at(0) });
     const reaped = await reapExpiredLeases(store, 100, at(5000));
-    assert.deepEqual(reaped.map((r) => [r.id, r.status, r.locked_by]), [[job!.id, 'pending', 'A']]);
+    assert.deepEqual(
+      reaped.map((r) => [r.id, r.status, r.locked_by]),
+      [[job!.id, 'pending', 'A']],
+    );
     const [again] = await claimJobs(store, { owner: 'A', queue: 'default', limit: 1, leaseMs: 1000, now: at(6000) });
     assert.equal(again!.attempt, 2);
-    assert.deepEqual(await completeJobs(store, 'A', [{ id: job!.id, attempt: 1 }], at(6100)), [], 'the old attempt is fenced off');
-    assert.deepEqual(await failJobs(store, 'A', [{ id: job!.id, attempt: 1, error: 'late', permanent: false, delayMs: 0 }], at(6100)), []);
+    assert.deepEqual(
+      await completeJobs(store, 'A', [{ id: job!.id, attempt: 1 }], at(6100)),
+      [],
+      'the old attempt is fenced off',
+    );
+    assert.deepEqual(
+      await failJobs(store, 'A', [{ id: job!.id, attempt: 1, error: 'late', permanent: false, delayMs: 0 }], at(6100)),
+      [],
+    );
     assert.deepEqual(await completeJobs(store, 'A', [{ id: job!.id, attempt: 2 }], at(6200)), [job!.id]);
     const r = await row(job!.id);
     assert.match(r.errors[0].error, /lease expired: supervisor A/);
@@ -110,24 +165,43 @@ describe('fenced outcomes', () => {
   it('retries with the given delay, then dead-letters when attempts are used up; keeps an error history', async () => {
     const [id] = await add(1, { maxAttempts: 2 });
     let [job] = await claimJobs(store, { owner: 'A', queue: 'default', limit: 1, leaseMs: 1000, now: at(0) });
-    assert.deepEqual(await failJobs(store, 'A', [{ id: id!, attempt: 1, error: 'E1', permanent: false, delayMs: 1500 }], at(100)), [{ id, status: 'pending' }]);
+    assert.deepEqual(
+      await failJobs(store, 'A', [{ id: id!, attempt: 1, error: 'E1', permanent: false, delayMs: 1500 }], at(100)),
+      [{ id, status: 'pending' }],
+    );
     let r = await row(id!);
     assert.equal(r.run_at.getTime(), at(1600).getTime());
     assert.equal(r.last_error, 'E1');
-    assert.equal((await claimJobs(store, { owner: 'A', queue: 'default', limit: 1, leaseMs: 1000, now: at(1000) })).length, 0, 'not due yet');
+    assert.equal(
+      (await claimJobs(store, { owner: 'A', queue: 'default', limit: 1, leaseMs: 1000, now: at(1000) })).length,
+      0,
+      'not due yet',
+    );
     [job] = await claimJobs(store, { owner: 'A', queue: 'default', limit: 1, leaseMs: 1000, now: at(1600) });
     assert.equal(job!.attempt, 2);
-    assert.deepEqual(await failJobs(store, 'A', [{ id: id!, attempt: 2, error: 'E2', permanent: false, delayMs: 1 }], at(1700)), [{ id, status: 'failed' }]);
+    assert.deepEqual(
+      await failJobs(store, 'A', [{ id: id!, attempt: 2, error: 'E2', permanent: false, delayMs: 1 }], at(1700)),
+      [{ id, status: 'failed' }],
+    );
     r = await row(id!);
     assert.equal(r.status, 'failed');
     assert.equal(r.finished_at.getTime(), at(1700).getTime());
-    assert.deepEqual(r.errors.map((e: { attempt: number; error: string }) => [e.attempt, e.error]), [[1, 'E1'], [2, 'E2']]);
+    assert.deepEqual(
+      r.errors.map((e: { attempt: number; error: string }) => [e.attempt, e.error]),
+      [
+        [1, 'E1'],
+        [2, 'E2'],
+      ],
+    );
   });
 
   it('dead-letters a permanent failure at once', async () => {
     const [id] = await add(1, { maxAttempts: 10 });
     await claimJobs(store, { owner: 'A', queue: 'default', limit: 1, leaseMs: 1000, now: at(0) });
-    assert.deepEqual(await failJobs(store, 'A', [{ id: id!, attempt: 1, error: 'bad input', permanent: true, delayMs: 0 }], at(1)), [{ id, status: 'failed' }]);
+    assert.deepEqual(
+      await failJobs(store, 'A', [{ id: id!, attempt: 1, error: 'bad input', permanent: true, delayMs: 0 }], at(1)),
+      [{ id, status: 'failed' }],
+    );
   });
 
   it('hands a job back without using up its attempt', async () => {
@@ -158,7 +232,13 @@ describe('leases', () => {
     await claimJobs(store, { owner: 'A', queue: 'default', limit: 2, leaseMs: 1000, now: at(0) });
     assert.equal((await reapExpiredLeases(store, 100, at(999))).length, 0, 'not expired yet');
     const reaped = await reapExpiredLeases(store, 100, at(2000));
-    assert.deepEqual(new Map(reaped.map((r) => [r.id, r.status])), new Map([[a, 'pending'], [b, 'failed']]));
+    assert.deepEqual(
+      new Map(reaped.map((r) => [r.id, r.status])),
+      new Map([
+        [a, 'pending'],
+        [b, 'failed'],
+      ]),
+    );
     assert.equal((await row(a!)).run_at.getTime(), at(2000).getTime(), 'due again at once');
   });
 });
@@ -167,19 +247,49 @@ describe('cleanup and stats', () => {
   it('deletes finished jobs past their retention, failed ones after the longer retention, in batches', async () => {
     const ids = await add(6);
     await claimJobs(store, { owner: 'A', queue: 'default', limit: 6, leaseMs: 1000, now: at(0) });
-    await completeJobs(store, 'A', ids.slice(0, 3).map((id) => ({ id, attempt: 1 })), at(0));
+    await completeJobs(
+      store,
+      'A',
+      ids.slice(0, 3).map((id) => ({ id, attempt: 1 })),
+      at(0),
+    );
     await failJobs(store, 'A', [{ id: ids[3]!, attempt: 1, error: 'x', permanent: true, delayMs: 0 }], at(0));
     await cancelJobs(store, [ids[4]!]);
     await db.pool.query('UPDATE jobvisor.jobs SET finished_at = $2 WHERE id = $1', [ids[4], at(0)]);
     const day = 86_400_000;
-    const round1 = await deleteOldJobs(store, { retentionMs: 3 * day, failedRetentionMs: 30 * day, limit: 2, now: at(4 * day) });
-    assert.equal(round1.reduce((n, r) => n + r.count, 0), 2, 'batch size respected');
-    const round2 = await deleteOldJobs(store, { retentionMs: 3 * day, failedRetentionMs: 30 * day, limit: 100, now: at(4 * day) });
-    assert.equal(round2.reduce((n, r) => n + r.count, 0), 2);
+    const round1 = await deleteOldJobs(store, {
+      retentionMs: 3 * day,
+      failedRetentionMs: 30 * day,
+      limit: 2,
+      now: at(4 * day),
+    });
+    assert.equal(
+      round1.reduce((n, r) => n + r.count, 0),
+      2,
+      'batch size respected',
+    );
+    const round2 = await deleteOldJobs(store, {
+      retentionMs: 3 * day,
+      failedRetentionMs: 30 * day,
+      limit: 100,
+      now: at(4 * day),
+    });
+    assert.equal(
+      round2.reduce((n, r) => n + r.count, 0),
+      2,
+    );
     const left = (await db.pool.query('SELECT id, status FROM jobvisor.jobs ORDER BY id')).rows;
     assert.deepEqual(left.map((r) => r.status).sort(), ['failed', 'running']);
-    const round3 = await deleteOldJobs(store, { retentionMs: 3 * day, failedRetentionMs: 30 * day, limit: 100, now: at(31 * day) });
-    assert.deepEqual(round3.map((r) => [r.status, r.count]), [['failed', 1]]);
+    const round3 = await deleteOldJobs(store, {
+      retentionMs: 3 * day,
+      failedRetentionMs: 30 * day,
+      limit: 100,
+      now: at(31 * day),
+    });
+    assert.deepEqual(
+      round3.map((r) => [r.status, r.count]),
+      [['failed', 1]],
+    );
   });
 
   it('counts active jobs and the oldest due pending age', async () => {
@@ -195,7 +305,12 @@ describe('cleanup and stats', () => {
   it('retries dead letters and cancels pending jobs', async () => {
     const ids = await add(3, { maxAttempts: 1 });
     await claimJobs(store, { owner: 'A', queue: 'default', limit: 2, leaseMs: 1000, now: at(0) });
-    await failJobs(store, 'A', ids.slice(0, 2).map((id) => ({ id, attempt: 1, error: 'x', permanent: false, delayMs: 0 })), at(0));
+    await failJobs(
+      store,
+      'A',
+      ids.slice(0, 2).map((id) => ({ id, attempt: 1, error: 'x', permanent: false, delayMs: 0 })),
+      at(0),
+    );
     assert.deepEqual(await retryJobs(store, [ids[0]!, ids[2]!]), [ids[0]], 'only failed/cancelled are retried');
     assert.equal((await row(ids[0]!)).attempts, 0);
     assert.deepEqual(await retryFailedJobs(store, 'k'), [ids[1]]);
@@ -220,10 +335,17 @@ describe('notifications', () => {
     };
     try {
       await listener.query('LISTEN jobvisor_jobs');
-      await enqueueMany(db.pool, [{ kind: 'k', queue: 'mail' }, { kind: 'k', queue: 'mail' }, { kind: 'k', queue: 'reports' }]);
+      await enqueueMany(db.pool, [
+        { kind: 'k', queue: 'mail' },
+        { kind: 'k', queue: 'mail' },
+        { kind: 'k', queue: 'reports' },
+      ]);
       assert.deepEqual(await hear(2), ['mail', 'reports']);
       // COPY (a large batch) takes the same trigger.
-      await enqueueMany(db.pool, Array.from({ length: 600 }, (_, i) => ({ kind: 'k', queue: i % 2 ? 'mail' : 'cpu' })));
+      await enqueueMany(
+        db.pool,
+        Array.from({ length: 600 }, (_, i) => ({ kind: 'k', queue: i % 2 ? 'mail' : 'cpu' })),
+      );
       assert.deepEqual(await hear(2), ['cpu', 'mail']);
       const [job] = await claimJobs(store, { owner: 'A', queue: 'reports', limit: 1, leaseMs: 1000 });
       assert.ok(job);

@@ -25,21 +25,38 @@ async function main(): Promise<number> {
   const files = process.argv.slice(2);
   if (files.length === 0) {
     process.stdout.write('type-checking src and test…\n');
-    const tsc = spawnSync(process.execPath, [path.join(root, 'node_modules/typescript/bin/tsc'), '--noEmit', '-p', path.join(root, 'tsconfig.check.json')], { stdio: 'inherit' });
+    const tsc = spawnSync(
+      process.execPath,
+      [path.join(root, 'node_modules/typescript/bin/tsc'), '--noEmit', '-p', path.join(root, 'tsconfig.check.json')],
+      { stdio: 'inherit' },
+    );
     if (tsc.status !== 0) return 1;
   }
   const log = createLogger({ level: 'warn', fd: 2 });
   const given = process.env.JOBVISOR_TEST_DATABASE_URL || process.env.DATABASE_URL;
   const settings = loadConfig({ env: {} });
-  const embedded = given ? null : await ensureEmbeddedPostgres({ dir: settings.database.embedded.dir, port: settings.database.embedded.port, log });
+  const embedded = given
+    ? null
+    : await ensureEmbeddedPostgres({ dir: settings.database.embedded.dir, port: settings.database.embedded.port, log });
   const serverUrl = serverOf(given ?? (embedded?.url as string));
   try {
     await prepareTemplate(serverUrl);
-    const testFiles = files.length > 0 ? files : readdirSync(path.join(root, 'test')).filter((f) => f.endsWith('.test.ts')).sort().map((f) => path.join('test', f));
+    const testFiles =
+      files.length > 0
+        ? files
+        : readdirSync(path.join(root, 'test'))
+            .filter((f) => f.endsWith('.test.ts'))
+            .sort()
+            .map((f) => path.join('test', f));
     // Timing tests (event-loop delay with every thread busy) run alone, after the rest.
     const alone = testFiles.filter((f) => ALONE.test(path.basename(f)));
     const together = testFiles.filter((f) => !alone.includes(f));
-    const env = { ...process.env, JOBVISOR_TEST_DATABASE_URL: serverUrl, JOBVISOR_TEST_TEMPLATE: TEMPLATE, DATABASE_URL: '' };
+    const env = {
+      ...process.env,
+      JOBVISOR_TEST_DATABASE_URL: serverUrl,
+      JOBVISOR_TEST_TEMPLATE: TEMPLATE,
+      DATABASE_URL: '',
+    };
     let status = together.length > 0 ? await runTests(together, 2, env) : 0;
     if (alone.length > 0) status = Math.max(status, await runTests(alone, 1, env));
     return status;
@@ -52,7 +69,9 @@ async function main(): Promise<number> {
 
 async function othersConnected(serverUrl: string): Promise<boolean> {
   return withAdmin(serverUrl, async (admin) => {
-    const { rows } = await admin.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()");
+    const { rows } = await admin.query(
+      "SELECT count(*)::int AS n FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()",
+    );
     return rows[0].n > 0;
   });
 }
@@ -75,7 +94,11 @@ async function withAdmin<T>(serverUrl: string, fn: (admin: pg.Client) => Promise
 const ALONE = /^cpu_pool\.test\.ts$/;
 
 function runTests(files: string[], concurrency: number, env: NodeJS.ProcessEnv): Promise<number> {
-  const child = spawn(process.execPath, ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, '--test-timeout=300000', ...files], { cwd: root, stdio: 'inherit', env });
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, '--test-timeout=300000', ...files],
+    { cwd: root, stdio: 'inherit', env },
+  );
   return new Promise<number>((resolve) => child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0))));
 }
 

@@ -10,7 +10,9 @@ let supervisor: Supervisor;
 
 before(async () => {
   db = await createTestDatabase('supervisor');
-  await db.pool.query('CREATE TABLE executions (job_id bigint, attempt int, pid int, finished boolean DEFAULT false, at timestamptz DEFAULT clock_timestamp())');
+  await db.pool.query(
+    'CREATE TABLE executions (job_id bigint, attempt int, pid int, finished boolean DEFAULT false, at timestamptz DEFAULT clock_timestamp())',
+  );
   supervisor = startSupervisor(db.url, {
     queues: { default: { concurrency: 8, jobsPerThread: 4 }, cpu: { concurrency: 2, jobsPerThread: 1 } },
     jobs: { timeout: '5s', lease: '3s' },
@@ -31,17 +33,39 @@ async function job(id: string) {
 }
 
 async function settled(id: string, status: string, timeoutMs = 15_000) {
-  return eventually(() => job(id), (row) => row?.status === status, timeoutMs, `job ${id} ${status}`);
+  return eventually(
+    () => job(id),
+    (row) => row?.status === status,
+    timeoutMs,
+    `job ${id} ${status}`,
+  );
 }
 
 describe('supervisor', () => {
   it('runs jobs on worker threads and records them done', async () => {
-    const results = await enqueueMany(db.pool, Array.from({ length: 50 }, () => ({ kind: 'record', payload: {} })));
+    const results = await enqueueMany(
+      db.pool,
+      Array.from({ length: 50 }, () => ({ kind: 'record', payload: {} })),
+    );
     const ids = results.map((r) => r.id as string);
-    await eventually(async () => (await db.pool.query("SELECT count(*)::int AS n FROM jobvisor.jobs WHERE id = ANY($1) AND status = 'done'", [ids])).rows[0].n, (n) => n === 50);
-    const runs = await db.pool.query('SELECT job_id, count(*)::int AS n FROM executions WHERE job_id = ANY($1) GROUP BY 1', [ids]);
+    await eventually(
+      async () =>
+        (
+          await db.pool.query("SELECT count(*)::int AS n FROM jobvisor.jobs WHERE id = ANY($1) AND status = 'done'", [
+            ids,
+          ])
+        ).rows[0].n,
+      (n) => n === 50,
+    );
+    const runs = await db.pool.query(
+      'SELECT job_id, count(*)::int AS n FROM executions WHERE job_id = ANY($1) GROUP BY 1',
+      [ids],
+    );
     assert.equal(runs.rowCount, 50);
-    assert.ok(runs.rows.every((r) => r.n === 1), 'each job ran once');
+    assert.ok(
+      runs.rows.every((r) => r.n === 1),
+      'each job ran once',
+    );
     const row = await job(ids[0] as string);
     assert.equal(row.attempts, 1);
     assert.ok(row.finished_at && row.started_at && row.locked_until === null);
@@ -51,7 +75,9 @@ describe('supervisor', () => {
   it('wakes at once on a plain SQL insert (LISTEN/NOTIFY, not polling)', async () => {
     // The poll interval is 30 s: only the notification can start this job quickly.
     const t0 = Date.now();
-    const { rows } = await db.pool.query("INSERT INTO jobvisor.jobs (kind, payload) VALUES ('record', '{}') RETURNING id");
+    const { rows } = await db.pool.query(
+      "INSERT INTO jobvisor.jobs (kind, payload) VALUES ('record', '{}') RETURNING id",
+    );
     await settled(rows[0].id, 'done', 5000);
     assert.ok(Date.now() - t0 < 5000);
   });
@@ -61,7 +87,10 @@ describe('supervisor', () => {
     const row = await settled(id as string, 'failed');
     assert.equal(row.attempts, 3);
     assert.equal(row.last_error, 'Error: boom on attempt 3');
-    assert.deepEqual(row.errors.map((e: { attempt: number }) => e.attempt), [1, 2, 3]);
+    assert.deepEqual(
+      row.errors.map((e: { attempt: number }) => e.attempt),
+      [1, 2, 3],
+    );
     assert.match(row.errors[0].error, /boom on attempt 1/);
     assert.ok(row.finished_at);
   });
@@ -75,7 +104,10 @@ describe('supervisor', () => {
 
   it('honours a delay the task asks for', async () => {
     const { id } = await enqueue(db.pool, 'retry_later', { ms: 3_600_000 }, { maxAttempts: 5 });
-    const row = await eventually(() => job(id as string), (r) => r.status === 'pending' && r.attempts === 1);
+    const row = await eventually(
+      () => job(id as string),
+      (r) => r.status === 'pending' && r.attempts === 1,
+    );
     const delay = new Date(row.run_at).getTime() - Date.now();
     assert.ok(delay > 3_500_000 && delay < 3_700_000, `run_at about an hour ahead, got ${delay} ms`);
   });
@@ -92,7 +124,10 @@ describe('supervisor', () => {
     const timedOut = nextEvent(supervisor, 'job:timeout');
     const { id } = await enqueue(db.pool, 'spin', {}, { queue: 'cpu', maxAttempts: 2 });
     await timedOut;
-    const row = await eventually(() => job(id as string), (r) => r.attempts >= 1 && r.last_error !== null);
+    const row = await eventually(
+      () => job(id as string),
+      (r) => r.attempts >= 1 && r.last_error !== null,
+    );
     assert.match(row.last_error, /TimeoutError: job timed out after 5000 ms/);
     const after = await enqueue(db.pool, 'record', {}, { queue: 'cpu' });
     await settled(after.id as string, 'done');
@@ -124,7 +159,10 @@ describe('supervisor', () => {
     const low = await enqueue(db.pool, 'record', {}, { queue: 'slow_lane', priority: 10 });
     const high = await enqueue(db.pool, 'record', {}, { queue: 'slow_lane', priority: -10 });
     const { claimJobs } = await import('../src/queue/claim.ts');
-    const [first] = await claimJobs({ db: db.pool, schema: 'jobvisor' }, { owner: 'test', queue: 'slow_lane', limit: 1, leaseMs: 60_000 });
+    const [first] = await claimJobs(
+      { db: db.pool, schema: 'jobvisor' },
+      { owner: 'test', queue: 'slow_lane', limit: 1, leaseMs: 60_000 },
+    );
     assert.equal(first?.id, high.id);
     assert.notEqual(first?.id, low.id);
   });

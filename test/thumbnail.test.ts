@@ -12,8 +12,15 @@ let photo: string;
 
 /** A noisy 640x480 JPEG, so that the encoders have real work and real bytes. */
 async function makeImage(file: string, width = 640, height = 480, orientation?: number): Promise<string> {
-  let image = sharp({ create: { width, height, channels: 3, background: { r: 40, g: 120, b: 200 }, noise: { type: 'gaussian', mean: 128, sigma: 40 } } })
-    .jpeg({ quality: 85 });
+  let image = sharp({
+    create: {
+      width,
+      height,
+      channels: 3,
+      background: { r: 40, g: 120, b: 200 },
+      noise: { type: 'gaussian', mean: 128, sigma: 40 },
+    },
+  }).jpeg({ quality: 85 });
   if (orientation !== undefined) image = image.withMetadata({ orientation });
   await image.toFile(file);
   return file;
@@ -45,13 +52,26 @@ describe('thumbnail', () => {
     assert.deepEqual([big.format, big.width, big.height], ['webp', 320, 240]);
     const small = await sharp(path.join(outDir, 'photo-160.webp')).metadata();
     assert.deepEqual([small.format, small.width, small.height], ['webp', 160, 120]);
-    assert.deepEqual(result.files.map((f) => [f.width, f.outputWidth, f.outputHeight]), [[320, 320, 240], [160, 160, 120]]);
+    assert.deepEqual(
+      result.files.map((f) => [f.width, f.outputWidth, f.outputHeight]),
+      [
+        [320, 320, 240],
+        [160, 160, 120],
+      ],
+    );
   });
 
   test('defaults outDir to config thumbnails.dir and takes the format from config', async () => {
-    for (const [format, ext] of [['jpeg', 'jpg'], ['png', 'png'], ['avif', 'avif']] as const) {
+    for (const [format, ext] of [
+      ['jpeg', 'jpg'],
+      ['png', 'png'],
+      ['avif', 'avif'],
+    ] as const) {
       const configured = path.join(dir, `configured-${format}`);
-      await thumbnail({ source: photo, widths: [100] }, taskContext({ config: { thumbnails: { dir: configured, format } } }));
+      await thumbnail(
+        { source: photo, widths: [100] },
+        taskContext({ config: { thumbnails: { dir: configured, format } } }),
+      );
       const meta = await sharp(path.join(configured, `photo-100.${ext}`)).metadata();
       assert.equal(meta.format, format === 'avif' ? 'heif' : format);
       assert.deepEqual([meta.width, meta.height], [100, 75]);
@@ -88,20 +108,32 @@ describe('thumbnail', () => {
 
   test('a missing source is a permanent error naming the file', async () => {
     const missing = path.join(dir, 'nope.jpg');
-    await expectPermanent(thumbnail({ source: missing, widths: [100], outDir: path.join(dir, 'x') }, taskContext()), /not found: .*nope\.jpg/);
-    await expectPermanent(thumbnail({ source: dir, widths: [100], outDir: path.join(dir, 'x') }, taskContext()), /not a file/);
+    await expectPermanent(
+      thumbnail({ source: missing, widths: [100], outDir: path.join(dir, 'x') }, taskContext()),
+      /not found: .*nope\.jpg/,
+    );
+    await expectPermanent(
+      thumbnail({ source: dir, widths: [100], outDir: path.join(dir, 'x') }, taskContext()),
+      /not a file/,
+    );
   });
 
   test('a corrupt or truncated source is a permanent error and writes nothing', async () => {
     const garbage = path.join(dir, 'garbage.jpg');
     await writeFile(garbage, Buffer.from('this is not an image, only some text pretending to be one'));
     const outDir = path.join(dir, 'out-corrupt');
-    await expectPermanent(thumbnail({ source: garbage, widths: [100], outDir }, taskContext()), /cannot be decoded.*garbage\.jpg/);
+    await expectPermanent(
+      thumbnail({ source: garbage, widths: [100], outDir }, taskContext()),
+      /cannot be decoded.*garbage\.jpg/,
+    );
 
     const whole = await readFile(photo);
     const truncated = path.join(dir, 'truncated.jpg');
     await writeFile(truncated, whole.subarray(0, Math.floor(whole.length / 2)));
-    await expectPermanent(thumbnail({ source: truncated, widths: [100], outDir }, taskContext()), /cannot be decoded.*truncated\.jpg/);
+    await expectPermanent(
+      thumbnail({ source: truncated, widths: [100], outDir }, taskContext()),
+      /cannot be decoded.*truncated\.jpg/,
+    );
     assert.deepEqual(await readdir(outDir), []);
   });
 
@@ -114,7 +146,10 @@ describe('thumbnail', () => {
       [{ source: '', widths: [100] }, /payload\.source/],
       [{ source: photo }, /payload\.widths must be an array/],
       [{ source: photo, widths: [] }, /payload\.widths must be an array of 1 to 32/],
-      [{ source: photo, widths: Array.from({ length: 33 }, (_, i) => i + 1) }, /payload\.widths must be an array of 1 to 32/],
+      [
+        { source: photo, widths: Array.from({ length: 33 }, (_, i) => i + 1) },
+        /payload\.widths must be an array of 1 to 32/,
+      ],
       [{ source: photo, widths: [100, 0] }, /payload\.widths\[1\] must be an integer from 1 to 10000, got 0/],
       [{ source: photo, widths: [-5] }, /payload\.widths\[0\]/],
       [{ source: photo, widths: [12.5] }, /payload\.widths\[0\].*12\.5/],
@@ -131,12 +166,20 @@ describe('thumbnail', () => {
     const controller = new AbortController();
     const ctx = taskContext({
       signal: controller.signal,
-      onLog: (line) => { if (line.msg === 'thumbnail written') controller.abort(new Error('job timed out')); },
+      onLog: (line) => {
+        if (line.msg === 'thumbnail written') controller.abort(new Error('job timed out'));
+      },
     });
     await assert.rejects(thumbnail({ source: photo, widths: [300, 200, 100], outDir }, ctx), /job timed out/);
     assert.deepEqual(await readdir(outDir), ['photo-300.webp']);
 
     const aborted = AbortSignal.abort(new Error('shutting down'));
-    await assert.rejects(thumbnail({ source: photo, widths: [50], outDir: path.join(dir, 'out-aborted') }, taskContext({ signal: aborted })), /shutting down/);
+    await assert.rejects(
+      thumbnail(
+        { source: photo, widths: [50], outDir: path.join(dir, 'out-aborted') },
+        taskContext({ signal: aborted }),
+      ),
+      /shutting down/,
+    );
   });
 });

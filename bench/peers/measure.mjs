@@ -17,7 +17,16 @@ import { SCENARIOS, SYSTEMS } from './lib/args.mjs';
 const RUN = new URL('./run.mjs', import.meta.url).pathname;
 
 function parse(argv) {
-  const o = { runs: 3, jobs: 20000, pickupJobs: 200, concurrency: 50, processes: 1, systems: SYSTEMS, scenarios: SCENARIOS, tune: {} };
+  const o = {
+    runs: 3,
+    jobs: 20000,
+    pickupJobs: 200,
+    concurrency: 50,
+    processes: 1,
+    systems: SYSTEMS,
+    scenarios: SCENARIOS,
+    tune: {},
+  };
   for (let i = 0; i < argv.length; i += 2) {
     const [flag, value] = [argv[i], argv[i + 1]];
     if (value === undefined) throw new Error(`${flag} needs a value`);
@@ -46,7 +55,9 @@ function runOnce(args) {
     let err = '';
     child.stdout.on('data', (d) => (out += d));
     child.stderr.on('data', (d) => (err += d));
-    child.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(err.trim() || `exit ${code}`))));
+    child.on('exit', (code) =>
+      code === 0 ? resolve(JSON.parse(out)) : reject(new Error(err.trim() || `exit ${code}`)),
+    );
   });
 }
 
@@ -73,15 +84,30 @@ async function main() {
         const url = new URL(o.adminUrl);
         url.pathname = `/${db}`;
         const jobs = scenario === 'pickup' ? o.pickupJobs : o.jobs;
-        const args = ['--system', system, '--scenario', scenario, '--jobs', String(jobs), '--concurrency', String(o.concurrency),
-          '--processes', String(o.processes), '--database-url', url.href, '--keep'];
+        const args = [
+          '--system',
+          system,
+          '--scenario',
+          scenario,
+          '--jobs',
+          String(jobs),
+          '--concurrency',
+          String(o.concurrency),
+          '--processes',
+          String(o.processes),
+          '--database-url',
+          url.href,
+          '--keep',
+        ];
         if (o.tune[system]) args.push('--tune', o.tune[system]);
         const load = loadavg()[0].toFixed(2);
         try {
           const result = await runOnce(args);
           results.get(key).list.push(result);
           if (o.out) appendFileSync(o.out, `${JSON.stringify({ ...result, loadavg1m: Number(load) })}\n`);
-          process.stderr.write(`${key} #${run + 1} (load ${load}): ${result.seconds} s, ${result.jobsPerSec ?? '-'} jobs/s, p50 ${result.p50Ms ?? '-'} ms, p99 ${result.p99Ms ?? '-'} ms\n`);
+          process.stderr.write(
+            `${key} #${run + 1} (load ${load}): ${result.seconds} s, ${result.jobsPerSec ?? '-'} jobs/s, p50 ${result.p50Ms ?? '-'} ms, p99 ${result.p99Ms ?? '-'} ms\n`,
+          );
         } catch (err) {
           process.stderr.write(`${key} #${run + 1}: FAILED ${err.message}\n`);
         } finally {
@@ -91,7 +117,9 @@ async function main() {
     }
   }
   const rows = [...results.values()].map(({ system, scenario, list }) => ({
-    system, scenario, runs: list.length,
+    system,
+    scenario,
+    runs: list.length,
     seconds: median(list.map((r) => r.seconds)),
     jobsPerSec: median(list.map((r) => r.jobsPerSec)),
     p50Ms: median(list.map((r) => r.p50Ms)),
@@ -101,7 +129,9 @@ async function main() {
   console.log('| system | scenario | runs | seconds | jobs/s | p50 ms | p99 ms |');
   console.log('|---|---|---|---|---|---|---|');
   for (const r of rows) {
-    console.log(`| ${r.system} | ${r.scenario} | ${r.runs} | ${r.seconds ?? '-'} | ${r.jobsPerSec ?? '-'} | ${r.p50Ms ?? '-'} | ${r.p99Ms ?? '-'} |`);
+    console.log(
+      `| ${r.system} | ${r.scenario} | ${r.runs} | ${r.seconds ?? '-'} | ${r.jobsPerSec ?? '-'} | ${r.p50Ms ?? '-'} | ${r.p99Ms ?? '-'} |`,
+    );
   }
 }
 

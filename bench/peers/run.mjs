@@ -25,7 +25,9 @@ const tracked = [];
 let label = 'peerbench';
 
 function die(err, code = err instanceof UsageError ? 2 : 1) {
-  const message = String(err?.message ?? err).replace(/\s+/g, ' ').trim();
+  const message = String(err?.message ?? err)
+    .replace(/\s+/g, ' ')
+    .trim();
   process.stderr.write(`${label}: ${message}\n`, () => {
     for (const workers of tracked) workers.kill?.();
     process.exit(code);

@@ -11,7 +11,11 @@ export interface BenchDatabase {
   drop(): Promise<void>;
 }
 
-export async function createBenchDatabase(serverUrl: string, label: string, options: { migrate?: boolean } = {}): Promise<BenchDatabase> {
+export async function createBenchDatabase(
+  serverUrl: string,
+  label: string,
+  options: { migrate?: boolean } = {},
+): Promise<BenchDatabase> {
   const name = `bench_${label.replace(/[^a-z0-9]/gi, '_').toLowerCase()}_${randomBytes(3).toString('hex')}`;
   await admin(serverUrl, `CREATE DATABASE ${name}`);
   const u = new URL(serverUrl);

@@ -18,12 +18,15 @@ export async function fillTable(db: BenchDatabase, pending: number, done: number
     await db.pool.query(
       `INSERT INTO jobvisor.jobs (queue, kind, payload, status, attempts, run_at, started_at, finished_at, locked_by)
        SELECT $1, 'noop', jsonb_build_object('i', g), 'done', 1, now() - interval '1 hour', now() - interval '1 hour', now() - interval '1 hour', 'history'
-         FROM generate_series(1, $2) g`, [BENCH_QUEUE, Math.min(chunk, done - from)]);
+         FROM generate_series(1, $2) g`,
+      [BENCH_QUEUE, Math.min(chunk, done - from)],
+    );
   }
   for (let from = 0; from < pending; from += chunk) {
     await db.pool.query(
       `INSERT INTO jobvisor.jobs (queue, kind, payload) SELECT $1, 'noop', jsonb_build_object('i', g) FROM generate_series(1, $2) g`,
-      [BENCH_QUEUE, Math.min(chunk, pending - from)]);
+      [BENCH_QUEUE, Math.min(chunk, pending - from)],
+    );
   }
   await db.pool.query('VACUUM ANALYZE jobvisor.jobs');
 }
@@ -35,14 +38,23 @@ export async function claimLatency(db: BenchDatabase, rounds: number, batch = 50
   for (let i = 0; i < rounds; i++) {
     const t0 = performance.now();
     const jobs = await claimJobs(store, { owner: 'bench', queue: BENCH_QUEUE, limit: batch, leaseMs: 60_000 });
-    await completeJobs(store, 'bench', jobs.map((j) => j.id), jobs.map((j) => j.attempt));
+    await completeJobs(
+      store,
+      'bench',
+      jobs.map((j) => j.id),
+      jobs.map((j) => j.attempt),
+    );
     times.push(performance.now() - t0);
     if (jobs.length < batch) throw new Error(`the table ran out of pending jobs after ${i} rounds`);
   }
   return median(times);
 }
 
-export async function deepVersusShallow(deep: BenchDatabase, shallow: BenchDatabase, options: { pending: number; done: number; jobs: number; shape: QueueShape }) {
+export async function deepVersusShallow(
+  deep: BenchDatabase,
+  shallow: BenchDatabase,
+  options: { pending: number; done: number; jobs: number; shape: QueueShape },
+) {
   await fillTable(deep, options.pending, options.done);
   await fillTable(shallow, 20_000, 0);
   const rounds = Math.max(1, Math.min(200, Math.floor(options.pending / 50) - 1));
@@ -50,8 +62,8 @@ export async function deepVersusShallow(deep: BenchDatabase, shallow: BenchDatab
   const shallowClaimMs = await claimLatency(shallow, rounds);
   // Processing: the deep table keeps its backlog; the shallow one gets only the jobs.
   const deepRun = await processInProcess(deep, options.jobs, options.shape);
-  await shallow.pool.query("DELETE FROM jobvisor.jobs");
-  await shallow.pool.query("VACUUM ANALYZE jobvisor.jobs");
+  await shallow.pool.query('DELETE FROM jobvisor.jobs');
+  await shallow.pool.query('VACUUM ANALYZE jobvisor.jobs');
   const shallowRun = await processInProcess(shallow, options.jobs, options.shape);
   return { deepClaimMs, shallowClaimMs, deepJobsPerSec: deepRun.jobsPerSec, shallowJobsPerSec: shallowRun.jobsPerSec };
 }

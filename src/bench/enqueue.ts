@@ -18,6 +18,10 @@ export async function enqueueJobvisor(db: BenchDatabase, jobs: number): Promise<
 export async function enqueueUnnest(db: BenchDatabase, jobs: number): Promise<number> {
   const specs = noopJobs(jobs);
   const t0 = performance.now();
-  await db.pool.query(UNNEST_INSERT, [specs.map((s) => s.queue), specs.map((s) => s.kind), specs.map((s) => JSON.stringify(s.payload))]);
+  await db.pool.query(UNNEST_INSERT, [
+    specs.map((s) => s.queue),
+    specs.map((s) => s.kind),
+    specs.map((s) => JSON.stringify(s.payload)),
+  ]);
   return (performance.now() - t0) / 1000;
 }

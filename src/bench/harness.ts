@@ -26,7 +26,9 @@ export function benchConfig(shape: QueueShape): Record<string, unknown> {
   return {
     tasks: { dir: BENCH_TASKS_DIR },
     pool: { maxThreads: shape.threads },
-    queues: { [BENCH_QUEUE]: { concurrency: shape.concurrency, jobsPerThread: shape.jobsPerThread, prefetch: shape.prefetch } },
+    queues: {
+      [BENCH_QUEUE]: { concurrency: shape.concurrency, jobsPerThread: shape.jobsPerThread, prefetch: shape.prefetch },
+    },
     metrics: { port: 0, host: '127.0.0.1' },
     log: { level: 'warn' },
     cleanup: { interval: '1h' },
@@ -64,7 +66,10 @@ export function inProcessSupervisor(databaseUrl: string, shape: QueueShape) {
 }
 
 /** `jobvisor start` as a child process; resolves once it logged `ready`. */
-export async function childSupervisor(databaseUrl: string, shape: QueueShape): Promise<{ child: ChildProcess; stop(): Promise<void> }> {
+export async function childSupervisor(
+  databaseUrl: string,
+  shape: QueueShape,
+): Promise<{ child: ChildProcess; stop(): Promise<void> }> {
   const dir = mkdtempSync(path.join(tmpdir(), 'jobvisor-bench-'));
   const configFile = path.join(dir, 'config.json');
   writeFileSync(configFile, JSON.stringify({ ...benchConfig(shape), log: { level: 'info' } }));

@@ -31,8 +31,24 @@ export interface PeerResult {
   versions?: unknown;
 }
 
-export async function runPeer(system: string, scenario: string, args: { databaseUrl: string; jobs: number; concurrency: number; processes?: number }): Promise<PeerResult> {
-  const argv = [path.join(PEERS_DIR, 'run.mjs'), '--system', system, '--scenario', scenario, '--jobs', String(args.jobs), '--concurrency', String(args.concurrency), '--database-url', args.databaseUrl];
+export async function runPeer(
+  system: string,
+  scenario: string,
+  args: { databaseUrl: string; jobs: number; concurrency: number; processes?: number },
+): Promise<PeerResult> {
+  const argv = [
+    path.join(PEERS_DIR, 'run.mjs'),
+    '--system',
+    system,
+    '--scenario',
+    scenario,
+    '--jobs',
+    String(args.jobs),
+    '--concurrency',
+    String(args.concurrency),
+    '--database-url',
+    args.databaseUrl,
+  ];
   if (args.processes) argv.push('--processes', String(args.processes));
   const { stdout } = await run(NODE22, argv, { cwd: PEERS_DIR, timeout: 600_000, maxBuffer: 16 * 1024 * 1024 });
   const line = stdout.trim().split('\n').pop() ?? '';

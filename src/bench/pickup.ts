@@ -8,7 +8,11 @@ import type { BenchDatabase } from './database.ts';
 import { BENCH_QUEUE, inProcessSupervisor, type QueueShape } from './harness.ts';
 import { quantile } from './stats.ts';
 
-export async function pickup(db: BenchDatabase, samples: number, shape: QueueShape): Promise<{ p50Ms: number; p99Ms: number; samples: number }> {
+export async function pickup(
+  db: BenchDatabase,
+  samples: number,
+  shape: QueueShape,
+): Promise<{ p50Ms: number; p99Ms: number; samples: number }> {
   const { supervisor } = inProcessSupervisor(db.url, { ...shape, prefetch: 0 });
   const channel = new BroadcastChannel('jobvisor-bench-pickup');
   const started = new Map<string, (at: number) => void>();
@@ -25,7 +29,11 @@ export async function pickup(db: BenchDatabase, samples: number, shape: QueueSha
       let committed: number;
       try {
         await client.query('BEGIN');
-        id = (await client.query("INSERT INTO jobvisor.jobs (queue, kind) VALUES ($1, 'bench_pickup') RETURNING id", [BENCH_QUEUE])).rows[0].id;
+        id = (
+          await client.query("INSERT INTO jobvisor.jobs (queue, kind) VALUES ($1, 'bench_pickup') RETURNING id", [
+            BENCH_QUEUE,
+          ])
+        ).rows[0].id;
         const startedAt = new Promise<number>((resolve) => started.set(id, resolve));
         await client.query('COMMIT');
         committed = performance.timeOrigin + performance.now();
@@ -45,5 +53,8 @@ export async function pickup(db: BenchDatabase, samples: number, shape: QueueSha
 }
 
 function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
-  return Promise.race([p, new Promise<T>((_, reject) => setTimeout(() => reject(new Error('pickup timed out')), ms).unref())]);
+  return Promise.race([
+    p,
+    new Promise<T>((_, reject) => setTimeout(() => reject(new Error('pickup timed out')), ms).unref()),
+  ]);
 }

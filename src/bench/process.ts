@@ -41,7 +41,12 @@ export async function processInProcess(db: BenchDatabase, jobs: number, shape: Q
   }
 }
 
-export async function processMulti(db: BenchDatabase, jobs: number, processes: number, shape: QueueShape): Promise<ProcessResult> {
+export async function processMulti(
+  db: BenchDatabase,
+  jobs: number,
+  processes: number,
+  shape: QueueShape,
+): Promise<ProcessResult> {
   const children = await Promise.all(Array.from({ length: processes }, () => childSupervisor(db.url, shape)));
   try {
     await enqueueMany(db.pool, noopJobs(WARM_UP * processes));

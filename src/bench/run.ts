@@ -40,14 +40,30 @@ interface Row {
 }
 
 export async function runBench(argv: string[]): Promise<number> {
-  const { values } = parse(argv, {
-    scenario: { type: 'string' }, jobs: { type: 'string' }, concurrency: { type: 'string' }, processes: { type: 'string' },
-    runs: { type: 'string' }, threads: { type: 'string' }, 'jobs-per-thread': { type: 'string' }, prefetch: { type: 'string' },
-    samples: { type: 'string' }, 'deep-pending': { type: 'string' }, 'deep-done': { type: 'string' }, duration: { type: 'string' },
-    peers: { type: 'string' }, json: { type: 'boolean' },
-  }, 'bench');
+  const { values } = parse(
+    argv,
+    {
+      scenario: { type: 'string' },
+      jobs: { type: 'string' },
+      concurrency: { type: 'string' },
+      processes: { type: 'string' },
+      runs: { type: 'string' },
+      threads: { type: 'string' },
+      'jobs-per-thread': { type: 'string' },
+      prefetch: { type: 'string' },
+      samples: { type: 'string' },
+      'deep-pending': { type: 'string' },
+      'deep-done': { type: 'string' },
+      duration: { type: 'string' },
+      peers: { type: 'string' },
+      json: { type: 'boolean' },
+    },
+    'bench',
+  );
   const scenarios = ((values.scenario as string | undefined) ?? 'enqueue,process,processes,pickup').split(',');
-  for (const s of scenarios) if (!(SCENARIOS as readonly string[]).includes(s)) throw new InputError(`bench: unknown scenario ${JSON.stringify(s)} (use ${SCENARIOS.join(', ')})`);
+  for (const s of scenarios)
+    if (!(SCENARIOS as readonly string[]).includes(s))
+      throw new InputError(`bench: unknown scenario ${JSON.stringify(s)} (use ${SCENARIOS.join(', ')})`);
   const jobs = integer('--jobs', values.jobs as string | undefined, 1, 10_000_000) ?? 20_000;
   const concurrency = integer('--concurrency', values.concurrency as string | undefined, 1, 10_000) ?? 50;
   const processes = integer('--processes', values.processes as string | undefined, 1, 64) ?? 3;
@@ -56,11 +72,13 @@ export async function runBench(argv: string[]): Promise<number> {
   const shape: QueueShape = {
     concurrency,
     threads: integer('--threads', values.threads as string | undefined, 1, 256) ?? 1,
-    jobsPerThread: integer('--jobs-per-thread', values['jobs-per-thread'] as string | undefined, 1, 10_000) ?? concurrency,
+    jobsPerThread:
+      integer('--jobs-per-thread', values['jobs-per-thread'] as string | undefined, 1, 10_000) ?? concurrency,
     // 2,000: the local buffer of Graphile Worker's fastest configuration (localQueue size 2000).
     prefetch: integer('--prefetch', values.prefetch as string | undefined, 0, 100_000) ?? 2000,
   };
-  const deepPending = integer('--deep-pending', values['deep-pending'] as string | undefined, 1000, 100_000_000) ?? 1_000_000;
+  const deepPending =
+    integer('--deep-pending', values['deep-pending'] as string | undefined, 1000, 100_000_000) ?? 1_000_000;
   const deepDone = integer('--deep-done', values['deep-done'] as string | undefined, 0, 100_000_000) ?? 5_000_000;
   let durationMs = 600_000;
   if (values.duration !== undefined) {
@@ -72,8 +90,11 @@ export async function runBench(argv: string[]): Promise<number> {
   }
   const peerArg = (values.peers as string | undefined) ?? 'none';
   const peers = peerArg === 'none' ? [] : peerArg === 'all' ? [...PEER_SYSTEMS] : peerArg.split(',');
-  for (const p of peers) if (!(PEER_SYSTEMS as readonly string[]).includes(p)) throw new InputError(`bench: unknown peer ${JSON.stringify(p)} (use ${PEER_SYSTEMS.join(', ')})`);
-  if (peers.length > 0 && !peersInstalled()) throw new InputError('bench: peers are not installed: run bench/peers/install.sh first');
+  for (const p of peers)
+    if (!(PEER_SYSTEMS as readonly string[]).includes(p))
+      throw new InputError(`bench: unknown peer ${JSON.stringify(p)} (use ${PEER_SYSTEMS.join(', ')})`);
+  if (peers.length > 0 && !peersInstalled())
+    throw new InputError('bench: peers are not installed: run bench/peers/install.sh first');
 
   const ctx = await openContext({ logTo: 2, logLevel: 'warn' });
   const serverUrl = new URL(ctx.databaseUrl);
@@ -81,12 +102,22 @@ export async function runBench(argv: string[]): Promise<number> {
   const server = serverUrl.toString();
   const rows: Row[] = [];
   const json = values.json === true;
-  const postgres = (await ctx.pool.query<{ v: string }>("SELECT current_setting('server_version') AS v")).rows[0]?.v ?? '?';
-  const machine = { cores: cpus().length, cpu: cpus()[0]?.model ?? '?', memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version, postgres };
+  const postgres =
+    (await ctx.pool.query<{ v: string }>("SELECT current_setting('server_version') AS v")).rows[0]?.v ?? '?';
+  const machine = {
+    cores: cpus().length,
+    cpu: cpus()[0]?.model ?? '?',
+    memoryGiB: Math.round(totalmem() / 2 ** 30),
+    node: process.version,
+    postgres,
+  };
   const emit = (row: Row) => {
     rows.push(row);
     if (json) process.stdout.write(`${JSON.stringify(row)}\n`);
-    else process.stderr.write(`  ${row.scenario} ${row.system}: ${row.median.toFixed(row.unit === 'ms' ? 2 : 0)} ${row.unit} (runs ${row.values.map((v) => v.toFixed(row.unit === 'ms' ? 2 : 0)).join(', ')})\n`);
+    else
+      process.stderr.write(
+        `  ${row.scenario} ${row.system}: ${row.median.toFixed(row.unit === 'ms' ? 2 : 0)} ${row.unit} (runs ${row.values.map((v) => v.toFixed(row.unit === 'ms' ? 2 : 0)).join(', ')})\n`,
+      );
   };
   const fresh = async <T>(label: string, fn: (db: BenchDatabase) => Promise<T>, migrate = true): Promise<T> => {
     const db = await createBenchDatabase(server, label, { migrate });
@@ -108,56 +139,188 @@ export async function runBench(argv: string[]): Promise<number> {
     try {
       await fn();
     } catch (err) {
-      process.stderr.write(`jobvisor bench: ${p} ${scenario} failed, skipped: ${(err as Error).message.replace(/\s+/g, ' ').trim()}\n`);
+      process.stderr.write(
+        `jobvisor bench: ${p} ${scenario} failed, skipped: ${(err as Error).message.replace(/\s+/g, ' ').trim()}\n`,
+      );
     }
   };
-  const row = (scenario: string, system: string, unit: string, vals: number[], extra?: Record<string, unknown>): Row =>
-    ({ scenario, system, jobs, runs: vals.length, median: median(vals), spread: spread(vals), unit, values: vals, extra: { ...extra, machine } });
+  const row = (
+    scenario: string,
+    system: string,
+    unit: string,
+    vals: number[],
+    extra?: Record<string, unknown>,
+  ): Row => ({
+    scenario,
+    system,
+    jobs,
+    runs: vals.length,
+    median: median(vals),
+    spread: spread(vals),
+    unit,
+    values: vals,
+    extra: { ...extra, machine },
+  });
 
   try {
-    if (!json) process.stderr.write(`jobvisor bench: ${machine.cores} cores (${machine.cpu}), ${machine.memoryGiB} GiB, Node ${machine.node}, PostgreSQL ${postgres}; ${runs} run(s) per scenario\n`);
+    if (!json)
+      process.stderr.write(
+        `jobvisor bench: ${machine.cores} cores (${machine.cpu}), ${machine.memoryGiB} GiB, Node ${machine.node}, PostgreSQL ${postgres}; ${runs} run(s) per scenario\n`,
+      );
     for (const scenario of scenarios) {
       if (scenario === 'enqueue') {
-        emit(row('enqueue', 'jobvisor', 'jobs/s', await repeat(runs, () => fresh('enqueue', async (db) => jobs / (await enqueueJobvisor(db, jobs))))));
-        emit(row('enqueue', 'unnest-insert', 'jobs/s', await repeat(runs, () => fresh('unnest', async (db) => jobs / (await enqueueUnnest(db, jobs))))));
-        for (const p of peers) await peerRun(p, 'enqueue', async () => emit(row('enqueue', p, 'jobs/s', await repeat(runs, () => fresh(`peer_${p}`, async (db) => (await runPeer(p, 'enqueue', { databaseUrl: db.url, jobs, concurrency })).jobsPerSec ?? Number.NaN, false)))));
+        emit(
+          row(
+            'enqueue',
+            'jobvisor',
+            'jobs/s',
+            await repeat(runs, () => fresh('enqueue', async (db) => jobs / (await enqueueJobvisor(db, jobs)))),
+          ),
+        );
+        emit(
+          row(
+            'enqueue',
+            'unnest-insert',
+            'jobs/s',
+            await repeat(runs, () => fresh('unnest', async (db) => jobs / (await enqueueUnnest(db, jobs)))),
+          ),
+        );
+        for (const p of peers)
+          await peerRun(p, 'enqueue', async () =>
+            emit(
+              row(
+                'enqueue',
+                p,
+                'jobs/s',
+                await repeat(runs, () =>
+                  fresh(
+                    `peer_${p}`,
+                    async (db) =>
+                      (await runPeer(p, 'enqueue', { databaseUrl: db.url, jobs, concurrency })).jobsPerSec ??
+                      Number.NaN,
+                    false,
+                  ),
+                ),
+              ),
+            ),
+          );
       } else if (scenario === 'process') {
-        emit(row('process', 'jobvisor', 'jobs/s', await repeat(runs, () => fresh('process', async (db) => (await processInProcess(db, jobs, shape)).jobsPerSec)), { shape }));
-        for (const p of peers) await peerRun(p, 'process', async () => emit(row('process', p, 'jobs/s', await repeat(runs, () => fresh(`peer_${p}`, async (db) => (await runPeer(p, 'process', { databaseUrl: db.url, jobs, concurrency })).jobsPerSec ?? Number.NaN, false)))));
+        emit(
+          row(
+            'process',
+            'jobvisor',
+            'jobs/s',
+            await repeat(runs, () =>
+              fresh('process', async (db) => (await processInProcess(db, jobs, shape)).jobsPerSec),
+            ),
+            { shape },
+          ),
+        );
+        for (const p of peers)
+          await peerRun(p, 'process', async () =>
+            emit(
+              row(
+                'process',
+                p,
+                'jobs/s',
+                await repeat(runs, () =>
+                  fresh(
+                    `peer_${p}`,
+                    async (db) =>
+                      (await runPeer(p, 'process', { databaseUrl: db.url, jobs, concurrency })).jobsPerSec ??
+                      Number.NaN,
+                    false,
+                  ),
+                ),
+              ),
+            ),
+          );
       } else if (scenario === 'processes') {
-        emit(row(`process x${processes}`, 'jobvisor', 'jobs/s', await repeat(runs, () => fresh('processes', async (db) => (await processMulti(db, jobs, processes, shape)).jobsPerSec)), { shape, processes }));
+        emit(
+          row(
+            `process x${processes}`,
+            'jobvisor',
+            'jobs/s',
+            await repeat(runs, () =>
+              fresh('processes', async (db) => (await processMulti(db, jobs, processes, shape)).jobsPerSec),
+            ),
+            { shape, processes },
+          ),
+        );
         for (const p of peers.filter((x) => x.startsWith('graphile'))) {
-          await peerRun(p, `process x${processes}`, async () => emit(row(`process x${processes}`, p, 'jobs/s', await repeat(runs, () => fresh(`peer_${p}`, async (db) => (await runPeer(p, 'process', { databaseUrl: db.url, jobs, concurrency, processes })).jobsPerSec ?? Number.NaN, false)))));
+          await peerRun(p, `process x${processes}`, async () =>
+            emit(
+              row(
+                `process x${processes}`,
+                p,
+                'jobs/s',
+                await repeat(runs, () =>
+                  fresh(
+                    `peer_${p}`,
+                    async (db) =>
+                      (await runPeer(p, 'process', { databaseUrl: db.url, jobs, concurrency, processes })).jobsPerSec ??
+                      Number.NaN,
+                    false,
+                  ),
+                ),
+              ),
+            ),
+          );
         }
       } else if (scenario === 'pickup') {
-        const results = await repeat(runs, () => fresh('pickup', async (db) => {
-          const r = await pickup(db, samples, shape);
-          p99s.push(r.p99Ms);
-          return r.p50Ms;
-        }));
+        const results = await repeat(runs, () =>
+          fresh('pickup', async (db) => {
+            const r = await pickup(db, samples, shape);
+            p99s.push(r.p99Ms);
+            return r.p50Ms;
+          }),
+        );
         emit(row('pickup p50', 'jobvisor', 'ms', results));
         emit(row('pickup p99', 'jobvisor', 'ms', p99s.splice(0)));
         for (const p of peers) {
           await peerRun(p, 'pickup', async () => {
             const peerP99: number[] = [];
-            const p50 = await repeat(runs, () => fresh(`peer_${p}`, async (db) => {
-              const r = await runPeer(p, 'pickup', { databaseUrl: db.url, jobs: samples, concurrency });
-              peerP99.push(r.p99Ms ?? Number.NaN);
-              return r.p50Ms ?? Number.NaN;
-            }, false));
+            const p50 = await repeat(runs, () =>
+              fresh(
+                `peer_${p}`,
+                async (db) => {
+                  const r = await runPeer(p, 'pickup', { databaseUrl: db.url, jobs: samples, concurrency });
+                  peerP99.push(r.p99Ms ?? Number.NaN);
+                  return r.p50Ms ?? Number.NaN;
+                },
+                false,
+              ),
+            );
             emit(row('pickup p50', p, 'ms', p50));
             emit(row('pickup p99', p, 'ms', peerP99));
           });
         }
       } else if (scenario === 'deep') {
-        const r = await fresh('deep', (deep) => fresh('shallow', (shallow) => deepVersusShallow(deep, shallow, { pending: deepPending, done: deepDone, jobs, shape })));
-        emit(row('claim+complete of 50', 'jobvisor deep', 'ms', [r.deepClaimMs], { pending: deepPending, done: deepDone }));
+        const r = await fresh('deep', (deep) =>
+          fresh('shallow', (shallow) =>
+            deepVersusShallow(deep, shallow, { pending: deepPending, done: deepDone, jobs, shape }),
+          ),
+        );
+        emit(
+          row('claim+complete of 50', 'jobvisor deep', 'ms', [r.deepClaimMs], { pending: deepPending, done: deepDone }),
+        );
         emit(row('claim+complete of 50', 'jobvisor shallow', 'ms', [r.shallowClaimMs]));
         emit(row('process (deep table)', 'jobvisor', 'jobs/s', [r.deepJobsPerSec]));
         emit(row('process (shallow table)', 'jobvisor', 'jobs/s', [r.shallowJobsPerSec]));
       } else if (scenario === 'sustained') {
         const r = await fresh('sustained', (db) => sustained(db, durationMs, shape));
-        emit(row('sustained', 'jobvisor', 'jobs/s', r.windows, { lossPercent: r.lossPercent, lossOfMediansPercent: r.lossOfMediansPercent, rssStartMb: r.rssStartMb, rssEndMb: r.rssEndMb, rssMb: r.rssMb, table: r.table, completed: r.completed, durationMs }));
+        emit(
+          row('sustained', 'jobvisor', 'jobs/s', r.windows, {
+            lossPercent: r.lossPercent,
+            lossOfMediansPercent: r.lossOfMediansPercent,
+            rssStartMb: r.rssStartMb,
+            rssEndMb: r.rssEndMb,
+            rssMb: r.rssMb,
+            table: r.table,
+            completed: r.completed,
+            durationMs,
+          }),
+        );
       }
     }
   } finally {
@@ -177,9 +340,27 @@ function printTable(rows: Row[]) {
     const b = base.get(r.scenario);
     const higherIsBetter = r.unit === 'jobs/s';
     const ratio = b && b !== r ? (higherIsBetter ? b.median / r.median : r.median / b.median) : undefined;
-    lines.push([r.scenario, r.system, r.median.toFixed(r.unit === 'ms' ? 2 : 0), r.unit, `${(r.spread * 100).toFixed(0)} %`, ratio === undefined ? '' : `${ratio.toFixed(2)}x`]);
+    lines.push([
+      r.scenario,
+      r.system,
+      r.median.toFixed(r.unit === 'ms' ? 2 : 0),
+      r.unit,
+      `${(r.spread * 100).toFixed(0)} %`,
+      ratio === undefined ? '' : `${ratio.toFixed(2)}x`,
+    ]);
   }
   const widths = lines[0]!.map((_, i) => Math.max(...lines.map((l) => (l[i] ?? '').length)));
-  process.stdout.write(lines.map((l) => l.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd()).join('\n') + '\n');
-  process.stdout.write('ratio: how many times better jobvisor is than that system (throughput ÷, latency ÷ inverted)\n');
+  process.stdout.write(
+    lines
+      .map((l) =>
+        l
+          .map((c, i) => c.padEnd(widths[i] ?? 0))
+          .join('  ')
+          .trimEnd(),
+      )
+      .join('\n') + '\n',
+  );
+  process.stdout.write(
+    'ratio: how many times better jobvisor is than that system (throughput ÷, latency ÷ inverted)\n',
+  );
 }

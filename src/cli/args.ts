@@ -12,9 +12,15 @@ export interface Parsed {
 
 export function parse(argv: string[], options: NonNullable<ParseArgsConfig['options']>, command: string): Parsed {
   try {
-    return parseArgs({ args: joinNegativeNumbers(argv, options), allowPositionals: true, strict: true, options }) as Parsed;
+    return parseArgs({
+      args: joinNegativeNumbers(argv, options),
+      allowPositionals: true,
+      strict: true,
+      options,
+    }) as Parsed;
   } catch (err) {
-    const message = (err as Error).message.split('\n')[0]?.replace(/\. To specify a positional argument.*$/, '') ?? 'bad arguments';
+    const message =
+      (err as Error).message.split('\n')[0]?.replace(/\. To specify a positional argument.*$/, '') ?? 'bad arguments';
     throw new InputError(`${command}: ${message}`);
   }
 }
@@ -45,7 +51,8 @@ export function integer(name: string, value: string | undefined, min: number, ma
 export function jobIds(values: string[]): string[] {
   if (values.length === 0) throw new InputError('give at least one job id');
   return values.map((v) => {
-    if (!/^\d{1,18}$/.test(v) || BigInt(v) <= 0n) throw new InputError(`job id must be a positive integer, got ${JSON.stringify(v)}`);
+    if (!/^\d{1,18}$/.test(v) || BigInt(v) <= 0n)
+      throw new InputError(`job id must be a positive integer, got ${JSON.stringify(v)}`);
     return BigInt(v).toString();
   });
 }

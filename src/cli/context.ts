@@ -24,7 +24,12 @@ const EMBEDDED_DATABASE = 'jobvisor';
 /**
  * @param logTo 1 for commands whose stdout is a log (start), 2 for commands whose stdout is their answer.
  */
-export async function openContext(options: { logTo: 1 | 2; logLevel?: string; keepEmbedded?: boolean; settings?: Settings }): Promise<CommandContext> {
+export async function openContext(options: {
+  logTo: 1 | 2;
+  logLevel?: string;
+  keepEmbedded?: boolean;
+  settings?: Settings;
+}): Promise<CommandContext> {
   const settings = options.settings ?? loadConfig();
   const log = createLogger({ level: options.logLevel ?? settings.log.level, fd: options.logTo });
   let embedded: EmbeddedServer | null = null;
@@ -32,8 +37,13 @@ export async function openContext(options: { logTo: 1 | 2; logLevel?: string; ke
   if (!databaseUrl) {
     // Production must name its database: never fall back to whatever listens
     // on the development port.
-    if (process.env.NODE_ENV === 'production') throw new ConfigError('invalid configuration: DATABASE_URL (database.url) is required when NODE_ENV=production');
-    embedded = await ensureEmbeddedPostgres({ dir: settings.database.embedded.dir, port: settings.database.embedded.port, log });
+    if (process.env.NODE_ENV === 'production')
+      throw new ConfigError('invalid configuration: DATABASE_URL (database.url) is required when NODE_ENV=production');
+    embedded = await ensureEmbeddedPostgres({
+      dir: settings.database.embedded.dir,
+      port: settings.database.embedded.port,
+      log,
+    });
     databaseUrl = await ensureDatabase(embedded.url, EMBEDDED_DATABASE);
   }
   const pool = createPool(databaseUrl, { max: settings.database.poolSize, log });

@@ -51,7 +51,9 @@ export async function demoCommand(argv: string[]): Promise<number> {
     const pool = createPool(url, { max: 5, log });
     await migrate(pool, { schema: settings.database.schema });
     await pool.query('CREATE TABLE demo_users (id bigint PRIMARY KEY, email text NOT NULL)');
-    out(`demo: database ${DEMO_DATABASE} ready; ${USERS} users sign up, each signup enqueues welcome_email in its own transaction`);
+    out(
+      `demo: database ${DEMO_DATABASE} ready; ${USERS} users sign up, each signup enqueues welcome_email in its own transaction`,
+    );
 
     const supervisor = new Supervisor({ settings, databaseUrl: url, log, pool });
     logEvents(supervisor.events, log);
@@ -80,7 +82,9 @@ export async function demoCommand(argv: string[]): Promise<number> {
     // At-least-once in practice: the same signup delivered twice.
     for (let id = 1; id <= DUPLICATES; id++) await enqueue(pool, 'welcome_email', { user_id: id }, { maxAttempts: 25 });
     const total = USERS + DUPLICATES;
-    out(`demo: enqueued ${total} jobs (${DUPLICATES} of them duplicates); the task fails half of its attempts at random`);
+    out(
+      `demo: enqueued ${total} jobs (${DUPLICATES} of them duplicates); the task fails half of its attempts at random`,
+    );
 
     let last = '';
     while (completed + dead < total && Date.now() - started < TIME_LIMIT_MS) {
@@ -94,8 +98,11 @@ export async function demoCommand(argv: string[]): Promise<number> {
       });
     }
     await supervisor.stop('demo finished');
-    const jobs = (await pool.query<{ status: string; n: number; attempts: number }>(
-      `SELECT status, count(*)::int AS n, sum(attempts)::int AS attempts FROM ${settings.database.schema}.jobs GROUP BY status`)).rows;
+    const jobs = (
+      await pool.query<{ status: string; n: number; attempts: number }>(
+        `SELECT status, count(*)::int AS n, sum(attempts)::int AS attempts FROM ${settings.database.schema}.jobs GROUP BY status`,
+      )
+    ).rows;
     const sent = (await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM public.emails_sent')).rows[0]?.n ?? 0;
     await pool.end();
     const done = jobs.find((j) => j.status === 'done')?.n ?? 0;

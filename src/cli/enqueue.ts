@@ -11,18 +11,25 @@ import { integer, parse } from './args.ts';
 import { openContext } from './context.ts';
 
 export async function enqueueCommand(argv: string[]): Promise<number> {
-  const { values, positionals } = parse(argv, {
-    queue: { type: 'string' },
-    priority: { type: 'string' },
-    'run-at': { type: 'string' },
-    delay: { type: 'string' },
-    'max-attempts': { type: 'string' },
-    'unique-key': { type: 'string' },
-    json: { type: 'boolean' },
-  }, 'enqueue');
+  const { values, positionals } = parse(
+    argv,
+    {
+      queue: { type: 'string' },
+      priority: { type: 'string' },
+      'run-at': { type: 'string' },
+      delay: { type: 'string' },
+      'max-attempts': { type: 'string' },
+      'unique-key': { type: 'string' },
+      json: { type: 'boolean' },
+    },
+    'enqueue',
+  );
   const [kind, json, ...extra] = positionals;
   if (!kind) throw new InputError('enqueue: missing KIND (usage: jobvisor enqueue KIND [JSON] [options])');
-  if (extra.length > 0) throw new InputError(`enqueue: unexpected argument ${JSON.stringify(extra[0])} (quote the JSON payload as one argument)`);
+  if (extra.length > 0)
+    throw new InputError(
+      `enqueue: unexpected argument ${JSON.stringify(extra[0])} (quote the JSON payload as one argument)`,
+    );
   let payload: unknown = {};
   if (json !== undefined) {
     try {
@@ -39,9 +46,15 @@ export async function enqueueCommand(argv: string[]): Promise<number> {
     maxAttempts: integer('--max-attempts', values['max-attempts'] as string | undefined, 1, 1000),
     uniqueKey: values['unique-key'] as string | undefined,
   };
-  if (options.runAt !== undefined && options.delay !== undefined) throw new InputError('enqueue: give --run-at or --delay, not both');
-  if (typeof options.runAt === 'string' && !/^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/.test(options.runAt)) {
-    throw new InputError(`enqueue: --run-at ${JSON.stringify(options.runAt)} is not an ISO 8601 date-time (e.g. 2026-12-01T09:00:00Z)`);
+  if (options.runAt !== undefined && options.delay !== undefined)
+    throw new InputError('enqueue: give --run-at or --delay, not both');
+  if (
+    typeof options.runAt === 'string' &&
+    !/^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/.test(options.runAt)
+  ) {
+    throw new InputError(
+      `enqueue: --run-at ${JSON.stringify(options.runAt)} is not an ISO 8601 date-time (e.g. 2026-12-01T09:00:00Z)`,
+    );
   }
   // The whole job is validated here, before any connection is opened.
   const settings = loadConfig();
@@ -57,7 +70,9 @@ export async function enqueueCommand(argv: string[]): Promise<number> {
     if (values.json) process.stdout.write(`${JSON.stringify(result)}\n`);
     else if (result.duplicate) {
       process.stdout.write(`${result.id ?? ''}\n`);
-      process.stderr.write(`skipped: a ${kind} job with unique key ${JSON.stringify(options.uniqueKey)} already exists (id ${result.id ?? 'unknown'})\n`);
+      process.stderr.write(
+        `skipped: a ${kind} job with unique key ${JSON.stringify(options.uniqueKey)} already exists (id ${result.id ?? 'unknown'})\n`,
+      );
     } else process.stdout.write(`${result.id}\n`);
     return 0;
   } finally {

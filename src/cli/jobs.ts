@@ -38,14 +38,32 @@ async function withStore<T>(fn: (store: Store) => Promise<T>): Promise<T> {
 }
 
 async function list(argv: string[]): Promise<number> {
-  const { values, positionals } = parse(argv, { status: { type: 'string' }, kind: { type: 'string' }, queue: { type: 'string' }, limit: { type: 'string' }, json: { type: 'boolean' } }, 'jobs list');
+  const { values, positionals } = parse(
+    argv,
+    {
+      status: { type: 'string' },
+      kind: { type: 'string' },
+      queue: { type: 'string' },
+      limit: { type: 'string' },
+      json: { type: 'boolean' },
+    },
+    'jobs list',
+  );
   if (positionals.length > 0) throw new InputError(`jobs list: unexpected argument ${JSON.stringify(positionals[0])}`);
   const status = values.status as string | undefined;
-  if (status !== undefined && !STATUSES.includes(status)) throw new InputError(`jobs list: --status must be one of ${STATUSES.join(', ')}, got ${JSON.stringify(status)}`);
+  if (status !== undefined && !STATUSES.includes(status))
+    throw new InputError(`jobs list: --status must be one of ${STATUSES.join(', ')}, got ${JSON.stringify(status)}`);
   if (values.kind !== undefined) checkName('--kind', values.kind);
   if (values.queue !== undefined) checkName('--queue', values.queue);
   const limit = integer('--limit', values.limit as string | undefined, 1, 10_000) ?? 50;
-  const rows = await withStore((store) => listJobs(store, { status, kind: values.kind as string | undefined, queue: values.queue as string | undefined, limit }));
+  const rows = await withStore((store) =>
+    listJobs(store, {
+      status,
+      kind: values.kind as string | undefined,
+      queue: values.queue as string | undefined,
+      limit,
+    }),
+  );
   if (values.json) {
     for (const r of rows) process.stdout.write(`${JSON.stringify(r)}\n`);
     return 0;
@@ -54,10 +72,20 @@ async function list(argv: string[]): Promise<number> {
     process.stdout.write('no jobs\n');
     return 0;
   }
-  process.stdout.write(table(
-    ['id', 'queue', 'kind', 'status', 'attempts', 'run_at', 'last_error'],
-    rows.map((r) => [r.id, r.queue, r.kind, r.status, `${r.attempts}/${r.max_attempts}`, r.run_at.toISOString(), (r.last_error ?? '').split('\n')[0]?.slice(0, 80) ?? '']),
-  ));
+  process.stdout.write(
+    table(
+      ['id', 'queue', 'kind', 'status', 'attempts', 'run_at', 'last_error'],
+      rows.map((r) => [
+        r.id,
+        r.queue,
+        r.kind,
+        r.status,
+        `${r.attempts}/${r.max_attempts}`,
+        r.run_at.toISOString(),
+        (r.last_error ?? '').split('\n')[0]?.slice(0, 80) ?? '',
+      ]),
+    ),
+  );
   return 0;
 }
 
@@ -72,13 +100,29 @@ async function retry(argv: string[]): Promise<number> {
   }
   if (values.kind !== undefined) throw new InputError('jobs retry: --kind goes with --failed');
   const ids = jobIds(positionals);
-  return withStore(async (store) => report('retried', ids, await retryJobs(store, ids), await statusOf(store, ids), 'only failed or cancelled jobs can be retried'));
+  return withStore(async (store) =>
+    report(
+      'retried',
+      ids,
+      await retryJobs(store, ids),
+      await statusOf(store, ids),
+      'only failed or cancelled jobs can be retried',
+    ),
+  );
 }
 
 async function cancel(argv: string[]): Promise<number> {
   const { positionals } = parse(argv, {}, 'jobs cancel');
   const ids = jobIds(positionals);
-  return withStore(async (store) => report('cancelled', ids, await cancelJobs(store, ids), await statusOf(store, ids), 'only pending or running jobs can be cancelled'));
+  return withStore(async (store) =>
+    report(
+      'cancelled',
+      ids,
+      await cancelJobs(store, ids),
+      await statusOf(store, ids),
+      'only pending or running jobs can be cancelled',
+    ),
+  );
 }
 
 function report(verb: string, asked: string[], changed: string[], statuses: Map<string, string>, rule: string): number {

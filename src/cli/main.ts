@@ -55,7 +55,9 @@ export async function main(argv: string[]): Promise<number> {
     return 2;
   }
   try {
-    return await (await load())(rest);
+    return await (
+      await load()
+    )(rest);
   } catch (err) {
     if (err instanceof InputError || err instanceof ConfigError) {
       process.stderr.write(`jobvisor: ${oneLine(err.message)}\n`);

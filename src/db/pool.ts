@@ -8,7 +8,10 @@ import type { Logger } from '../log.ts';
 
 export type Db = pg.Pool | pg.PoolClient | pg.Client;
 
-export function createPool(url: string, options: { max?: number; log?: Logger; applicationName?: string } = {}): pg.Pool {
+export function createPool(
+  url: string,
+  options: { max?: number; log?: Logger; applicationName?: string } = {},
+): pg.Pool {
   const pool = new pg.Pool({
     connectionString: url,
     max: options.max ?? 10,

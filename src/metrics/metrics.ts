@@ -10,7 +10,9 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 
 const JOB_LABELS = ['queue', 'kind'] as const;
 /** Seconds: from 1 ms to about 17 minutes. */
-const DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1200];
+const DURATION_BUCKETS = [
+  0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1200,
+];
 
 export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
   const registry = new Registry();
@@ -30,15 +32,38 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
     enqueued: counter('jobvisor_jobs_enqueued_total', 'Jobs enqueued by this process.'),
     completed: counter('jobvisor_jobs_completed_total', 'Jobs that finished successfully in this supervisor.'),
     retried: counter('jobvisor_jobs_retried_total', 'Failed attempts scheduled for a retry by this supervisor.'),
-    deadLettered: counter('jobvisor_jobs_dead_lettered_total', 'Jobs moved to status failed (dead letter) by this supervisor.'),
-    reaped: counter('jobvisor_jobs_reaped_total', 'Expired leases returned to pending (or failed) by this supervisor\'s reaper.'),
-    cleaned: counter('jobvisor_jobs_cleaned_total', 'Old finished jobs deleted by this supervisor\'s cleanup.', ['queue', 'kind', 'status']),
-    leasesLost: counter('jobvisor_leases_lost_total', 'Jobs whose lease this supervisor lost while running them (aborted; their writes are fenced).'),
+    deadLettered: counter(
+      'jobvisor_jobs_dead_lettered_total',
+      'Jobs moved to status failed (dead letter) by this supervisor.',
+    ),
+    reaped: counter(
+      'jobvisor_jobs_reaped_total',
+      "Expired leases returned to pending (or failed) by this supervisor's reaper.",
+    ),
+    cleaned: counter('jobvisor_jobs_cleaned_total', "Old finished jobs deleted by this supervisor's cleanup.", [
+      'queue',
+      'kind',
+      'status',
+    ]),
+    leasesLost: counter(
+      'jobvisor_leases_lost_total',
+      'Jobs whose lease this supervisor lost while running them (aborted; their writes are fenced).',
+    ),
     runSeconds: histogram('jobvisor_job_run_seconds', 'Time a job ran in its worker thread.'),
     waitSeconds: histogram('jobvisor_job_wait_seconds', 'Time from a job being due (run_at) to its start.'),
-    jobs: gauge('jobvisor_jobs', 'Jobs in the database by queue, kind and status (global; aggregate with max). Counts pending, running and failed.', ['queue', 'kind', 'status']),
-    oldestPending: gauge('jobvisor_oldest_pending_seconds', 'Age of the oldest due pending job per queue (global; aggregate with max).', ['queue']),
-    inFlight: gauge('jobvisor_jobs_in_flight', 'Jobs claimed by this supervisor and not yet recorded, per queue.', ['queue']),
+    jobs: gauge(
+      'jobvisor_jobs',
+      'Jobs in the database by queue, kind and status (global; aggregate with max). Counts pending, running and failed.',
+      ['queue', 'kind', 'status'],
+    ),
+    oldestPending: gauge(
+      'jobvisor_oldest_pending_seconds',
+      'Age of the oldest due pending job per queue (global; aggregate with max).',
+      ['queue'],
+    ),
+    inFlight: gauge('jobvisor_jobs_in_flight', 'Jobs claimed by this supervisor and not yet recorded, per queue.', [
+      'queue',
+    ]),
     threads: gauge('jobvisor_pool_threads', 'Worker threads alive in the pool.'),
     threadsBusy: gauge('jobvisor_pool_threads_busy', 'Worker threads running at least one job.'),
     poolQueueLength: gauge('jobvisor_pool_queue_length', 'Batches waiting in the pool for a free thread.'),

@@ -17,19 +17,27 @@ export function observeEvents(events: SupervisorEvents, metrics: Metrics): void 
     }
     return c;
   };
-  const countBy = (jobs: Array<{ queue: string; kind: string }>, metric: { labels(...v: string[]): { inc(): void } }, name: string) => {
+  const countBy = (
+    jobs: Array<{ queue: string; kind: string }>,
+    metric: { labels(...v: string[]): { inc(): void } },
+    name: string,
+  ) => {
     for (const j of jobs) child(metric, name, j.queue, j.kind).inc();
   };
 
   events.on('job:started', ({ jobs, waitMs }) => {
-    jobs.forEach((j, i) => child(metrics.waitSeconds, 'wait', j.queue, j.kind).observe(Math.max(0, (waitMs[i] ?? 0) / 1000)));
+    jobs.forEach((j, i) =>
+      child(metrics.waitSeconds, 'wait', j.queue, j.kind).observe(Math.max(0, (waitMs[i] ?? 0) / 1000)),
+    );
   });
-  const finished = (counter: { labels(...v: string[]): { inc(): void } }, name: string) => ({ jobs, runMs }: { jobs: Array<{ queue: string; kind: string }>; runMs: number[] }) => {
-    jobs.forEach((j, i) => {
-      child(counter, name, j.queue, j.kind).inc();
-      child(metrics.runSeconds, 'run', j.queue, j.kind).observe((runMs[i] ?? 0) / 1000);
-    });
-  };
+  const finished =
+    (counter: { labels(...v: string[]): { inc(): void } }, name: string) =>
+    ({ jobs, runMs }: { jobs: Array<{ queue: string; kind: string }>; runMs: number[] }) => {
+      jobs.forEach((j, i) => {
+        child(counter, name, j.queue, j.kind).inc();
+        child(metrics.runSeconds, 'run', j.queue, j.kind).observe((runMs[i] ?? 0) / 1000);
+      });
+    };
   events.on('job:completed', finished(metrics.completed, 'completed'));
   events.on('job:retried', finished(metrics.retried, 'retried'));
   events.on('job:dead', finished(metrics.deadLettered, 'dead'));

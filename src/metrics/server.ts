@@ -25,7 +25,9 @@ export interface HttpOptions {
   readiness: () => Promise<Readiness>;
 }
 
-export async function startHttpServer(options: HttpOptions): Promise<{ server: Server; port: number; close(): Promise<void> }> {
+export async function startHttpServer(
+  options: HttpOptions,
+): Promise<{ server: Server; port: number; close(): Promise<void> }> {
   const delay = monitorEventLoopDelay({ resolution: 10 });
   delay.enable();
   const server = createServer((req, res) => {
@@ -46,8 +48,14 @@ export async function startHttpServer(options: HttpOptions): Promise<{ server: S
       res.writeHead(200, { 'content-type': 'application/json' }).end(body);
     } else if (url === '/readyz') {
       void options.readiness().then(
-        (r) => res.writeHead(r.ready ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify(r.ready ? { status: 'ready' } : { status: 'not ready', reason: r.reason })),
-        () => res.writeHead(503, { 'content-type': 'application/json' }).end('{"status":"not ready","reason":"readiness check failed"}'),
+        (r) =>
+          res
+            .writeHead(r.ready ? 200 : 503, { 'content-type': 'application/json' })
+            .end(JSON.stringify(r.ready ? { status: 'ready' } : { status: 'not ready', reason: r.reason })),
+        () =>
+          res
+            .writeHead(503, { 'content-type': 'application/json' })
+            .end('{"status":"not ready","reason":"readiness check failed"}'),
       );
     } else {
       res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: try /metrics, /healthz or /readyz\n');

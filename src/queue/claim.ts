@@ -28,7 +28,9 @@
 import { prepared, run, type Now, type Store } from './sql.ts';
 import type { ClaimedJob } from './types.ts';
 
-const CLAIM_JOBS = prepared('claim_jobs', `
+const CLAIM_JOBS = prepared(
+  'claim_jobs',
+  `
 WITH claimed AS (
   UPDATE jobvisor.jobs
      SET status = 'running',
@@ -48,7 +50,8 @@ WITH claimed AS (
 SELECT id, kind, queue, payload::text AS payload, attempts, max_attempts,
        extract(epoch FROM run_at) * 1000 AS run_at_ms
   FROM claimed
- ORDER BY priority, run_at, id`);
+ ORDER BY priority, run_at, id`,
+);
 
 interface ClaimRow {
   id: string;
@@ -61,9 +64,18 @@ interface ClaimRow {
 }
 
 /** Claims up to `limit` due jobs of `queue` for `owner`, leased for `leaseMs`. */
-export async function claimJobs(store: Store, args: { owner: string; queue: string; limit: number; leaseMs: number; now?: Now }): Promise<ClaimedJob[]> {
+export async function claimJobs(
+  store: Store,
+  args: { owner: string; queue: string; limit: number; leaseMs: number; now?: Now },
+): Promise<ClaimedJob[]> {
   if (args.limit <= 0) return [];
-  const rows = await run<ClaimRow>(store, CLAIM_JOBS, [args.owner, args.queue, args.leaseMs, args.limit, args.now ?? null]);
+  const rows = await run<ClaimRow>(store, CLAIM_JOBS, [
+    args.owner,
+    args.queue,
+    args.leaseMs,
+    args.limit,
+    args.now ?? null,
+  ]);
   return rows.map((r) => ({
     id: r.id,
     kind: r.kind,
@@ -75,9 +87,12 @@ export async function claimJobs(store: Store, args: { owner: string; queue: stri
   }));
 }
 
-const NEXT_DUE = prepared('next_due', `
+const NEXT_DUE = prepared(
+  'next_due',
+  `
 SELECT extract(epoch FROM min(run_at) - coalesce($2::timestamptz, now())) * 1000 AS in_ms
-  FROM jobvisor.jobs WHERE status = 'pending' AND queue = ANY($1::text[])`);
+  FROM jobvisor.jobs WHERE status = 'pending' AND queue = ANY($1::text[])`,
+);
 
 /** Milliseconds until the next pending job of these queues is due (null: none pending). */
 export async function nextDueIn(store: Store, queues: string[], now: Now = null): Promise<number | null> {

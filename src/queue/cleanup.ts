@@ -5,7 +5,9 @@
  */
 import { planned, run, type Now, type Store } from './sql.ts';
 
-const DELETE_FINISHED = planned('delete_finished', `
+const DELETE_FINISHED = planned(
+  'delete_finished',
+  `
 WITH gone AS (
   DELETE FROM jobvisor.jobs WHERE id = ANY (ARRAY(
     SELECT id FROM jobvisor.jobs
@@ -16,7 +18,8 @@ WITH gone AS (
      FOR UPDATE SKIP LOCKED))
   RETURNING queue, kind, status
 )
-SELECT queue, kind, status, count(*)::int AS count FROM gone GROUP BY 1, 2, 3`);
+SELECT queue, kind, status, count(*)::int AS count FROM gone GROUP BY 1, 2, 3`,
+);
 
 export interface Cleaned {
   queue: string;
@@ -29,6 +32,9 @@ export interface Cleaned {
  * Deletes up to `limit` finished jobs: done/cancelled older than `retentionMs`,
  * failed older than `failedRetentionMs`. Returns counts by queue, kind and status.
  */
-export async function deleteOldJobs(store: Store, args: { retentionMs: number; failedRetentionMs: number; limit: number; now?: Now }): Promise<Cleaned[]> {
+export async function deleteOldJobs(
+  store: Store,
+  args: { retentionMs: number; failedRetentionMs: number; limit: number; now?: Now },
+): Promise<Cleaned[]> {
   return run<Cleaned>(store, DELETE_FINISHED, [args.retentionMs, args.failedRetentionMs, args.limit, args.now ?? null]);
 }

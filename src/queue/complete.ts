@@ -15,7 +15,9 @@ import type { Attempt } from './types.ts';
 
 // Answers with a count; the ids come back only when some row was fenced off
 // (rare), so a batch of a thousand completions parses one row, not a thousand.
-const COMPLETE_JOBS = planned('complete_jobs', `
+const COMPLETE_JOBS = planned(
+  'complete_jobs',
+  `
 WITH u AS (
   UPDATE jobvisor.jobs AS j
      SET status = 'done', locked_until = NULL, finished_at = coalesce($4::timestamptz, now())
@@ -25,22 +27,36 @@ WITH u AS (
 )
 SELECT count(*)::int AS written,
        CASE WHEN count(*) < cardinality($1::bigint[]) THEN array_agg(id)::text[] END AS ids
-  FROM u`);
+  FROM u`,
+);
 
 /**
  * Marks jobs done (ids[i] at attempts[i]).
  * @returns the ids that were NOT written: fenced off, this owner no longer holds that attempt.
  */
-export async function completeJobs(store: Store, owner: string, ids: string[], attempts: number[], now: Now = null): Promise<Set<string>> {
+export async function completeJobs(
+  store: Store,
+  owner: string,
+  ids: string[],
+  attempts: number[],
+  now: Now = null,
+): Promise<Set<string>> {
   if (ids.length === 0) return new Set();
-  const [row] = await run<{ written: number; ids: string[] | null }>(store, COMPLETE_JOBS, [intArray(ids), fenceKeys(ids, attempts), owner, now]);
+  const [row] = await run<{ written: number; ids: string[] | null }>(store, COMPLETE_JOBS, [
+    intArray(ids),
+    fenceKeys(ids, attempts),
+    owner,
+    now,
+  ]);
   if (!row || row.written === ids.length) return new Set();
   const written = new Set(row.ids ?? []);
   return new Set(ids.filter((id) => !written.has(id)));
 }
 
 // The database decides retry or dead letter with the row's current max_attempts.
-const FAIL_JOBS = planned('fail_jobs', `
+const FAIL_JOBS = planned(
+  'fail_jobs',
+  `
 UPDATE jobvisor.jobs AS j
    SET status = CASE WHEN ($3::boolean[])[array_position($1::bigint[], j.id)] OR j.attempts >= j.max_attempts THEN 'failed' ELSE 'pending' END,
        run_at = CASE WHEN ($3::boolean[])[array_position($1::bigint[], j.id)] OR j.attempts >= j.max_attempts THEN j.run_at
@@ -51,16 +67,30 @@ UPDATE jobvisor.jobs AS j
        errors = jobvisor.append_error(j.errors, j.attempts, coalesce($7::timestamptz, now()), ($5::text[])[array_position($1::bigint[], j.id)])
  WHERE j.id = ANY($1::bigint[]) AND j.status = 'running' AND j.locked_by = $6
    AND (j.id::text || ':' || j.attempts::text) = ANY($2::text[])
-RETURNING j.id, j.status`);
+RETURNING j.id, j.status`,
+);
 
 /**
  * Records failed attempts: each becomes a retry at now + delayMs, or a dead
  * letter (`failed`) when permanent or out of attempts.
  * Returns the ids written with their new status.
  */
-export async function failJobs(store: Store, owner: string, f: Failures, now: Now = null): Promise<Array<{ id: string; status: 'pending' | 'failed' }>> {
+export async function failJobs(
+  store: Store,
+  owner: string,
+  f: Failures,
+  now: Now = null,
+): Promise<Array<{ id: string; status: 'pending' | 'failed' }>> {
   if (f.ids.length === 0) return [];
-  return run(store, FAIL_JOBS, [intArray(f.ids), fenceKeys(f.ids, f.attempts), f.permanent, f.delaysMs, f.errors, owner, now]);
+  return run(store, FAIL_JOBS, [
+    intArray(f.ids),
+    fenceKeys(f.ids, f.attempts),
+    f.permanent,
+    f.delaysMs,
+    f.errors,
+    owner,
+    now,
+  ]);
 }
 
 /** Failed attempts as parallel arrays: ids[i] failed at attempts[i] with errors[i]. */
@@ -75,17 +105,27 @@ export interface Failures {
 }
 
 // Handing back gives the attempt back: the job did not fail, this supervisor left.
-const RELEASE_JOBS = planned('release_jobs', `
+const RELEASE_JOBS = planned(
+  'release_jobs',
+  `
 UPDATE jobvisor.jobs AS j
    SET status = 'pending', attempts = j.attempts - 1, locked_until = NULL
  WHERE j.id = ANY($1::bigint[]) AND j.status = 'running' AND j.locked_by = $3
    AND (j.id::text || ':' || j.attempts::text) = ANY($2::text[])
-RETURNING j.id`);
+RETURNING j.id`,
+);
 
 /** Returns claimed jobs to pending without using up their attempt (shutdown). */
 export async function releaseJobs(store: Store, owner: string, jobs: Attempt[]): Promise<string[]> {
   if (jobs.length === 0) return [];
-  const rows = await run<{ id: string }>(store, RELEASE_JOBS, [intArray(jobs.map((j) => j.id)), fenceKeys(jobs.map((j) => j.id), jobs.map((j) => j.attempt)), owner]);
+  const rows = await run<{ id: string }>(store, RELEASE_JOBS, [
+    intArray(jobs.map((j) => j.id)),
+    fenceKeys(
+      jobs.map((j) => j.id),
+      jobs.map((j) => j.attempt),
+    ),
+    owner,
+  ]);
   return rows.map((r) => r.id);
 }
 

@@ -25,15 +25,20 @@ export interface CopyRow {
 
 // The ids come back as one comma-separated text: splitting it is several times
 // cheaper for the caller than parsing a 20,000-element array literal.
-const RESERVE_IDS = prepared('reserve_ids', `
+const RESERVE_IDS = prepared(
+  'reserve_ids',
+  `
 SELECT extract(epoch FROM now()) * 1000 AS now_ms,
-       array_to_string(array(SELECT nextval('jobvisor.jobs_id_seq') FROM generate_series(1, $1::int)), ',') AS ids`);
+       array_to_string(array(SELECT nextval('jobvisor.jobs_id_seq') FROM generate_series(1, $1::int)), ',') AS ids`,
+);
 
 const COPY_JOBS = 'COPY jobvisor.jobs (id, queue, kind, payload, priority, max_attempts, run_at) FROM STDIN';
 
 /** COPY text format: backslash, tab, newline and carriage return are escaped. */
 function field(text: string): string {
-  return /[\\\t\n\r]/.test(text) ? text.replace(/\\/g, '\\\\').replace(/\t/g, '\\t').replace(/\n/g, '\\n').replace(/\r/g, '\\r') : text;
+  return /[\\\t\n\r]/.test(text)
+    ? text.replace(/\\/g, '\\\\').replace(/\t/g, '\\t').replace(/\n/g, '\\n').replace(/\r/g, '\\r')
+    : text;
 }
 
 function isPool(db: Db): db is pg.Pool {
@@ -41,7 +46,12 @@ function isPool(db: Db): db is pg.Pool {
 }
 
 /** Inserts validated rows with COPY; returns their ids in order. */
-export async function copyRows(db: Db, schema: string, rows: CopyRow[], copyStatement: (schema: string) => string): Promise<string[]> {
+export async function copyRows(
+  db: Db,
+  schema: string,
+  rows: CopyRow[],
+  copyStatement: (schema: string) => string,
+): Promise<string[]> {
   const client = isPool(db) ? await db.connect() : db;
   try {
     const store: Store = { db: client, schema };

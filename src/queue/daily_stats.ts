@@ -31,7 +31,9 @@ export interface KindDayStats {
 // over the rows that have any error history; the two meet in a FULL JOIN so a kind
 // that only failed attempts that day still gets a row. `errors` is not indexed: the
 // second pass reads every row with a non-empty history, which cleanup keeps bounded.
-const DAILY_STATS = prepared('daily_stats', `
+const DAILY_STATS = prepared(
+  'daily_stats',
+  `
 WITH bounds AS (
   SELECT ($1::date::timestamp AT TIME ZONE $2) AS day_start,
          (($1::date + 1)::timestamp AT TIME ZONE $2) AS day_end
@@ -61,18 +63,27 @@ SELECT kind,
        coalesce(f.dead_lettered, 0)::int AS dead_lettered,
        f.wait, f.run
 FROM finished f FULL JOIN retries r USING (kind)
-ORDER BY kind`);
+ORDER BY kind`,
+);
 
 // The day before the job's due time, in the report's time zone. least(run_at,
 // created_at): a retry moves run_at forward (possibly past midnight) but never
 // created_at, and a schedule fire enqueued late keeps its fire time in run_at.
-const DAY_BEFORE_DUE = prepared('day_before_due', `
-SELECT to_char((coalesce((SELECT least(run_at, created_at) FROM jobvisor.jobs WHERE id = $1::bigint), now()) AT TIME ZONE $2)::date - 1, 'YYYY-MM-DD') AS day`);
+const DAY_BEFORE_DUE = prepared(
+  'day_before_due',
+  `
+SELECT to_char((coalesce((SELECT least(run_at, created_at) FROM jobvisor.jobs WHERE id = $1::bigint), now()) AT TIME ZONE $2)::date - 1, 'YYYY-MM-DD') AS day`,
+);
 
 /** Activity per kind on `day` (YYYY-MM-DD) in `timezone`, ordered by kind. Throws pg errors as they come. */
 export async function dailyStats(store: Store, day: string, timezone: string): Promise<KindDayStats[]> {
   const rows = await run<{
-    kind: string; completed: number; retried: number; dead_lettered: number; wait: number[] | null; run: number[] | null;
+    kind: string;
+    completed: number;
+    retried: number;
+    dead_lettered: number;
+    wait: number[] | null;
+    run: number[] | null;
   }>(store, DAILY_STATS, [day, timezone]);
   return rows.map((r) => ({
     kind: r.kind,

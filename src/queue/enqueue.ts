@@ -81,26 +81,44 @@ function shown(value: unknown): string {
  * batch of valid jobs builds no message text.
  * @throws InputError naming the bad field.
  */
-function toRow(kind: string, payload: unknown, options: Omit<EnqueueOptions, 'schema' | 'maxPayloadBytes'>, maxPayloadBytes: number | undefined): Row {
+function toRow(
+  kind: string,
+  payload: unknown,
+  options: Omit<EnqueueOptions, 'schema' | 'maxPayloadBytes'>,
+  maxPayloadBytes: number | undefined,
+): Row {
   checkName('kind', kind);
   const queue = options.queue ?? 'default';
   checkQueue('queue', queue);
   const priority = options.priority ?? 0;
-  if (!Number.isInteger(priority) || Math.abs(priority) > 1_000_000) throw new InputError(`priority must be an integer from -1000000 to 1000000, got ${shown(priority)}`);
+  if (!Number.isInteger(priority) || Math.abs(priority) > 1_000_000)
+    throw new InputError(`priority must be an integer from -1000000 to 1000000, got ${shown(priority)}`);
   const maxAttempts = options.maxAttempts ?? null;
-  if (maxAttempts !== null && (!Number.isInteger(maxAttempts) || maxAttempts < 1 || maxAttempts > 1000)) throw new InputError(`maxAttempts must be an integer from 1 to 1000, got ${shown(maxAttempts)}`);
+  if (maxAttempts !== null && (!Number.isInteger(maxAttempts) || maxAttempts < 1 || maxAttempts > 1000))
+    throw new InputError(`maxAttempts must be an integer from 1 to 1000, got ${shown(maxAttempts)}`);
   if (options.runAt !== undefined && options.delay !== undefined) throw new InputError('give runAt or delay, not both');
   let runAt: string | null = null;
   if (options.runAt !== undefined) {
-    const date = options.runAt instanceof Date ? options.runAt : typeof options.runAt === 'string' ? new Date(options.runAt) : new Date(Number.NaN);
-    if (Number.isNaN(date.getTime()) || (typeof options.runAt === 'string' && !/^\d{4}-\d{2}-\d{2}/.test(options.runAt))) throw new InputError(`runAt ${shown(options.runAt)} is not an ISO 8601 date-time (a string or a Date)`);
-    if (date.getUTCFullYear() < 1970 || date.getUTCFullYear() > 9999) throw new InputError('runAt must be between 1970 and 9999');
+    const date =
+      options.runAt instanceof Date
+        ? options.runAt
+        : typeof options.runAt === 'string'
+          ? new Date(options.runAt)
+          : new Date(Number.NaN);
+    if (
+      Number.isNaN(date.getTime()) ||
+      (typeof options.runAt === 'string' && !/^\d{4}-\d{2}-\d{2}/.test(options.runAt))
+    )
+      throw new InputError(`runAt ${shown(options.runAt)} is not an ISO 8601 date-time (a string or a Date)`);
+    if (date.getUTCFullYear() < 1970 || date.getUTCFullYear() > 9999)
+      throw new InputError('runAt must be between 1970 and 9999');
     runAt = date.toISOString();
   }
   let delayMs: number | null = null;
   if (options.delay !== undefined) {
     try {
-      if (typeof options.delay !== 'number' && typeof options.delay !== 'string') throw new RangeError(`${shown(options.delay)} is not a duration (a number of ms, or text such as "10s")`);
+      if (typeof options.delay !== 'number' && typeof options.delay !== 'string')
+        throw new RangeError(`${shown(options.delay)} is not a duration (a number of ms, or text such as "10s")`);
       delayMs = parseDuration(options.delay);
     } catch (err) {
       throw new InputError(`delay ${(err as Error).message}`);
@@ -108,11 +126,17 @@ function toRow(kind: string, payload: unknown, options: Omit<EnqueueOptions, 'sc
   }
   let uniqueKey: string | null = null;
   if (options.uniqueKey !== undefined && options.uniqueKey !== null) {
-    if (typeof options.uniqueKey !== 'string' || options.uniqueKey.length === 0 || options.uniqueKey.length > 1000) throw new InputError('uniqueKey must be a string of 1 to 1000 characters');
-    if (options.uniqueKey.includes('\u0000') || !options.uniqueKey.isWellFormed()) throw new InputError('uniqueKey contains a NUL character or invalid UTF-16');
+    if (typeof options.uniqueKey !== 'string' || options.uniqueKey.length === 0 || options.uniqueKey.length > 1000)
+      throw new InputError('uniqueKey must be a string of 1 to 1000 characters');
+    if (options.uniqueKey.includes('\u0000') || !options.uniqueKey.isWellFormed())
+      throw new InputError('uniqueKey contains a NUL character or invalid UTF-16');
     uniqueKey = options.uniqueKey;
   }
-  const text = checkPayload('payload', payload === undefined ? {} : payload, maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES);
+  const text = checkPayload(
+    'payload',
+    payload === undefined ? {} : payload,
+    maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
+  );
   return { queue, kind, payload: text, priority, maxAttempts, runAt, delayMs, uniqueKey };
 }
 
@@ -126,24 +150,36 @@ export function validateJob(kind: string, payload: unknown, options: Omit<Enqueu
 
 // One statement for one job or many: arrays through unnest, so a batch is one
 // round trip and one NOTIFY. NULLs take the column defaults.
-const INSERT_JOBS = planned('insert_jobs', `
+const INSERT_JOBS = planned(
+  'insert_jobs',
+  `
 INSERT INTO jobvisor.jobs (queue, kind, payload, priority, max_attempts, run_at, unique_key)
 SELECT j.queue, j.kind, j.payload, j.priority, coalesce(j.max_attempts, 8),
        coalesce(j.run_at, now() + coalesce(j.delay_ms, 0) * interval '1 millisecond'), j.unique_key
   FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::int[], $5::int[], $6::timestamptz[], $7::float8[], $8::text[])
        AS j(queue, kind, payload, priority, max_attempts, run_at, delay_ms, unique_key)
 ON CONFLICT (kind, unique_key) WHERE unique_key IS NOT NULL DO NOTHING
-RETURNING id, kind, unique_key`);
+RETURNING id, kind, unique_key`,
+);
 
-const FIND_UNIQUE = planned('find_unique', `
+const FIND_UNIQUE = planned(
+  'find_unique',
+  `
 SELECT id, kind, unique_key FROM jobvisor.jobs j
  WHERE (kind, unique_key) IN (SELECT * FROM unnest($1::text[], $2::text[]))
-   AND unique_key IS NOT NULL`);
+   AND unique_key IS NOT NULL`,
+);
 
 async function insertRows(store: Store, rows: Row[]): Promise<EnqueueResult[]> {
   const inserted = await run<{ id: string; kind: string; unique_key: string | null }>(store, INSERT_JOBS, [
-    rows.map((r) => r.queue), rows.map((r) => r.kind), rows.map((r) => r.payload), rows.map((r) => r.priority),
-    rows.map((r) => r.maxAttempts), rows.map((r) => r.runAt), rows.map((r) => r.delayMs), rows.map((r) => r.uniqueKey),
+    rows.map((r) => r.queue),
+    rows.map((r) => r.kind),
+    rows.map((r) => r.payload),
+    rows.map((r) => r.priority),
+    rows.map((r) => r.maxAttempts),
+    rows.map((r) => r.runAt),
+    rows.map((r) => r.delayMs),
+    rows.map((r) => r.uniqueKey),
   ]);
   // Rows come back in insertion order; keyed rows are matched by key so that
   // skipped duplicates can report the id of the job that already exists.
@@ -156,7 +192,10 @@ async function insertRows(store: Store, rows: Row[]): Promise<EnqueueResult[]> {
   const missing = rows.filter((r) => r.uniqueKey !== null && !byKey.has(keyOf(r.kind, r.uniqueKey)));
   const existing = new Map<string, string>();
   if (missing.length > 0) {
-    const found = await run<{ id: string; kind: string; unique_key: string }>(store, FIND_UNIQUE, [missing.map((r) => r.kind), missing.map((r) => r.uniqueKey)]);
+    const found = await run<{ id: string; kind: string; unique_key: string }>(store, FIND_UNIQUE, [
+      missing.map((r) => r.kind),
+      missing.map((r) => r.uniqueKey),
+    ]);
     for (const r of found) existing.set(keyOf(r.kind, r.unique_key), r.id);
   }
   let next = 0;
@@ -184,7 +223,12 @@ function keyOf(kind: string, key: string): string {
  * @returns the job id, or `{ duplicate: true }` with the existing id when uniqueKey matched.
  * @throws InputError (code INPUT_INVALID) before anything is written, for bad input.
  */
-export async function enqueue<K extends string>(db: Db, kind: K, payload: PayloadOf<K>, options: EnqueueOptions = {}): Promise<EnqueueResult> {
+export async function enqueue<K extends string>(
+  db: Db,
+  kind: K,
+  payload: PayloadOf<K>,
+  options: EnqueueOptions = {},
+): Promise<EnqueueResult> {
   const row = toRow(kind, payload, options, options.maxPayloadBytes);
   const [result] = await insertRows({ db, schema: options.schema ?? 'jobvisor' }, [row]);
   return result as EnqueueResult;
@@ -195,10 +239,15 @@ export async function enqueue<K extends string>(db: Db, kind: K, payload: Payloa
  * @returns one result per job, in order.
  * @throws InputError naming the index and field of the first bad job; nothing is written.
  */
-export async function enqueueMany(db: Db, jobs: JobSpec[], options: { schema?: string; maxPayloadBytes?: number } = {}): Promise<EnqueueResult[]> {
+export async function enqueueMany(
+  db: Db,
+  jobs: JobSpec[],
+  options: { schema?: string; maxPayloadBytes?: number } = {},
+): Promise<EnqueueResult[]> {
   if (!Array.isArray(jobs)) throw new InputError('jobs must be an array');
   if (jobs.length === 0) return [];
-  if (jobs.length > MAX_BATCH) throw new InputError(`at most ${MAX_BATCH} jobs per enqueueMany call, got ${jobs.length}`);
+  if (jobs.length > MAX_BATCH)
+    throw new InputError(`at most ${MAX_BATCH} jobs per enqueueMany call, got ${jobs.length}`);
   const rows = new Array<Row>(jobs.length);
   for (let i = 0; i < jobs.length; i++) {
     const job = jobs[i];

@@ -5,7 +5,9 @@
  */
 import { planned, run, type Now, type Store } from './sql.ts';
 
-const REAP_EXPIRED_LEASES = planned('reap_expired_leases', `
+const REAP_EXPIRED_LEASES = planned(
+  'reap_expired_leases',
+  `
 WITH expired AS (
   SELECT id FROM jobvisor.jobs
    WHERE status = 'running' AND locked_until < coalesce($2::timestamptz, now())
@@ -23,7 +25,8 @@ UPDATE jobvisor.jobs AS j
                 'lease expired: supervisor ' || coalesce(j.locked_by, '?') || ' stopped renewing it (crashed, frozen or cut off)')
   FROM expired, t
  WHERE j.id = expired.id
-RETURNING j.id, j.queue, j.kind, j.status, j.locked_by`);
+RETURNING j.id, j.queue, j.kind, j.status, j.locked_by`,
+);
 
 export interface ReapedJob {
   id: string;

@@ -39,14 +39,20 @@ function statement(name: string, text: string, named: boolean): Statement {
     let s = cache.get(schema);
     if (!s) {
       const qualified = qualify(text, schema);
-      s = named ? { name: schema === 'jobvisor' ? `jobvisor_${name}` : `jobvisor_${name}_${schema}`, text: qualified } : { text: `/* jobvisor_${name} */ ${qualified}` };
+      s = named
+        ? { name: schema === 'jobvisor' ? `jobvisor_${name}` : `jobvisor_${name}_${schema}`, text: qualified }
+        : { text: `/* jobvisor_${name} */ ${qualified}` };
       cache.set(schema, s);
     }
     return s;
   };
 }
 
-export async function run<R extends pg.QueryResultRow>(store: Store, statement: Statement, values: unknown[]): Promise<R[]> {
+export async function run<R extends pg.QueryResultRow>(
+  store: Store,
+  statement: Statement,
+  values: unknown[],
+): Promise<R[]> {
   const { name, text } = statement(store.schema);
   const result = await store.db.query<R>(name ? { name, text, values } : { text, values });
   return result.rows;

@@ -16,22 +16,28 @@ export interface JobCount {
   oldest_due_s: number | null;
 }
 
-const COUNT_ACTIVE = prepared('count_active', `
+const COUNT_ACTIVE = prepared(
+  'count_active',
+  `
 SELECT queue, kind, status, count(*)::int AS count,
        extract(epoch FROM coalesce($1::timestamptz, now())
                - min(run_at) FILTER (WHERE status = 'pending' AND run_at <= coalesce($1::timestamptz, now()))) AS oldest_due_s
   FROM jobvisor.jobs
  WHERE status = 'pending' OR status = 'running' OR status = 'failed'
  GROUP BY 1, 2, 3
- ORDER BY 1, 2, 3`);
+ ORDER BY 1, 2, 3`,
+);
 
-const COUNT_ALL = prepared('count_all', `
+const COUNT_ALL = prepared(
+  'count_all',
+  `
 SELECT queue, kind, status, count(*)::int AS count,
        extract(epoch FROM coalesce($1::timestamptz, now())
                - min(run_at) FILTER (WHERE status = 'pending' AND run_at <= coalesce($1::timestamptz, now()))) AS oldest_due_s
   FROM jobvisor.jobs
  GROUP BY 1, 2, 3
- ORDER BY 1, 2, 3`);
+ ORDER BY 1, 2, 3`,
+);
 
 function numbers(rows: JobCount[]): JobCount[] {
   return rows.map((r) => ({ ...r, oldest_due_s: r.oldest_due_s === null ? null : Number(r.oldest_due_s) }));

@@ -13,16 +13,22 @@ export const MAX_PAYLOAD_DEPTH = 100;
 /** @throws InputError when `value` is not 1-200 letters, digits, _ . : - (not starting with . : -). */
 export function checkName(field: string, value: unknown): asserts value is string {
   if (typeof value !== 'string' || !NAME.test(value)) {
-    const shown = typeof value === 'string' ? JSON.stringify(value.length > 60 ? `${value.slice(0, 60)}…` : value) : typeof value;
-    throw new InputError(`${field} ${shown} is not valid: use 1-200 letters, digits and _ . : - (starting with a letter, digit or _)`);
+    const shown =
+      typeof value === 'string' ? JSON.stringify(value.length > 60 ? `${value.slice(0, 60)}…` : value) : typeof value;
+    throw new InputError(
+      `${field} ${shown} is not valid: use 1-200 letters, digits and _ . : - (starting with a letter, digit or _)`,
+    );
   }
 }
 
 /** @throws InputError when `value` is not 1-200 letters, digits, _ : - (not starting with : -). */
 export function checkQueue(field: string, value: unknown): asserts value is string {
   if (typeof value !== 'string' || !QUEUE.test(value)) {
-    const shown = typeof value === 'string' ? JSON.stringify(value.length > 60 ? `${value.slice(0, 60)}…` : value) : typeof value;
-    throw new InputError(`${field} ${shown} is not valid: use 1-200 letters, digits and _ : - (starting with a letter, digit or _; no dots)`);
+    const shown =
+      typeof value === 'string' ? JSON.stringify(value.length > 60 ? `${value.slice(0, 60)}…` : value) : typeof value;
+    throw new InputError(
+      `${field} ${shown} is not valid: use 1-200 letters, digits and _ : - (starting with a letter, digit or _; no dots)`,
+    );
   }
 }
 
@@ -36,7 +42,10 @@ export function checkPayload(field: string, payload: unknown, maxBytes: number):
   if (text === undefined) throw new InputError(`${field} is not a JSON value`);
   // UTF-8 takes at most 3 bytes per UTF-16 unit: short texts need no count.
   const bytes = text.length * 3 <= maxBytes ? 0 : Buffer.byteLength(text);
-  if (bytes > maxBytes) throw new InputError(`${field} is ${bytes} bytes of JSON; the limit is ${maxBytes} (store large data elsewhere and pass its id)`);
+  if (bytes > maxBytes)
+    throw new InputError(
+      `${field} is ${bytes} bytes of JSON; the limit is ${maxBytes} (store large data elsewhere and pass its id)`,
+    );
   return text;
 }
 
@@ -79,6 +88,7 @@ function walk(field: string, value: unknown, depth: number, serialised = false):
 }
 
 function checkText(field: string, text: string) {
-  if (text.includes('\u0000')) throw new InputError(`${field} contains a NUL character (\\u0000), which PostgreSQL cannot store`);
+  if (text.includes('\u0000'))
+    throw new InputError(`${field} contains a NUL character (\\u0000), which PostgreSQL cannot store`);
   if (!text.isWellFormed()) throw new InputError(`${field} contains invalid UTF-16 (a lone surrogate)`);
 }

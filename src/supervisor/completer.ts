@@ -129,10 +129,13 @@ export class Completer implements OutcomeSink {
       this.writeNow();
       return;
     }
-    this.timer ??= setTimeout(() => {
-      this.timer = undefined;
-      if (!this.writing) this.write();
-    }, this.retryDelayMs > 0 ? this.retryDelayMs : this.settings.completer.flushInterval);
+    this.timer ??= setTimeout(
+      () => {
+        this.timer = undefined;
+        if (!this.writing) this.write();
+      },
+      this.retryDelayMs > 0 ? this.retryDelayMs : this.settings.completer.flushInterval,
+    );
   }
 
   private writeNow(): void {
@@ -154,11 +157,19 @@ export class Completer implements OutcomeSink {
   }
 
   private async writeBatch(batch: Batch): Promise<void> {
-    const [done, failed, released] = await Promise.allSettled([this.writeDone(batch), this.writeFailed(batch), this.writeReleased(batch)]);
+    const [done, failed, released] = await Promise.allSettled([
+      this.writeDone(batch),
+      this.writeFailed(batch),
+      this.writeReleased(batch),
+    ]);
     const error = [done, failed, released].find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (error) {
       // Nothing of a failed statement was written: keep its outcomes and try again.
-      this.queued.restore(batch, { done: done.status === 'rejected', failed: failed.status === 'rejected', released: released.status === 'rejected' });
+      this.queued.restore(batch, {
+        done: done.status === 'rejected',
+        failed: failed.status === 'rejected',
+        released: released.status === 'rejected',
+      });
       this.retryDelayMs = Math.min(5000, Math.max(50, this.retryDelayMs * 2));
       this.events.emit('db:error', { loop: 'completer', err: error.reason });
     } else {
@@ -169,7 +180,12 @@ export class Completer implements OutcomeSink {
   private async writeDone(batch: Batch): Promise<void> {
     const jobs = batch.doneJobs;
     if (jobs.length === 0) return;
-    const fenced = await completeJobs(this.store, this.owner, jobs.map((j) => j.id), jobs.map((j) => j.attempt));
+    const fenced = await completeJobs(
+      this.store,
+      this.owner,
+      jobs.map((j) => j.id),
+      jobs.map((j) => j.attempt),
+    );
     for (const j of jobs) this.held.delete(j.id);
     if (fenced.size === 0) {
       this.events.emit('job:completed', { jobs, runMs: batch.doneMs });
@@ -220,7 +236,13 @@ export class Completer implements OutcomeSink {
   private async writeReleased(batch: Batch): Promise<void> {
     const jobs = batch.released;
     if (jobs.length === 0) return;
-    const written = new Set(await releaseJobs(this.store, this.owner, jobs.map((j) => ({ id: j.id, attempt: j.attempt }))));
+    const written = new Set(
+      await releaseJobs(
+        this.store,
+        this.owner,
+        jobs.map((j) => ({ id: j.id, attempt: j.attempt })),
+      ),
+    );
     const byReason = new Map<string, JobRef[]>();
     jobs.forEach((j, i) => {
       this.held.delete(j.id);
@@ -244,7 +266,8 @@ export class Completer implements OutcomeSink {
     while (Date.now() < deadline) {
       await this.writing;
       if (this.queued.size === 0) return;
-      if (this.retryDelayMs > 0) await new Promise((r) => setTimeout(r, Math.min(this.retryDelayMs, Math.max(0, deadline - Date.now()))));
+      if (this.retryDelayMs > 0)
+        await new Promise((r) => setTimeout(r, Math.min(this.retryDelayMs, Math.max(0, deadline - Date.now()))));
       this.write();
     }
   }

@@ -133,7 +133,8 @@ export class Dispatcher {
       // writes are fenced off anyway.
       const stale = this.tracked.get(job.id);
       if (stale) {
-        if (stale.state === 'running') stale.session?.port.postMessage({ type: 'abort', id: job.id, reason: 'lease-lost' } satisfies ToWorker);
+        if (stale.state === 'running')
+          stale.session?.port.postMessage({ type: 'abort', id: job.id, reason: 'lease-lost' } satisfies ToWorker);
         this.settle(stale, 'drop');
       }
       const t: Tracked = { job, state: 'buffered', startedAt: 0, deadline: Number.POSITIVE_INFINITY };
@@ -228,11 +229,26 @@ export class Dispatcher {
 
   private open(queue: string): Session {
     const { port1, port2 } = new MessageChannel();
-    const session: Session = { queue, port: port1, controller: new AbortController(), running: new Set(), outbox: emptyBatch(), ending: false, ready: false };
+    const session: Session = {
+      queue,
+      port: port1,
+      controller: new AbortController(),
+      running: new Set(),
+      outbox: emptyBatch(),
+      ending: false,
+      ready: false,
+    };
     this.sessions.add(session);
-    port1.on('message', (message: FromWorker) => (message.type === 'ready' ? this.onReady(session) : this.onResults(message)));
+    port1.on('message', (message: FromWorker) =>
+      message.type === 'ready' ? this.onReady(session) : this.onResults(message),
+    );
     const task: SessionTask = { port: port2, queue };
-    const done = (this.options.pool.run(task, { transferList: [port2] as never, signal: session.controller.signal }) as Promise<void>).then(
+    const done = (
+      this.options.pool.run(task, {
+        transferList: [port2] as never,
+        signal: session.controller.signal,
+      }) as Promise<void>
+    ).then(
       () => this.sessionEnded(session, null),
       (err: unknown) => this.sessionEnded(session, err),
     );
@@ -332,7 +348,8 @@ export class Dispatcher {
       if (t.stop === 'lease-lost') this.settle(t, 'drop');
       else if (!error) this.settle(t, 'done', undefined, ms);
       else if (t.stop === 'shutdown') this.settle(t, 'release', 'aborted by shutdown');
-      else if (t.stop === 'timeout') this.settleFailed(t, ms, `TimeoutError: job timed out after ${this.timeoutOf(t)} ms`, false, null);
+      else if (t.stop === 'timeout')
+        this.settleFailed(t, ms, `TimeoutError: job timed out after ${this.timeoutOf(t)} ms`, false, null);
       else this.settleFailed(t, ms, `${error.name}: ${error.message}`, error.permanent, error.retryInMs);
     }
     this.batching = false;
@@ -353,7 +370,9 @@ export class Dispatcher {
   private sessionEnded(session: Session, err: unknown): void {
     this.sessions.delete(session);
     session.port.close();
-    const victims = [...session.running].map((id) => this.tracked.get(id)).filter((t): t is Tracked => t !== undefined && t.session === session);
+    const victims = [...session.running]
+      .map((id) => this.tracked.get(id))
+      .filter((t): t is Tracked => t !== undefined && t.session === session);
     if (victims.length > 0) {
       const killer = session.killedBy;
       const cause = err instanceof Error ? err.message : String(err ?? 'session ended early');
@@ -363,7 +382,13 @@ export class Dispatcher {
         if (t.stop === 'lease-lost') this.settle(t, 'drop');
         else if (t.stop === 'shutdown') this.settle(t, 'release', 'aborted by shutdown');
         else if (t.stop === 'timeout') {
-          this.settleFailed(t, runMs, `TimeoutError: job timed out after ${this.timeoutOf(t)} ms and did not stop; its worker thread was terminated`, false, null);
+          this.settleFailed(
+            t,
+            runMs,
+            `TimeoutError: job timed out after ${this.timeoutOf(t)} ms and did not stop; its worker thread was terminated`,
+            false,
+            null,
+          );
         } else if (killer) this.settle(t, 'release', `thread terminated to stop job ${killer.job.id}`);
         else this.settleFailed(t, runMs, describeThreadDeath(err), false, null);
       }
@@ -441,7 +466,11 @@ export class Dispatcher {
 
   private emitPool(): void {
     const pool = this.options.pool;
-    this.options.events.emit('pool:changed', { threads: pool.threads.length, busy: this.threadsBusy(), queued: pool.queueSize });
+    this.options.events.emit('pool:changed', {
+      threads: pool.threads.length,
+      busy: this.threadsBusy(),
+      queued: pool.queueSize,
+    });
   }
 }
 
@@ -451,9 +480,10 @@ function emptyBatch(): JobBatch {
 
 function describeThreadDeath(err: unknown): string {
   const e = err as { code?: string; message?: string } | undefined;
-  if (e?.code === 'ERR_WORKER_OUT_OF_MEMORY') return `WorkerOutOfMemory: the worker thread ran out of memory (${e.message ?? ''}); raise pool.maxOldGenerationSizeMb or make the task use less`;
+  if (e?.code === 'ERR_WORKER_OUT_OF_MEMORY')
+    return `WorkerOutOfMemory: the worker thread ran out of memory (${e.message ?? ''}); raise pool.maxOldGenerationSizeMb or make the task use less`;
   const message = e?.message ?? String(err);
-  if (/exited|exit code/i.test(message)) return `WorkerExited: the worker thread exited while running this job (${message}); did the task call process.exit()?`;
+  if (/exited|exit code/i.test(message))
+    return `WorkerExited: the worker thread exited while running this job (${message}); did the task call process.exit()?`;
   return `WorkerCrashed: the worker thread died while running this job: ${message}`;
 }
-

@@ -41,7 +41,9 @@ export interface Events {
   'lease:reaped': [{ jobs: ReapedJob[] }];
   'jobs:cleaned': [{ rows: Cleaned[] }];
   'thread:died': [{ jobs: JobRef[]; error: string }];
-  'schedule:fired': [{ name: string; kind: string; queue: string; fireTime: Date; jobId: string | null; duplicate: boolean }];
+  'schedule:fired': [
+    { name: string; kind: string; queue: string; fireTime: Date; jobId: string | null; duplicate: boolean },
+  ];
   'listener:connected': [{ reconnect: boolean }];
   'listener:lost': [{ error: string }];
   'db:error': [{ loop: string; err: unknown }];

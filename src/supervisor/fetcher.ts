@@ -79,7 +79,12 @@ export class Fetcher {
     if (limit <= 0) return 0;
     let jobs: ClaimedJob[];
     try {
-      jobs = await claimJobs(this.options.store, { owner: this.options.owner, queue: this.options.queue, limit, leaseMs: this.options.leaseMs });
+      jobs = await claimJobs(this.options.store, {
+        owner: this.options.owner,
+        queue: this.options.queue,
+        limit,
+        leaseMs: this.options.leaseMs,
+      });
     } catch (err) {
       this.options.events.emit('db:error', { loop: `fetcher:${this.options.queue}`, err });
       this.backlog = false;

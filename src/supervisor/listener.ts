@@ -62,7 +62,12 @@ export class Listener {
 
   private async connect(): Promise<void> {
     if (this.stopped) return;
-    const client = new pg.Client({ connectionString: this.options.url, application_name: 'jobvisor-listener', keepAlive: true, connectionTimeoutMillis: 10_000 });
+    const client = new pg.Client({
+      connectionString: this.options.url,
+      application_name: 'jobvisor-listener',
+      keepAlive: true,
+      connectionTimeoutMillis: 10_000,
+    });
     this.client = client;
     client.on('notification', (msg) => {
       const payload = msg.payload ?? '';

@@ -12,25 +12,52 @@ export function logEvents(events: SupervisorEvents, log: Logger): void {
   events.on('supervisor:draining', ({ reason }) => log.info({ reason }, 'supervisor draining'));
   events.on('supervisor:stopped', () => log.info('supervisor stopped'));
   events.on('job:completed', ({ jobs, runMs }) => {
-    if (log.isLevelEnabled('debug')) jobs.forEach((j, i) => log.debug({ jobId: j.id, kind: j.kind, queue: j.queue, attempt: j.attempt, runMs: runMs[i] }, 'job completed'));
+    if (log.isLevelEnabled('debug'))
+      jobs.forEach((j, i) =>
+        log.debug({ jobId: j.id, kind: j.kind, queue: j.queue, attempt: j.attempt, runMs: runMs[i] }, 'job completed'),
+      );
   });
   events.on('job:retried', ({ jobs, errors }) => {
-    jobs.forEach((j, i) => log.info({ jobId: j.id, kind: j.kind, queue: j.queue, attempt: j.attempt, error: errors[i] }, 'job failed, retry scheduled'));
+    jobs.forEach((j, i) =>
+      log.info(
+        { jobId: j.id, kind: j.kind, queue: j.queue, attempt: j.attempt, error: errors[i] },
+        'job failed, retry scheduled',
+      ),
+    );
   });
   events.on('job:dead', ({ jobs, errors }) => {
-    jobs.forEach((j, i) => log.warn({ jobId: j.id, kind: j.kind, queue: j.queue, attempt: j.attempt, error: errors[i] }, 'job dead-lettered'));
+    jobs.forEach((j, i) =>
+      log.warn(
+        { jobId: j.id, kind: j.kind, queue: j.queue, attempt: j.attempt, error: errors[i] },
+        'job dead-lettered',
+      ),
+    );
   });
-  events.on('job:released', ({ jobs, reason }) => log.info({ jobIds: jobs.map((j) => j.id), reason }, 'jobs handed back'));
-  events.on('job:fenced', ({ jobs }) => log.warn({ jobIds: jobs.map((j) => j.id) }, 'outcome not written: this supervisor no longer owns the attempt'));
-  events.on('job:timeout', ({ job, timeoutMs }) => log.warn({ jobId: job.id, kind: job.kind, timeoutMs }, 'job timed out, aborting'));
+  events.on('job:released', ({ jobs, reason }) =>
+    log.info({ jobIds: jobs.map((j) => j.id), reason }, 'jobs handed back'),
+  );
+  events.on('job:fenced', ({ jobs }) =>
+    log.warn({ jobIds: jobs.map((j) => j.id) }, 'outcome not written: this supervisor no longer owns the attempt'),
+  );
+  events.on('job:timeout', ({ job, timeoutMs }) =>
+    log.warn({ jobId: job.id, kind: job.kind, timeoutMs }, 'job timed out, aborting'),
+  );
   events.on('lease:lost', ({ jobs }) => log.warn({ jobIds: jobs.map((j) => j.id) }, 'lease lost, job stopped'));
-  events.on('lease:reaped', ({ jobs }) => log.warn({ jobs: jobs.map((j) => ({ id: j.id, status: j.status, owner: j.locked_by })) }, 'expired leases reaped'));
-  events.on('jobs:cleaned', ({ rows }) => log.info({ deleted: rows.reduce((n, r) => n + r.count, 0) }, 'old jobs cleaned up'));
-  events.on('thread:died', ({ jobs, error }) => log.error({ jobIds: jobs.map((j) => j.id), error }, 'worker thread died'));
+  events.on('lease:reaped', ({ jobs }) =>
+    log.warn({ jobs: jobs.map((j) => ({ id: j.id, status: j.status, owner: j.locked_by })) }, 'expired leases reaped'),
+  );
+  events.on('jobs:cleaned', ({ rows }) =>
+    log.info({ deleted: rows.reduce((n, r) => n + r.count, 0) }, 'old jobs cleaned up'),
+  );
+  events.on('thread:died', ({ jobs, error }) =>
+    log.error({ jobIds: jobs.map((j) => j.id), error }, 'worker thread died'),
+  );
   events.on('schedule:fired', (e) => {
     if (!e.duplicate) log.info({ schedule: e.name, fireTime: e.fireTime, jobId: e.jobId }, 'schedule fired');
   });
-  events.on('listener:connected', ({ reconnect }) => (reconnect ? log.info('listener reconnected') : log.debug('listening for new jobs')));
+  events.on('listener:connected', ({ reconnect }) =>
+    reconnect ? log.info('listener reconnected') : log.debug('listening for new jobs'),
+  );
   events.on('listener:lost', ({ error }) => log.warn({ error }, 'listener connection lost, reconnecting'));
   events.on('db:error', ({ loop, err }) => log.warn({ loop, err }, 'database error'));
 }

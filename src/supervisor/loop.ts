@@ -62,7 +62,10 @@ export class Loop {
     if (this.stopped) return;
     this.timer = setTimeout(async () => {
       await this.runOnce();
-      const backoff = this.failures === 0 ? this.options.intervalMs : Math.min(this.options.maxBackoffMs ?? 30_000, this.options.intervalMs * 2 ** Math.min(this.failures, 5));
+      const backoff =
+        this.failures === 0
+          ? this.options.intervalMs
+          : Math.min(this.options.maxBackoffMs ?? 30_000, this.options.intervalMs * 2 ** Math.min(this.failures, 5));
       this.schedule(jittered(backoff));
     }, ms);
     this.timer.unref();

@@ -32,7 +32,11 @@ export function createCleanup(store: Store, settings: Settings['cleanup'], event
     intervalMs: settings.interval,
     run: async () => {
       for (let i = 0; i < MAX_BATCHES_PER_ROUND; i++) {
-        const rows = await deleteOldJobs(store, { retentionMs: settings.retention, failedRetentionMs: settings.failedRetention, limit: settings.batchSize });
+        const rows = await deleteOldJobs(store, {
+          retentionMs: settings.retention,
+          failedRetentionMs: settings.failedRetention,
+          limit: settings.batchSize,
+        });
         if (rows.length > 0) events.emit('jobs:cleaned', { rows });
         if (rows.reduce((n, r) => n + r.count, 0) < settings.batchSize) return;
       }

@@ -18,7 +18,11 @@ import { Loop } from './loop.ts';
 /** Fire times of `schedule` in (from, to]. */
 export function fireTimes(schedule: Schedule, from: Date, to: Date): Date[] {
   if (to <= from) return [];
-  const it = CronExpressionParser.parse(schedule.cron, { currentDate: from, endDate: to, ...(schedule.timezone ? { tz: schedule.timezone } : {}) });
+  const it = CronExpressionParser.parse(schedule.cron, {
+    currentDate: from,
+    endDate: to,
+    ...(schedule.timezone ? { tz: schedule.timezone } : {}),
+  });
   const times: Date[] = [];
   while (it.hasNext() && times.length < 10_000) times.push(it.next().toDate());
   return times;
@@ -61,7 +65,14 @@ export function createScheduler(options: {
         const results = await enqueueMany(options.store.db, specs, { schema: options.store.schema });
         results.forEach((r, i) => {
           const d = due[i] as (typeof due)[number];
-          options.events.emit('schedule:fired', { name: d.schedule.name, kind: d.schedule.kind, queue: d.schedule.queue, fireTime: d.fireTime, jobId: r.id, duplicate: r.duplicate });
+          options.events.emit('schedule:fired', {
+            name: d.schedule.name,
+            kind: d.schedule.kind,
+            queue: d.schedule.queue,
+            fireTime: d.fireTime,
+            jobId: r.id,
+            duplicate: r.duplicate,
+          });
         });
       }
       checkedUntil = now;

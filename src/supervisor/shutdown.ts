@@ -6,7 +6,11 @@
  */
 import type { Logger } from '../log.ts';
 
-export function drainOnSignals(options: { stop: (reason: string) => Promise<void>; log: Logger; exit?: (code: number) => void }): () => void {
+export function drainOnSignals(options: {
+  stop: (reason: string) => Promise<void>;
+  log: Logger;
+  exit?: (code: number) => void;
+}): () => void {
   const exit = options.exit ?? ((code: number) => process.exit(code));
   let draining = false;
   const onSignal = (signal: NodeJS.Signals) => {

@@ -63,7 +63,9 @@ export class Supervisor {
     const { settings, log } = options;
     this.id = supervisorId(settings.supervisor.name);
     this.ownsPool = !options.pool;
-    this.pool = options.pool ?? createPool(options.databaseUrl, { max: settings.database.poolSize, log, applicationName: 'jobvisor' });
+    this.pool =
+      options.pool ??
+      createPool(options.databaseUrl, { max: settings.database.poolSize, log, applicationName: 'jobvisor' });
     this.store = { db: this.pool, schema: settings.database.schema };
     this.threads = createThreadPool({
       maxThreads: settings.pool.maxThreads,
@@ -94,17 +96,20 @@ export class Supervisor {
       onCapacity: (queue) => this.fetchers.get(queue)?.onCapacity(),
     });
     for (const [queue, queueSettings] of Object.entries(settings.queues)) {
-      this.fetchers.set(queue, new Fetcher({
-        store: this.store,
+      this.fetchers.set(
         queue,
-        settings: queueSettings,
-        owner: this.id,
-        leaseMs: settings.jobs.lease,
-        pollIntervalMs: settings.poll.interval,
-        capacity: () => this.dispatcher.capacity(queue),
-        deliver: (jobs) => this.dispatcher.add(jobs),
-        events: this.events,
-      }));
+        new Fetcher({
+          store: this.store,
+          queue,
+          settings: queueSettings,
+          owner: this.id,
+          leaseMs: settings.jobs.lease,
+          pollIntervalMs: settings.poll.interval,
+          capacity: () => this.dispatcher.capacity(queue),
+          deliver: (jobs) => this.dispatcher.add(jobs),
+          events: this.events,
+        }),
+      );
     }
     this.heartbeat = createHeartbeat({
       store: this.store,
@@ -117,9 +122,20 @@ export class Supervisor {
     this.loops = [
       createReaper(this.store, settings.reaper, this.events),
       createCleanup(this.store, settings.cleanup, this.events),
-      createScheduler({ store: this.store, schedules: settings.schedules, settings: settings.scheduler, maxAttempts: settings.jobs.maxAttempts, events: this.events }),
+      createScheduler({
+        store: this.store,
+        schedules: settings.schedules,
+        settings: settings.scheduler,
+        maxAttempts: settings.jobs.maxAttempts,
+        events: this.events,
+      }),
     ];
-    this.listener = new Listener({ url: options.databaseUrl, db: this.pool, onNotify: (queue) => this.wake(queue), events: this.events });
+    this.listener = new Listener({
+      url: options.databaseUrl,
+      db: this.pool,
+      onNotify: (queue) => this.wake(queue),
+      events: this.events,
+    });
   }
 
   get draining(): boolean {
@@ -187,7 +203,11 @@ export class Supervisor {
     this.state = 'draining';
     if (wasRunning) this.events.emit('supervisor:draining', { supervisor: this.id, reason });
     clearInterval(this.pollTimer);
-    await Promise.all([...[...this.fetchers.values()].map((f) => f.stop()), this.listener.stop(), ...this.loops.map((l) => l.stop())]);
+    await Promise.all([
+      ...[...this.fetchers.values()].map((f) => f.stop()),
+      this.listener.stop(),
+      ...this.loops.map((l) => l.stop()),
+    ]);
     this.dispatcher.drainBuffers();
     const grace = this.options.settings.shutdown.grace;
     if (!(await within(this.dispatcher.whenIdle(), grace))) {

@@ -61,10 +61,14 @@ export function parseDailyReportPayload(payload: unknown): { day?: string; timez
   }
   const { day, timezone = 'UTC' } = payload as Record<string, unknown>;
   if (day !== undefined && (typeof day !== 'string' || !isCalendarDay(day))) {
-    throw new PermanentError(`daily_report payload.day must be a calendar day written YYYY-MM-DD, got ${JSON.stringify(day)}`);
+    throw new PermanentError(
+      `daily_report payload.day must be a calendar day written YYYY-MM-DD, got ${JSON.stringify(day)}`,
+    );
   }
   if (typeof timezone !== 'string' || !isTimeZone(timezone)) {
-    throw new PermanentError(`daily_report payload.timezone must be an IANA time zone such as "UTC" or "Europe/Berlin", got ${JSON.stringify(timezone)}`);
+    throw new PermanentError(
+      `daily_report payload.timezone must be an IANA time zone such as "UTC" or "Europe/Berlin", got ${JSON.stringify(timezone)}`,
+    );
   }
   return { ...(day === undefined ? {} : { day }), timezone };
 }
@@ -72,13 +76,15 @@ export function parseDailyReportPayload(payload: unknown): { day?: string; timez
 export default async function dailyReport(payload: unknown, ctx: TaskContext): Promise<DailyReportResult> {
   const parsed = parseDailyReportPayload(payload);
   const store = { db: ctx.db, schema: ctx.config.schema };
-  const day = parsed.day ?? await dayBeforeDue(store, ctx.job.id, parsed.timezone);
+  const day = parsed.day ?? (await dayBeforeDue(store, ctx.job.id, parsed.timezone));
   ctx.signal.throwIfAborted();
 
   const stats = await dailyStats(store, day, parsed.timezone).catch((err: unknown) => {
     // A zone name known to Intl but not to this PostgreSQL: retrying cannot help.
     if ((err as { code?: string }).code === '22023' && /time zone/i.test((err as Error).message)) {
-      throw new PermanentError(`daily_report payload.timezone is not known to PostgreSQL: ${parsed.timezone}`, { cause: err });
+      throw new PermanentError(`daily_report payload.timezone is not known to PostgreSQL: ${parsed.timezone}`, {
+        cause: err,
+      });
     }
     throw err;
   });

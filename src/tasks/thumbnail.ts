@@ -66,7 +66,9 @@ export function parseThumbnailPayload(payload: unknown): ThumbnailPayload {
   }
   widths.forEach((width, i) => {
     if (typeof width !== 'number' || !Number.isInteger(width) || width < 1 || width > MAX_WIDTH) {
-      throw new PermanentError(`thumbnail payload.widths[${i}] must be an integer from 1 to ${MAX_WIDTH}, got ${JSON.stringify(width)}`);
+      throw new PermanentError(
+        `thumbnail payload.widths[${i}] must be an integer from 1 to ${MAX_WIDTH}, got ${JSON.stringify(width)}`,
+      );
     }
   });
   if (outDir !== undefined && (typeof outDir !== 'string' || outDir.trim() === '')) {
@@ -118,7 +120,9 @@ export default async function thumbnail(payload: unknown, ctx: TaskContext): Pro
         .toFormat(format)
         .toBuffer({ resolveWithObject: true });
     } catch (err) {
-      throw new PermanentError(`thumbnail source cannot be decoded as an image: ${source}: ${(err as Error).message}`, { cause: err });
+      throw new PermanentError(`thumbnail source cannot be decoded as an image: ${source}: ${(err as Error).message}`, {
+        cause: err,
+      });
     }
     const file = path.join(outDir, `${stem}-${width}.${EXTENSIONS[format]}`);
     await writeFileAtomic(file, image.data);

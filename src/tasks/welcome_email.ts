@@ -25,7 +25,9 @@ let tableReady: Promise<unknown> | undefined;
 /** Creates emails_sent once per thread; replicas racing to create it is fine. */
 function ensureTable(ctx: TaskContext): Promise<unknown> {
   tableReady ??= ctx.db
-    .query('CREATE TABLE IF NOT EXISTS public.emails_sent (user_id bigint PRIMARY KEY, job_id bigint NOT NULL, sent_at timestamptz NOT NULL DEFAULT now())')
+    .query(
+      'CREATE TABLE IF NOT EXISTS public.emails_sent (user_id bigint PRIMARY KEY, job_id bigint NOT NULL, sent_at timestamptz NOT NULL DEFAULT now())',
+    )
     .catch((err: { code?: string }) => {
       if (err.code !== '42P07' && err.code !== '23505') {
         tableReady = undefined;
@@ -35,15 +37,22 @@ function ensureTable(ctx: TaskContext): Promise<unknown> {
   return tableReady;
 }
 
-export default async function welcomeEmail(payload: { user_id?: unknown }, ctx: TaskContext): Promise<{ sent: boolean }> {
+export default async function welcomeEmail(
+  payload: { user_id?: unknown },
+  ctx: TaskContext,
+): Promise<{ sent: boolean }> {
   const userId = payload?.user_id;
-  if (!Number.isSafeInteger(userId) || (userId as number) <= 0) throw new PermanentError(`payload.user_id must be a positive integer, got ${JSON.stringify(userId)}`);
+  if (!Number.isSafeInteger(userId) || (userId as number) <= 0)
+    throw new PermanentError(`payload.user_id must be a positive integer, got ${JSON.stringify(userId)}`);
   if (Math.random() < FAILURE_RATE) throw new Error('mail server unavailable (simulated failure)');
   await ensureTable(ctx);
   const client = await ctx.db.connect();
   try {
     await client.query('BEGIN');
-    const inserted = await client.query('INSERT INTO public.emails_sent (user_id, job_id) VALUES ($1, $2) ON CONFLICT (user_id) DO NOTHING', [userId, ctx.job.id]);
+    const inserted = await client.query(
+      'INSERT INTO public.emails_sent (user_id, job_id) VALUES ($1, $2) ON CONFLICT (user_id) DO NOTHING',
+      [userId, ctx.job.id],
+    );
     if (inserted.rowCount === 0) {
       await client.query('ROLLBACK');
       ctx.log.info({ userId }, 'welcome email already sent, skipping');

@@ -16,14 +16,27 @@ import type { FromWorker, JobBatch, ResultBatch, SessionTask, TaskError, ToWorke
 import type { JobInfo, TaskConfig, TaskContext } from './types.ts';
 
 const setup = workerData as WorkerSetup;
-const log = pino({ name: 'jobvisor', level: setup.logLevel, base: { supervisor: setup.supervisor }, serializers: { err: serializeError } }, pino.destination({ dest: 1, sync: true }));
+const log = pino(
+  {
+    name: 'jobvisor',
+    level: setup.logLevel,
+    base: { supervisor: setup.supervisor },
+    serializers: { err: serializeError },
+  },
+  pino.destination({ dest: 1, sync: true }),
+);
 const loader = createLoader([setup.userTasksDir, setup.builtinTasksDir].filter(Boolean));
 let db: pg.Pool | undefined;
 
 /** The pool tasks get as ctx.db: opened on first use, shared by the thread's jobs. */
 function taskDb(): pg.Pool {
   if (!db) {
-    db = new pg.Pool({ connectionString: setup.databaseUrl, max: setup.dbPoolSize, application_name: 'jobvisor-task', idleTimeoutMillis: 10_000 });
+    db = new pg.Pool({
+      connectionString: setup.databaseUrl,
+      max: setup.dbPoolSize,
+      application_name: 'jobvisor-task',
+      idleTimeoutMillis: 10_000,
+    });
     db.on('error', (err) => log.warn({ err }, 'idle task database connection failed'));
   }
   return db;
@@ -37,15 +50,21 @@ function toTaskError(err: unknown): TaskError {
       message: e.message,
       stack: e.stack?.split('\n').slice(0, 8).join('\n'),
       permanent: e.permanent === true,
-      retryInMs: typeof e.retryInMs === 'number' && Number.isFinite(e.retryInMs) && e.retryInMs >= 0 ? e.retryInMs : null,
+      retryInMs:
+        typeof e.retryInMs === 'number' && Number.isFinite(e.retryInMs) && e.retryInMs >= 0 ? e.retryInMs : null,
     };
   }
-  return { name: 'NonError', message: `task threw a non-Error value: ${safeString(err)}`, permanent: false, retryInMs: null };
+  return {
+    name: 'NonError',
+    message: `task threw a non-Error value: ${safeString(err)}`,
+    permanent: false,
+    retryInMs: null,
+  };
 }
 
 function safeString(value: unknown): string {
   try {
-    return typeof value === 'string' ? value : JSON.stringify(value) ?? String(value);
+    return typeof value === 'string' ? value : (JSON.stringify(value) ?? String(value));
   } catch {
     return String(value);
   }
@@ -73,7 +92,13 @@ class JobRun implements TaskContext {
   ) {}
 
   get job(): JobInfo {
-    this.info ??= { id: this.id, kind: this.kind, queue: this.queue, attempt: this.attempt, maxAttempts: this.maxAttempts };
+    this.info ??= {
+      id: this.id,
+      kind: this.kind,
+      queue: this.queue,
+      attempt: this.attempt,
+      maxAttempts: this.maxAttempts,
+    };
     return this.info;
   }
 
@@ -150,14 +175,26 @@ export default function session({ port, queue }: SessionTask): Promise<void> {
       case 'run': {
         const { ids, kinds, payloads, attempts, maxAttempts } = message;
         for (let i = 0; i < ids.length; i++) {
-          const run = new JobRun(ids[i] as string, kinds[i] as string, queue, attempts[i] as number, maxAttempts[i] as number);
+          const run = new JobRun(
+            ids[i] as string,
+            kinds[i] as string,
+            queue,
+            attempts[i] as number,
+            maxAttempts[i] as number,
+          );
           running.set(run.id, run);
           void execute(run, payloads[i] as string);
         }
         break;
       }
       case 'abort': {
-        const reason = new Error(message.reason === 'timeout' ? 'job timed out' : message.reason === 'lease-lost' ? 'lease lost' : 'supervisor shutting down');
+        const reason = new Error(
+          message.reason === 'timeout'
+            ? 'job timed out'
+            : message.reason === 'lease-lost'
+              ? 'lease lost'
+              : 'supervisor shutting down',
+        );
         reason.name = message.reason === 'timeout' ? 'TimeoutError' : 'AbortError';
         const run = running.get(message.id);
         if (run) {

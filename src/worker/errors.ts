@@ -21,7 +21,8 @@ export class RetryLaterError extends Error {
   constructor(message: string, retryInMs: number, options?: { cause?: unknown }) {
     super(message, options);
     this.name = 'RetryLaterError';
-    if (!Number.isFinite(retryInMs) || retryInMs < 0) throw new RangeError(`retryInMs must be a finite number >= 0, got ${retryInMs}`);
+    if (!Number.isFinite(retryInMs) || retryInMs < 0)
+      throw new RangeError(`retryInMs must be a finite number >= 0, got ${retryInMs}`);
     this.retryInMs = retryInMs;
   }
 }

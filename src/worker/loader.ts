@@ -16,7 +16,11 @@ const EXTENSIONS = ['.js', '.mjs', '.ts'];
 
 /** A task error that no retry can fix (set on errors crossing to the supervisor). */
 export class TaskLoadError extends Error {
-  constructor(message: string, readonly permanent: boolean, options?: { cause?: unknown }) {
+  constructor(
+    message: string,
+    readonly permanent: boolean,
+    options?: { cause?: unknown },
+  ) {
     super(message, options);
     this.name = 'TaskLoadError';
   }
@@ -32,7 +36,10 @@ export function createLoader(dirs: string[]) {
     const file = find(kind);
     if (!file) {
       // Not permanent: during a rolling deploy the new task may exist on a newer supervisor.
-      throw new TaskLoadError(`no task for kind "${kind}" (looked for ${kind}{${EXTENSIONS.join(',')}} in ${dirs.join(', ')})`, false);
+      throw new TaskLoadError(
+        `no task for kind "${kind}" (looked for ${kind}{${EXTENSIONS.join(',')}} in ${dirs.join(', ')})`,
+        false,
+      );
     }
     const url = pathToFileURL(file).href;
     let mod: { default?: unknown };
@@ -43,16 +50,24 @@ export function createLoader(dirs: string[]) {
         const hint = file.endsWith('.js')
           ? ' (an ES module task needs the .mjs extension or a package.json with "type": "module" in its folder)'
           : '';
-        throw new TaskLoadError(`task ${file} could not be loaded: ${(err as Error).message}${hint}`, false, { cause: err });
+        throw new TaskLoadError(`task ${file} could not be loaded: ${(err as Error).message}${hint}`, false, {
+          cause: err,
+        });
       }
       // A .ts task in a thread without a TypeScript loader: bring tsx in once.
-      tsxReady ??= import('tsx/esm/api').then((m) => void m.register(), (cause) => {
-        throw new TaskLoadError(`task ${file} is TypeScript but tsx is not installed: compile it to .js`, false, { cause });
-      });
+      tsxReady ??= import('tsx/esm/api').then(
+        (m) => void m.register(),
+        (cause) => {
+          throw new TaskLoadError(`task ${file} is TypeScript but tsx is not installed: compile it to .js`, false, {
+            cause,
+          });
+        },
+      );
       await tsxReady;
       mod = (await import(url)) as typeof mod;
     }
-    if (typeof mod.default !== 'function') throw new TaskLoadError(`task ${file} has no default export function`, false);
+    if (typeof mod.default !== 'function')
+      throw new TaskLoadError(`task ${file} has no default export function`, false);
     ready.set(kind, mod.default as Task);
     return mod.default as Task;
   }

@@ -12,14 +12,19 @@ export interface CliRun {
 }
 
 /** Runs `jobvisor ...args` against `databaseUrl`; `env` adds to a test environment. */
-export async function runCliInProcess(databaseUrl: string, args: string[], env: Record<string, string> = {}): Promise<CliRun> {
+export async function runCliInProcess(
+  databaseUrl: string,
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<CliRun> {
   const saved = { ...process.env };
   Object.assign(process.env, { DATABASE_URL: databaseUrl, JOBVISOR_CONFIG: '', NODE_ENV: 'test', ...env });
   const out = { stdout: '', stderr: '' };
-  const capture = (key: 'stdout' | 'stderr') => ((chunk: string | Uint8Array) => {
-    out[key] += String(chunk);
-    return true;
-  }) as typeof process.stdout.write;
+  const capture = (key: 'stdout' | 'stderr') =>
+    ((chunk: string | Uint8Array) => {
+      out[key] += String(chunk);
+      return true;
+    }) as typeof process.stdout.write;
   const original = { stdout: process.stdout.write, stderr: process.stderr.write };
   process.stdout.write = capture('stdout');
   process.stderr.write = capture('stderr');

@@ -16,7 +16,8 @@ export interface TestDatabase {
 
 function server(): string {
   const url = process.env.JOBVISOR_TEST_DATABASE_URL;
-  if (!url) throw new Error('JOBVISOR_TEST_DATABASE_URL is not set: run tests with `npm test` or `npx tsx test/run.ts FILE`');
+  if (!url)
+    throw new Error('JOBVISOR_TEST_DATABASE_URL is not set: run tests with `npm test` or `npx tsx test/run.ts FILE`');
   return url;
 }
 
@@ -36,10 +37,16 @@ export async function adminQuery(sql: string, values: unknown[] = []): Promise<p
   }
 }
 
-export async function createTestDatabase(label = path.basename(process.argv[1] ?? 'test', '.test.ts')): Promise<TestDatabase> {
+export async function createTestDatabase(
+  label = path.basename(process.argv[1] ?? 'test', '.test.ts'),
+): Promise<TestDatabase> {
   const template = process.env.JOBVISOR_TEST_TEMPLATE;
-  if (!template) throw new Error('JOBVISOR_TEST_TEMPLATE is not set: run tests with `npm test` or `npx tsx test/run.ts FILE`');
-  const name = `t_${label.replace(/[^a-z0-9_]/gi, '_').toLowerCase().slice(0, 30)}_${randomBytes(4).toString('hex')}`;
+  if (!template)
+    throw new Error('JOBVISOR_TEST_TEMPLATE is not set: run tests with `npm test` or `npx tsx test/run.ts FILE`');
+  const name = `t_${label
+    .replace(/[^a-z0-9_]/gi, '_')
+    .toLowerCase()
+    .slice(0, 30)}_${randomBytes(4).toString('hex')}`;
   await adminQuery(`CREATE DATABASE ${name} TEMPLATE ${template}`);
   const url = urlOf(name);
   const pool = new pg.Pool({ connectionString: url, max: 5, application_name: 'test' });
@@ -51,12 +58,16 @@ export async function createTestDatabase(label = path.basename(process.argv[1] ?
     async drop() {
       await pool.end();
       const left = await adminQuery(
-        `SELECT application_name, state, query FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`, [name]);
+        `SELECT application_name, state, query FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`,
+        [name],
+      );
       // Connections closing right now need a moment to disappear from pg_stat_activity.
       let rows = left.rows;
       for (let i = 0; i < 50 && rows.length > 0; i++) {
         await new Promise((r) => setTimeout(r, 100));
-        rows = (await adminQuery(`SELECT application_name, state, query FROM pg_stat_activity WHERE datname = $1`, [name])).rows;
+        rows = (
+          await adminQuery(`SELECT application_name, state, query FROM pg_stat_activity WHERE datname = $1`, [name])
+        ).rows;
       }
       await adminQuery(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
       if (rows.length > 0) throw new Error(`connections left open on ${name}: ${JSON.stringify(rows)}`);

@@ -31,7 +31,12 @@ export function startSupervisor(databaseUrl: string, overrides: Record<string, u
 }
 
 /** Resolves with the first event `name` whose payload passes `until` (default: any). */
-export function nextEvent<K extends keyof Events>(supervisor: Supervisor, name: K, until: (...args: Events[K]) => boolean = () => true, timeoutMs = 15_000): Promise<Events[K]> {
+export function nextEvent<K extends keyof Events>(
+  supervisor: Supervisor,
+  name: K,
+  until: (...args: Events[K]) => boolean = () => true,
+  timeoutMs = 15_000,
+): Promise<Events[K]> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       supervisor.events.off(name, listener as never);
@@ -48,11 +53,17 @@ export function nextEvent<K extends keyof Events>(supervisor: Supervisor, name: 
 }
 
 /** Polls a query until `check` passes (for state that only the database shows). */
-export async function eventually<T>(read: () => Promise<T>, check: (value: T) => boolean, timeoutMs = 15_000, what = 'condition'): Promise<T> {
+export async function eventually<T>(
+  read: () => Promise<T>,
+  check: (value: T) => boolean,
+  timeoutMs = 15_000,
+  what = 'condition',
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let value = await read();
   while (!check(value)) {
-    if (Date.now() > deadline) throw new Error(`${what} not reached within ${timeoutMs} ms; last value: ${JSON.stringify(value)}`);
+    if (Date.now() > deadline)
+      throw new Error(`${what} not reached within ${timeoutMs} ms; last value: ${JSON.stringify(value)}`);
     await new Promise((r) => setTimeout(r, 50));
     value = await read();
   }

@@ -19,7 +19,11 @@ export interface SpawnedSupervisor {
   /** Parsed JSON log lines so far (non-JSON lines as { raw }). */
   logs: Array<Record<string, unknown>>;
   /** Resolves with the first log line (past or future) whose msg matches. */
-  waitForLog(msg: RegExp, timeoutMs?: number, where?: (line: Record<string, unknown>) => boolean): Promise<Record<string, unknown>>;
+  waitForLog(
+    msg: RegExp,
+    timeoutMs?: number,
+    where?: (line: Record<string, unknown>) => boolean,
+  ): Promise<Record<string, unknown>>;
   /** Sends `signal` (default SIGTERM) and resolves with the exit code (null if killed by a signal). */
   stop(signal?: NodeJS.Signals, timeoutMs?: number): Promise<number | null>;
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
@@ -89,16 +93,22 @@ export async function spawnSupervisor(options: SpawnOptions): Promise<SpawnedSup
     child.on('exit', (code, signal) => {
       alive.delete(child);
       resolve({ code, signal });
-    }));
+    }),
+  );
 
   const waitForLog = (msg: RegExp, timeoutMs = 15_000, where?: (line: Record<string, unknown>) => boolean) =>
     new Promise<Record<string, unknown>>((resolve, reject) => {
-      const match = (line: Record<string, unknown>) => msg.test(String(line.msg ?? line.raw ?? '')) && (!where || where(line));
+      const match = (line: Record<string, unknown>) =>
+        msg.test(String(line.msg ?? line.raw ?? '')) && (!where || where(line));
       const found = logs.find(match);
       if (found) return resolve(found);
       const timer = setTimeout(() => {
         listeners.delete(listener);
-        reject(new Error(`no log line matching ${msg} within ${timeoutMs} ms; last lines: ${JSON.stringify(logs.slice(-8))}`));
+        reject(
+          new Error(
+            `no log line matching ${msg} within ${timeoutMs} ms; last lines: ${JSON.stringify(logs.slice(-8))}`,
+          ),
+        );
       }, timeoutMs);
       const listener = (line: Record<string, unknown>) => {
         if (!match(line)) return;
@@ -111,7 +121,11 @@ export async function spawnSupervisor(options: SpawnOptions): Promise<SpawnedSup
         if (!listeners.has(listener)) return;
         clearTimeout(timer);
         listeners.delete(listener);
-        reject(new Error(`supervisor exited (code ${code}, signal ${signal}) before logging ${msg}; last lines: ${JSON.stringify(logs.slice(-8))}`));
+        reject(
+          new Error(
+            `supervisor exited (code ${code}, signal ${signal}) before logging ${msg}; last lines: ${JSON.stringify(logs.slice(-8))}`,
+          ),
+        );
       });
     });
 

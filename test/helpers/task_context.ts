@@ -10,7 +10,11 @@ import type { JobInfo, TaskConfig, TaskContext } from '../../src/worker/types.ts
 
 export interface TaskContextOptions {
   job?: Partial<JobInfo>;
-  config?: { thumbnails?: Partial<TaskConfig['thumbnails']>; reports?: Partial<TaskConfig['reports']>; schema?: string };
+  config?: {
+    thumbnails?: Partial<TaskConfig['thumbnails']>;
+    reports?: Partial<TaskConfig['reports']>;
+    schema?: string;
+  };
   db?: pg.Pool;
   signal?: AbortSignal;
   /** Receives every log line (parsed JSON) at level debug and above. */
@@ -20,12 +24,16 @@ export interface TaskContextOptions {
 export function taskContext(options: TaskContextOptions = {}): TaskContext {
   const onLog = options.onLog;
   const log = onLog
-    ? pino({ level: 'debug' }, new Writable({
-      write(chunk: Buffer, _encoding, callback) {
-        for (const line of chunk.toString('utf8').split('\n')) if (line) onLog(JSON.parse(line) as Record<string, unknown>);
-        callback();
-      },
-    }))
+    ? pino(
+        { level: 'debug' },
+        new Writable({
+          write(chunk: Buffer, _encoding, callback) {
+            for (const line of chunk.toString('utf8').split('\n'))
+              if (line) onLog(JSON.parse(line) as Record<string, unknown>);
+            callback();
+          },
+        }),
+      )
     : pino({ level: process.env.LOG_LEVEL ?? 'silent' });
   const job: JobInfo = { id: '1', kind: 'test', queue: 'default', attempt: 1, maxAttempts: 8, ...options.job };
   return {

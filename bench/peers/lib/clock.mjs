@@ -14,5 +14,4 @@ export function percentile(sorted, p) {
   return sorted[Math.min(sorted.length, Math.max(1, rank)) - 1];
 }
 
-export const round = (value, digits = 3) =>
-  value == null ? null : Number(value.toFixed(digits));
+export const round = (value, digits = 3) => (value == null ? null : Number(value.toFixed(digits)));

@@ -32,7 +32,10 @@ export async function pickup({ options, adapter, admin, failed, track }) {
     const enqueuedAt = nowMs();
     let timer;
     const timeout = new Promise((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`job ${seq} did not start within ${START_TIMEOUT_MS} ms`)), START_TIMEOUT_MS);
+      timer = setTimeout(
+        () => reject(new Error(`job ${seq} did not start within ${START_TIMEOUT_MS} ms`)),
+        START_TIMEOUT_MS,
+      );
     });
     const startedAt = await Promise.race([started, timeout, failed.promise]).finally(() => clearTimeout(timer));
     waiting.delete(seq);

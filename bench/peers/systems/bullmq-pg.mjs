@@ -79,7 +79,12 @@ export function create({ databaseUrl, concurrency, tune }) {
 
     async startWorker({ onJob, onError }) {
       let stopping = false;
-      const worker = new Worker(QUEUE, async (job) => onJob(job.data), { connection, ...workerOptions }, createPostgresBackend);
+      const worker = new Worker(
+        QUEUE,
+        async (job) => onJob(job.data),
+        { connection, ...workerOptions },
+        createPostgresBackend,
+      );
       worker.on('error', (err) => {
         if (!stopping) onError(err);
       });

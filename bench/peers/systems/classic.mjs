@@ -111,7 +111,11 @@ export function create({ databaseUrl, concurrency, tune }) {
 }
 
 async function startLoops({ databaseUrl, concurrency, onJob, onError, pollIntervalMs }) {
-  const pool = new pg.Pool({ connectionString: databaseUrl, max: concurrency, application_name: 'peerbench-classic-worker' });
+  const pool = new pg.Pool({
+    connectionString: databaseUrl,
+    max: concurrency,
+    application_name: 'peerbench-classic-worker',
+  });
   const listener = new pg.Client({ connectionString: databaseUrl, application_name: 'peerbench-classic-listen' });
   let stopping = false;
   let generation = 0; // bumped on every NOTIFY, so a loop can tell it raced one

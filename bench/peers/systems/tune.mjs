@@ -6,7 +6,9 @@ export function applyTune(system, defaults, tune) {
   const out = { ...defaults };
   for (const [key, value] of Object.entries(tune)) {
     if (!(key in defaults)) {
-      throw new UsageError(`--tune key "${key}" is not tunable for ${system} (known: ${Object.keys(defaults).join(', ')})`);
+      throw new UsageError(
+        `--tune key "${key}" is not tunable for ${system} (known: ${Object.keys(defaults).join(', ')})`,
+      );
     }
     if (typeof value !== typeof defaults[key]) {
       throw new UsageError(`--tune key "${key}" must be a ${typeof defaults[key]}`);

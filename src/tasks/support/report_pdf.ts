@@ -20,7 +20,11 @@ const SERIES = [
   { key: 'deadLettered', label: 'dead-lettered' },
 ] as const;
 
-interface Column { title: string; width: number; value: (s: KindDayStats) => string }
+interface Column {
+  title: string;
+  width: number;
+  value: (s: KindDayStats) => string;
+}
 
 const COLUMNS: Column[] = [
   { title: 'kind', width: 130, value: (s) => s.kind },
@@ -55,7 +59,10 @@ function bottom(doc: PDFKit.PDFDocument): number {
 }
 
 function tableRow(doc: PDFKit.PDFDocument, cells: string[], y: number, bold: boolean): void {
-  doc.font(bold ? 'Helvetica-Bold' : 'Helvetica').fontSize(8.5).fillColor('#000000');
+  doc
+    .font(bold ? 'Helvetica-Bold' : 'Helvetica')
+    .fontSize(8.5)
+    .fillColor('#000000');
   let x = MARGIN;
   COLUMNS.forEach((column, i) => {
     const text = fit(doc, cells[i] ?? '', column.width - 4);
@@ -65,12 +72,22 @@ function tableRow(doc: PDFKit.PDFDocument, cells: string[], y: number, bold: boo
 }
 
 function rule(doc: PDFKit.PDFDocument, y: number, color = '#999999'): void {
-  doc.moveTo(MARGIN, y).lineTo(doc.page.width - MARGIN, y).lineWidth(0.5).strokeColor(color).stroke();
+  doc
+    .moveTo(MARGIN, y)
+    .lineTo(doc.page.width - MARGIN, y)
+    .lineWidth(0.5)
+    .strokeColor(color)
+    .stroke();
 }
 
 function drawTable(doc: PDFKit.PDFDocument, stats: KindDayStats[], startY: number): number {
   const header = () => {
-    tableRow(doc, COLUMNS.map((c) => c.title), y, true);
+    tableRow(
+      doc,
+      COLUMNS.map((c) => c.title),
+      y,
+      true,
+    );
     rule(doc, y + ROW, '#000000');
     y += ROW;
   };
@@ -82,7 +99,12 @@ function drawTable(doc: PDFKit.PDFDocument, stats: KindDayStats[], startY: numbe
       y = MARGIN;
       header();
     }
-    tableRow(doc, COLUMNS.map((c) => c.value(s)), y, false);
+    tableRow(
+      doc,
+      COLUMNS.map((c) => c.value(s)),
+      y,
+      false,
+    );
     rule(doc, y + ROW, '#dddddd');
     y += ROW;
   }
@@ -93,7 +115,11 @@ function drawTable(doc: PDFKit.PDFDocument, stats: KindDayStats[], startY: numbe
 
 function drawChart(doc: PDFKit.PDFDocument, stats: KindDayStats[], startY: number): void {
   const kinds = [...stats]
-    .sort((a, b) => (b.completed + b.retried + b.deadLettered) - (a.completed + a.retried + a.deadLettered) || a.kind.localeCompare(b.kind))
+    .sort(
+      (a, b) =>
+        b.completed + b.retried + b.deadLettered - (a.completed + a.retried + a.deadLettered) ||
+        a.kind.localeCompare(b.kind),
+    )
     .slice(0, CHART_KINDS);
   const groupHeight = 3 * 7 + 8;
   let y = startY;
@@ -119,14 +145,21 @@ function drawChart(doc: PDFKit.PDFDocument, stats: KindDayStats[], startY: numbe
   const barSpace = doc.page.width - MARGIN - barLeft - 40;
   const max = Math.max(1, ...kinds.flatMap((s) => [s.completed, s.retried, s.deadLettered]));
   for (const s of kinds) {
-    doc.font('Helvetica').fontSize(8.5).fillColor('#000000')
+    doc
+      .font('Helvetica')
+      .fontSize(8.5)
+      .fillColor('#000000')
       .text(fit(doc, s.kind, labelWidth - 8), MARGIN, y + 8, { width: labelWidth - 8, lineBreak: false });
     SERIES.forEach((series, i) => {
       const value = s[series.key];
       const barY = y + i * 7;
       const width = (value / max) * barSpace;
       if (width > 0) doc.rect(barLeft, barY, Math.max(width, 0.75), 6).fill(COLORS[series.key]);
-      doc.font('Helvetica').fontSize(6).fillColor('#333333').text(String(value), barLeft + width + 3, barY, { lineBreak: false });
+      doc
+        .font('Helvetica')
+        .fontSize(6)
+        .fillColor('#333333')
+        .text(String(value), barLeft + width + 3, barY, { lineBreak: false });
     });
     y += groupHeight;
   }
@@ -137,7 +170,12 @@ export function renderPdf(day: string, timezone: string, stats: KindDayStats[]):
   const doc = new PDFDocument({
     size: 'A4',
     margin: MARGIN,
-    info: { Title: `jobvisor daily report ${day}`, Creator: 'jobvisor', Producer: 'jobvisor', CreationDate: new Date(`${day}T00:00:00Z`) },
+    info: {
+      Title: `jobvisor daily report ${day}`,
+      Creator: 'jobvisor',
+      Producer: 'jobvisor',
+      CreationDate: new Date(`${day}T00:00:00Z`),
+    },
   });
   const chunks: Buffer[] = [];
   const done = new Promise<Buffer>((resolve, reject) => {
@@ -147,11 +185,20 @@ export function renderPdf(day: string, timezone: string, stats: KindDayStats[]):
   });
 
   doc.font('Helvetica-Bold').fontSize(18).text(`jobvisor daily report: ${day}`, MARGIN, MARGIN);
-  doc.font('Helvetica').fontSize(10).fillColor('#444444')
-    .text(`Job activity per kind from ${day} 00:00 to 24:00 (${timezone}). Durations are of the latest attempt; p99 values are in the CSV.`);
+  doc
+    .font('Helvetica')
+    .fontSize(10)
+    .fillColor('#444444')
+    .text(
+      `Job activity per kind from ${day} 00:00 to 24:00 (${timezone}). Durations are of the latest attempt; p99 values are in the CSV.`,
+    );
   let y = doc.y + 14;
   if (stats.length === 0) {
-    doc.font('Helvetica').fontSize(11).fillColor('#000000').text('No job completed, failed or was retried on this day.', MARGIN, y);
+    doc
+      .font('Helvetica')
+      .fontSize(11)
+      .fillColor('#000000')
+      .text('No job completed, failed or was retried on this day.', MARGIN, y);
   } else {
     y = drawTable(doc, stats, y);
     drawChart(doc, stats, y + 24);

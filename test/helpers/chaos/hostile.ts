@@ -16,10 +16,53 @@ export function int(random: Random, min: number, max: number): number {
 
 /** Strings that break naive code: SQL and shell metacharacters, escapes, control characters, odd Unicode. */
 export const NASTY_STRINGS = [
-  '', ' ', "'", '"', '\\', '\\\\', "'; DROP TABLE jobvisor.jobs; --", '" OR 1=1 --', '$1', '$$', '%s%s%n', '${process.exit()}',
-  '`rm -rf /`', '\t', '\n', '\r\n', '\\N', '\\.', '\u0001', '\u001f', '\u007f', '\u2028', '\u2029', '\ufeff', '\ufffd',
-  'é', '漢字', '🚀', '👩‍👩‍👧‍👦', 'a'.repeat(1000), 'a'.repeat(1001), '-x', '.x', ':x', 'x y', 'x/y', '../../etc/passwd',
-  '__proto__', 'constructor', 'toString', 'null', 'undefined', 'NaN', 'true', '0', '-0', '1e400',
+  '',
+  ' ',
+  "'",
+  '"',
+  '\\',
+  '\\\\',
+  "'; DROP TABLE jobvisor.jobs; --",
+  '" OR 1=1 --',
+  '$1',
+  '$$',
+  '%s%s%n',
+  '${process.exit()}',
+  '`rm -rf /`',
+  '\t',
+  '\n',
+  '\r\n',
+  '\\N',
+  '\\.',
+  '\u0001',
+  '\u001f',
+  '\u007f',
+  '\u2028',
+  '\u2029',
+  '\ufeff',
+  '\ufffd',
+  'é',
+  '漢字',
+  '🚀',
+  '👩‍👩‍👧‍👦',
+  'a'.repeat(1000),
+  'a'.repeat(1001),
+  '-x',
+  '.x',
+  ':x',
+  'x y',
+  'x/y',
+  '../../etc/passwd',
+  '__proto__',
+  'constructor',
+  'toString',
+  'null',
+  'undefined',
+  'NaN',
+  'true',
+  '0',
+  '-0',
+  '1e400',
 ];
 
 /** Strings PostgreSQL cannot store in text/jsonb (or that are not valid Unicode): must be refused. */
@@ -45,7 +88,22 @@ export function randomString(random: Random, unstorable = false): string {
   return s;
 }
 
-export const NASTY_NUMBERS = [0, -0, 1, -1, 0.5, 1e308, -1e308, 5e-324, 2 ** 53, 2 ** 53 + 2, -(2 ** 63), 123456789.123456789, 1e21, 1e-7];
+export const NASTY_NUMBERS = [
+  0,
+  -0,
+  1,
+  -1,
+  0.5,
+  1e308,
+  -1e308,
+  5e-324,
+  2 ** 53,
+  2 ** 53 + 2,
+  -(2 ** 63),
+  123456789.123456789,
+  1e21,
+  1e-7,
+];
 
 /** A JSON-ish value: objects, arrays, strings, numbers, booleans, null; `depth` bounds nesting. */
 export function randomJson(random: Random, depth: number, unstorable = false): unknown {
@@ -78,7 +136,16 @@ export function notJson(random: Random): unknown {
   const cyclic: Record<string, unknown> = { a: 1 };
   cyclic.self = cyclic;
   return pick(random, [
-    Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, 10n, Symbol('s'), () => 1, cyclic,
-    { n: Number.NaN }, [Number.POSITIVE_INFINITY], { deep: { big: 1n } }, nested(5000),
+    Number.NaN,
+    Number.POSITIVE_INFINITY,
+    Number.NEGATIVE_INFINITY,
+    10n,
+    Symbol('s'),
+    () => 1,
+    cyclic,
+    { n: Number.NaN },
+    [Number.POSITIVE_INFINITY],
+    { deep: { big: 1n } },
+    nested(5000),
   ]);
 }

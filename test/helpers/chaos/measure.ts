@@ -17,11 +17,18 @@ export function report(scenario: string, result: Record<string, unknown>): void 
 }
 
 /** Polls `read` every `everyMs` until `check` passes; throws with the last value after `timeoutMs`. */
-export async function until<T>(what: string, read: () => Promise<T>, check: (value: T) => boolean, timeoutMs: number, everyMs = 50): Promise<T> {
+export async function until<T>(
+  what: string,
+  read: () => Promise<T>,
+  check: (value: T) => boolean,
+  timeoutMs: number,
+  everyMs = 50,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let value = await read();
   while (!check(value)) {
-    if (Date.now() > deadline) throw new Error(`${what}: not reached within ${timeoutMs} ms; last value: ${JSON.stringify(value)}`);
+    if (Date.now() > deadline)
+      throw new Error(`${what}: not reached within ${timeoutMs} ms; last value: ${JSON.stringify(value)}`);
     await new Promise((r) => setTimeout(r, everyMs));
     value = await read();
   }
@@ -39,8 +46,17 @@ export async function count(pool: pg.Pool, sql: string, values: unknown[] = []):
 }
 
 /** Counts of the given jobs by status. */
-export async function statusCounts(pool: pg.Pool, where = 'true', values: unknown[] = []): Promise<Record<string, number>> {
-  const rows = (await pool.query<{ status: string; n: number }>(`SELECT status, count(*)::int AS n FROM jobvisor.jobs WHERE ${where} GROUP BY 1`, values)).rows;
+export async function statusCounts(
+  pool: pg.Pool,
+  where = 'true',
+  values: unknown[] = [],
+): Promise<Record<string, number>> {
+  const rows = (
+    await pool.query<{ status: string; n: number }>(
+      `SELECT status, count(*)::int AS n FROM jobvisor.jobs WHERE ${where} GROUP BY 1`,
+      values,
+    )
+  ).rows;
   return Object.fromEntries(rows.map((r) => [r.status, r.n]));
 }
 

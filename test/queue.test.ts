@@ -40,13 +40,13 @@ async function add(n: number, extra: Record<string, unknown> = {}) {
     )
   ).map((r) => r.id as string);
 }
-/** Completes attempts; returns the ids actually written. */
-async function completeJobs(s: Store, owner: string, jobs: Array<{ id: string; attempt: number }>, now?: Date) {
+/** Completes claims; returns the ids actually written. */
+async function completeJobs(s: Store, owner: string, jobs: Array<{ id: string; token: string }>, now?: Date) {
   const fenced = await completeIds(
     s,
     owner,
     jobs.map((j) => j.id),
-    jobs.map((j) => j.attempt),
+    jobs.map((j) => j.token),
     now,
   );
   return jobs.map((j) => j.id).filter((id) => !fenced.has(id));
@@ -55,7 +55,7 @@ async function completeJobs(s: Store, owner: string, jobs: Array<{ id: string; a
 function failJobs(
   s: Store,
   owner: string,
-  f: Array<{ id: string; attempt: number; error: string; permanent: boolean; delayMs: number }>,
+  f: Array<{ id: string; token: string; error: string; permanent: boolean; delayMs: number }>,
   now?: Date,
 ) {
   return failArrays(
@@ -63,7 +63,7 @@ function failJobs(
     owner,
     {
       ids: f.map((x) => x.id),
-      attempts: f.map((x) => x.attempt),
+      tokens: f.map((x) => x.token),
       errors: f.map((x) => x.error),
       permanent: f.map((x) => x.permanent),
       delaysMs: f.map((x) => x.delayMs),
@@ -121,15 +121,15 @@ describe('claims', () => {
 });
 
 describe('fenced outcomes', () => {
-  it('completes only for the owner of the current attempt', async () => {
+  it('completes only for the owner of the current claim', async () => {
     await add(1);
     const [job] = await claimJobs(store, { owner: 'A', queue: 'default', limit: 1, leaseMs: 1000, now: at(0) });
-    const attempt = { id: job!.id, attempt: job!.attempt };
+    const attempt = { id: job!.id, token: job!.token };
     assert.deepEqual(await completeJobs(store, 'B', [attempt], at(10)), [], 'another owner is fenced off');
     assert.deepEqual(
-      await completeJobs(store, 'A', [{ ...attempt, attempt: 2 }], at(10)),
+      await completeJobs(store, 'A', [{ ...attempt, token: String(BigInt(job!.token) + 1n) }], at(10)),
       [],
-      'another attempt is fenced off',
+      'another claim is fenced off',
     );
     assert.deepEqual(await completeJobs(store, 'A', [attempt], at(10)), [job!.id]);
     const r = await row(job!.id);
@@ -149,15 +149,20 @@ describe('fenced outcomes', () => {
     const [again] = await claimJobs(store, { owner: 'A', queue: 'default', limit: 1, leaseMs: 1000, now: at(6000) });
     assert.equal(again!.attempt, 2);
     assert.deepEqual(
-      await completeJobs(store, 'A', [{ id: job!.id, attempt: 1 }], at(6100)),
+      await completeJobs(store, 'A', [{ id: job!.id, token: job!.token }], at(6100)),
       [],
-      'the old attempt is fenced off',
+      'the old claim is fenced off',
     );
     assert.deepEqual(
-      await failJobs(store, 'A', [{ id: job!.id, attempt: 1, error: 'late', permanent: false, delayMs: 0 }], at(6100)),
+      await failJobs(
+        store,
+        'A',
+        [{ id: job!.id, token: job!.token, error: 'late', permanent: false, delayMs: 0 }],
+        at(6100),
+      ),
       [],
     );
-    assert.deepEqual(await completeJobs(store, 'A', [{ id: job!.id, attempt: 2 }], at(6200)), [job!.id]);
+    assert.deepEqual(await completeJobs(store, 'A', [{ id: job!.id, token: again!.token }], at(6200)), [job!.id]);
     const r = await row(job!.id);
     assert.match(r.errors[0].error, /lease expired: supervisor A/);
   });
@@ -166,7 +171,12 @@ describe('fenced outcomes', () => {
     const [id] = await add(1, { maxAttempts: 2 });
     let [job] = await claimJobs(store, { owner: 'A', queue: 'default', limit: 1, leaseMs: 1000, now: at(0) });
     assert.deepEqual(
-      await failJobs(store, 'A', [{ id: id!, attempt: 1, error: 'E1', permanent: false, delayMs: 1500 }], at(100)),
+      await failJobs(
+        store,
+        'A',
+        [{ id: id!, token: job!.token, error: 'E1', permanent: false, delayMs: 1500 }],
+        at(100),
+      ),
       [{ id, status: 'pending' }],
     );
     let r = await row(id!);
@@ -180,7 +190,7 @@ describe('fenced outcomes', () => {
     [job] = await claimJobs(store, { owner: 'A', queue: 'default', limit: 1, leaseMs: 1000, now: at(1600) });
     assert.equal(job!.attempt, 2);
     assert.deepEqual(
-      await failJobs(store, 'A', [{ id: id!, attempt: 2, error: 'E2', permanent: false, delayMs: 1 }], at(1700)),
+      await failJobs(store, 'A', [{ id: id!, token: job!.token, error: 'E2', permanent: false, delayMs: 1 }], at(1700)),
       [{ id, status: 'failed' }],
     );
     r = await row(id!);
@@ -197,17 +207,22 @@ describe('fenced outcomes', () => {
 
   it('dead-letters a permanent failure at once', async () => {
     const [id] = await add(1, { maxAttempts: 10 });
-    await claimJobs(store, { owner: 'A', queue: 'default', limit: 1, leaseMs: 1000, now: at(0) });
+    const [job] = await claimJobs(store, { owner: 'A', queue: 'default', limit: 1, leaseMs: 1000, now: at(0) });
     assert.deepEqual(
-      await failJobs(store, 'A', [{ id: id!, attempt: 1, error: 'bad input', permanent: true, delayMs: 0 }], at(1)),
+      await failJobs(
+        store,
+        'A',
+        [{ id: id!, token: job!.token, error: 'bad input', permanent: true, delayMs: 0 }],
+        at(1),
+      ),
       [{ id, status: 'failed' }],
     );
   });
 
   it('hands a job back without using up its attempt', async () => {
     const [id] = await add(1);
-    await claimJobs(store, { owner: 'A', queue: 'default', limit: 1, leaseMs: 1000, now: at(0) });
-    assert.deepEqual(await releaseJobs(store, 'A', [{ id: id!, attempt: 1 }]), [id]);
+    const [job] = await claimJobs(store, { owner: 'A', queue: 'default', limit: 1, leaseMs: 1000, now: at(0) });
+    assert.deepEqual(await releaseJobs(store, 'A', [{ id: id!, token: job!.token }]), [id]);
     const r = await row(id!);
     assert.equal(r.status, 'pending');
     assert.equal(r.attempts, 0);
@@ -218,12 +233,20 @@ describe('fenced outcomes', () => {
 describe('leases', () => {
   it('renews only leases this owner still holds', async () => {
     const ids = await add(3);
-    await claimJobs(store, { owner: 'A', queue: 'default', limit: 3, leaseMs: 1000, now: at(0) });
+    const claims = await claimJobs(store, { owner: 'A', queue: 'default', limit: 3, leaseMs: 1000, now: at(0) });
+    const byId = new Map(claims.map((c) => [c.id, c.token]));
+    const fences = ids.map((id) => ({ id, token: byId.get(id)! }));
     await cancelJobs(store, [ids[2] as string]);
-    const kept = await renewLeases(store, 'A', ids, 10_000, at(500));
-    assert.deepEqual([...kept].sort(), ids.slice(0, 2).sort());
+    const kept = await renewLeases(store, 'A', fences, 10_000, at(500));
+    assert.deepEqual(
+      [...kept].sort(),
+      fences
+        .slice(0, 2)
+        .map((f) => f.token)
+        .sort(),
+    );
     assert.equal((await row(ids[0] as string)).locked_until.getTime(), at(10_500).getTime());
-    assert.equal((await renewLeases(store, 'B', ids, 10_000, at(500))).size, 0);
+    assert.equal((await renewLeases(store, 'B', fences, 10_000, at(500))).size, 0);
   });
 
   it('the reaper returns expired leases to pending, or to failed when no attempts remain', async () => {
@@ -246,14 +269,20 @@ describe('leases', () => {
 describe('cleanup and stats', () => {
   it('deletes finished jobs past their retention, failed ones after the longer retention, in batches', async () => {
     const ids = await add(6);
-    await claimJobs(store, { owner: 'A', queue: 'default', limit: 6, leaseMs: 1000, now: at(0) });
+    const claims = await claimJobs(store, { owner: 'A', queue: 'default', limit: 6, leaseMs: 1000, now: at(0) });
+    const token = new Map(claims.map((c) => [c.id, c.token]));
     await completeJobs(
       store,
       'A',
-      ids.slice(0, 3).map((id) => ({ id, attempt: 1 })),
+      ids.slice(0, 3).map((id) => ({ id, token: token.get(id)! })),
       at(0),
     );
-    await failJobs(store, 'A', [{ id: ids[3]!, attempt: 1, error: 'x', permanent: true, delayMs: 0 }], at(0));
+    await failJobs(
+      store,
+      'A',
+      [{ id: ids[3]!, token: token.get(ids[3]!)!, error: 'x', permanent: true, delayMs: 0 }],
+      at(0),
+    );
     await cancelJobs(store, [ids[4]!]);
     await db.pool.query('UPDATE jobvisor.jobs SET finished_at = $2 WHERE id = $1', [ids[4], at(0)]);
     const day = 86_400_000;
@@ -304,11 +333,11 @@ describe('cleanup and stats', () => {
 
   it('retries dead letters and cancels pending jobs', async () => {
     const ids = await add(3, { maxAttempts: 1 });
-    await claimJobs(store, { owner: 'A', queue: 'default', limit: 2, leaseMs: 1000, now: at(0) });
+    const claims = await claimJobs(store, { owner: 'A', queue: 'default', limit: 2, leaseMs: 1000, now: at(0) });
     await failJobs(
       store,
       'A',
-      ids.slice(0, 2).map((id) => ({ id, attempt: 1, error: 'x', permanent: false, delayMs: 0 })),
+      claims.map((c) => ({ id: c.id, token: c.token, error: 'x', permanent: false, delayMs: 0 })),
       at(0),
     );
     assert.deepEqual(await retryJobs(store, [ids[0]!, ids[2]!]), [ids[0]], 'only failed/cancelled are retried');
@@ -349,15 +378,15 @@ describe('notifications', () => {
       assert.deepEqual(await hear(2), ['cpu', 'mail']);
       const [job] = await claimJobs(store, { owner: 'A', queue: 'reports', limit: 1, leaseMs: 1000 });
       assert.ok(job);
-      await releaseJobs(store, 'A', [{ id: job.id, attempt: job.attempt }]);
+      await releaseJobs(store, 'A', [{ id: job.id, token: job.token }]);
       assert.deepEqual(await hear(1), ['reports']);
       // Claiming, completing and failing for good announce nothing: the marker comes next.
       const [again] = await claimJobs(store, { owner: 'A', queue: 'reports', limit: 1, leaseMs: 1000 });
       assert.ok(again);
-      await completeJobs(store, 'A', [{ id: again.id, attempt: again.attempt }]);
+      await completeJobs(store, 'A', [{ id: again.id, token: again.token }]);
       const [other] = await claimJobs(store, { owner: 'A', queue: 'mail', limit: 1, leaseMs: 1000 });
       assert.ok(other);
-      await failJobs(store, 'A', [{ id: other.id, attempt: other.attempt, error: 'bad', permanent: true, delayMs: 0 }]);
+      await failJobs(store, 'A', [{ id: other.id, token: other.token, error: 'bad', permanent: true, delayMs: 0 }]);
       await db.pool.query("SELECT pg_notify('jobvisor_jobs', 'marker')");
       assert.deepEqual(await hear(1), ['marker']);
     } finally {

@@ -42,7 +42,7 @@ export async function claimLatency(db: BenchDatabase, rounds: number, batch = 50
       store,
       'bench',
       jobs.map((j) => j.id),
-      jobs.map((j) => j.attempt),
+      jobs.map((j) => j.token),
     );
     times.push(performance.now() - t0);
     if (jobs.length < batch) throw new Error(`the table ran out of pending jobs after ${i} rounds`);

@@ -34,7 +34,8 @@ const CLAIM_JOBS = prepared(
 WITH claimed AS (
   UPDATE jobvisor.jobs
      SET status = 'running',
-         attempts = attempts + 1,
+         attempts = least(attempts, 2147483646) + 1,
+         lease_token = nextval('jobvisor.lease_token_seq'),
          locked_by = $1,
          locked_until = coalesce($5::timestamptz, now()) + $3::float8 * interval '1 millisecond',
          started_at = coalesce($5::timestamptz, now())
@@ -45,28 +46,38 @@ WITH claimed AS (
             LIMIT $4
             FOR UPDATE SKIP LOCKED))
      AND (SELECT set_config('synchronous_commit', 'off', true)) = 'off'
-  RETURNING id, kind, queue, payload, attempts, max_attempts, priority, run_at
+  RETURNING id, kind, queue, payload, attempts, max_attempts, priority, run_at, lease_token
 )
-SELECT id, kind, queue, payload::text AS payload, attempts, max_attempts,
-       extract(epoch FROM run_at) * 1000 AS run_at_ms
-  FROM claimed
- ORDER BY priority, run_at, id`,
+SELECT c.id, c.kind, c.queue, c.lease_token::text AS token,
+       CASE WHEN octet_length(p.text) <= $6 THEN p.text END AS payload, octet_length(p.text) AS payload_bytes,
+       c.attempts, c.max_attempts, extract(epoch FROM c.run_at) * 1000 AS run_at_ms
+  FROM claimed AS c, LATERAL (SELECT c.payload::text AS text) AS p
+ ORDER BY c.priority, c.run_at, c.id`,
 );
 
 interface ClaimRow {
   id: string;
   kind: string;
   queue: string;
-  payload: string;
+  token: string;
+  payload: string | null;
+  payload_bytes: number;
   attempts: number;
   max_attempts: number;
   run_at_ms: string;
 }
 
-/** Claims up to `limit` due jobs of `queue` for `owner`, leased for `leaseMs`. */
+/**
+ * Claims up to `limit` due jobs of `queue` for `owner`, leased for `leaseMs`.
+ * A payload whose JSON text is over `maxPayloadBytes` (a plain-SQL insert can
+ * write one) is not sent: the server measures it and the job comes back with
+ * `payload: null` and its size, for the caller to dead-letter. A 600 MB JSON
+ * text would otherwise overflow the client's string limit and crash the process
+ * with the whole batch claimed.
+ */
 export async function claimJobs(
   store: Store,
-  args: { owner: string; queue: string; limit: number; leaseMs: number; now?: Now },
+  args: { owner: string; queue: string; limit: number; leaseMs: number; maxPayloadBytes?: number; now?: Now },
 ): Promise<ClaimedJob[]> {
   if (args.limit <= 0) return [];
   const rows = await run<ClaimRow>(store, CLAIM_JOBS, [
@@ -75,17 +86,23 @@ export async function claimJobs(
     args.leaseMs,
     args.limit,
     args.now ?? null,
+    args.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
   ]);
   return rows.map((r) => ({
     id: r.id,
+    token: r.token,
     kind: r.kind,
     queue: r.queue,
     payload: r.payload,
+    payloadBytes: r.payload_bytes,
     attempt: r.attempts,
     maxAttempts: r.max_attempts,
     runAtMs: Number(r.run_at_ms),
   }));
 }
+
+/** jobs.maxPayloadBytes' default: what a claim accepts when the caller names no limit. */
+const DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024;
 
 const NEXT_DUE = prepared(
   'next_due',

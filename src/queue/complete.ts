@@ -1,17 +1,18 @@
 /**
  * Recording outcomes, in batches, every write fenced: a row changes only while it
- * is still `running` under the same owner and attempt. A supervisor that lost its
- * lease (frozen, cut off, reaped) therefore changes nothing when it wakes.
+ * is still `running` under the same owner and the same claim token. A supervisor
+ * that lost its lease (frozen, cut off, reaped, or the job was cancelled and
+ * re-queued meanwhile) therefore changes nothing when it wakes.
  *
  * Shape: no join. The rows are found through `id = ANY($ids)` (an index scan)
- * and the fence is checked against `'id:attempt' = ANY($keys)`, which
+ * and the fence is checked against `'id:token' = ANY($keys)`, which
  * PostgreSQL evaluates with a hash table. Joining `unnest($ids, $attempts)`
  * instead let the planner, misled by stale statistics on running rows, pick a
  * nested loop that rescanned the array for every row: 250 completions took
  * 25–35 ms instead of 2.5 ms in a running benchmark (auto_explain).
  */
 import { intArray, planned, run, textArray, type Now, type Store } from './sql.ts';
-import type { Attempt } from './types.ts';
+import type { Fence } from './types.ts';
 
 // Answers with a count; the ids come back only when some row was fenced off
 // (rare), so a batch of a thousand completions parses one row, not a thousand.
@@ -22,7 +23,7 @@ WITH u AS (
   UPDATE jobvisor.jobs AS j
      SET status = 'done', locked_until = NULL, finished_at = coalesce($4::timestamptz, now())
    WHERE j.id = ANY($1::bigint[]) AND j.status = 'running' AND j.locked_by = $3
-     AND (j.id::text || ':' || j.attempts::text) = ANY($2::text[])
+     AND (j.id::text || ':' || j.lease_token::text) = ANY($2::text[])
   RETURNING j.id
 )
 SELECT count(*)::int AS written,
@@ -31,20 +32,20 @@ SELECT count(*)::int AS written,
 );
 
 /**
- * Marks jobs done (ids[i] at attempts[i]).
- * @returns the ids that were NOT written: fenced off, this owner no longer holds that attempt.
+ * Marks jobs done (ids[i] claimed with tokens[i]).
+ * @returns the ids that were NOT written: fenced off, this owner no longer holds that claim.
  */
 export async function completeJobs(
   store: Store,
   owner: string,
   ids: string[],
-  attempts: number[],
+  tokens: string[],
   now: Now = null,
 ): Promise<Set<string>> {
   if (ids.length === 0) return new Set();
   const [row] = await run<{ written: number; ids: string[] | null }>(store, COMPLETE_JOBS, [
     intArray(ids),
-    fenceKeys(ids, attempts),
+    fenceKeys(ids, tokens),
     owner,
     now,
   ]);
@@ -66,7 +67,7 @@ UPDATE jobvisor.jobs AS j
        last_error = ($5::text[])[array_position($1::bigint[], j.id)],
        errors = jobvisor.append_error(j.errors, j.attempts, coalesce($7::timestamptz, now()), ($5::text[])[array_position($1::bigint[], j.id)])
  WHERE j.id = ANY($1::bigint[]) AND j.status = 'running' AND j.locked_by = $6
-   AND (j.id::text || ':' || j.attempts::text) = ANY($2::text[])
+   AND (j.id::text || ':' || j.lease_token::text) = ANY($2::text[])
 RETURNING j.id, j.status`,
 );
 
@@ -84,7 +85,7 @@ export async function failJobs(
   if (f.ids.length === 0) return [];
   return run(store, FAIL_JOBS, [
     intArray(f.ids),
-    fenceKeys(f.ids, f.attempts),
+    fenceKeys(f.ids, f.tokens),
     f.permanent,
     f.delaysMs,
     f.errors,
@@ -93,10 +94,10 @@ export async function failJobs(
   ]);
 }
 
-/** Failed attempts as parallel arrays: ids[i] failed at attempts[i] with errors[i]. */
+/** Failed attempts as parallel arrays: ids[i], claimed with tokens[i], failed with errors[i]. */
 export interface Failures {
   ids: string[];
-  attempts: number[];
+  tokens: string[];
   /** Dead-letter now whatever attempts remain. */
   permanent: boolean[];
   /** Retry after this many ms (ignored when the job is dead-lettered). */
@@ -109,27 +110,27 @@ const RELEASE_JOBS = planned(
   'release_jobs',
   `
 UPDATE jobvisor.jobs AS j
-   SET status = 'pending', attempts = j.attempts - 1, locked_until = NULL
+   SET status = 'pending', attempts = greatest(j.attempts - 1, 0), locked_until = NULL
  WHERE j.id = ANY($1::bigint[]) AND j.status = 'running' AND j.locked_by = $3
-   AND (j.id::text || ':' || j.attempts::text) = ANY($2::text[])
+   AND (j.id::text || ':' || j.lease_token::text) = ANY($2::text[])
 RETURNING j.id`,
 );
 
 /** Returns claimed jobs to pending without using up their attempt (shutdown). */
-export async function releaseJobs(store: Store, owner: string, jobs: Attempt[]): Promise<string[]> {
+export async function releaseJobs(store: Store, owner: string, jobs: Fence[]): Promise<string[]> {
   if (jobs.length === 0) return [];
   const rows = await run<{ id: string }>(store, RELEASE_JOBS, [
     intArray(jobs.map((j) => j.id)),
     fenceKeys(
       jobs.map((j) => j.id),
-      jobs.map((j) => j.attempt),
+      jobs.map((j) => j.token),
     ),
     owner,
   ]);
   return rows.map((r) => r.id);
 }
 
-/** The fence keys 'id:attempt' as a text[] literal (ids and attempts are digits only). */
-function fenceKeys(ids: string[], attempts: number[]): string {
-  return textArray(ids.map((id, i) => `${id}:${attempts[i]}`));
+/** The fence keys 'id:token' as a text[] literal (ids and tokens are digits only). */
+function fenceKeys(ids: string[], tokens: string[]): string {
+  return textArray(ids.map((id, i) => `${id}:${tokens[i]}`));
 }

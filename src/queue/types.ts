@@ -1,20 +1,31 @@
 /** Rows and outcomes that cross between the queue layer and the supervisor. */
 
-/** A job this supervisor has claimed: it owns attempt `attempt` until its lease ends. */
+/**
+ * A job this supervisor has claimed: it owns the run fenced by `token` until its
+ * lease ends. The token is unique to this claim (drawn from a sequence), so no
+ * other run of the same job, earlier or later, can write with it.
+ */
 export interface ClaimedJob {
   id: string;
+  /** The claim's fence (lease_token, a bigint as text). */
+  token: string;
   kind: string;
   queue: string;
-  /** The payload as JSON text: parsed in the worker thread, not on the main thread. */
-  payload: string;
+  /**
+   * The payload as JSON text: parsed in the worker thread, not on the main thread.
+   * Null when it is over the claim's size limit (see payloadBytes).
+   */
+  payload: string | null;
+  /** Size of the payload's JSON text in bytes. */
+  payloadBytes: number;
   attempt: number;
   maxAttempts: number;
   /** When the job became due, in ms since the epoch. */
   runAtMs: number;
 }
 
-/** A fence: the owner and the attempt a write is valid for. */
-export interface Attempt {
+/** A fence: the job and the claim token a write is valid for. */
+export interface Fence {
   id: string;
-  attempt: number;
+  token: string;
 }

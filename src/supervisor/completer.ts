@@ -5,7 +5,7 @@
  * are written with one statement per kind of write, at most two batches in
  * flight. A write that fails for a connection reason is kept and tried again;
  * the jobs stay in `ids()` so the heartbeat keeps their leases meanwhile. Rows
- * the database refuses (fenced: this supervisor no longer owns that attempt)
+ * the database refuses (fenced: this supervisor no longer holds that claim)
  * are reported, never forced.
  *
  * Outcomes are kept as parallel arrays: at tens of thousands of jobs per second
@@ -14,9 +14,9 @@
 import type { Settings } from '../config.ts';
 import { completeJobs, failJobs, releaseJobs } from '../queue/complete.ts';
 import type { Store } from '../queue/sql.ts';
-import type { ClaimedJob } from '../queue/types.ts';
+import type { ClaimedJob, Fence } from '../queue/types.ts';
 import { retryDelay } from './backoff.ts';
-import type { OutcomeSink } from './dispatcher.ts';
+import type { Failure, OutcomeSink } from './dispatcher.ts';
 import type { JobRef, SupervisorEvents } from './events.ts';
 
 const MAX_ERROR_CHARS = 4000;
@@ -60,7 +60,8 @@ export class Completer implements OutcomeSink {
   private queued = new Batch();
   /** The write in flight, if any. */
   private writing: Promise<void> | undefined;
-  private readonly held = new Set<string>();
+  /** By claim token. */
+  private readonly held = new Map<string, ClaimedJob>();
   private timer: NodeJS.Timeout | undefined;
   private retryDelayMs = 0;
   private stopped = false;
@@ -72,9 +73,9 @@ export class Completer implements OutcomeSink {
     private readonly events: SupervisorEvents,
   ) {}
 
-  /** Jobs whose outcome is not yet written: the heartbeat keeps their leases. */
-  ids(): string[] {
-    return [...this.held];
+  /** Claims whose outcome is not yet written: the heartbeat keeps their leases. */
+  fences(): Fence[] {
+    return [...this.held.values()].map((j) => ({ id: j.id, token: j.token }));
   }
 
   get size(): number {
@@ -87,13 +88,13 @@ export class Completer implements OutcomeSink {
     this.added(job);
   }
 
-  failed(job: ClaimedJob, runMs: number, error: string, permanent: boolean, retryInMs: number | null): void {
+  failed(job: ClaimedJob, f: Failure): void {
     const q = this.queued;
     q.failedJobs.push(job);
-    q.failedMs.push(runMs);
-    q.errors.push(clean(error));
-    q.permanent.push(permanent);
-    q.delays.push(retryInMs ?? retryDelay(job.attempt, this.settings.backoff));
+    q.failedMs.push(f.runMs);
+    q.errors.push(clean(f.error));
+    q.permanent.push(f.permanent);
+    q.delays.push(f.retryInMs ?? retryDelay(job.attempt, this.settings.backoff));
     this.added(job);
   }
 
@@ -103,12 +104,8 @@ export class Completer implements OutcomeSink {
     this.added(job);
   }
 
-  drop(job: ClaimedJob): void {
-    this.events.emit('lease:lost', { jobs: [job] });
-  }
-
   private added(job: ClaimedJob): void {
-    this.held.add(job.id);
+    this.held.set(job.token, job);
     this.schedule();
   }
 
@@ -184,9 +181,9 @@ export class Completer implements OutcomeSink {
       this.store,
       this.owner,
       jobs.map((j) => j.id),
-      jobs.map((j) => j.attempt),
+      jobs.map((j) => j.token),
     );
-    for (const j of jobs) this.held.delete(j.id);
+    for (const j of jobs) this.held.delete(j.token);
     if (fenced.size === 0) {
       this.events.emit('job:completed', { jobs, runMs: batch.doneMs });
       return;
@@ -207,7 +204,7 @@ export class Completer implements OutcomeSink {
     if (jobs.length === 0) return;
     const rows = await failJobs(this.store, this.owner, {
       ids: jobs.map((j) => j.id),
-      attempts: jobs.map((j) => j.attempt),
+      tokens: jobs.map((j) => j.token),
       permanent: batch.permanent,
       delaysMs: batch.delays,
       errors: batch.errors,
@@ -217,7 +214,7 @@ export class Completer implements OutcomeSink {
     const dead = { jobs: [] as JobRef[], runMs: [] as number[], errors: [] as string[] };
     const fenced: JobRef[] = [];
     jobs.forEach((j, i) => {
-      this.held.delete(j.id);
+      this.held.delete(j.token);
       const s = status.get(j.id);
       const into = s === 'pending' ? retried : s === 'failed' ? dead : undefined;
       if (!into) {
@@ -240,12 +237,12 @@ export class Completer implements OutcomeSink {
       await releaseJobs(
         this.store,
         this.owner,
-        jobs.map((j) => ({ id: j.id, attempt: j.attempt })),
+        jobs.map((j) => ({ id: j.id, token: j.token })),
       ),
     );
     const byReason = new Map<string, JobRef[]>();
     jobs.forEach((j, i) => {
-      this.held.delete(j.id);
+      this.held.delete(j.token);
       if (!written.has(j.id)) return;
       const reason = batch.reasons[i] as string;
       const list = byReason.get(reason) ?? [];

@@ -7,6 +7,12 @@
  * An outcome (done, failed, release, drop) is decided exactly once, after the
  * thread has really stopped the job, and then the job leaves the dispatcher.
  *
+ * Runs are keyed by their claim token, never by job id: a job cancelled and
+ * re-queued while it runs here can be claimed again by this supervisor, and
+ * the two runs must never be confused. The newer run waits in its buffer
+ * until the older one (stopped: its lease is lost) has really ended, so one
+ * job never runs twice at once in one supervisor.
+ *
  * A session (see worker/protocol.ts) holds one thread for one queue. Queues with
  * `jobsPerThread` > 1 run that many jobs at once on a session; `concurrency`
  * bounds a queue's running jobs; sessions never exceed `maxThreads`, so Piscina
@@ -22,7 +28,7 @@
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import type { Piscina } from 'piscina';
 import type { QueueSettings } from '../config.ts';
-import type { ClaimedJob } from '../queue/types.ts';
+import type { ClaimedJob, Fence } from '../queue/types.ts';
 import type { FromWorker, JobBatch, ResultBatch, SessionTask, ToWorker } from '../worker/protocol.ts';
 import type { JobRef, SupervisorEvents } from './events.ts';
 
@@ -31,13 +37,24 @@ type StopReason = 'timeout' | 'lease-lost' | 'shutdown';
 /** A thread that has not booted after this long is treated as hung. */
 const THREAD_BOOT_MS = 60_000;
 
-/** Where outcomes go: the completer. Each job gets exactly one call. */
+/** A failed run, as the completer records it. */
+export interface Failure {
+  runMs: number;
+  error: string;
+  /** Dead-letter now, whatever attempts remain. */
+  permanent: boolean;
+  /** Retry after this long instead of the configured backoff (null: backoff). */
+  retryInMs: number | null;
+}
+
+/**
+ * Where outcomes go: the completer. Each run gets at most one call; a run whose
+ * lease was lost gets none (nothing may be written for it).
+ */
 export interface OutcomeSink {
   done(job: ClaimedJob, runMs: number): void;
-  failed(job: ClaimedJob, runMs: number, error: string, permanent: boolean, retryInMs: number | null): void;
+  failed(job: ClaimedJob, failure: Failure): void;
   release(job: ClaimedJob, reason: string): void;
-  /** The lease was lost: nothing may be written for this attempt. */
-  drop(job: ClaimedJob): void;
 }
 
 interface Tracked {
@@ -71,12 +88,17 @@ export interface DispatcherOptions {
   outcomes: OutcomeSink;
   /** Called when a queue has room for more jobs. */
   onCapacity: (queue: string) => void;
+  /** jobs.maxPayloadBytes, named in the error of a job whose payload is over it. */
+  maxPayloadBytes: number;
   /** How often running jobs are checked against their timeout (default: 250 ms). */
   sweepMs?: number;
 }
 
 export class Dispatcher {
+  /** Every run held here, by claim token. */
   private readonly tracked = new Map<string, Tracked>();
+  /** The run of each job id that is on a thread right now. */
+  private readonly runningById = new Map<string, Tracked>();
   private readonly buffers = new Map<string, Tracked[]>();
   private readonly runningCount = new Map<string, number>();
   private readonly sessions = new Set<Session>();
@@ -106,9 +128,11 @@ export class Dispatcher {
     return q.concurrency + q.prefetch - (this.buffers.get(queue)?.length ?? 0) - (this.runningCount.get(queue) ?? 0);
   }
 
-  /** Ids of every job held here: the heartbeat renews them. */
-  ids(): string[] {
-    return [...this.tracked.keys()];
+  /** The claims held here: the heartbeat renews them. */
+  fences(): Fence[] {
+    const fences: Fence[] = [];
+    for (const t of this.tracked.values()) fences.push({ id: t.job.id, token: t.job.token });
+    return fences;
   }
 
   get size(): number {
@@ -128,29 +152,40 @@ export class Dispatcher {
   /** Takes newly claimed jobs. */
   add(jobs: ClaimedJob[]): void {
     for (const job of jobs) {
-      // Claimed again while an older attempt still runs here: that attempt's
-      // lease was lost (reaped while this process was paused). Stop it; its
-      // writes are fenced off anyway.
-      const stale = this.tracked.get(job.id);
-      if (stale) {
-        if (stale.state === 'running')
-          stale.session?.port.postMessage({ type: 'abort', id: job.id, reason: 'lease-lost' } satisfies ToWorker);
-        this.settle(stale, 'drop');
+      if (job.payload === null) {
+        // Over the size limit (a plain-SQL insert can write one): never sent to a
+        // thread, dead-lettered on its own. Its neighbours run as usual.
+        this.options.outcomes.failed(job, {
+          runMs: 0,
+          error: `PayloadTooLarge: the payload is ${job.payloadBytes} bytes of JSON, over jobs.maxPayloadBytes (${this.options.maxPayloadBytes})`,
+          permanent: true,
+          retryInMs: null,
+        });
+        continue;
+      }
+      // Claimed again while an older run of the job is held here: that run's
+      // lease was lost (reaped while this process was paused, or the job was
+      // cancelled and re-queued). Stop it; its writes are fenced off anyway.
+      // The new run waits in the buffer until the old one has ended (pump).
+      for (const stale of this.tracked.values()) {
+        if (stale.job.id !== job.id) continue;
+        if (stale.state === 'running') this.stopJob(stale, 'lease-lost');
+        else this.settle(stale, 'drop');
       }
       const t: Tracked = { job, state: 'buffered', startedAt: 0, deadline: Number.POSITIVE_INFINITY };
-      this.tracked.set(job.id, t);
+      this.tracked.set(job.token, t);
       this.buffers.get(job.queue)?.push(t);
     }
     this.pump();
   }
 
   /**
-   * The heartbeat found these leases gone: stop the jobs, write nothing for them.
-   * Each is reported once, as 'lease:lost', when its drop reaches the completer.
+   * The heartbeat found these leases gone: stop the runs, write nothing for them.
+   * Each is reported once, as 'lease:lost', when the run has ended.
    */
-  leaseLost(ids: string[]): void {
-    for (const id of ids) {
-      const t = this.tracked.get(id);
+  leaseLost(tokens: string[]): void {
+    for (const token of tokens) {
+      const t = this.tracked.get(token);
       if (!t) continue;
       if (t.state === 'buffered') this.settle(t, 'drop');
       else this.stopJob(t, 'lease-lost');
@@ -198,21 +233,30 @@ export class Dispatcher {
       const buffer = this.buffers.get(queue) as Tracked[];
       if (buffer.length === 0) continue;
       let taken = 0;
+      let seen = 0;
+      const waiting: Tracked[] = [];
       const running = this.runningCount.get(queue) as number;
       const timeoutMs = settings.timeout ?? this.options.timeoutMs;
       const now = performance.now();
-      while (taken < buffer.length && running + taken < settings.concurrency) {
+      while (seen < buffer.length && running + taken < settings.concurrency) {
+        const t = buffer[seen] as Tracked;
+        if (this.runningById.has(t.job.id)) {
+          // An older run of this job is still stopping on a thread.
+          waiting.push(t);
+          seen++;
+          continue;
+        }
         const session = this.sessionFor(queue, settings);
         if (!session) {
           starved = true;
           break;
         }
-        this.start(buffer[taken++] as Tracked, session, now, timeoutMs);
+        this.start(t, session, now, timeoutMs);
+        seen++;
+        taken++;
       }
-      if (taken > 0) {
-        buffer.splice(0, taken);
-        this.runningCount.set(queue, running + taken);
-      }
+      if (seen > 0) buffer.splice(0, seen, ...waiting);
+      if (taken > 0) this.runningCount.set(queue, running + taken);
     }
     this.nextQueue = (this.nextQueue + 1) % Math.max(1, names.length);
     for (const s of this.sessions) this.flush(s);
@@ -266,11 +310,13 @@ export class Dispatcher {
     // On a thread still booting the job has not started: its timeout counts from
     // onReady. Until then only a thread that never boots is stopped.
     t.deadline = now + (session.ready ? timeoutMs : Math.max(timeoutMs, THREAD_BOOT_MS));
-    session.running.add(job.id);
+    session.running.add(job.token);
+    this.runningById.set(job.id, t);
     const out = session.outbox;
     out.ids.push(job.id);
+    out.tokens.push(job.token);
     out.kinds.push(job.kind);
-    out.payloads.push(job.payload);
+    out.payloads.push(job.payload as string);
     out.attempts.push(job.attempt);
     out.maxAttempts.push(job.maxAttempts);
   }
@@ -284,8 +330,8 @@ export class Dispatcher {
     const now = Date.now();
     const refs: JobRef[] = [];
     const waits: number[] = [];
-    for (const id of batch.ids) {
-      const job = this.tracked.get(id)?.job;
+    for (const token of batch.tokens) {
+      const job = this.tracked.get(token)?.job;
       if (!job) continue;
       refs.push(job);
       waits.push(now - job.runAtMs);
@@ -308,10 +354,10 @@ export class Dispatcher {
     if (t.stop || t.state !== 'running' || !t.session) return;
     t.stop = reason;
     const session = t.session;
-    session.port.postMessage({ type: 'abort', id: t.job.id, reason } satisfies ToWorker);
+    session.port.postMessage({ type: 'abort', token: t.job.token, reason } satisfies ToWorker);
     // A job that ignores its signal (a CPU loop never sees it) loses its thread.
     const grace = setTimeout(() => {
-      if (this.tracked.get(t.job.id) === t) {
+      if (this.tracked.get(t.job.token) === t) {
         session.killedBy ??= t;
         session.controller.abort(new Error(`job ${t.job.id} did not stop after ${reason}`));
       }
@@ -328,8 +374,8 @@ export class Dispatcher {
   private onReady(session: Session): void {
     session.ready = true;
     const now = performance.now();
-    for (const id of session.running) {
-      const t = this.tracked.get(id);
+    for (const token of session.running) {
+      const t = this.tracked.get(token);
       if (t && t.session === session && !t.stop) {
         t.startedAt = now;
         t.deadline = now + this.timeoutOf(t);
@@ -338,19 +384,30 @@ export class Dispatcher {
   }
 
   private onResults(batch: ResultBatch): void {
-    const { ids, attempts, runMs, errors } = batch;
+    const { tokens, runMs, errors } = batch;
     this.batching = true;
-    for (let i = 0; i < ids.length; i++) {
-      const t = this.tracked.get(ids[i] as string);
-      if (!t || t.state !== 'running' || t.job.attempt !== attempts[i]) continue;
+    for (let i = 0; i < tokens.length; i++) {
+      const t = this.tracked.get(tokens[i] as string);
+      if (!t || t.state !== 'running') continue;
       const error = errors?.[i] ?? null;
       const ms = runMs[i] as number;
       if (t.stop === 'lease-lost') this.settle(t, 'drop');
       else if (!error) this.settle(t, 'done', undefined, ms);
       else if (t.stop === 'shutdown') this.settle(t, 'release', 'aborted by shutdown');
       else if (t.stop === 'timeout')
-        this.settleFailed(t, ms, `TimeoutError: job timed out after ${this.timeoutOf(t)} ms`, false, null);
-      else this.settleFailed(t, ms, `${error.name}: ${error.message}`, error.permanent, error.retryInMs);
+        this.settleFailed(t, {
+          runMs: ms,
+          error: `TimeoutError: job timed out after ${this.timeoutOf(t)} ms`,
+          permanent: false,
+          retryInMs: null,
+        });
+      else
+        this.settleFailed(t, {
+          runMs: ms,
+          error: `${error.name}: ${error.message}`,
+          permanent: error.permanent,
+          retryInMs: error.retryInMs,
+        });
     }
     this.batching = false;
     this.capacityFreed();
@@ -371,7 +428,7 @@ export class Dispatcher {
     this.sessions.delete(session);
     session.port.close();
     const victims = [...session.running]
-      .map((id) => this.tracked.get(id))
+      .map((token) => this.tracked.get(token))
       .filter((t): t is Tracked => t !== undefined && t.session === session);
     if (victims.length > 0) {
       const killer = session.killedBy;
@@ -382,15 +439,14 @@ export class Dispatcher {
         if (t.stop === 'lease-lost') this.settle(t, 'drop');
         else if (t.stop === 'shutdown') this.settle(t, 'release', 'aborted by shutdown');
         else if (t.stop === 'timeout') {
-          this.settleFailed(
-            t,
+          this.settleFailed(t, {
             runMs,
-            `TimeoutError: job timed out after ${this.timeoutOf(t)} ms and did not stop; its worker thread was terminated`,
-            false,
-            null,
-          );
+            error: `TimeoutError: job timed out after ${this.timeoutOf(t)} ms and did not stop; its worker thread was terminated`,
+            permanent: false,
+            retryInMs: null,
+          });
         } else if (killer) this.settle(t, 'release', `thread terminated to stop job ${killer.job.id}`);
-        else this.settleFailed(t, runMs, describeThreadDeath(err), false, null);
+        else this.settleFailed(t, { runMs, error: describeThreadDeath(err), permanent: false, retryInMs: null });
       }
     }
     this.emitPool();
@@ -401,9 +457,9 @@ export class Dispatcher {
     return this.options.queues[t.job.queue]?.timeout ?? this.options.timeoutMs;
   }
 
-  private settleFailed(t: Tracked, runMs: number, error: string, permanent: boolean, retryInMs: number | null): void {
+  private settleFailed(t: Tracked, failure: Failure): void {
     if (!this.forget(t)) return;
-    this.options.outcomes.failed(t.job, runMs, error, permanent, retryInMs);
+    this.options.outcomes.failed(t.job, failure);
     this.afterSettle(t);
   }
 
@@ -411,17 +467,18 @@ export class Dispatcher {
     if (!this.forget(t)) return;
     if (outcome === 'done') this.options.outcomes.done(t.job, runMs);
     else if (outcome === 'release') this.options.outcomes.release(t.job, reason);
-    else this.options.outcomes.drop(t.job);
+    else this.options.events.emit('lease:lost', { jobs: [t.job] });
     this.afterSettle(t);
   }
 
-  /** Removes a job from the dispatcher; false if its outcome was already decided. */
+  /** Removes a run from the dispatcher; false if its outcome was already decided. */
   private forget(t: Tracked): boolean {
-    if (this.tracked.get(t.job.id) !== t) return false;
-    this.tracked.delete(t.job.id);
+    if (this.tracked.get(t.job.token) !== t) return false;
+    this.tracked.delete(t.job.token);
     const queue = t.job.queue;
     if (t.state === 'running') {
-      t.session?.running.delete(t.job.id);
+      t.session?.running.delete(t.job.token);
+      if (this.runningById.get(t.job.id) === t) this.runningById.delete(t.job.id);
       this.runningCount.set(queue, (this.runningCount.get(queue) as number) - 1);
     } else {
       const buffer = this.buffers.get(queue);
@@ -475,7 +532,7 @@ export class Dispatcher {
 }
 
 function emptyBatch(): JobBatch {
-  return { ids: [], kinds: [], payloads: [], attempts: [], maxAttempts: [] };
+  return { ids: [], tokens: [], kinds: [], payloads: [], attempts: [], maxAttempts: [] };
 }
 
 function describeThreadDeath(err: unknown): string {

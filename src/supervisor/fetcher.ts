@@ -21,6 +21,8 @@ export interface FetcherOptions {
   settings: QueueSettings;
   owner: string;
   leaseMs: number;
+  /** Payloads over this size are not sent by the claim (the dispatcher dead-letters them). */
+  maxPayloadBytes: number;
   pollIntervalMs: number;
   capacity: () => number;
   deliver: (jobs: ClaimedJob[]) => void;
@@ -84,6 +86,7 @@ export class Fetcher {
         queue: this.options.queue,
         limit,
         leaseMs: this.options.leaseMs,
+        maxPayloadBytes: this.options.maxPayloadBytes,
       });
     } catch (err) {
       this.options.events.emit('db:error', { loop: `fetcher:${this.options.queue}`, err });

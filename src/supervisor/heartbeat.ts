@@ -1,8 +1,8 @@
 /**
  * The heartbeat: every lease/3, one statement renews the lease of every job
  * this supervisor holds (running, or finished with its outcome not yet written).
- * Ids the database no longer gives back were lost (reaped after a pause,
- * cancelled): their tasks are stopped and nothing is written for them.
+ * Claims the database no longer gives back were lost (reaped after a pause,
+ * cancelled, re-queued): their tasks are stopped and nothing is written for them.
  *
  * A failed round (the database restarting) is retried every second, not after
  * the loops' growing backoff: at 2 × lease/3 the next try would land on or past
@@ -10,6 +10,7 @@
  */
 import { renewLeases } from '../queue/lease.ts';
 import type { Store } from '../queue/sql.ts';
+import type { Fence } from '../queue/types.ts';
 import { Loop } from './loop.ts';
 import type { SupervisorEvents } from './events.ts';
 
@@ -20,8 +21,9 @@ export function createHeartbeat(options: {
   store: Store;
   owner: string;
   leaseMs: number;
-  held: () => string[];
-  onLost: (ids: string[]) => void;
+  held: () => Fence[];
+  /** Claim tokens of the leases that were lost. */
+  onLost: (tokens: string[]) => void;
   events: SupervisorEvents;
 }): Loop {
   return new Loop({
@@ -29,10 +31,10 @@ export function createHeartbeat(options: {
     intervalMs: Math.floor(options.leaseMs / 3),
     maxBackoffMs: RETRY_MS,
     run: async () => {
-      const ids = options.held();
-      if (ids.length === 0) return;
-      const kept = await renewLeases(options.store, options.owner, ids, options.leaseMs);
-      const lost = ids.filter((id) => !kept.has(id));
+      const held = options.held();
+      if (held.length === 0) return;
+      const kept = await renewLeases(options.store, options.owner, held, options.leaseMs);
+      const lost = held.filter((f) => !kept.has(f.token)).map((f) => f.token);
       if (lost.length > 0) options.onLost(lost);
     },
     onError: (err) => options.events.emit('db:error', { loop: 'heartbeat', err }),

@@ -91,6 +91,7 @@ export class Supervisor {
       maxThreads: settings.pool.maxThreads,
       timeoutMs: settings.jobs.timeout,
       abortGraceMs: ABORT_GRACE_MS,
+      maxPayloadBytes: settings.jobs.maxPayloadBytes,
       events: this.events,
       outcomes: this.completer,
       onCapacity: (queue) => this.fetchers.get(queue)?.onCapacity(),
@@ -104,6 +105,7 @@ export class Supervisor {
           settings: queueSettings,
           owner: this.id,
           leaseMs: settings.jobs.lease,
+          maxPayloadBytes: settings.jobs.maxPayloadBytes,
           pollIntervalMs: settings.poll.interval,
           capacity: () => this.dispatcher.capacity(queue),
           deliver: (jobs) => this.dispatcher.add(jobs),
@@ -115,8 +117,8 @@ export class Supervisor {
       store: this.store,
       owner: this.id,
       leaseMs: settings.jobs.lease,
-      held: () => [...this.dispatcher.ids(), ...this.completer.ids()],
-      onLost: (ids) => this.dispatcher.leaseLost(ids),
+      held: () => [...this.dispatcher.fences(), ...this.completer.fences()],
+      onLost: (tokens) => this.dispatcher.leaseLost(tokens),
       events: this.events,
     });
     this.loops = [

@@ -84,6 +84,7 @@ class JobRun implements TaskContext {
   readonly started = performance.now();
 
   constructor(
+    readonly token: string,
     readonly id: string,
     readonly kind: string,
     readonly queue: string,
@@ -131,7 +132,7 @@ export default function session({ port, queue }: SessionTask): Promise<void> {
 
   const flush = () => {
     flushing = false;
-    if (out.ids.length > 0) {
+    if (out.tokens.length > 0) {
       port.postMessage(out satisfies FromWorker);
       out = emptyBatch();
     }
@@ -143,14 +144,13 @@ export default function session({ port, queue }: SessionTask): Promise<void> {
 
   /** Records a settled job; results leave once per turn of the event loop. */
   const settle = (run: JobRun, error: TaskError | null) => {
-    const i = out.ids.push(run.id) - 1;
-    out.attempts.push(run.attempt);
+    const i = out.tokens.push(run.token) - 1;
     out.runMs.push(performance.now() - run.started);
     if (error) {
       out.errors ??= new Array<TaskError | null>(i).fill(null);
       out.errors.push(error);
     } else out.errors?.push(null);
-    running.delete(run.id);
+    running.delete(run.token);
     if (!flushing) {
       flushing = true;
       setImmediate(flush);
@@ -173,16 +173,17 @@ export default function session({ port, queue }: SessionTask): Promise<void> {
   port.on('message', (message: ToWorker) => {
     switch (message.type) {
       case 'run': {
-        const { ids, kinds, payloads, attempts, maxAttempts } = message;
+        const { ids, tokens, kinds, payloads, attempts, maxAttempts } = message;
         for (let i = 0; i < ids.length; i++) {
           const run = new JobRun(
+            tokens[i] as string,
             ids[i] as string,
             kinds[i] as string,
             queue,
             attempts[i] as number,
             maxAttempts[i] as number,
           );
-          running.set(run.id, run);
+          running.set(run.token, run);
           void execute(run, payloads[i] as string);
         }
         break;
@@ -196,7 +197,7 @@ export default function session({ port, queue }: SessionTask): Promise<void> {
               : 'supervisor shutting down',
         );
         reason.name = message.reason === 'timeout' ? 'TimeoutError' : 'AbortError';
-        const run = running.get(message.id);
+        const run = running.get(message.token);
         if (run) {
           run.controller ??= new AbortController();
           run.controller.abort(reason);
@@ -214,7 +215,7 @@ export default function session({ port, queue }: SessionTask): Promise<void> {
 }
 
 function emptyBatch(): ResultBatch {
-  return { type: 'results', ids: [], attempts: [], runMs: [] };
+  return { type: 'results', tokens: [], runMs: [] };
 }
 
 function parsePayload(text: string): unknown {

@@ -16,6 +16,8 @@ import type { MessagePort } from 'node:worker_threads';
 
 export interface JobBatch {
   ids: string[];
+  /** Each run's claim token: the key of the run on both sides of the port. */
+  tokens: string[];
   kinds: string[];
   /** JSON text, parsed in the thread. */
   payloads: string[];
@@ -25,7 +27,7 @@ export interface JobBatch {
 
 export type ToWorker =
   | ({ type: 'run' } & JobBatch)
-  | { type: 'abort'; id: string; reason: 'timeout' | 'lease-lost' | 'shutdown' }
+  | { type: 'abort'; token: string; reason: 'timeout' | 'lease-lost' | 'shutdown' }
   | { type: 'end' };
 
 export interface TaskError {
@@ -39,9 +41,11 @@ export interface TaskError {
 /** Results of jobs that settled in one turn of the thread's event loop. */
 export interface ResultBatch {
   type: 'results';
-  ids: string[];
-  /** Echoed so a result can never be taken for another attempt of the same job. */
-  attempts: number[];
+  /**
+   * The runs' claim tokens: a result can never be taken for another run of the
+   * same job, even one claimed again by this supervisor after a re-queue.
+   */
+  tokens: string[];
   /** ms each task ran, measured in the thread. */
   runMs: number[];
   /** Per index: null for success; present only when some job failed. */

@@ -49,7 +49,7 @@ const runsOf = async (id: string) =>
 const tell = (run: number, action: 'done' | 'fail') =>
   db.pool.query('INSERT INTO gate_actions (run, action) VALUES ($1, $2)', [run, action]);
 
-async function requeueWhileRunning(honourSignal: boolean) {
+async function requeueWhileRunning(honourSignal: boolean, how: 'cancel-retry' | 'sql' = 'cancel-retry') {
   const { id } = await enqueue(db.pool, 'gate', { honourSignal });
   const [first] = await eventually(
     () => runsOf(id as string),
@@ -57,9 +57,14 @@ async function requeueWhileRunning(honourSignal: boolean) {
     15_000,
     'first run started',
   );
-  // `jobs cancel ID && jobs retry ID`: the row is pending again with attempts = 0.
-  assert.deepEqual(await cancelJobs(store, [id as string]), [id]);
-  assert.deepEqual(await retryJobs(store, [id as string]), [id]);
+  if (how === 'cancel-retry') {
+    // `jobs cancel ID && jobs retry ID`: the row is pending again with attempts = 0.
+    assert.deepEqual(await cancelJobs(store, [id as string]), [id]);
+    assert.deepEqual(await retryJobs(store, [id as string]), [id]);
+  } else {
+    // The README's plain-SQL re-queue recipe, applied to a running job.
+    await db.pool.query("UPDATE jobvisor.jobs SET status = 'pending', attempts = 0 WHERE id = $1", [id]);
+  }
   return { id: id as string, first };
 }
 
@@ -113,6 +118,30 @@ describe('a running job cancelled and retried', () => {
       'new run failure recorded',
     );
     assert.match(row.last_error, new RegExp(`run ${second.run} failed as told`));
+  });
+});
+
+describe('a running job re-queued by plain SQL', () => {
+  it('the old run is stopped and fenced off; the new run owns the outcome', async () => {
+    const { id } = await requeueWhileRunning(true, 'sql');
+    const [old, second] = await eventually(
+      () => runsOf(id),
+      (r) => r.length === 2,
+      15_000,
+      'second run started',
+    );
+    assert.equal(old.how, 'aborted');
+    assert.ok(second.started >= old.ended, 'the two runs never overlapped');
+    assert.equal((await job(id)).status, 'running');
+    await tell(second.run, 'done');
+    const row = await eventually(
+      () => job(id),
+      (r) => r.status === 'done',
+      15_000,
+      'new run recorded',
+    );
+    assert.equal(row.attempts, 1);
+    assert.equal(row.errors.length, 0, "the old run's abort was charged to nobody");
   });
 });
 

@@ -82,15 +82,20 @@ RETURNING id`,
 // in one statement held its row locks for 9.4 s and then woke every supervisor
 // for a million jobs at once; batches of `limit` rows, each its own statement
 // and transaction, keep locks short and let the fleet start on the first ones.
-// Rows retried by this run leave status 'failed', so the next batch finds the
-// next rows without a cursor; `finished_at <= $3` (the run's start) keeps a job
-// that fails again meanwhile from being retried twice by one command.
+// Rows retried leave status 'failed', so the next batch finds the next rows
+// without a cursor. A run retries at most as many rows as were failed when it
+// began (COUNT_FAILED), so jobs that fail again meanwhile cannot keep it going.
+const COUNT_FAILED = prepared(
+  'count_failed',
+  `SELECT count(*)::float8 AS n FROM jobvisor.jobs WHERE status = 'failed' AND ($1::text IS NULL OR kind = $1)`,
+);
+
 const RETRY_FAILED_BATCH = prepared(
   'retry_failed_batch',
   `
 WITH batch AS (
   SELECT id FROM jobvisor.jobs
-   WHERE status = 'failed' AND ($1::text IS NULL OR kind = $1) AND coalesce(finished_at, '-infinity') <= $3::timestamptz
+   WHERE status = 'failed' AND ($1::text IS NULL OR kind = $1)
    LIMIT $2
    FOR UPDATE SKIP LOCKED
 )
@@ -118,14 +123,12 @@ export async function retryFailedInBatches(
   options: { kind?: string; limit?: number; batchSize?: number; onBatch?: (ids: string[]) => void } = {},
 ): Promise<number> {
   const batchSize = options.batchSize ?? RETRY_BATCH_SIZE;
-  const limit = options.limit ?? Number.POSITIVE_INFINITY;
-  const startedAt = new Date();
+  const [failed] = await run<{ n: number }>(store, COUNT_FAILED, [options.kind ?? null]);
+  const limit = Math.min(options.limit ?? Number.POSITIVE_INFINITY, failed?.n ?? 0);
   let retried = 0;
   while (retried < limit) {
     const size = Math.min(batchSize, limit - retried);
-    const ids = (await run<{ id: string }>(store, RETRY_FAILED_BATCH, [options.kind ?? null, size, startedAt])).map(
-      (r) => r.id,
-    );
+    const ids = (await run<{ id: string }>(store, RETRY_FAILED_BATCH, [options.kind ?? null, size])).map((r) => r.id);
     retried += ids.length;
     options.onBatch?.(ids);
     if (ids.length < size) break;

@@ -131,16 +131,22 @@ export class Completer implements OutcomeSink {
     const [done, failed, released] = await Promise.all([
       writeSplitting(b.doneJobs.length, {
         write: (lo, hi) => this.writeDone(b, lo, hi),
-        alone: (i, err) => this.alone(b.doneJobs[i] as ClaimedJob, 'the job succeeded, but marking it done', err),
+        alone: (i, err) =>
+          this.alone(b.doneJobs[i] as ClaimedJob, b.doneMs[i] as number, 'the job succeeded, but marking it done', err),
       }),
       writeSplitting(b.failedJobs.length, {
         write: (lo, hi) => this.writeFailed(b, lo, hi),
         alone: (i, err) =>
-          this.alone(b.failedJobs[i] as ClaimedJob, `the job failed (${b.errors[i]}), and recording that`, err),
+          this.alone(
+            b.failedJobs[i] as ClaimedJob,
+            b.failedMs[i] as number,
+            `the job failed (${b.errors[i]}), and recording that`,
+            err,
+          ),
       }),
       writeSplitting(b.released.length, {
         write: (lo, hi) => this.writeReleased(b, lo, hi),
-        alone: (i, err) => this.alone(b.released[i] as ClaimedJob, 'handing the job back', err),
+        alone: (i, err) => this.alone(b.released[i] as ClaimedJob, 0, 'handing the job back', err),
       }),
     ]);
     this.settle(done, b.doneJobs, (i) => this.queued.takeDone(b, i));
@@ -169,11 +175,11 @@ export class Completer implements OutcomeSink {
   }
 
   /** The fallback for one outcome its batch could not write: dead-letter it alone. */
-  private async alone(job: ClaimedJob, what: string, err: unknown): Promise<void> {
+  private async alone(job: ClaimedJob, runMs: number, what: string, err: unknown): Promise<void> {
     const error = clean(`${what} failed (${messageOf(err)}), so it was dead-lettered alone`);
     const written = await deadLetterClaimed(this.store, this.owner, job, error);
     this.held.delete(job.token);
-    if (written) safeEmit(this.events, 'job:dead', { jobs: [job], runMs: [0], errors: [error] });
+    if (written) safeEmit(this.events, 'job:dead', { jobs: [job], runMs: [runMs], errors: [error] });
     else safeEmit(this.events, 'job:fenced', { jobs: [job] });
   }
 

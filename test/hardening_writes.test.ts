@@ -28,7 +28,7 @@ import { cleanupBudgetMs, createCleanup, createReaper } from '../src/supervisor/
 import { writeSplitting } from '../src/supervisor/split_write.ts';
 import { runCliInProcess } from './helpers/cli.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { eventually, testSettings } from './helpers/inprocess.ts';
+import { eventually, startSupervisor, testSettings } from './helpers/inprocess.ts';
 
 let db: TestDatabase;
 let store: Store;
@@ -222,6 +222,41 @@ describe('the completer', () => {
     await completer.flush(Date.now() + 200);
     assert.equal(await count(`queue = 'q_listener' AND status = 'done'`), 3);
     assert.deepEqual(seen.fenced, []);
+  });
+});
+
+describe('a real supervisor', () => {
+  it('runs 26 failing jobs, one poisoned, and a retryInMs of 1e16: nothing stalls', async () => {
+    const supervisor = startSupervisor(db.url, {
+      queues: { default: { concurrency: 10, jobsPerThread: 10 } },
+      backoff: { base: '1h', max: '1h', jitter: 0 },
+      pool: { maxThreads: 1 },
+    });
+    await supervisor.start();
+    try {
+      await enqueueMany(db.pool, [
+        ...Array.from({ length: 26 }, (_, i) => ({
+          kind: 'fail',
+          payload: i === 20 ? { poison_history: true } : { i },
+        })),
+        { kind: 'retry_later', payload: { ms: 1e16 } },
+      ]);
+      await eventually(
+        () =>
+          count(`kind IN ('fail', 'retry_later') AND (status = 'running' OR (status = 'pending' AND errors = '[]'))`),
+        (n) => n === 0,
+        30_000,
+        'every job ran once and its outcome was written',
+      );
+      assert.equal(await count(`kind = 'fail' AND status = 'pending' AND jsonb_array_length(errors) = 1`), 25);
+      assert.equal(await count(`kind = 'fail' AND status = 'failed' AND last_error ~ 'dead-lettered alone'`), 1);
+      assert.equal(
+        await count(`kind = 'retry_later' AND status = 'pending' AND run_at > now() + interval '364 days'`),
+        1,
+      );
+    } finally {
+      await supervisor.stop();
+    }
   });
 });
 

@@ -25,7 +25,7 @@ import { clampDelay, MAX_RETRY_DELAY_MS, retryDelay } from '../src/supervisor/ba
 import { Completer } from '../src/supervisor/completer.ts';
 import { SupervisorEvents, type JobRef } from '../src/supervisor/events.ts';
 import { cleanupBudgetMs, createCleanup, createReaper } from '../src/supervisor/maintenance.ts';
-import { writeSplitting } from '../src/supervisor/split_write.ts';
+import { keepsBatch, writeSplitting } from '../src/supervisor/split_write.ts';
 import { runCliInProcess } from './helpers/cli.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { eventually, startSupervisor, testSettings } from './helpers/inprocess.ts';
@@ -111,6 +111,14 @@ describe('splitting a refused batch (pure)', () => {
       abandoned.abandoned.map((a) => a.index),
       [0, 1],
     );
+  });
+
+  it('keeps the batch for connection, overload and timeout errors, splits for row errors', () => {
+    const e = (code: string) => Object.assign(new Error(code), { code });
+    for (const code of ['ECONNRESET', '57P01', '40001', '57014', '53100'])
+      assert.equal(keepsBatch(e(code)), true, code);
+    for (const code of ['22008', '23514', 'P0001', '22P02']) assert.equal(keepsBatch(e(code)), false, code);
+    assert.equal(keepsBatch(new Error('cannot get array length of a non-array')), false);
   });
 });
 

@@ -6,9 +6,9 @@
  * time. Until its outcome is written a job stays in `fences()`, so the
  * heartbeat keeps its lease.
  *
- * A failed write is classified with isRetryableDbError: a connection error
- * keeps the unwritten outcomes and tries them again after a growing delay; any
- * other error splits the batch until the one row that fails is alone
+ * A failed write is classified with keepsBatch (isRetryableDbError, plus
+ * overload and statement timeouts): such an error keeps the unwritten outcomes
+ * and tries them again after a growing delay; any other error splits the batch until the one row that fails is alone
  * (split_write.ts). That row is dead-lettered by itself with a last_error that
  * says why (queue/fallback.ts) and every other outcome is written normally.
  * Rows the database refuses through the fence (this supervisor no longer holds

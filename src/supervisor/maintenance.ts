@@ -11,7 +11,6 @@
  * rounds of this supervisor, so it cannot stop reaping anywhere.
  */
 import type { Settings } from '../config.ts';
-import { isRetryableDbError } from '../errors.ts';
 import { deleteOldJobs } from '../queue/cleanup.ts';
 import { deadLetterExpired } from '../queue/fallback.ts';
 import { listExpiredLeases, reapExpiredLeases, reapLeases, type ReapedJob } from '../queue/reaper.ts';
@@ -19,7 +18,7 @@ import type { Store } from '../queue/sql.ts';
 import type { SupervisorEvents } from './events.ts';
 import { Loop } from './loop.ts';
 import { safeEmit } from './safe_emit.ts';
-import { writeSplitting } from './split_write.ts';
+import { keepsBatch, writeSplitting } from './split_write.ts';
 
 const MAX_REAP_BATCHES_PER_ROUND = 20;
 /** Rows the reaper's split path has given up on, remembered at most. */
@@ -36,7 +35,7 @@ export function createReaper(store: Store, settings: Settings['reaper'], events:
         try {
           jobs = await reapExpiredLeases(store, settings.batchSize);
         } catch (err) {
-          if (isRetryableDbError(err)) throw err;
+          if (keepsBatch(err)) throw err;
           safeEmit(events, 'db:error', { loop: 'reaper', err });
           jobs = await reapSplitting(store, settings.batchSize, skipped, events);
           if (jobs.length > 0) safeEmit(events, 'lease:reaped', { jobs });

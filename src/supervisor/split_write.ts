@@ -16,7 +16,7 @@ export interface SplitWrite {
   write(lo: number, hi: number): Promise<void>;
   /** Deals with row i alone after its batch write failed with `err`. */
   alone(i: number, err: unknown): Promise<void>;
-  /** Default: isRetryableDbError. */
+  /** Default: keepsBatch. */
   retryable?: (err: unknown) => boolean;
 }
 
@@ -29,9 +29,23 @@ export interface SplitResult {
   abandoned: Array<{ index: number; err: unknown }>;
 }
 
+/**
+ * True when a failed batch write says nothing about its rows, so the batch is
+ * kept and tried again whole: what isRetryableDbError retries (connection lost,
+ * restart, conflict), plus SQLSTATE classes 53 (insufficient resources: disk
+ * full, out of memory) and 57 (operator intervention, e.g. 57014 statement
+ * timeout). Splitting on those would dead-letter healthy rows one by one while
+ * the database is merely overloaded.
+ */
+export function keepsBatch(err: unknown): boolean {
+  if (isRetryableDbError(err)) return true;
+  const code = (err as { code?: unknown } | undefined)?.code;
+  return typeof code === 'string' && /^5[37][0-9A-Z]{3}$/.test(code);
+}
+
 /** Writes rows [0, n), splitting around rows the database refuses. Never throws. */
 export async function writeSplitting(n: number, w: SplitWrite): Promise<SplitResult> {
-  const retryable = w.retryable ?? isRetryableDbError;
+  const retryable = w.retryable ?? keepsBatch;
   const result: SplitResult = { unwritten: [], abandoned: [] };
   // Ranges still to write, last one first out, so rows are written in order.
   const todo: Array<[number, number]> = n > 0 ? [[0, n]] : [];

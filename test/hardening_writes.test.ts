@@ -115,7 +115,7 @@ describe('splitting a refused batch (pure)', () => {
 
   it('keeps the batch for connection, overload and timeout errors, splits for row errors', () => {
     const e = (code: string) => Object.assign(new Error(code), { code });
-    for (const code of ['ECONNRESET', '57P01', '40001', '57014', '53100'])
+    for (const code of ['ECONNRESET', '57P01', '40001', '57014', '53100', '42883', '42703', '3F000'])
       assert.equal(keepsBatch(e(code)), true, code);
     for (const code of ['22008', '23514', 'P0001', '22P02']) assert.equal(keepsBatch(e(code)), false, code);
     assert.equal(keepsBatch(new Error('cannot get array length of a non-array')), false);

@@ -33,14 +33,16 @@ export interface SplitResult {
  * True when a failed batch write says nothing about its rows, so the batch is
  * kept and tried again whole: what isRetryableDbError retries (connection lost,
  * restart, conflict), plus SQLSTATE classes 53 (insufficient resources: disk
- * full, out of memory) and 57 (operator intervention, e.g. 57014 statement
- * timeout). Splitting on those would dead-letter healthy rows one by one while
- * the database is merely overloaded.
+ * full, out of memory), 57 (operator intervention, e.g. 57014 statement
+ * timeout), 42 and 3F (the statement itself is wrong for this database: a
+ * missing column, function or schema during a deploy, a revoked privilege).
+ * Splitting on those would dead-letter healthy rows one by one while the
+ * database is merely slow or mid-migration.
  */
 export function keepsBatch(err: unknown): boolean {
   if (isRetryableDbError(err)) return true;
   const code = (err as { code?: unknown } | undefined)?.code;
-  return typeof code === 'string' && /^5[37][0-9A-Z]{3}$/.test(code);
+  return typeof code === 'string' && /^(53|57|42|3F)[0-9A-Z]{3}$/.test(code);
 }
 
 /** Writes rows [0, n), splitting around rows the database refuses. Never throws. */

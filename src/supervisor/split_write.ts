@@ -2,9 +2,9 @@
  * Writing a batch so that one bad row cannot hold back the rest.
  *
  * A batch statement is all or nothing: one row the database refuses (a value
- * out of range, a constraint, a user's trigger) fails it for every row. A
- * connection error says nothing about the rows, so the batch is kept and tried
- * again later. Any other error splits the range in halves, each written on
+ * out of range, a constraint, a user's trigger) fails it for every row. An
+ * error that says nothing about the rows (a lost connection, an overload; see
+ * keepsBatch) keeps the batch to be tried again later. Any other error splits the range in halves, each written on
  * its own, until the row that fails is alone; that row goes to `alone` (a
  * minimal fallback write) and every other row is written normally. A batch
  * with one bad row costs about 2·log2(n) extra statements, once.

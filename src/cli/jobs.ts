@@ -1,11 +1,11 @@
 /**
  * `jobvisor jobs list [--status S] [--kind K] [--queue Q] [--limit N] [--json]`
- * `jobvisor jobs retry ID... | --failed [--kind K]`
+ * `jobvisor jobs retry ID... | --failed [--kind K] [--limit N]` (--failed: in batches of 1,000)
  * `jobvisor jobs cancel ID...`
  * retry and cancel exit 1 when some id could not be changed, and say why.
  */
 import { InputError } from '../errors.ts';
-import { cancelJobs, listJobs, retryFailedJobs, retryJobs, statusOf } from '../queue/admin.ts';
+import { cancelJobs, listJobs, retryFailedInBatches, retryJobs, statusOf, timeText } from '../queue/admin.ts';
 import type { Store } from '../queue/sql.ts';
 import { checkName } from '../queue/validate.ts';
 import { integer, jobIds, parse } from './args.ts';
@@ -81,7 +81,7 @@ async function list(argv: string[]): Promise<number> {
         r.kind,
         r.status,
         `${r.attempts}/${r.max_attempts}`,
-        r.run_at.toISOString(),
+        timeText(r.run_at),
         (r.last_error ?? '').split('\n')[0]?.slice(0, 80) ?? '',
       ]),
     ),
@@ -90,15 +90,23 @@ async function list(argv: string[]): Promise<number> {
 }
 
 async function retry(argv: string[]): Promise<number> {
-  const { values, positionals } = parse(argv, { failed: { type: 'boolean' }, kind: { type: 'string' } }, 'jobs retry');
+  const { values, positionals } = parse(
+    argv,
+    { failed: { type: 'boolean' }, kind: { type: 'string' }, limit: { type: 'string' } },
+    'jobs retry',
+  );
   if (values.failed) {
     if (positionals.length > 0) throw new InputError('jobs retry: give job ids or --failed, not both');
     if (values.kind !== undefined) checkName('--kind', values.kind);
-    const ids = await withStore((store) => retryFailedJobs(store, values.kind as string | undefined));
-    process.stdout.write(`retried ${ids.length} failed job(s)\n`);
+    const limit = integer('--limit', values.limit as string | undefined, 1, Number.MAX_SAFE_INTEGER);
+    const count = await withStore((store) =>
+      retryFailedInBatches(store, { kind: values.kind as string | undefined, limit }),
+    );
+    process.stdout.write(`retried ${count} failed job(s)\n`);
     return 0;
   }
   if (values.kind !== undefined) throw new InputError('jobs retry: --kind goes with --failed');
+  if (values.limit !== undefined) throw new InputError('jobs retry: --limit goes with --failed');
   const ids = jobIds(positionals);
   return withStore(async (store) =>
     report(

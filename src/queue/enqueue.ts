@@ -57,6 +57,13 @@ export interface JobSpec<K extends string = string> extends Omit<EnqueueOptions,
 
 export const DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024;
 const MAX_BATCH = 100_000;
+/**
+ * Default cap on one enqueueMany call's size: payload JSON plus kind, queue and
+ * unique key, in UTF-8 bytes. 100,000 jobs of up to 1 MiB each could otherwise
+ * make one statement of 100 GB; 64 MiB keeps a batch to one reasonable
+ * message, with a clear error before anything is sent.
+ */
+export const DEFAULT_MAX_BATCH_BYTES = 64 * 1024 * 1024;
 /** From this many jobs without unique keys, enqueueMany uses COPY (see copy.ts). */
 export const COPY_THRESHOLD = 500;
 
@@ -213,6 +220,28 @@ async function insertRows(store: Store, rows: Row[]): Promise<EnqueueResult[]> {
   });
 }
 
+/**
+ * @throws InputError when the batch is over `maxBytes`. Counted in UTF-16 units
+ * first (at most 3 UTF-8 bytes each), so a batch far below the cap costs no
+ * encoding.
+ */
+function checkBatchBytes(rows: Row[], maxBytes: number): void {
+  let units = 0;
+  for (const r of rows) units += r.payload.length + r.kind.length + r.queue.length + (r.uniqueKey?.length ?? 0);
+  if (units * 3 <= maxBytes) return;
+  let bytes = 0;
+  for (const r of rows)
+    bytes +=
+      Buffer.byteLength(r.payload) +
+      Buffer.byteLength(r.kind) +
+      Buffer.byteLength(r.queue) +
+      (r.uniqueKey === null ? 0 : Buffer.byteLength(r.uniqueKey));
+  if (bytes > maxBytes)
+    throw new InputError(
+      `jobs: the batch is ${bytes} bytes, over the enqueueMany limit of ${maxBytes} bytes (maxBatchBytes); split it`,
+    );
+}
+
 function keyOf(kind: string, key: string): string {
   return `${kind}\u0000${key}`;
 }
@@ -237,12 +266,13 @@ export async function enqueue<K extends string>(
 /**
  * Enqueues many jobs in one statement (all or nothing).
  * @returns one result per job, in order.
- * @throws InputError naming the index and field of the first bad job; nothing is written.
+ * @throws InputError naming the index and field of the first bad job, or when the
+ *   whole batch is over `maxBatchBytes` (default 64 MiB); nothing is written.
  */
 export async function enqueueMany(
   db: Db,
   jobs: JobSpec[],
-  options: { schema?: string; maxPayloadBytes?: number } = {},
+  options: { schema?: string; maxPayloadBytes?: number; maxBatchBytes?: number } = {},
 ): Promise<EnqueueResult[]> {
   if (!Array.isArray(jobs)) throw new InputError('jobs must be an array');
   if (jobs.length === 0) return [];
@@ -258,6 +288,7 @@ export async function enqueueMany(
       throw err instanceof InputError ? new InputError(`jobs[${i}].${err.message}`, { cause: err.cause }) : err;
     }
   }
+  checkBatchBytes(rows, options.maxBatchBytes ?? DEFAULT_MAX_BATCH_BYTES);
   const schema = options.schema ?? 'jobvisor';
   if (rows.length >= COPY_THRESHOLD && rows.every((r) => r.uniqueKey === null)) {
     const ids = await copyRows(db, schema, rows, (s) => qualify(COPY_JOBS, s));

@@ -2,19 +2,15 @@
  * The reaper: running jobs whose lease ended (their supervisor crashed, froze or
  * lost the database) go back to pending at once, or to failed when no attempts
  * remain. SKIP LOCKED: a row being completed right now is left for the next round.
+ *
+ * `reapExpiredLeases` is the normal round: one statement. When it fails for a
+ * reason other than the connection, the loop lists the expired ids
+ * (`listExpiredLeases`) and reaps them by id (`reapLeases`), splitting around
+ * the row that fails (see src/supervisor/split_write.ts).
  */
-import { planned, run, type Now, type Store } from './sql.ts';
+import { intArray, planned, run, type Now, type Store } from './sql.ts';
 
-const REAP_EXPIRED_LEASES = planned(
-  'reap_expired_leases',
-  `
-WITH expired AS (
-  SELECT id FROM jobvisor.jobs
-   WHERE status = 'running' AND locked_until < coalesce($2::timestamptz, now())
-   ORDER BY id
-   LIMIT $1
-   FOR UPDATE SKIP LOCKED
-), t AS (SELECT coalesce($2::timestamptz, now()) AS now)
+const REAPED = `
 UPDATE jobvisor.jobs AS j
    SET status = CASE WHEN j.attempts >= j.max_attempts THEN 'failed' ELSE 'pending' END,
        finished_at = CASE WHEN j.attempts >= j.max_attempts THEN t.now END,
@@ -25,7 +21,18 @@ UPDATE jobvisor.jobs AS j
                 'lease expired: supervisor ' || coalesce(j.locked_by, '?') || ' stopped renewing it (crashed, frozen or cut off)')
   FROM expired, t
  WHERE j.id = expired.id
-RETURNING j.id, j.queue, j.kind, j.status, j.locked_by`,
+RETURNING j.id, j.queue, j.kind, j.status, j.locked_by`;
+
+const REAP_EXPIRED_LEASES = planned(
+  'reap_expired_leases',
+  `
+WITH expired AS (
+  SELECT id FROM jobvisor.jobs
+   WHERE status = 'running' AND locked_until < coalesce($2::timestamptz, now())
+   ORDER BY id
+   LIMIT $1
+   FOR UPDATE SKIP LOCKED
+), t AS (SELECT coalesce($2::timestamptz, now()) AS now)${REAPED}`,
 );
 
 export interface ReapedJob {
@@ -39,4 +46,39 @@ export interface ReapedJob {
 /** Returns expired leases to pending (or failed); at most `limit` per call. */
 export async function reapExpiredLeases(store: Store, limit: number, now: Now = null): Promise<ReapedJob[]> {
   return run<ReapedJob>(store, REAP_EXPIRED_LEASES, [limit, now]);
+}
+
+const LIST_EXPIRED_LEASES = planned(
+  'list_expired_leases',
+  `
+SELECT id FROM jobvisor.jobs
+ WHERE status = 'running' AND locked_until < coalesce($2::timestamptz, now()) AND NOT (id = ANY($3::bigint[]))
+ ORDER BY id
+ LIMIT $1`,
+);
+
+/** Ids of expired leases (at most `limit`), leaving out `skip`: the split path's input. */
+export async function listExpiredLeases(
+  store: Store,
+  limit: number,
+  skip: readonly string[] = [],
+  now: Now = null,
+): Promise<string[]> {
+  return (await run<{ id: string }>(store, LIST_EXPIRED_LEASES, [limit, now, intArray(skip)])).map((r) => r.id);
+}
+
+const REAP_LEASES = planned(
+  'reap_leases',
+  `
+WITH expired AS (
+  SELECT id FROM jobvisor.jobs
+   WHERE id = ANY($1::bigint[]) AND status = 'running' AND locked_until < coalesce($2::timestamptz, now())
+   FOR UPDATE SKIP LOCKED
+), t AS (SELECT coalesce($2::timestamptz, now()) AS now)${REAPED}`,
+);
+
+/** Reaps the given ids, those still running with an expired lease. */
+export async function reapLeases(store: Store, ids: readonly string[], now: Now = null): Promise<ReapedJob[]> {
+  if (ids.length === 0) return [];
+  return run<ReapedJob>(store, REAP_LEASES, [intArray(ids), now]);
 }

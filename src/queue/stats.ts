@@ -16,12 +16,18 @@ export interface JobCount {
   oldest_due_s: number | null;
 }
 
+// A pending row with run_at = '-infinity' (plain SQL) is due since forever:
+// now() - '-infinity' is out of interval range and failed the whole query, so
+// `jobvisor stats` exited 1 and /metrics lost its pending gauges. Such a row
+// counts as due since 1970 instead: an age that is visibly wrong, not an error.
+const EPOCH = "timestamptz '1970-01-01 00:00:00+00'";
+
 const COUNT_ACTIVE = prepared(
   'count_active',
   `
 SELECT queue, kind, status, count(*)::int AS count,
        extract(epoch FROM coalesce($1::timestamptz, now())
-               - min(run_at) FILTER (WHERE status = 'pending' AND run_at <= coalesce($1::timestamptz, now()))) AS oldest_due_s
+               - min(greatest(run_at, ${EPOCH})) FILTER (WHERE status = 'pending' AND run_at <= coalesce($1::timestamptz, now()))) AS oldest_due_s
   FROM jobvisor.jobs
  WHERE status = 'pending' OR status = 'running' OR status = 'failed'
  GROUP BY 1, 2, 3
@@ -33,7 +39,7 @@ const COUNT_ALL = prepared(
   `
 SELECT queue, kind, status, count(*)::int AS count,
        extract(epoch FROM coalesce($1::timestamptz, now())
-               - min(run_at) FILTER (WHERE status = 'pending' AND run_at <= coalesce($1::timestamptz, now()))) AS oldest_due_s
+               - min(greatest(run_at, ${EPOCH})) FILTER (WHERE status = 'pending' AND run_at <= coalesce($1::timestamptz, now()))) AS oldest_due_s
   FROM jobvisor.jobs
  GROUP BY 1, 2, 3
  ORDER BY 1, 2, 3`,

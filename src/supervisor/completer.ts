@@ -2,62 +2,36 @@
  * The completer: outcomes in, batched fenced writes out.
  *
  * Outcomes wait at most `flushIntervalMs` (or until `batchSize` are queued) and
- * are written with one statement per kind of write, at most two batches in
- * flight. A write that fails for a connection reason is kept and tried again;
- * the jobs stay in `ids()` so the heartbeat keeps their leases meanwhile. Rows
- * the database refuses (fenced: this supervisor no longer holds that claim)
- * are reported, never forced.
+ * are written with one statement per kind of write, one batch in flight at a
+ * time. Until its outcome is written a job stays in `fences()`, so the
+ * heartbeat keeps its lease.
  *
- * Outcomes are kept as parallel arrays: at tens of thousands of jobs per second
- * an object per outcome is measurable garbage-collector time.
+ * A failed write is classified with keepsBatch (isRetryableDbError, plus
+ * overload and statement timeouts): such an error keeps the unwritten outcomes
+ * and tries them again after a growing delay; any other error splits the batch until the one row that fails is alone
+ * (split_write.ts). That row is dead-lettered by itself with a last_error that
+ * says why (queue/fallback.ts) and every other outcome is written normally.
+ * Rows the database refuses through the fence (this supervisor no longer holds
+ * that claim) are reported, never forced. Events go out after the write,
+ * through safeEmit, so a throwing listener cannot make a written outcome look
+ * unwritten.
  */
 import type { Settings } from '../config.ts';
 import { completeJobs, failJobs, releaseJobs } from '../queue/complete.ts';
+import { deadLetterClaimed } from '../queue/fallback.ts';
 import type { Store } from '../queue/sql.ts';
 import type { ClaimedJob, Fence } from '../queue/types.ts';
-import { retryDelay } from './backoff.ts';
+import { clampDelay, retryDelay } from './backoff.ts';
 import type { Failure, OutcomeSink } from './dispatcher.ts';
 import type { JobRef, SupervisorEvents } from './events.ts';
+import { OutcomeBatch } from './outcome_batch.ts';
+import { safeEmit } from './safe_emit.ts';
+import { writeSplitting, type SplitResult } from './split_write.ts';
 
 const MAX_ERROR_CHARS = 4000;
 
-class Batch {
-  doneJobs: ClaimedJob[] = [];
-  doneMs: number[] = [];
-  failedJobs: ClaimedJob[] = [];
-  failedMs: number[] = [];
-  errors: string[] = [];
-  permanent: boolean[] = [];
-  delays: number[] = [];
-  released: ClaimedJob[] = [];
-  reasons: string[] = [];
-
-  get size(): number {
-    return this.doneJobs.length + this.failedJobs.length + this.released.length;
-  }
-
-  /** Puts the parts of `other` that `failed` names back into this batch (a write failed). */
-  restore(other: Batch, parts: { done: boolean; failed: boolean; released: boolean }): void {
-    if (parts.done) {
-      this.doneJobs.push(...other.doneJobs);
-      this.doneMs.push(...other.doneMs);
-    }
-    if (parts.failed) {
-      this.failedJobs.push(...other.failedJobs);
-      this.failedMs.push(...other.failedMs);
-      this.errors.push(...other.errors);
-      this.permanent.push(...other.permanent);
-      this.delays.push(...other.delays);
-    }
-    if (parts.released) {
-      this.released.push(...other.released);
-      this.reasons.push(...other.reasons);
-    }
-  }
-}
-
 export class Completer implements OutcomeSink {
-  private queued = new Batch();
+  private queued = new OutcomeBatch();
   /** The write in flight, if any. */
   private writing: Promise<void> | undefined;
   /** By claim token. */
@@ -94,7 +68,7 @@ export class Completer implements OutcomeSink {
     q.failedMs.push(f.runMs);
     q.errors.push(clean(f.error));
     q.permanent.push(f.permanent);
-    q.delays.push(f.retryInMs ?? retryDelay(job.attempt, this.settings.backoff));
+    q.delays.push(clampDelay(f.retryInMs ?? retryDelay(job.attempt, this.settings.backoff)));
     this.added(job);
   }
 
@@ -143,7 +117,7 @@ export class Completer implements OutcomeSink {
 
   private write(): void {
     const batch = this.queued;
-    this.queued = new Batch();
+    this.queued = new OutcomeBatch();
     this.writing = this.writeBatch(batch).finally(() => {
       this.writing = undefined;
       if (this.stopped) return;
@@ -153,30 +127,65 @@ export class Completer implements OutcomeSink {
     });
   }
 
-  private async writeBatch(batch: Batch): Promise<void> {
-    const [done, failed, released] = await Promise.allSettled([
-      this.writeDone(batch),
-      this.writeFailed(batch),
-      this.writeReleased(batch),
+  private async writeBatch(b: OutcomeBatch): Promise<void> {
+    const [done, failed, released] = await Promise.all([
+      writeSplitting(b.doneJobs.length, {
+        write: (lo, hi) => this.writeDone(b, lo, hi),
+        alone: (i, err) =>
+          this.alone(b.doneJobs[i] as ClaimedJob, b.doneMs[i] as number, 'the job succeeded, but marking it done', err),
+      }),
+      writeSplitting(b.failedJobs.length, {
+        write: (lo, hi) => this.writeFailed(b, lo, hi),
+        alone: (i, err) =>
+          this.alone(
+            b.failedJobs[i] as ClaimedJob,
+            b.failedMs[i] as number,
+            `the job failed (${b.errors[i]}), and recording that`,
+            err,
+          ),
+      }),
+      writeSplitting(b.released.length, {
+        write: (lo, hi) => this.writeReleased(b, lo, hi),
+        alone: (i, err) => this.alone(b.released[i] as ClaimedJob, 0, 'handing the job back', err),
+      }),
     ]);
-    const error = [done, failed, released].find((r): r is PromiseRejectedResult => r.status === 'rejected');
-    if (error) {
-      // Nothing of a failed statement was written: keep its outcomes and try again.
-      this.queued.restore(batch, {
-        done: done.status === 'rejected',
-        failed: failed.status === 'rejected',
-        released: released.status === 'rejected',
-      });
+    this.settle(done, b.doneJobs, (i) => this.queued.takeDone(b, i));
+    this.settle(failed, b.failedJobs, (i) => this.queued.takeFailed(b, i));
+    this.settle(released, b.released, (i) => this.queued.takeReleased(b, i));
+    const retryError = done.retryError ?? failed.retryError ?? released.retryError;
+    if (retryError !== undefined) {
       this.retryDelayMs = Math.min(5000, Math.max(50, this.retryDelayMs * 2));
-      this.events.emit('db:error', { loop: 'completer', err: error.reason });
+      safeEmit(this.events, 'db:error', { loop: 'completer', err: retryError });
     } else {
       this.retryDelayMs = 0;
     }
   }
 
-  private async writeDone(batch: Batch): Promise<void> {
-    const jobs = batch.doneJobs;
-    if (jobs.length === 0) return;
+  /**
+   * After a split write: unwritten outcomes (connection lost) are queued again;
+   * abandoned ones (even the fallback was refused) are let go, so their lease
+   * expires and the reaper, which splits the same way, takes them.
+   */
+  private settle(r: SplitResult, jobs: ClaimedJob[], requeue: (i: number) => void): void {
+    for (const i of r.unwritten) requeue(i);
+    for (const { index, err } of r.abandoned) {
+      this.held.delete((jobs[index] as ClaimedJob).token);
+      safeEmit(this.events, 'db:error', { loop: 'completer', err });
+    }
+  }
+
+  /** The fallback for one outcome its batch could not write: dead-letter it alone. */
+  private async alone(job: ClaimedJob, runMs: number, what: string, err: unknown): Promise<void> {
+    const error = clean(`${what} failed (${messageOf(err)}), so it was dead-lettered alone`);
+    const written = await deadLetterClaimed(this.store, this.owner, job, error);
+    this.held.delete(job.token);
+    if (written) safeEmit(this.events, 'job:dead', { jobs: [job], runMs: [runMs], errors: [error] });
+    else safeEmit(this.events, 'job:fenced', { jobs: [job] });
+  }
+
+  private async writeDone(b: OutcomeBatch, lo: number, hi: number): Promise<void> {
+    const jobs = b.doneJobs.slice(lo, hi);
+    const runMs = b.doneMs.slice(lo, hi);
     const fenced = await completeJobs(
       this.store,
       this.owner,
@@ -185,7 +194,7 @@ export class Completer implements OutcomeSink {
     );
     for (const j of jobs) this.held.delete(j.token);
     if (fenced.size === 0) {
-      this.events.emit('job:completed', { jobs, runMs: batch.doneMs });
+      safeEmit(this.events, 'job:completed', { jobs, runMs });
       return;
     }
     const written: JobRef[] = [];
@@ -193,21 +202,21 @@ export class Completer implements OutcomeSink {
     jobs.forEach((j, i) => {
       if (fenced.has(j.id)) return;
       written.push(j);
-      ms.push(batch.doneMs[i] as number);
+      ms.push(runMs[i] as number);
     });
-    if (written.length) this.events.emit('job:completed', { jobs: written, runMs: ms });
-    this.events.emit('job:fenced', { jobs: jobs.filter((j) => fenced.has(j.id)) });
+    if (written.length) safeEmit(this.events, 'job:completed', { jobs: written, runMs: ms });
+    safeEmit(this.events, 'job:fenced', { jobs: jobs.filter((j) => fenced.has(j.id)) });
   }
 
-  private async writeFailed(batch: Batch): Promise<void> {
-    const jobs = batch.failedJobs;
-    if (jobs.length === 0) return;
+  private async writeFailed(b: OutcomeBatch, lo: number, hi: number): Promise<void> {
+    const jobs = b.failedJobs.slice(lo, hi);
+    const errors = b.errors.slice(lo, hi);
     const rows = await failJobs(this.store, this.owner, {
       ids: jobs.map((j) => j.id),
       tokens: jobs.map((j) => j.token),
-      permanent: batch.permanent,
-      delaysMs: batch.delays,
-      errors: batch.errors,
+      permanent: b.permanent.slice(lo, hi),
+      delaysMs: b.delays.slice(lo, hi),
+      errors,
     });
     const status = new Map(rows.map((r) => [r.id, r.status]));
     const retried = { jobs: [] as JobRef[], runMs: [] as number[], errors: [] as string[] };
@@ -222,17 +231,16 @@ export class Completer implements OutcomeSink {
         return;
       }
       into.jobs.push(j);
-      into.runMs.push(batch.failedMs[i] as number);
-      into.errors.push(batch.errors[i] as string);
+      into.runMs.push(b.failedMs[lo + i] as number);
+      into.errors.push(errors[i] as string);
     });
-    if (retried.jobs.length) this.events.emit('job:retried', retried);
-    if (dead.jobs.length) this.events.emit('job:dead', dead);
-    if (fenced.length) this.events.emit('job:fenced', { jobs: fenced });
+    if (retried.jobs.length) safeEmit(this.events, 'job:retried', retried);
+    if (dead.jobs.length) safeEmit(this.events, 'job:dead', dead);
+    if (fenced.length) safeEmit(this.events, 'job:fenced', { jobs: fenced });
   }
 
-  private async writeReleased(batch: Batch): Promise<void> {
-    const jobs = batch.released;
-    if (jobs.length === 0) return;
+  private async writeReleased(b: OutcomeBatch, lo: number, hi: number): Promise<void> {
+    const jobs = b.released.slice(lo, hi);
     const written = new Set(
       await releaseJobs(
         this.store,
@@ -244,12 +252,12 @@ export class Completer implements OutcomeSink {
     jobs.forEach((j, i) => {
       this.held.delete(j.token);
       if (!written.has(j.id)) return;
-      const reason = batch.reasons[i] as string;
+      const reason = b.reasons[lo + i] as string;
       const list = byReason.get(reason) ?? [];
       list.push(j);
       byReason.set(reason, list);
     });
-    for (const [reason, refs] of byReason) this.events.emit('job:released', { jobs: refs, reason });
+    for (const [reason, refs] of byReason) safeEmit(this.events, 'job:released', { jobs: refs, reason });
   }
 
   /**
@@ -274,4 +282,9 @@ export class Completer implements OutcomeSink {
 function clean(error: string): string {
   const text = error.replaceAll('\u0000', '\\0');
   return text.length > MAX_ERROR_CHARS ? `${text.slice(0, MAX_ERROR_CHARS)}… (truncated)` : text;
+}
+
+function messageOf(err: unknown): string {
+  const text = (err as { message?: unknown } | undefined)?.message;
+  return typeof text === 'string' ? text.slice(0, 500) : 'unknown error';
 }

@@ -1,29 +1,84 @@
 /**
  * The reaper and cleanup loops. Both work in batches and repeat while a batch
- * comes back full, up to a bound per round so one round never runs long.
+ * comes back full: the reaper up to 20 batches per round, cleanup until its
+ * time budget (half its interval) is spent, so a backlog of any size shrinks
+ * every round and a round still ends before the next one is due.
+ *
+ * A reaper batch the database refuses for a reason other than the connection
+ * (one malformed row, a user's trigger) is split until the bad row is alone;
+ * that row is dead-lettered by itself and the other expired leases are
+ * returned as usual. A row whose fallback fails too is skipped by later split
+ * rounds of this supervisor, so it cannot stop reaping anywhere.
  */
 import type { Settings } from '../config.ts';
 import { deleteOldJobs } from '../queue/cleanup.ts';
-import { reapExpiredLeases } from '../queue/reaper.ts';
+import { deadLetterExpired } from '../queue/fallback.ts';
+import { listExpiredLeases, reapExpiredLeases, reapLeases, type ReapedJob } from '../queue/reaper.ts';
 import type { Store } from '../queue/sql.ts';
 import type { SupervisorEvents } from './events.ts';
 import { Loop } from './loop.ts';
+import { safeEmit } from './safe_emit.ts';
+import { keepsBatch, writeSplitting } from './split_write.ts';
 
-const MAX_BATCHES_PER_ROUND = 20;
+const MAX_REAP_BATCHES_PER_ROUND = 20;
+/** Rows the reaper's split path has given up on, remembered at most. */
+const MAX_SKIPPED = 1000;
 
 export function createReaper(store: Store, settings: Settings['reaper'], events: SupervisorEvents): Loop {
+  const skipped = new Set<string>();
   return new Loop({
     name: 'reaper',
     intervalMs: settings.interval,
     run: async () => {
-      for (let i = 0; i < MAX_BATCHES_PER_ROUND; i++) {
-        const jobs = await reapExpiredLeases(store, settings.batchSize);
-        if (jobs.length > 0) events.emit('lease:reaped', { jobs });
+      for (let i = 0; i < MAX_REAP_BATCHES_PER_ROUND; i++) {
+        let jobs: ReapedJob[];
+        try {
+          jobs = await reapExpiredLeases(store, settings.batchSize);
+        } catch (err) {
+          if (keepsBatch(err)) throw err;
+          safeEmit(events, 'db:error', { loop: 'reaper', err });
+          jobs = await reapSplitting(store, settings.batchSize, skipped, events);
+          if (jobs.length > 0) safeEmit(events, 'lease:reaped', { jobs });
+          return;
+        }
+        if (jobs.length > 0) safeEmit(events, 'lease:reaped', { jobs });
         if (jobs.length < settings.batchSize) return;
       }
     },
-    onError: (err) => events.emit('db:error', { loop: 'reaper', err }),
+    onError: (err) => safeEmit(events, 'db:error', { loop: 'reaper', err }),
   });
+}
+
+/** The reaper's split path: reap expired ids, isolating and dead-lettering rows that fail. */
+async function reapSplitting(
+  store: Store,
+  limit: number,
+  skipped: Set<string>,
+  events: SupervisorEvents,
+): Promise<ReapedJob[]> {
+  const ids = await listExpiredLeases(store, limit, [...skipped]);
+  const reaped: ReapedJob[] = [];
+  const result = await writeSplitting(ids.length, {
+    write: async (lo, hi) => void reaped.push(...(await reapLeases(store, ids.slice(lo, hi)))),
+    alone: async (i, err) => {
+      const row = await deadLetterExpired(
+        store,
+        ids[i] as string,
+        `lease expired, and returning the job failed (${messageOf(err)}), so it was dead-lettered alone`,
+      );
+      if (row) reaped.push(row);
+    },
+  });
+  for (const { index, err } of result.abandoned) {
+    if (skipped.size >= MAX_SKIPPED) skipped.clear();
+    skipped.add(ids[index] as string);
+    safeEmit(events, 'db:error', { loop: 'reaper', err });
+  }
+  if (result.retryError !== undefined) {
+    if (reaped.length > 0) safeEmit(events, 'lease:reaped', { jobs: reaped });
+    throw result.retryError as Error;
+  }
+  return reaped;
 }
 
 export function createCleanup(store: Store, settings: Settings['cleanup'], events: SupervisorEvents): Loop {
@@ -31,16 +86,32 @@ export function createCleanup(store: Store, settings: Settings['cleanup'], event
     name: 'cleanup',
     intervalMs: settings.interval,
     run: async () => {
-      for (let i = 0; i < MAX_BATCHES_PER_ROUND; i++) {
+      const deadline = Date.now() + cleanupBudgetMs(settings.interval);
+      for (;;) {
         const rows = await deleteOldJobs(store, {
           retentionMs: settings.retention,
           failedRetentionMs: settings.failedRetention,
           limit: settings.batchSize,
         });
-        if (rows.length > 0) events.emit('jobs:cleaned', { rows });
+        if (rows.length > 0) safeEmit(events, 'jobs:cleaned', { rows });
         if (rows.reduce((n, r) => n + r.count, 0) < settings.batchSize) return;
+        if (Date.now() >= deadline) return;
       }
     },
-    onError: (err) => events.emit('db:error', { loop: 'cleanup', err }),
+    onError: (err) => safeEmit(events, 'db:error', { loop: 'cleanup', err }),
   });
+}
+
+/**
+ * How long one cleanup round may keep deleting: half its interval. The other
+ * half leaves the database to claims and completions, and a round always ends
+ * before the next one is due.
+ */
+export function cleanupBudgetMs(intervalMs: number): number {
+  return Math.max(1, Math.floor(intervalMs / 2));
+}
+
+function messageOf(err: unknown): string {
+  const text = (err as { message?: unknown } | undefined)?.message;
+  return typeof text === 'string' ? text.slice(0, 500) : 'unknown error';
 }

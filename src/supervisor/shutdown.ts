@@ -28,6 +28,7 @@ export function drainOnSignals(options: {
   /** Ends the worker threads, waiting up to `ms`; resolves with how many live on. */
   threadsAlive?: (ms: number) => Promise<number>;
   exitHard?: () => void;
+  killChildren?: () => number[];
 }): () => void {
   const exit = options.exit ?? ((code: number) => process.exit(code));
   const exitHard = options.exitHard ?? defaultExitHard;
@@ -44,7 +45,7 @@ export function drainOnSignals(options: {
     const alive = options.threadsAlive ?? (() => Promise.resolve(0));
     let threads = await alive(THREAD_WAIT_MS);
     if (threads > 0) {
-      const children = killChildProcesses();
+      const children = (options.killChildren ?? killChildProcesses)();
       log.warn({ threads, children }, 'worker threads did not stop: killed child processes they may wait on');
       threads = await alive(THREAD_WAIT_MS);
     }

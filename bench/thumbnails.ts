@@ -169,7 +169,8 @@ async function throughJobvisor(db: CommandContext, threads: number, source: stri
       database: { url: db.databaseUrl },
       pool: { maxThreads: threads, idleTimeout: '10m' },
       queues: { [QUEUE]: { concurrency: threads, jobsPerThread: 1, prefetch }, default: { concurrency: 1 } },
-      thumbnails: { format: FORMAT },
+      // Sources and outputs live in the run's work folder: the task's confined roots.
+      thumbnails: { format: FORMAT, dir: path.dirname(source), sourceRoots: [path.dirname(source)] },
       log: { level: 'warn' },
       schedules: [],
     },
@@ -223,7 +224,7 @@ async function main(): Promise<void> {
       log: db.log,
       db: db.pool,
       config: {
-        thumbnails: { dir: work, format: FORMAT },
+        thumbnails: { dir: work, format: FORMAT, sourceRoots: [work] },
         reports: { dir: work },
         schema: db.settings.database.schema,
       },

@@ -69,7 +69,7 @@ export interface Settings {
   metrics: { port: number; host: string; refresh: number };
   log: { level: string };
   supervisor: { name: string };
-  thumbnails: { dir: string; format: string };
+  thumbnails: { dir: string; format: string; sourceRoots: string[] };
   reports: { dir: string };
 }
 
@@ -370,6 +370,12 @@ const schema = {
       env: 'JOBVISOR_THUMBNAILS_DIR',
     },
     format: { doc: 'Image format of thumbnails.', format: ['webp', 'jpeg', 'png', 'avif'], default: 'webp' },
+    sourceRoots: {
+      doc: 'Folders the thumbnail task may read sources from (comma-separated in the environment).',
+      format: Array,
+      default: ['.jobvisor/images'],
+      env: 'JOBVISOR_THUMBNAILS_SOURCE_ROOTS',
+    },
   },
   reports: {
     dir: {

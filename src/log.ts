@@ -8,7 +8,8 @@ import pino, { type Logger } from 'pino';
 
 export type { Logger };
 
-const REDACT = [
+/** Log fields never written, on the main thread and in worker threads (task logs) alike. */
+export const REDACT = [
   'password',
   '*.password',
   'databaseUrl',
@@ -23,6 +24,9 @@ const REDACT = [
   '*.env.DATABASE_URL',
 ];
 
+/** pino's `redact` option for every logger of jobvisor. */
+export const REDACT_OPTIONS = { paths: REDACT, censor: '[redacted]' };
+
 export function createLogger(options: { level?: string; name?: string; pretty?: boolean; fd?: 1 | 2 } = {}): Logger {
   const fd = options.fd ?? 1;
   const stream = fd === 1 ? process.stdout : process.stderr;
@@ -31,7 +35,7 @@ export function createLogger(options: { level?: string; name?: string; pretty?: 
     {
       name: options.name ?? 'jobvisor',
       level: options.level ?? 'info',
-      redact: { paths: REDACT, censor: '[redacted]' },
+      redact: REDACT_OPTIONS,
       serializers: { err: serializeError },
       ...(pretty
         ? {

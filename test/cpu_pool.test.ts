@@ -88,7 +88,8 @@ before(async () => {
       pool: { maxThreads: THREADS, maxOldGenerationSizeMb: 64 },
       queues: { cpu: { concurrency: THREADS, jobsPerThread: 1 } },
       jobs: { lease: `${LEASE_MS / 1000}s` },
-      thumbnails: { dir: path.join(work, 'out'), format: 'webp' },
+      // Sources and outputs under `work`: the thumbnail task's confined roots.
+      thumbnails: { dir: work, format: 'webp', sourceRoots: [work] },
     },
   });
 });

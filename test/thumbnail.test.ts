@@ -1,14 +1,24 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, readdir, rm, stat, writeFile, readFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, stat, symlink, writeFile, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import sharp from 'sharp';
 import thumbnail from '../src/tasks/thumbnail.ts';
-import { taskContext } from './helpers/task_context.ts';
+import { taskContext as baseContext, type TaskContextOptions } from './helpers/task_context.ts';
 
 let dir: string;
 let photo: string;
+/** A folder outside every configured root. */
+let outside: string;
+
+/** The tests' sources and outputs live under `dir`, which is both configured root. */
+function taskContext(options: TaskContextOptions = {}) {
+  return baseContext({
+    ...options,
+    config: { ...options.config, thumbnails: { dir, sourceRoots: [dir], ...options.config?.thumbnails } },
+  });
+}
 
 /** A noisy 640x480 JPEG, so that the encoders have real work and real bytes. */
 async function makeImage(file: string, width = 640, height = 480, orientation?: number): Promise<string> {
@@ -37,10 +47,12 @@ async function expectPermanent(promise: Promise<unknown>, message: RegExp): Prom
 before(async () => {
   dir = await mkdtemp(path.join(tmpdir(), 'jobvisor-thumbnail-'));
   photo = await makeImage(path.join(dir, 'photo.jpg'));
+  outside = await mkdtemp(path.join(tmpdir(), 'jobvisor-thumbnail-outside-'));
 });
 
 after(async () => {
   await rm(dir, { recursive: true, force: true });
+  await rm(outside, { recursive: true, force: true });
 });
 
 describe('thumbnail', () => {
@@ -180,6 +192,92 @@ describe('thumbnail', () => {
         taskContext({ signal: aborted }),
       ),
       /shutting down/,
+    );
+  });
+
+  test('refuses a source outside thumbnails.sourceRoots, as written or through a link, without naming server paths', async () => {
+    const secret = await makeImage(path.join(outside, 'secret.jpg'), 64, 48);
+    await symlink(secret, path.join(dir, 'link-out.jpg'));
+    await mkdir(path.join(dir, 'sub'), { recursive: true });
+    for (const [source, message] of [
+      [secret, /^thumbnail payload\.source …\/secret\.jpg is outside thumbnails\.sourceRoots\[0\]$/],
+      ['../secret.jpg', /is outside thumbnails\.sourceRoots\[0\]/],
+      [path.join(dir, 'sub', '..', '..', path.basename(outside), 'secret.jpg'), /is outside/],
+      [
+        path.join(dir, 'link-out.jpg'),
+        /^thumbnail payload\.source <thumbnails\.sourceRoots\[0\]>\/link-out\.jpg leads outside/,
+      ],
+    ] as const) {
+      await assert.rejects(
+        thumbnail({ source, widths: [10] }, taskContext()),
+        (err: Error & { permanent?: boolean }) => {
+          assert.equal(err.permanent, true);
+          assert.match(err.message, message);
+          assert.ok(!err.message.includes(dir) && !err.message.includes(outside), err.message);
+          return true;
+        },
+      );
+    }
+    assert.deepEqual(await readdir(outside), ['secret.jpg'], 'nothing written next to it');
+  });
+
+  test('a relative source is taken from the first root; any source root may hold it', async () => {
+    const other = await mkdtemp(path.join(tmpdir(), 'jobvisor-thumbnail-root2-'));
+    try {
+      const second = await makeImage(path.join(other, 'second.jpg'), 64, 48);
+      const ctx = taskContext({ config: { thumbnails: { sourceRoots: [dir, other] } } });
+      await thumbnail({ source: 'photo.jpg', widths: [20], outDir: 'rel' }, ctx);
+      await thumbnail({ source: second, widths: [20], outDir: 'rel' }, ctx);
+      assert.deepEqual((await readdir(path.join(dir, 'rel'))).sort(), ['photo-20.webp', 'second-20.webp']);
+    } finally {
+      await rm(other, { recursive: true, force: true });
+    }
+  });
+
+  test('refuses an outDir outside thumbnails.dir, as written or through a link, and creates nothing there', async () => {
+    await symlink(outside, path.join(dir, 'out-link'));
+    for (const [outDir, message] of [
+      [path.join(outside, 'thumbs'), /^thumbnail payload\.outDir …\/thumbs is outside thumbnails\.dir$/],
+      ['../escape', /is outside thumbnails\.dir/],
+      [path.join(dir, 'out-link', 'thumbs'), /^thumbnail payload\.outDir <thumbnails\.dir>\/out-link leads outside/],
+    ] as const) {
+      await assert.rejects(
+        thumbnail({ source: photo, widths: [10], outDir }, taskContext()),
+        (err: Error & { permanent?: boolean }) => {
+          assert.equal(err.permanent, true);
+          assert.match(err.message, message);
+          assert.ok(!err.message.includes(dir) && !err.message.includes(outside), err.message);
+          return true;
+        },
+      );
+    }
+    assert.deepEqual((await readdir(outside)).sort(), ['secret.jpg'], 'no folder or file made outside');
+  });
+
+  test('errors name paths relative to their setting, never absolute server paths', async () => {
+    await assert.rejects(
+      thumbnail({ source: path.join(dir, 'gone.jpg'), widths: [10] }, taskContext()),
+      (err: Error) => {
+        assert.equal(err.message, 'thumbnail source not found: <thumbnails.sourceRoots[0]>/gone.jpg');
+        return true;
+      },
+    );
+    const garbage = path.join(dir, 'garbage2.jpg');
+    await writeFile(garbage, 'not an image');
+    await assert.rejects(thumbnail({ source: garbage, widths: [10] }, taskContext()), (err: Error) => {
+      assert.match(
+        err.message,
+        /^thumbnail source cannot be decoded as an image: <thumbnails\.sourceRoots\[0\]>\/garbage2\.jpg/,
+      );
+      assert.ok(!err.message.includes(dir), err.message);
+      return true;
+    });
+  });
+
+  test('with no source roots configured, every source is refused', async () => {
+    await expectPermanent(
+      thumbnail({ source: photo, widths: [10] }, taskContext({ config: { thumbnails: { sourceRoots: [] } } })),
+      /payload\.source cannot be used: no folder is configured/,
     );
   });
 });

@@ -12,6 +12,7 @@ import { startHttpServer, type Readiness } from '../metrics/server.ts';
 import { safeUrl } from '../log.ts';
 import { logEvents } from '../supervisor/logging.ts';
 import { drainOnSignals } from '../supervisor/shutdown.ts';
+import { threadWatch } from '../supervisor/thread_watch.ts';
 import { Supervisor } from '../supervisor/supervisor.ts';
 import { VERSION } from '../version.ts';
 import { parse } from './args.ts';
@@ -54,13 +55,22 @@ export async function startCommand(argv: string[]): Promise<number> {
         metrics.inFlight.labels(queue).set(supervisor.inFlightOf(queue));
       metrics.threads.set(supervisor.threadCount);
       metrics.threadsBusy.set(supervisor.threadsBusy());
+      metrics.threadsStuck.set(threadWatch.stuck);
       await gauges.refresh();
     },
   });
 
+  threadWatch.on('stuck', (e) => {
+    log.error(e, 'worker thread terminated but still alive: blocked in a synchronous call?');
+    supervisor.events.emit('thread:stuck', e);
+  });
+  threadWatch.on('gone', (e) => supervisor.events.emit('thread:unstuck', e));
+
   let stopRequested = false;
   drainOnSignals({
     log,
+    graceMs: settings.shutdown.grace,
+    threadsAlive: (ms) => threadWatch.end(ms),
     stop: async (reason) => {
       stopRequested = true;
       await supervisor.stop(reason);

@@ -66,6 +66,10 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
     ]),
     threads: gauge('jobvisor_pool_threads', 'Worker threads alive in the pool.'),
     threadsBusy: gauge('jobvisor_pool_threads_busy', 'Worker threads running at least one job.'),
+    threadsStuck: gauge(
+      'jobvisor_threads_stuck',
+      'Worker threads terminated over 5 s ago that have not died (blocked in a synchronous call).',
+    ),
     poolQueueLength: gauge('jobvisor_pool_queue_length', 'Batches waiting in the pool for a free thread.'),
     draining: gauge('jobvisor_supervisor_draining', '1 while this supervisor is shutting down.'),
     info: gauge('jobvisor_supervisor_info', 'Always 1; labels identify the supervisor.', ['supervisor', 'version']),

@@ -41,6 +41,10 @@ export interface Events {
   'lease:reaped': [{ jobs: ReapedJob[] }];
   'jobs:cleaned': [{ rows: Cleaned[] }];
   'thread:died': [{ jobs: JobRef[]; error: string }];
+  /** A terminated worker thread is still alive (see thread_watch.ts); `stuck` counts such threads now. */
+  'thread:stuck': [{ threadId: number; stuck: number }];
+  /** A stuck thread has finally died. */
+  'thread:unstuck': [{ threadId: number; stuck: number }];
   'schedule:fired': [
     { name: string; kind: string; queue: string; fireTime: Date; jobId: string | null; duplicate: boolean },
   ];

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import type { WorkerSetup } from '../worker/protocol.ts';
+import { threadWatch } from './thread_watch.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
@@ -33,7 +34,7 @@ export function createThreadPool(options: {
   if (options.maxOldGenerationSizeMb > 0) resourceLimits.maxOldGenerationSizeMb = options.maxOldGenerationSizeMb;
   if (options.maxYoungGenerationSizeMb > 0) resourceLimits.maxYoungGenerationSizeMb = options.maxYoungGenerationSizeMb;
   if (options.stackSizeMb > 0) resourceLimits.stackSizeMb = options.stackSizeMb;
-  return new Piscina({
+  const pool = new Piscina({
     filename: workerFilename(),
     minThreads: 1,
     maxThreads: options.maxThreads,
@@ -46,4 +47,7 @@ export function createThreadPool(options: {
     workerData: options.setup,
     // A thread's stdout is forwarded by the main thread; task logs write fd 1 directly.
   });
+  // Terminated threads that do not die are counted (jobvisor_threads_stuck) and waited for on exit.
+  threadWatch.watch(pool);
+  return pool;
 }

@@ -4,7 +4,13 @@
  * Payload: `{ "source": "<image path>", "widths": [320, 160], "outDir": "<folder>" }`.
  * Writes `<outDir>/<source name without extension>-<width>.<ext>` for each width,
  * aspect ratio kept, in the format of config `thumbnails.format` (WebP by default);
- * `outDir` defaults to config `thumbnails.dir`. A width larger than the source keeps
+ * `outDir` defaults to config `thumbnails.dir`.
+ *
+ * Confined (support/confine.ts): `source` must lie inside one of config
+ * `thumbnails.sourceRoots` (a relative source is taken from the first) and
+ * `outDir` inside `thumbnails.dir` (a relative outDir is taken from it), also
+ * once symbolic links are resolved; anything else is a `PermanentError`. Errors
+ * show paths relative to those settings, never the server's absolute paths. A width larger than the source keeps
  * the source's size: thumbnails are never enlarged. Sources from several folders
  * that share a file name need an `outDir` each.
  *
@@ -14,12 +20,13 @@
  * `PermanentError` (dead letter at once); failures writing the output are ordinary
  * errors and are retried.
  */
-import { stat, mkdir } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import sharp, { type OutputInfo } from 'sharp';
 import { PermanentError } from '../worker/errors.ts';
 import type { TaskContext } from '../worker/types.ts';
 import { writeFileAtomic } from './support/atomic_write.ts';
+import { confine, confineReal, confinedMkdir, realRoot, scrubPaths, shown, type Root } from './support/confine.ts';
 
 // One busy pool thread should cost about one core, so that `pool.maxThreads` is what
 // bounds CPU use. libvips would otherwise split each image across several threads of
@@ -83,26 +90,49 @@ function thumbnailFormat(format: string): ThumbnailFormat {
   throw new Error(`config thumbnails.format must be one of ${FORMATS.join(', ')}, got ${JSON.stringify(format)}`);
 }
 
-/** Throws `PermanentError` when the source is missing or not a regular file. */
-async function checkSource(source: string): Promise<void> {
+/** Throws `PermanentError` when the source is missing or not a regular file; `name` is what errors show. */
+async function checkSource(source: string, name: string): Promise<void> {
   let info;
   try {
     info = await stat(source);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOENT' || code === 'ENOTDIR') {
-      throw new PermanentError(`thumbnail source not found: ${source}`, { cause: err });
+      throw new PermanentError(`thumbnail source not found: ${name}`, { cause: err });
     }
     throw err;
   }
-  if (!info.isFile()) throw new PermanentError(`thumbnail source is not a file: ${source}`);
+  if (!info.isFile()) throw new PermanentError(`thumbnail source is not a file: ${name}`);
 }
 
 export default async function thumbnail(payload: unknown, ctx: TaskContext): Promise<ThumbnailResult> {
-  const { source, widths, outDir = ctx.config.thumbnails.dir } = parseThumbnailPayload(payload);
+  const { dir, sourceRoots = [] } = ctx.config.thumbnails;
+  const outRoot: Root = { label: 'thumbnails.dir', dir };
+  const inRoots: Root[] = sourceRoots.map((d, i) => ({ label: `thumbnails.sourceRoots[${i}]`, dir: d }));
+  try {
+    return await run(payload, ctx, outRoot, inRoots);
+  } catch (err) {
+    // Server paths out of last_error: each root's absolute path becomes its setting's name.
+    const all = [outRoot, ...inRoots];
+    const resolved = await Promise.all(all.map(realRoot));
+    if (!(err instanceof Error)) throw err;
+    const message = scrubPaths(err.message, all, resolved);
+    if (message === err.message) throw err;
+    const permanent = (err as { permanent?: unknown }).permanent === true;
+    throw Object.assign(new Error(message, { cause: err }), { name: err.name, permanent });
+  }
+}
+
+async function run(payload: unknown, ctx: TaskContext, outRoot: Root, inRoots: Root[]): Promise<ThumbnailResult> {
+  const parsed = parseThumbnailPayload(payload);
   const format = thumbnailFormat(ctx.config.thumbnails.format);
-  await checkSource(source);
-  await mkdir(outDir, { recursive: true });
+  const source = confine(parsed.source, inRoots, 'thumbnail payload.source');
+  const outDir = confine(parsed.outDir ?? '.', [outRoot], 'thumbnail payload.outDir');
+  const name = shown(source, inRoots);
+  await checkSource(source, name);
+  await confineReal(source, inRoots, 'thumbnail payload.source');
+  await confinedMkdir(outDir, outRoot, 'thumbnail payload.outDir');
+  const { widths } = parsed;
   const stem = path.basename(source, path.extname(source));
 
   const files: ThumbnailResult['files'] = [];
@@ -120,7 +150,7 @@ export default async function thumbnail(payload: unknown, ctx: TaskContext): Pro
         .toFormat(format)
         .toBuffer({ resolveWithObject: true });
     } catch (err) {
-      throw new PermanentError(`thumbnail source cannot be decoded as an image: ${source}: ${(err as Error).message}`, {
+      throw new PermanentError(`thumbnail source cannot be decoded as an image: ${name}: ${(err as Error).message}`, {
         cause: err,
       });
     }

@@ -9,9 +9,13 @@
  */
 import { workerData } from 'piscina';
 import pino from 'pino';
-import pg from 'pg';
-import { serializeError } from '../log.ts';
+import type pg from 'pg';
+import { REDACT_OPTIONS, serializeError } from '../log.ts';
+import { toTaskError } from './convert.ts';
+import { catchEscapes, currentJob } from './escapes.ts';
 import { createLoader } from './loader.ts';
+import { parsePayload } from './payload.ts';
+import { createTaskPool } from './task_db.ts';
 import type { FromWorker, JobBatch, ResultBatch, SessionTask, TaskError, ToWorker, WorkerSetup } from './protocol.ts';
 import type { JobInfo, TaskConfig, TaskContext } from './types.ts';
 
@@ -21,6 +25,7 @@ const log = pino(
     name: 'jobvisor',
     level: setup.logLevel,
     base: { supervisor: setup.supervisor },
+    redact: REDACT_OPTIONS,
     serializers: { err: serializeError },
   },
   pino.destination({ dest: 1, sync: true }),
@@ -31,43 +36,10 @@ let db: pg.Pool | undefined;
 /** The pool tasks get as ctx.db: opened on first use, shared by the thread's jobs. */
 function taskDb(): pg.Pool {
   if (!db) {
-    db = new pg.Pool({
-      connectionString: setup.databaseUrl,
-      max: setup.dbPoolSize,
-      application_name: 'jobvisor-task',
-      idleTimeoutMillis: 10_000,
-    });
+    db = createTaskPool({ connectionString: setup.databaseUrl, max: setup.dbPoolSize });
     db.on('error', (err) => log.warn({ err }, 'idle task database connection failed'));
   }
   return db;
-}
-
-function toTaskError(err: unknown): TaskError {
-  if (err instanceof Error) {
-    const e = err as Error & { permanent?: unknown; retryInMs?: unknown };
-    return {
-      name: e.name,
-      message: e.message,
-      stack: e.stack?.split('\n').slice(0, 8).join('\n'),
-      permanent: e.permanent === true,
-      retryInMs:
-        typeof e.retryInMs === 'number' && Number.isFinite(e.retryInMs) && e.retryInMs >= 0 ? e.retryInMs : null,
-    };
-  }
-  return {
-    name: 'NonError',
-    message: `task threw a non-Error value: ${safeString(err)}`,
-    permanent: false,
-    retryInMs: null,
-  };
-}
-
-function safeString(value: unknown): string {
-  try {
-    return typeof value === 'string' ? value : (JSON.stringify(value) ?? String(value));
-  } catch {
-    return String(value);
-  }
 }
 
 /**
@@ -84,6 +56,7 @@ class JobRun implements TaskContext {
   readonly started = performance.now();
 
   constructor(
+    private readonly owner: { settle(run: JobRun, error: TaskError | null): boolean },
     readonly token: string,
     readonly id: string,
     readonly kind: string,
@@ -120,10 +93,22 @@ class JobRun implements TaskContext {
   get config(): TaskConfig {
     return setup.taskConfig;
   }
+
+  /** Fails the job from outside its promise (see escapes.ts) and asks the task to stop. */
+  fail(error: TaskError): boolean {
+    if (!this.owner.settle(this, error)) return false;
+    this.controller?.abort(Object.assign(new Error(error.message), { name: 'AbortError' }));
+    return true;
+  }
 }
+
+/** The jobs of the thread's current session, for blaming escaped errors. */
+let inFlight: Map<string, JobRun> | undefined;
+catchEscapes(log, () => [...(inFlight?.values() ?? [])]);
 
 export default function session({ port, queue }: SessionTask): Promise<void> {
   const running = new Map<string, JobRun>();
+  inFlight = running;
   let out: ResultBatch = emptyBatch();
   let flushing = false;
   let ended = false;
@@ -142,8 +127,9 @@ export default function session({ port, queue }: SessionTask): Promise<void> {
     }
   };
 
-  /** Records a settled job; results leave once per turn of the event loop. */
-  const settle = (run: JobRun, error: TaskError | null) => {
+  /** Records a settled job, once; results leave once per turn of the event loop. */
+  const settle = (run: JobRun, error: TaskError | null): boolean => {
+    if (running.get(run.token) !== run) return false;
     const i = out.tokens.push(run.token) - 1;
     out.runMs.push(performance.now() - run.started);
     if (error) {
@@ -155,7 +141,9 @@ export default function session({ port, queue }: SessionTask): Promise<void> {
       flushing = true;
       setImmediate(flush);
     }
+    return true;
   };
+  const owner = { settle };
 
   /** Runs one job to its end; never throws. */
   async function execute(run: JobRun, payloadText: string): Promise<void> {
@@ -176,6 +164,7 @@ export default function session({ port, queue }: SessionTask): Promise<void> {
         const { ids, tokens, kinds, payloads, attempts, maxAttempts } = message;
         for (let i = 0; i < ids.length; i++) {
           const run = new JobRun(
+            owner,
             tokens[i] as string,
             ids[i] as string,
             kinds[i] as string,
@@ -184,7 +173,7 @@ export default function session({ port, queue }: SessionTask): Promise<void> {
             maxAttempts[i] as number,
           );
           running.set(run.token, run);
-          void execute(run, payloads[i] as string);
+          void currentJob.run(run, execute, run, payloads[i] as string);
         }
         break;
       }
@@ -216,12 +205,4 @@ export default function session({ port, queue }: SessionTask): Promise<void> {
 
 function emptyBatch(): ResultBatch {
   return { type: 'results', tokens: [], runMs: [] };
-}
-
-function parsePayload(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch (err) {
-    throw Object.assign(new Error(`payload is not valid JSON: ${(err as Error).message}`), { permanent: true });
-  }
 }

@@ -77,7 +77,7 @@ export interface WorkerSetup {
   logLevel: string;
   supervisor: string;
   taskConfig: {
-    thumbnails: { dir: string; format: string };
+    thumbnails: { dir: string; format: string; sourceRoots?: string[] };
     reports: { dir: string };
     schema: string;
   };

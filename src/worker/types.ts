@@ -30,7 +30,7 @@ export interface TaskContext {
 }
 
 export interface TaskConfig {
-  thumbnails: { dir: string; format: string };
+  thumbnails: { dir: string; format: string; sourceRoots?: string[] };
   reports: { dir: string };
   schema: string;
 }

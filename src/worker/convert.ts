@@ -1,0 +1,100 @@
+/**
+ * Turns whatever a task threw into the plain `TaskError` that crosses the thread
+ * boundary. Total: any value (a Symbol message, a numeric `stack`, a getter or a
+ * Proxy that throws, an object whose toString throws, null) gives a TaskError and
+ * never throws, because a throw here would escape the job and kill its thread and
+ * every neighbour on it.
+ */
+import type { TaskError } from './protocol.ts';
+
+const MAX_MESSAGE = 2000;
+const STACK_LINES = 8;
+
+/** A TaskError for `err`; never throws. */
+export function toTaskError(err: unknown): TaskError {
+  try {
+    if (isError(err)) return fromError(err);
+    return {
+      name: 'NonError',
+      message: `task threw a non-Error value: ${describe(err)}`,
+      permanent: false,
+      retryInMs: null,
+    };
+  } catch {
+    return {
+      name: 'NonError',
+      message: 'task threw a value that cannot be described',
+      permanent: false,
+      retryInMs: null,
+    };
+  }
+}
+
+function isError(err: unknown): err is object {
+  try {
+    return err instanceof Error;
+  } catch {
+    // A Proxy whose getPrototypeOf trap throws.
+    return false;
+  }
+}
+
+function fromError(err: object): TaskError {
+  const name = text(read(err, 'name')) ?? 'Error';
+  const message = text(read(err, 'message')) ?? '';
+  const stack = read(err, 'stack');
+  const retryInMs = read(err, 'retryInMs');
+  const out: TaskError = {
+    name: clip(name, 200),
+    message: clip(message, MAX_MESSAGE),
+    permanent: read(err, 'permanent') === true,
+    retryInMs: typeof retryInMs === 'number' && Number.isFinite(retryInMs) && retryInMs >= 0 ? retryInMs : null,
+  };
+  if (typeof stack === 'string') out.stack = stack.split('\n').slice(0, STACK_LINES).join('\n');
+  return out;
+}
+
+/** A property, or undefined when reading it throws. */
+function read(obj: object, key: string): unknown {
+  try {
+    return (obj as Record<string, unknown>)[key];
+  } catch {
+    return undefined;
+  }
+}
+
+/** A string for a name or message field: strings as they are, other primitives converted, the rest undefined. */
+function text(value: unknown): string | undefined {
+  if (typeof value === 'string') return value;
+  if (value === undefined || value === null) return undefined;
+  if (typeof value === 'object' || typeof value === 'function') return describe(value);
+  return safeString(value);
+}
+
+/** Best-effort one-line description of any value; never throws. */
+export function describe(value: unknown): string {
+  if (typeof value === 'string') return clip(value, MAX_MESSAGE);
+  try {
+    const json = JSON.stringify(value);
+    if (typeof json === 'string') return clip(json, MAX_MESSAGE);
+  } catch {
+    // BigInt, cycles, throwing toJSON or getters: fall through.
+  }
+  return clip(safeString(value), MAX_MESSAGE);
+}
+
+function safeString(value: unknown): string {
+  try {
+    return String(value);
+  } catch {
+    try {
+      return Object.prototype.toString.call(value);
+    } catch {
+      return '[unprintable value]';
+    }
+  }
+}
+
+function clip(s: string, max: number): string {
+  return s.length > max ? `${s.slice(0, max)}…` : s;
+}

@@ -1,0 +1,63 @@
+/**
+ * The pool tasks get as `ctx.db`, one per thread and shared by its jobs.
+ *
+ * Bounded so that one task cannot hang its neighbours: a task that keeps every
+ * connection checked out (a missing `client.release()`) makes the others wait
+ * at most `TASK_DB_CONNECT_TIMEOUT_MS` for one, then fail with an error that
+ * says why; a connection left idle inside an open transaction is closed by the
+ * server after `TASK_DB_IDLE_IN_TRANSACTION_MS`, which frees its locks and its
+ * slot. Statements themselves are not bounded: a task's own long query is its
+ * business, and its job timeout stops it.
+ */
+import pg from 'pg';
+
+export const TASK_DB_CONNECT_TIMEOUT_MS = 10_000;
+export const TASK_DB_IDLE_IN_TRANSACTION_MS = 60_000;
+
+type ConnectCallback = (
+  err: Error | undefined,
+  client: pg.PoolClient | undefined,
+  done: (release?: unknown) => void,
+) => void;
+
+export function createTaskPool(options: {
+  connectionString: string;
+  max: number;
+  connectTimeoutMs?: number;
+  idleInTransactionMs?: number;
+}): pg.Pool {
+  const connectTimeoutMs = options.connectTimeoutMs ?? TASK_DB_CONNECT_TIMEOUT_MS;
+  const explain = (err: Error | undefined): Error | undefined => {
+    if (!err || !/timeout exceeded when trying to connect/.test(err.message)) return err;
+    return Object.assign(
+      new Error(
+        `ctx.db: no database connection within ${connectTimeoutMs} ms: all ${options.max} connections of this ` +
+          'thread are in use (does a task keep a client without release()?) or the database is unreachable',
+        { cause: err },
+      ),
+      { code: 'task_db_timeout' },
+    );
+  };
+  class TaskPool extends pg.Pool {
+    // pg.Pool.query() goes through connect() too, so both report the clearer error.
+    override connect(): Promise<pg.PoolClient>;
+    override connect(callback: ConnectCallback): void;
+    override connect(callback?: ConnectCallback): Promise<pg.PoolClient> | void {
+      if (callback) {
+        super.connect((err, client, done) => callback(explain(err), client, done));
+        return;
+      }
+      return super.connect().catch((err: Error) => {
+        throw explain(err) as Error;
+      });
+    }
+  }
+  return new TaskPool({
+    connectionString: options.connectionString,
+    max: options.max,
+    application_name: 'jobvisor-task',
+    idleTimeoutMillis: 10_000,
+    connectionTimeoutMillis: connectTimeoutMs,
+    idle_in_transaction_session_timeout: options.idleInTransactionMs ?? TASK_DB_IDLE_IN_TRANSACTION_MS,
+  });
+}

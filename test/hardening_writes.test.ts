@@ -247,7 +247,7 @@ describe('a real supervisor', () => {
           kind: 'fail',
           payload: i === 20 ? { poison_history: true } : { i },
         })),
-        { kind: 'retry_later', payload: { ms: 1e16 } },
+        { kind: 'retry_later', payload: { ms: '1e16' } },
       ]);
       await eventually(
         () =>

@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { loadConfig, type Settings } from '../src/config.ts';
+import { loadConfig, type Settings } from '../src/config/index.ts';
 import { ConfigError } from '../src/errors.ts';
 import { int, NASTY_STRINGS, pick, type Random } from './helpers/chaos/hostile.ts';
 import { prng, report } from './helpers/chaos/measure.ts';

@@ -2,7 +2,7 @@
  * The reaper and cleanup loops. Both work in batches and repeat while a batch
  * comes back full, up to a bound per round so one round never runs long.
  */
-import type { Settings } from '../config.ts';
+import type { Settings } from '../config/index.ts';
 import { deleteOldJobs } from '../queue/cleanup.ts';
 import { reapExpiredLeases } from '../queue/reaper.ts';
 import type { Store } from '../queue/sql.ts';

@@ -9,7 +9,7 @@
  * metric shows how late it started.
  */
 import { CronExpressionParser } from 'cron-parser';
-import type { Schedule, Settings } from '../config.ts';
+import type { Schedule, Settings } from '../config/index.ts';
 import { enqueueMany, type JobSpec } from '../queue/enqueue.ts';
 import type { Store } from '../queue/sql.ts';
 import type { SupervisorEvents } from './events.ts';

@@ -5,7 +5,7 @@
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { loadConfig, type Settings } from '../../src/config.ts';
+import { loadConfig, type Settings } from '../../src/config/index.ts';
 import { createLogger } from '../../src/log.ts';
 import type { Events } from '../../src/supervisor/events.ts';
 import { Supervisor } from '../../src/supervisor/supervisor.ts';

@@ -24,6 +24,7 @@ import { fileURLToPath } from 'node:url';
 import { validate as validateDockerfile, ValidationSeverity, type ValidatorSettings } from 'dockerfile-utils';
 import pg from 'pg';
 import { adminQuery, urlOf } from './helpers/db.ts';
+import { untilDefined } from './helpers/poll.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const dockerfileText = readFileSync(path.join(root, 'Dockerfile'), 'utf8');
@@ -92,17 +93,6 @@ function copies(stage: Stage): { from: string | undefined; sources: string[]; de
       const paths = words.filter((w) => !w.startsWith('--'));
       return { from, sources: paths.slice(0, -1), dest: paths.at(-1) as string };
     });
-}
-
-/** Waits until `check` returns a value (not undefined), polling; fails after `ms`. */
-async function until<T>(what: string, ms: number, check: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await check().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }
 
 async function readyz(port: number): Promise<true | undefined> {
@@ -359,12 +349,12 @@ describe('the runtime tree, outside a container', () => {
       });
       const output = collect(child);
       try {
-        const port = await until('the ready log line', 30_000, async () => {
+        const port = await untilDefined('the ready log line', 30_000, async () => {
           const m = /"metricsPort":(\d+)/.exec(output());
           return m ? Number(m[1]) : undefined;
         });
-        await until('/readyz 200', 30_000, () => readyz(port));
-        await until(`job ${id} done`, 30_000, async () =>
+        await untilDefined('/readyz 200', 30_000, () => readyz(port));
+        await untilDefined(`job ${id} done`, 30_000, async () =>
           (await jobStatus(db.url, id)) === 'done' ? true : undefined,
         );
         const exited = once(child, 'exit');
@@ -480,9 +470,11 @@ describe('the image', () => {
         encoding: 'utf8',
       });
       assert.equal(run.status, 0, run.stderr);
-      await until('/readyz 200 from the container', 60_000, () => readyz(port));
+      await untilDefined('/readyz 200 from the container', 60_000, () => readyz(port));
       t.diagnostic(`start to ready: ${Math.round(performance.now() - started)} ms (podman run -d included)`);
-      await until(`job ${id} done`, 30_000, async () => ((await jobStatus(db.url, id)) === 'done' ? true : undefined));
+      await untilDefined(`job ${id} done`, 30_000, async () =>
+        (await jobStatus(db.url, id)) === 'done' ? true : undefined,
+      );
       const pid1 = spawnSync(podman, ['exec', name, 'cat', '/proc/1/cmdline'], { encoding: 'utf8' })
         .stdout.replaceAll('\0', ' ')
         .trim();

@@ -151,7 +151,7 @@ describe('Dockerfile', () => {
       instructionWorkdirRelative: ValidationSeverity.ERROR,
     };
     const problems = validateDockerfile(dockerfileText, strict).map(
-      (d) => `line ${d.range.start.line + 1}: ${d.message}`,
+      (d) => `line ${d.range.start.line + 1}: ${typeof d.message === 'string' ? d.message : d.message.value}`,
     );
     assert.deepEqual(problems, []);
     const broken = validateDockerfile(
@@ -349,7 +349,7 @@ describe('the runtime tree, outside a container', () => {
       });
       const output = collect(child);
       try {
-        const port = await untilDefined('the ready log line', 30_000, async () => {
+        const port = await untilDefined('the ready log line', 30_000, () => {
           const m = /"metricsPort":(\d+)/.exec(output());
           return m ? Number(m[1]) : undefined;
         });

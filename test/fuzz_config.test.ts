@@ -121,7 +121,7 @@ function sections(value: unknown, prefix = ''): string[] {
 /** Sets `path` ("a.b[0].c") in `target`. */
 function setPath(target: Record<string, unknown>, where: string, value: unknown): void {
   const parts = where.match(/[^.[\]]+/g) as string[];
-  let node = target as Record<string, unknown>;
+  let node = target;
   for (const p of parts.slice(0, -1)) node = node[p] as Record<string, unknown>;
   node[parts[parts.length - 1] as string] = value;
 }

@@ -184,7 +184,9 @@ describe('several supervisor processes', () => {
     } finally {
       try {
         process.kill(frozen.pid, 'SIGCONT');
-      } catch {}
+      } catch {
+        // already gone
+      }
     }
   });
 

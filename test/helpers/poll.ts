@@ -6,7 +6,7 @@
 /** Polls `read` every `everyMs` until `check` passes; throws with the last value after `timeoutMs`. */
 export async function until<T>(
   what: string,
-  read: () => Promise<T>,
+  read: () => T | Promise<T>,
   check: (value: T) => boolean,
   timeoutMs = 15_000,
   everyMs = 50,
@@ -26,11 +26,17 @@ export async function until<T>(
 export async function untilDefined<T>(
   what: string,
   timeoutMs: number,
-  probe: () => Promise<T | undefined>,
+  probe: () => T | undefined | Promise<T | undefined>,
 ): Promise<T> {
   const value = await until(
     what,
-    () => probe().catch(() => undefined),
+    async () => {
+      try {
+        return await probe();
+      } catch {
+        return undefined;
+      }
+    },
     (v) => v !== undefined,
     timeoutMs,
   );

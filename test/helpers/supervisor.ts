@@ -104,7 +104,8 @@ export async function spawnSupervisor(options: SpawnOptions): Promise<SpawnedSup
   const waitForLog = (msg: RegExp, timeoutMs = 15_000, where?: (line: Record<string, unknown>) => boolean) =>
     new Promise<Record<string, unknown>>((resolve, reject) => {
       const match = (line: Record<string, unknown>) =>
-        msg.test(String(line.msg ?? line.raw ?? '')) && (!where || where(line));
+        msg.test(typeof line.msg === 'string' ? line.msg : typeof line.raw === 'string' ? line.raw : '') &&
+        (!where || where(line));
       const found = logs.find(match);
       if (found) return resolve(found);
       const timer = setTimeout(() => {

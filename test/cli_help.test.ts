@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { COMMAND_SPECS } from '../src/cli/commands.ts';
 import { withReadmeTable } from '../src/cli/help.ts';
+import { COMMAND_NAMES } from '../src/cli/main.ts';
 import { runCliInProcess } from './helpers/cli.ts';
 
 /** Nothing listens here: help must not need the database. */
@@ -44,6 +45,11 @@ describe('help', () => {
     const bad = await runCliInProcess(NO_DATABASE, ['help', 'nope']);
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /unknown command "nope"/);
+  });
+
+  it('every command main runs is described in the registry, and every described command runs', () => {
+    const described = new Set(COMMAND_SPECS.map((c) => c.name.split(' ')[0]));
+    assert.deepEqual([...described].sort(), [...COMMAND_NAMES].sort());
   });
 
   it('jobvisor --help names every command', async () => {

@@ -19,6 +19,9 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   demo: async () => (await import('./demo.ts')).demoCommand,
 };
 
+/** Every command `main` runs; each must have an entry in COMMAND_SPECS (test/cli_help.test.ts). */
+export const COMMAND_NAMES = Object.keys(COMMANDS);
+
 /** The contract is one line per error, whatever text a message quotes. */
 function oneLine(message: string): string {
   return message.replace(/\s*[\r\n]+\s*/g, ' ');

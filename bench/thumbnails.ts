@@ -31,7 +31,7 @@ import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import sharp from 'sharp';
 import { openContext, type CommandContext } from '../src/cli/context.ts';
-import { loadConfig } from '../src/config.ts';
+import { loadConfig } from '../src/config/index.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { enqueueMany } from '../src/queue/enqueue.ts';
 import { Supervisor } from '../src/supervisor/supervisor.ts';

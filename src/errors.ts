@@ -64,9 +64,3 @@ export function isRetryableDbError(err: unknown): boolean {
     message,
   );
 }
-
-/** A short description of an error for logs and last_error, never including a connection string. */
-export function describeError(err: unknown): string {
-  if (err instanceof Error) return `${err.name}: ${err.message}`;
-  return String(err);
-}

@@ -4,7 +4,7 @@ export type { EnqueueOptions, EnqueueResult, JobSpec, PayloadOf, TaskPayloads } 
 export { PermanentError, RetryLaterError } from './worker/errors.ts';
 export type { JobInfo, Task, TaskContext } from './worker/types.ts';
 export { migrate } from './db/migrate.ts';
-export { loadConfig } from './config.ts';
-export type { Settings, QueueSettings, Schedule } from './config.ts';
+export { loadConfig } from './config/index.ts';
+export type { Settings, QueueSettings, Schedule } from './config/index.ts';
 export { Supervisor } from './supervisor/supervisor.ts';
 export { InputError, ConfigError, JobvisorError } from './errors.ts';

@@ -205,7 +205,7 @@ describe('chaos: kill -9 storm', () => {
       const survivors = r.pids.filter((p) => !killed.has(p));
       assert.ok(
         r.pids.some((p) => killed.has(p)),
-        `job ${r.job_id} ran ${r.pids.length} times (${r.pids}) without a killed process among them`,
+        `job ${r.job_id} ran ${r.pids.length} times (${r.pids.join(', ')}) without a killed process among them`,
       );
       assert.ok(
         survivors.length <= 1,

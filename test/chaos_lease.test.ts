@@ -52,7 +52,9 @@ after(async () => {
   for (const s of spawned) {
     try {
       process.kill(s.pid, 'SIGCONT');
-    } catch {}
+    } catch {
+      // already gone
+    }
   }
   await Promise.all(spawned.map((s) => s.stop('SIGKILL')));
   await proxy.close();
@@ -118,7 +120,7 @@ async function leaseLoss(name: string, stale: SpawnedSupervisor, fault: () => vo
     // Past the stale supervisor's own 5 s task time, so its tasks have finished by the time it is back.
     await until(
       'the stale tasks would have finished',
-      async () => Date.now() - faultAt,
+      () => Date.now() - faultAt,
       (ms) => ms > 6000,
       10_000,
       100,
@@ -128,7 +130,7 @@ async function leaseLoss(name: string, stale: SpawnedSupervisor, fault: () => vo
     // The stale supervisor notices: its heartbeat finds the leases gone, or its outcomes are refused.
     const noticed = await until(
       'the stale supervisor has given up every job',
-      async () => refused(stale),
+      () => refused(stale),
       (r) => ids.every((id) => r.lost.has(id) || r.fenced.has(id)),
       30_000,
       100,
@@ -180,7 +182,9 @@ describe('chaos: lease loss', () => {
       () => {
         try {
           process.kill(stale.pid, 'SIGCONT');
-        } catch {}
+        } catch {
+          // already gone
+        }
       },
     );
   });

@@ -112,7 +112,7 @@ describe('chaos: dead listener', () => {
   it('a listener connection that silently stops delivering is noticed by the self-ping and replaced', async () => {
     await until(
       'listener connected through the proxy',
-      async () => proxy.connections().filter((c) => c.applicationName === 'jobvisor-listener' && !c.frozen).length,
+      () => proxy.connections().filter((c) => c.applicationName === 'jobvisor-listener' && !c.frozen).length,
       (n) => n === 1,
       5000,
     );

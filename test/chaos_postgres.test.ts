@@ -119,7 +119,7 @@ async function restartScenario(mode: 'fast' | 'immediate') {
   const outageEnds = downAt + OUTAGE_MS;
   await until(
     'outage over',
-    async () => Date.now(),
+    () => Date.now(),
     (now) => now >= outageEnds,
     OUTAGE_MS + 1000,
     100,
@@ -143,7 +143,7 @@ async function restartScenario(mode: 'fast' | 'immediate') {
     supervisors.map(async (s, i) => {
       await until(
         'listener reconnected',
-        async () => s.logs.filter((l) => l.msg === 'listener reconnected').length,
+        () => s.logs.filter((l) => l.msg === 'listener reconnected').length,
         (n) => n > (reconnectsBefore[i] as number),
         30_000,
         100,
@@ -251,7 +251,7 @@ async function restartScenario(mode: 'fast' | 'immediate') {
   assert.equal(ran, JOBS, 'every job ran');
   assert.ok(Math.max(...pickups) < 1500, `pickup after the restart ${JSON.stringify(pickups)} ms (poll interval 30 s)`);
   // Backoff, not a hot loop: a few seconds of outage is at most a few dozen lines per supervisor.
-  assert.ok(Math.max(...dbErrorLines) < 200, `database error lines per supervisor: ${dbErrorLines}`);
+  assert.ok(Math.max(...dbErrorLines) < 200, `database error lines per supervisor: ${dbErrorLines.join(', ')}`);
   assert.equal(leaked, 0, 'no log line contains the database password');
   // Clear logs: an error is its message, code and stack, not the kilobytes of a pg Client attached to it.
   assert.ok(longestLine < 2048, `longest log line ${longestLine} bytes`);

@@ -245,20 +245,24 @@ describe('chaos: pressure', () => {
         const warnLines = lines.filter((l) => Number(l.level) >= 40);
         const longestLogLine = Math.max(...[...lines, ...replica.logs].map((l) => JSON.stringify(l).length));
         const runs = await count(admin, 'SELECT count(*)::int AS n FROM chaos_runs WHERE job_id = ANY($1)', [during]);
+        const text = (v: unknown) => (typeof v === 'string' ? v : v === undefined ? undefined : JSON.stringify(v));
         const message = (l: Record<string, unknown>) =>
-          String((l.err as { message?: string } | undefined)?.message ?? l.error ?? l.reason ?? '').slice(0, 100);
+          (text((l.err as { message?: unknown } | undefined)?.message) ?? text(l.error) ?? text(l.reason) ?? '').slice(
+            0,
+            100,
+          );
         report('pressure.max-connections', {
           maxConnections: 20,
           supervisorConnectionsCut: cut,
           squeezeMs: releaseAt - squeezeAt,
           running: {
             readyzDuring: runningReadyz.status,
-            firstRefusal: refusal ? `${refusal.msg}: ${message(refusal)}` : 'none (it won slots back)',
+            firstRefusal: refusal ? `${String(refusal.msg)}: ${message(refusal)}` : 'none (it won slots back)',
             warnLinesDuringSqueeze: warnLines.length,
             longestLogLine,
           },
           replica: {
-            waiting: `${replicaWaiting.msg}: ${message(replicaWaiting)}`,
+            waiting: `${String(replicaWaiting.msg)}: ${message(replicaWaiting)}`,
             readyzDuring: replicaReadyz.status,
             readyAfterReleaseMs: replicaReadyMs,
           },
@@ -300,8 +304,8 @@ describe('chaos: pressure', () => {
     // A transaction that keeps its snapshot open: no row version deleted after it began can be vacuumed.
     const holder = new pg.Client({ connectionString: db.url, application_name: 'chaos-holder' });
     await holder.connect();
-    let held: Awaited<ReturnType<typeof throughput>>[] = [];
-    let deadWhileHeld = 0;
+    let held: Awaited<ReturnType<typeof throughput>>[];
+    let deadWhileHeld: number;
     try {
       await holder.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
       await holder.query('SELECT count(*) FROM jobvisor.jobs');
@@ -377,7 +381,7 @@ describe('chaos: pressure', () => {
       const until0 = Date.now() + 250;
       await until(
         'between ordinary batches',
-        async () => Date.now(),
+        () => Date.now(),
         (now) => now >= until0,
         1000,
         50,
@@ -410,7 +414,10 @@ describe('chaos: pressure', () => {
     ).rows;
     const lines = s.logs.slice(mark);
     const byMsg: Record<string, number> = {};
-    for (const l of lines) byMsg[String(l.msg ?? 'raw')] = (byMsg[String(l.msg ?? 'raw')] ?? 0) + 1;
+    for (const l of lines) {
+      const msg = typeof l.msg === 'string' ? l.msg : 'raw';
+      byMsg[msg] = (byMsg[msg] ?? 0) + 1;
+    }
     report('pressure.retry-storm', {
       failingJobs: STORM,
       attemptsEach: 3,

@@ -19,7 +19,7 @@ import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import ts from 'typescript';
-import { loadConfig } from '../src/config.ts';
+import { loadConfig } from '../src/config/index.ts';
 import { ConfigError } from '../src/errors.ts';
 import { enqueueMany } from '../src/queue/enqueue.ts';
 import { httpGet, report, until } from './helpers/chaos/measure.ts';
@@ -41,7 +41,7 @@ const REVIEWED: Record<string, string> = {
   'src/cli/context.ts: name.replace(/"/g, \'""\')':
     'CREATE DATABASE takes no parameters; the name is a quoted identifier with quotes doubled',
   'src/cli/demo.ts: settings.database.schema':
-    'a configured schema, validated as a lower-case SQL identifier by config.ts',
+    'a configured schema, validated as a lower-case SQL identifier by the configuration',
   'src/bench/database.ts: name': 'bench database name: a fixed prefix, a label reduced to [a-z0-9_], random hex',
   'src/bench/database.ts: sql': 'admin() helper; its callers are the two bench_… statements above',
   'src/queue/copy.ts: copyFrom(copyStatement(schema))': 'COPY text from the COPY_JOBS constant, schema-qualified',

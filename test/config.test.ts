@@ -3,7 +3,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { loadConfig, redacted } from '../src/config.ts';
+import { loadConfig, redacted } from '../src/config/index.ts';
 import { ConfigError } from '../src/errors.ts';
 import { retryDelay } from '../src/supervisor/backoff.ts';
 

@@ -13,6 +13,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import sharp from 'sharp';
 import { enqueueMany } from '../src/queue/enqueue.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
+import { until } from './helpers/poll.ts';
 import { spawnSupervisor } from './helpers/supervisor.ts';
 
 const THREADS = 2;
@@ -59,13 +60,8 @@ async function statuses(ids: string[]): Promise<Map<string, { status: string; la
 
 /** Polls the jobs table until `done` holds, failing after `ms`. */
 async function waitForJobs(ids: string[], done: (s: string[]) => boolean, ms: number): Promise<void> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const now = [...(await statuses(ids)).values()].map((s) => s.status);
-    if (done(now)) return;
-    if (Date.now() > deadline) assert.fail(`jobs ${ids.join(', ')} still ${now.join(', ')} after ${ms} ms`);
-    await delay(50);
-  }
+  const read = async () => [...(await statuses(ids)).values()].map((s) => s.status);
+  await until(`jobs ${ids.join(', ')}`, read, done, ms);
 }
 
 async function enqueue(jobs: { kind: string; payload: unknown; maxAttempts?: number }[]): Promise<string[]> {

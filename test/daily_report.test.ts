@@ -1,17 +1,14 @@
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, beforeEach, describe, test } from 'node:test';
-import { promisify } from 'node:util';
 import type pg from 'pg';
+import { getDocumentProxy } from 'unpdf';
 import dailyReport from '../src/tasks/daily_report.ts';
 import { CSV_HEADER } from '../src/tasks/support/report_csv.ts';
 import { createTestDatabase } from './helpers/db.ts';
 import { taskContext } from './helpers/task_context.ts';
-
-const run = promisify(execFile);
 
 let db: { url: string; pool: pg.Pool; drop(): Promise<void> };
 let dir: string;
@@ -89,9 +86,23 @@ function ctx(options: { id?: string; reportsDir?: string } = {}) {
   });
 }
 
+/** The PDF's pages and text: each text run on its own line, as a reader would copy it. */
+async function readPdf(file: string): Promise<{ pages: number; text: string }> {
+  const pdf = await getDocumentProxy(new Uint8Array(await readFile(file)));
+  try {
+    const lines: string[] = [];
+    for (let n = 1; n <= pdf.numPages; n++) {
+      const content = await (await pdf.getPage(n)).getTextContent();
+      for (const item of content.items) if ('str' in item) lines.push(item.str + (item.hasEOL ? '\n' : ' '));
+    }
+    return { pages: pdf.numPages, text: lines.join('') };
+  } finally {
+    await pdf.destroy();
+  }
+}
+
 async function pdfText(file: string): Promise<string> {
-  const { stdout } = await run('pdftotext', ['-layout', file, '-']);
-  return stdout;
+  return (await readPdf(file)).text;
 }
 
 async function csvLines(file: string): Promise<string[]> {
@@ -221,8 +232,8 @@ describe('daily_report', () => {
     const text = await pdfText(result.pdf);
     for (const kind of kinds) assert.match(text, new RegExp(`${kind}\\s+1\\s+0\\s+0`));
     assert.match(text, /the 12 busiest of 90 kinds/);
-    const { stdout } = await run('pdfinfo', [result.pdf]);
-    assert.ok(Number(/Pages:\s+(\d+)/.exec(stdout)?.[1]) >= 3, stdout);
+    const { pages } = await readPdf(result.pdf);
+    assert.ok(pages >= 3, `${pages} pages`);
   });
 
   test('an invalid day or time zone is a permanent error and writes nothing', async () => {

@@ -22,7 +22,7 @@ import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 import { parse as parseYaml, parseAllDocuments } from 'yaml';
-import { loadConfig, type Settings } from '../src/config.ts';
+import { loadConfig, type Settings } from '../src/config/index.ts';
 import { createTestDatabase } from './helpers/db.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));

@@ -24,6 +24,7 @@ import { fileURLToPath } from 'node:url';
 import { validate as validateDockerfile, ValidationSeverity, type ValidatorSettings } from 'dockerfile-utils';
 import pg from 'pg';
 import { adminQuery, urlOf } from './helpers/db.ts';
+import { untilDefined } from './helpers/poll.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const dockerfileText = readFileSync(path.join(root, 'Dockerfile'), 'utf8');
@@ -94,17 +95,6 @@ function copies(stage: Stage): { from: string | undefined; sources: string[]; de
     });
 }
 
-/** Waits until `check` returns a value (not undefined), polling; fails after `ms`. */
-async function until<T>(what: string, ms: number, check: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await check().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
 async function readyz(port: number): Promise<true | undefined> {
   const res = await fetch(`http://127.0.0.1:${port}/readyz`);
   return res.status === 200 ? true : undefined;
@@ -161,7 +151,7 @@ describe('Dockerfile', () => {
       instructionWorkdirRelative: ValidationSeverity.ERROR,
     };
     const problems = validateDockerfile(dockerfileText, strict).map(
-      (d) => `line ${d.range.start.line + 1}: ${d.message}`,
+      (d) => `line ${d.range.start.line + 1}: ${typeof d.message === 'string' ? d.message : d.message.value}`,
     );
     assert.deepEqual(problems, []);
     const broken = validateDockerfile(
@@ -359,12 +349,12 @@ describe('the runtime tree, outside a container', () => {
       });
       const output = collect(child);
       try {
-        const port = await until('the ready log line', 30_000, async () => {
+        const port = await untilDefined('the ready log line', 30_000, () => {
           const m = /"metricsPort":(\d+)/.exec(output());
           return m ? Number(m[1]) : undefined;
         });
-        await until('/readyz 200', 30_000, () => readyz(port));
-        await until(`job ${id} done`, 30_000, async () =>
+        await untilDefined('/readyz 200', 30_000, () => readyz(port));
+        await untilDefined(`job ${id} done`, 30_000, async () =>
           (await jobStatus(db.url, id)) === 'done' ? true : undefined,
         );
         const exited = once(child, 'exit');
@@ -480,9 +470,11 @@ describe('the image', () => {
         encoding: 'utf8',
       });
       assert.equal(run.status, 0, run.stderr);
-      await until('/readyz 200 from the container', 60_000, () => readyz(port));
+      await untilDefined('/readyz 200 from the container', 60_000, () => readyz(port));
       t.diagnostic(`start to ready: ${Math.round(performance.now() - started)} ms (podman run -d included)`);
-      await until(`job ${id} done`, 30_000, async () => ((await jobStatus(db.url, id)) === 'done' ? true : undefined));
+      await untilDefined(`job ${id} done`, 30_000, async () =>
+        (await jobStatus(db.url, id)) === 'done' ? true : undefined,
+      );
       const pid1 = spawnSync(podman, ['exec', name, 'cat', '/proc/1/cmdline'], { encoding: 'utf8' })
         .stdout.replaceAll('\0', ' ')
         .trim();

@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { loadConfig, type Settings } from '../src/config.ts';
+import { loadConfig, type Settings } from '../src/config/index.ts';
 import { ConfigError } from '../src/errors.ts';
 import { int, NASTY_STRINGS, pick, type Random } from './helpers/chaos/hostile.ts';
 import { prng, report } from './helpers/chaos/measure.ts';
@@ -121,7 +121,7 @@ function sections(value: unknown, prefix = ''): string[] {
 /** Sets `path` ("a.b[0].c") in `target`. */
 function setPath(target: Record<string, unknown>, where: string, value: unknown): void {
   const parts = where.match(/[^.[\]]+/g) as string[];
-  let node = target as Record<string, unknown>;
+  let node = target;
   for (const p of parts.slice(0, -1)) node = node[p] as Record<string, unknown>;
   node[parts[parts.length - 1] as string] = value;
 }

@@ -138,13 +138,9 @@ function randomOptions(random: Random): { options: EnqueueOptions; legal: boolea
           );
   if (random() < 0.3) {
     if (random() < 0.7) options.uniqueKey = `k-${randomString(random)}-${random()}`.slice(0, 1000);
-    else
-      options.uniqueKey = hostile(
-        pick(random, ['', 'k'.repeat(1001), 5, ['a'], ...UNSTORABLE_STRINGS]),
-        true,
-      ) as string;
+    else options.uniqueKey = hostile(pick(random, ['', 'k'.repeat(1001), 5, ['a'], ...UNSTORABLE_STRINGS]), true);
   }
-  return { options: options as EnqueueOptions, legal, illegal };
+  return { options, legal, illegal };
 }
 
 function randomCase(random: Random): Case {
@@ -314,8 +310,8 @@ describe('fuzz: enqueue and enqueueMany', () => {
         const job: JobSpec = spoil
           ? { kind: 'chaos_echo', payload: { bad: pick(random, UNSTORABLE_STRINGS) } }
           : c.legal
-            ? { kind: c.kind, payload: c.payload as never, ...c.options }
-            : { kind: 'chaos_echo', payload: randomJson(random, 3) as never };
+            ? { kind: c.kind, payload: c.payload, ...c.options }
+            : { kind: 'chaos_echo', payload: randomJson(random, 3) };
         if (spoil && firstBad < 0) firstBad = i;
         jobs.push(job);
       }

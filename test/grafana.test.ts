@@ -17,9 +17,12 @@ import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { createMetrics } from '../src/metrics/metrics.ts';
+import { findTool, PROMTOOL, skipUnless } from './helpers/tools.ts';
 
 const grafanaDir = fileURLToPath(new URL('../grafana/', import.meta.url));
-const promtool = process.env.PROMTOOL ?? 'promtool';
+const promtool = findTool(PROMTOOL) ?? 'promtool';
+/** The promtool checks are skipped, with the install command, when promtool is missing. */
+const needsPromtool = { skip: skipUnless(PROMTOOL) };
 const REQUIRED_ALERTS = [
   'JobvisorDeadLettersGrowing',
   'JobvisorOldestPendingTooOld',
@@ -201,13 +204,13 @@ describe('grafana/', () => {
     );
   });
 
-  it('promtool check rules accepts alerts.yml', async () => {
+  it('promtool check rules accepts alerts.yml', needsPromtool, async () => {
     const { code, output } = await runPromtool(['check', 'rules', 'alerts.yml']);
     assert.equal(code, 0, output);
     assert.match(output, /SUCCESS: 4 rules found/);
   });
 
-  it('promtool test rules passes alerts.test.yml', async () => {
+  it('promtool test rules passes alerts.test.yml', needsPromtool, async () => {
     const { code, output } = await runPromtool(['test', 'rules', 'alerts.test.yml']);
     assert.equal(code, 0, output);
     assert.match(output, /SUCCESS/);
@@ -302,7 +305,7 @@ describe('grafana/', () => {
     assert.ok(exprs.some((expr) => /histogram_quantile\(0\.99, .*jobvisor_job_run_seconds_bucket/.test(expr)));
   });
 
-  it('every dashboard query is valid PromQL (checked by promtool)', async () => {
+  it('every dashboard query is valid PromQL (checked by promtool)', needsPromtool, async () => {
     const exprs = allPanels(dashboard.panels).flatMap((panel) =>
       (panel.targets ?? []).map((target) => target.expr ?? ''),
     );

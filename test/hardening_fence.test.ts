@@ -13,7 +13,8 @@ import { enqueue, enqueueMany } from '../src/queue/enqueue.ts';
 import type { Store } from '../src/queue/sql.ts';
 import type { Supervisor } from '../src/supervisor/supervisor.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { eventually, startSupervisor } from './helpers/inprocess.ts';
+import { startSupervisor } from './helpers/inprocess.ts';
+import { until } from './helpers/poll.ts';
 
 let db: TestDatabase;
 let supervisor: Supervisor;
@@ -51,11 +52,11 @@ const tell = (run: number, action: 'done' | 'fail') =>
 
 async function requeueWhileRunning(honourSignal: boolean, how: 'cancel-retry' | 'sql' = 'cancel-retry') {
   const { id } = await enqueue(db.pool, 'gate', { honourSignal });
-  const [first] = await eventually(
+  const [first] = await until(
+    'first run started',
     () => runsOf(id as string),
     (r) => r.length === 1,
     15_000,
-    'first run started',
   );
   if (how === 'cancel-retry') {
     // `jobs cancel ID && jobs retry ID`: the row is pending again with attempts = 0.
@@ -71,11 +72,11 @@ async function requeueWhileRunning(honourSignal: boolean, how: 'cancel-retry' | 
 describe('a running job cancelled and retried', () => {
   it('runs again only after the old run ended, and the new run owns the outcome', async () => {
     const { id, first } = await requeueWhileRunning(true);
-    const runs = await eventually(
+    const runs = await until(
+      'second run started',
       () => runsOf(id),
       (r) => r.length === 2,
       15_000,
-      'second run started',
     );
     const [old, second] = runs;
     assert.equal(old.how, 'aborted', 'the old run was stopped');
@@ -85,11 +86,11 @@ describe('a running job cancelled and retried', () => {
     // The old run's abort was not charged to the new run: the job is still running.
     assert.equal((await job(id)).status, 'running');
     await tell(second.run, 'fail');
-    const row = await eventually(
+    const row = await until(
+      'new run failure recorded',
       () => job(id),
       (r) => r.status === 'pending',
       15_000,
-      'new run failure recorded',
     );
     assert.equal(row.attempts, 1);
     assert.match(row.last_error, new RegExp(`run ${second.run} failed as told`));
@@ -100,22 +101,22 @@ describe('a running job cancelled and retried', () => {
     const { id, first } = await requeueWhileRunning(false);
     // The old run finishes "successfully" after the job was re-queued.
     await tell(first.run, 'done');
-    const runs = await eventually(
+    const runs = await until(
+      'second run started',
       () => runsOf(id),
       (r) => r.length === 2,
       15_000,
-      'second run started',
     );
     const [old, second] = runs;
     assert.equal(old.how, 'done');
     assert.ok(second.started >= old.ended, 'the two runs never overlapped');
     assert.equal((await job(id)).status, 'running', 'the stale success was fenced off');
     await tell(second.run, 'fail');
-    const row = await eventually(
+    const row = await until(
+      'new run failure recorded',
       () => job(id),
       (r) => r.status === 'pending',
       15_000,
-      'new run failure recorded',
     );
     assert.match(row.last_error, new RegExp(`run ${second.run} failed as told`));
   });
@@ -124,21 +125,21 @@ describe('a running job cancelled and retried', () => {
 describe('a running job re-queued by plain SQL', () => {
   it('the old run is stopped and fenced off; the new run owns the outcome', async () => {
     const { id } = await requeueWhileRunning(true, 'sql');
-    const [old, second] = await eventually(
+    const [old, second] = await until(
+      'second run started',
       () => runsOf(id),
       (r) => r.length === 2,
       15_000,
-      'second run started',
     );
     assert.equal(old.how, 'aborted');
     assert.ok(second.started >= old.ended, 'the two runs never overlapped');
     assert.equal((await job(id)).status, 'running');
     await tell(second.run, 'done');
-    const row = await eventually(
+    const row = await until(
+      'new run recorded',
       () => job(id),
       (r) => r.status === 'done',
       15_000,
-      'new run recorded',
     );
     assert.equal(row.attempts, 1);
     assert.equal(row.errors.length, 0, "the old run's abort was charged to nobody");
@@ -160,11 +161,11 @@ describe('rows that other producers write', () => {
     // All ten come due in one statement, so one claim takes them together.
     await db.pool.query("UPDATE jobvisor.jobs SET run_at = now() WHERE kind = 'record' AND status = 'pending'");
     await db.pool.query("NOTIFY jobvisor_jobs, 'default'");
-    const dead = await eventually(
+    const dead = await until(
+      'oversized job dead-lettered',
       () => job(big),
       (r) => r.status === 'failed',
       60_000,
-      'oversized job dead-lettered',
     );
     assert.match(
       dead.last_error,
@@ -172,7 +173,8 @@ describe('rows that other producers write', () => {
     );
     assert.equal(dead.attempts, 1);
     const ids = neighbours.map((n) => n.id as string);
-    await eventually(
+    await until(
+      'neighbours done',
       async () =>
         (
           await db.pool.query("SELECT count(*)::int AS n FROM jobvisor.jobs WHERE id = ANY($1) AND status = 'done'", [
@@ -181,7 +183,6 @@ describe('rows that other producers write', () => {
         ).rows[0].n,
       (n) => n === 9,
       30_000,
-      'neighbours done',
     );
     const attempts = await db.pool.query('SELECT DISTINCT attempts FROM jobvisor.jobs WHERE id = ANY($1)', [ids]);
     assert.deepEqual(attempts.rows, [{ attempts: 1 }], 'no neighbour was charged an extra attempt');
@@ -192,11 +193,11 @@ describe('rows that other producers write', () => {
       "INSERT INTO jobvisor.jobs (kind, payload, attempts) VALUES ('record', '{}', 2147483647) RETURNING id",
     );
     const { id: after } = await enqueue(db.pool, 'record', {});
-    await eventually(
+    await until(
+      'a later job ran',
       () => job(after as string),
       (r) => r.status === 'done',
       15_000,
-      'a later job ran',
     );
     const row = await job(rows[0].id);
     assert.equal(row.status, 'done');

@@ -28,7 +28,8 @@ import { cleanupBudgetMs, createCleanup, createReaper } from '../src/supervisor/
 import { keepsBatch, writeSplitting } from '../src/supervisor/split_write.ts';
 import { runCliInProcess } from './helpers/cli.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { eventually, startSupervisor, testSettings } from './helpers/inprocess.ts';
+import { startSupervisor, testSettings } from './helpers/inprocess.ts';
+import { until } from './helpers/poll.ts';
 
 let db: TestDatabase;
 let store: Store;
@@ -184,11 +185,11 @@ describe('the completer', () => {
     );
     assert.equal(jobs.length, 26);
     for (const job of jobs) completer.failed(job, { runMs: 1, error: 'boom', permanent: false, retryInMs: null });
-    await eventually(
+    await until(
+      'all outcomes written',
       () => Promise.resolve(completer.size),
       (n) => n === 0,
       15_000,
-      'all outcomes written',
     );
     assert.equal(await count(`queue = 'q_split' AND status = 'pending' AND jsonb_array_length(errors) = 1`), 25);
     const { rows } = await db.pool.query(
@@ -204,11 +205,11 @@ describe('the completer', () => {
   it('clamps a retryInMs of 1e16 instead of failing the write (item 4)', async () => {
     const [job] = await claimed('q_delay', [{}]);
     completer.failed(job!, { runMs: 1, error: 'later', permanent: false, retryInMs: 1e16 });
-    await eventually(
+    await until(
+      'outcome written',
       () => Promise.resolve(completer.size),
       (n) => n === 0,
       15_000,
-      'outcome written',
     );
     assert.equal(await count(`queue = 'q_delay' AND status = 'pending' AND run_at > now() + interval '364 days'`), 1);
   });
@@ -220,11 +221,11 @@ describe('the completer', () => {
     });
     const jobs = await claimed('q_listener', [{}, {}, {}]);
     for (const job of jobs) completer.done(job, 1);
-    await eventually(
+    await until(
+      'outcomes written',
       () => Promise.resolve(completer.size),
       (n) => n === 0,
       15_000,
-      'outcomes written',
     );
     // Give a (wrong) second write the time to happen: it would report the jobs as fenced.
     await completer.flush(Date.now() + 200);
@@ -249,12 +250,12 @@ describe('a real supervisor', () => {
         })),
         { kind: 'retry_later', payload: { ms: '1e16' } },
       ]);
-      await eventually(
+      await until(
+        'every job ran once and its outcome was written',
         () =>
           count(`kind IN ('fail', 'retry_later') AND (status = 'running' OR (status = 'pending' AND errors = '[]'))`),
         (n) => n === 0,
         30_000,
-        'every job ran once and its outcome was written',
       );
       assert.equal(await count(`kind = 'fail' AND status = 'pending' AND jsonb_array_length(errors) = 1`), 25);
       assert.equal(await count(`kind = 'fail' AND status = 'failed' AND last_error ~ 'dead-lettered alone'`), 1);

@@ -7,7 +7,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { enqueueMany } from '../src/queue/enqueue.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { eventually, FIXTURE_TASKS } from './helpers/inprocess.ts';
+import { FIXTURE_TASKS } from './helpers/inprocess.ts';
+import { until } from './helpers/poll.ts';
 import { spawnSupervisor, type SpawnedSupervisor } from './helpers/supervisor.ts';
 
 let db: TestDatabase;
@@ -58,11 +59,11 @@ describe('several supervisor processes', () => {
         Array.from({ length: 3000 }, (_, i) => ({ kind: 'record', payload: { i } })),
       )
     ).map((r) => r.id);
-    await eventually(
+    await until(
+      '3000 done',
       () => count("SELECT count(*)::int AS n FROM jobvisor.jobs WHERE id = ANY($1) AND status = 'done'", [ids]),
       (n) => n === 3000,
       120_000,
-      '3000 done',
     );
     assert.equal(
       await count('SELECT count(*)::int AS n FROM executions WHERE job_id = ANY($1)', [ids]),
@@ -91,7 +92,8 @@ describe('several supervisor processes', () => {
       )
     ).map((r) => r.id);
     // Wait until the victim holds them, mid-send, then kill it.
-    await eventually(
+    await until(
+      'victim running all',
       () =>
         count(
           "SELECT count(*)::int AS n FROM jobvisor.jobs WHERE id = ANY($1) AND status = 'running' AND locked_by LIKE $2",
@@ -99,17 +101,16 @@ describe('several supervisor processes', () => {
         ),
       (n) => n === 10,
       20_000,
-      'victim running all',
     );
     victim.child.kill('SIGKILL');
     const killedAt = Date.now();
     await victim.exited;
     const rescuer = await supervisor({ queues: { default: { concurrency: 10, jobsPerThread: 10 } } }, env);
-    await eventually(
+    await until(
+      'all done after kill',
       () => count("SELECT count(*)::int AS n FROM jobvisor.jobs WHERE id = ANY($1) AND status = 'done'", [ids]),
       (n) => n === 10,
       30_000,
-      'all done after kill',
     );
     const took = Date.now() - killedAt;
     assert.ok(took < 15_000, `recovered in ${took} ms (lease 3 s + reaper 0.5 s + send 1.5 s + start-up)`);
@@ -133,11 +134,11 @@ describe('several supervisor processes', () => {
         Array.from({ length: 5 }, () => ({ kind: 'sleep', payload: { ms: 15_000, retryMs: 100 } })),
       )
     ).map((r) => r.id);
-    await eventually(
+    await until(
+      'frozen one started them',
       () => count('SELECT count(*)::int AS n FROM executions WHERE job_id = ANY($1)', [ids]),
       (n) => n === 5,
       20_000,
-      'frozen one started them',
     );
     process.kill(frozen.pid, 'SIGSTOP');
     const held = (
@@ -152,14 +153,14 @@ describe('several supervisor processes', () => {
     );
     try {
       const other = await supervisor({ queues: { default: { concurrency: 5, jobsPerThread: 5 } } });
-      await eventually(
+      await until(
+        'finished by the other',
         () =>
           db.pool
             .query('SELECT id, status, attempts, locked_by, last_error FROM jobvisor.jobs WHERE id = ANY($1)', [ids])
             .then((r) => r.rows),
         (rows) => rows.every((r) => r.status === 'done' && r.attempts === 2),
         30_000,
-        'finished by the other',
       );
       const before = (
         await db.pool.query(
@@ -183,7 +184,9 @@ describe('several supervisor processes', () => {
     } finally {
       try {
         process.kill(frozen.pid, 'SIGCONT');
-      } catch {}
+      } catch {
+        // already gone
+      }
     }
   });
 
@@ -198,11 +201,11 @@ describe('several supervisor processes', () => {
         Array.from({ length: 4 }, () => ({ kind: 'sleep', payload: { ms: 1500 } })),
       )
     ).map((r) => r.id);
-    await eventually(
+    await until(
+      'started',
       () => count('SELECT count(*)::int AS n FROM executions WHERE job_id = ANY($1)', [ids]),
       (n) => n === 4,
       20_000,
-      'started',
     );
     const t0 = Date.now();
     assert.equal(await s.stop('SIGTERM'), 0);
@@ -227,11 +230,11 @@ describe('several supervisor processes', () => {
         Array.from({ length: 3 }, () => ({ kind: 'sleep', payload: { ms: 60_000 } })),
       )
     ).map((r) => r.id);
-    await eventually(
+    await until(
+      'started',
       () => count('SELECT count(*)::int AS n FROM executions WHERE job_id = ANY($1)', [ids]),
       (n) => n === 3,
       20_000,
-      'started',
     );
     const t0 = Date.now();
     assert.equal(await s.stop('SIGTERM'), 0);
@@ -252,14 +255,14 @@ describe('several supervisor processes', () => {
       scheduler: { interval: '200ms', catchUp: '5s' },
     };
     const sups = await Promise.all([1, 2, 3].map(() => supervisor(schedule)));
-    await eventually(
+    await until(
+      'five fires done',
       () =>
         count(
           "SELECT count(*)::int AS n FROM jobvisor.jobs WHERE unique_key LIKE 'schedule:every-second:%' AND status = 'done'",
         ),
       (n) => n >= 5,
       30_000,
-      'five fires done',
     );
     await Promise.all(sups.map((s) => s.stop('SIGTERM')));
     const perFire = (

@@ -1,6 +1,6 @@
 /**
  * A real scrape: a real Prometheus server (Debian's `prometheus`; set PROMETHEUS to
- * use another binary) scrapes a real supervisor on loopback, evaluates a copy of
+ * use another binary; skipped with the install command when missing, see helpers/tools.ts) scrapes a real supervisor on loopback, evaluates a copy of
  * grafana/alerts.yml every second, and JobvisorDeadLettersGrowing must go pending
  * and then firing once jobs of a kind that always fails become dead letters.
  *
@@ -21,9 +21,10 @@ import { stringify as stringifyYaml } from 'yaml';
 import { enqueueMany } from '../src/queue/enqueue.ts';
 import { createTestDatabase } from './helpers/db.ts';
 import { spawnSupervisor } from './helpers/supervisor.ts';
+import { findTool, PROMETHEUS, skipUnless } from './helpers/tools.ts';
 
 const grafanaDir = fileURLToPath(new URL('../grafana/', import.meta.url));
-const prometheusBin = process.env.PROMETHEUS ?? 'prometheus';
+const prometheusBin = findTool(PROMETHEUS) ?? 'prometheus';
 const KIND = 'always_fails';
 const OK_KIND = 'always_succeeds';
 const POLL_MS = 250;
@@ -78,7 +79,7 @@ async function terminate(child: ChildProcess, graceMs: number): Promise<void> {
   clearTimeout(timer);
 }
 
-describe('a real Prometheus scraping a real supervisor', { timeout: 180_000 }, () => {
+describe('a real Prometheus scraping a real supervisor', { timeout: 180_000, skip: skipUnless(PROMETHEUS) }, () => {
   let scratch: string | undefined;
   let db: TestDatabase | undefined;
   let supervisor: Supervisor | undefined;

@@ -169,12 +169,13 @@ describe('fenced outcomes', () => {
 
   it('retries with the given delay, then dead-letters when attempts are used up; keeps an error history', async () => {
     const [id] = await add(1, { maxAttempts: 2 });
-    let [job] = await claimJobs(store, { owner: 'A', queue: 'default', limit: 1, leaseMs: 1000, now: at(0) });
+    const [first] = await claimJobs(store, { owner: 'A', queue: 'default', limit: 1, leaseMs: 1000, now: at(0) });
+    assert.ok(first);
     assert.deepEqual(
       await failJobs(
         store,
         'A',
-        [{ id: id!, token: job!.token, error: 'E1', permanent: false, delayMs: 1500 }],
+        [{ id: id!, token: first.token, error: 'E1', permanent: false, delayMs: 1500 }],
         at(100),
       ),
       [{ id, status: 'pending' }],
@@ -187,7 +188,7 @@ describe('fenced outcomes', () => {
       0,
       'not due yet',
     );
-    [job] = await claimJobs(store, { owner: 'A', queue: 'default', limit: 1, leaseMs: 1000, now: at(1600) });
+    const [job] = await claimJobs(store, { owner: 'A', queue: 'default', limit: 1, leaseMs: 1000, now: at(1600) });
     assert.equal(job!.attempt, 2);
     assert.deepEqual(
       await failJobs(store, 'A', [{ id: id!, token: job!.token, error: 'E2', permanent: false, delayMs: 1 }], at(1700)),

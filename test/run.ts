@@ -4,18 +4,24 @@
  * once, and runs every test file with node:test. Each file clones its own
  * database from the template (test/helpers/db.ts).
  *
- *   npm test                       everything
- *   npx tsx test/run.ts FILE...    some files (no type-check)
+ *   npm test                       lint, type-check, everything
+ *   npx tsx test/run.ts FILE...    some files (no lint or type-check)
+ *
+ * promtool and the Prometheus server (test/grafana.test.ts, test/prometheus.test.ts)
+ * come from Debian's `prometheus` package: when they are missing and the runner is
+ * root with apt-get, it installs them; otherwise their tests are skipped with the
+ * reason and the install command. JOBVISOR_TEST_INSTALL=0 forbids the install.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { loadConfig } from '../src/config.ts';
+import { loadConfig } from '../src/config/index.ts';
 import { ensureEmbeddedPostgres } from '../src/db/embedded.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { createLogger } from '../src/log.ts';
+import { findTool, INSTALL_COMMAND, installMissing, TOOLS_BY_TEST } from './helpers/tools.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 /** One template per runner, so runs started together do not collide. */
@@ -31,6 +37,9 @@ async function main(): Promise<number> {
       { stdio: 'inherit' },
     );
     if (tsc.status !== 0) return 1;
+    process.stdout.write('linting (npm run lint)…\n');
+    const lint = spawnSync('npm', ['run', '--silent', 'lint'], { cwd: root, stdio: 'inherit' });
+    if (lint.status !== 0) return 1;
   }
   const log = createLogger({ level: 'warn', fd: 2 });
   const given = process.env.JOBVISOR_TEST_DATABASE_URL || process.env.DATABASE_URL;
@@ -48,6 +57,7 @@ async function main(): Promise<number> {
             .filter((f) => f.endsWith('.test.ts'))
             .sort()
             .map((f) => path.join('test', f));
+    provideTools(testFiles);
     // Timing tests (event-loop delay with every thread busy) run alone, after the rest.
     const alone = testFiles.filter((f) => ALONE.test(path.basename(f)));
     const together = testFiles.filter((f) => !alone.includes(f));
@@ -92,6 +102,18 @@ async function withAdmin<T>(serverUrl: string, fn: (admin: pg.Client) => Promise
 }
 
 const ALONE = /^cpu_pool\.test\.ts$/;
+
+/** Installs the programs the chosen tests need, or says once why their tests will be skipped. */
+function provideTools(testFiles: string[]): void {
+  const tools = [...new Set(testFiles.flatMap((f) => TOOLS_BY_TEST[path.basename(f)] ?? []))];
+  const reason = installMissing(tools);
+  if (reason) {
+    const missing = tools.filter((t) => !findTool(t)).map((t) => t.name);
+    process.stdout.write(
+      `${missing.join(', ')} missing (${reason}): their tests are skipped; install with \`${INSTALL_COMMAND}\`\n`,
+    );
+  }
+}
 
 function runTests(files: string[], concurrency: number, env: NodeJS.ProcessEnv): Promise<number> {
   const child = spawn(

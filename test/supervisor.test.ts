@@ -3,7 +3,8 @@ import { after, before, describe, it } from 'node:test';
 import { enqueue, enqueueMany } from '../src/queue/enqueue.ts';
 import type { Supervisor } from '../src/supervisor/supervisor.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { eventually, nextEvent, startSupervisor } from './helpers/inprocess.ts';
+import { nextEvent, startSupervisor } from './helpers/inprocess.ts';
+import { until } from './helpers/poll.ts';
 
 let db: TestDatabase;
 let supervisor: Supervisor;
@@ -33,11 +34,11 @@ async function job(id: string) {
 }
 
 async function settled(id: string, status: string, timeoutMs = 15_000) {
-  return eventually(
+  return until(
+    `job ${id} ${status}`,
     () => job(id),
     (row) => row?.status === status,
     timeoutMs,
-    `job ${id} ${status}`,
   );
 }
 
@@ -48,7 +49,8 @@ describe('supervisor', () => {
       Array.from({ length: 50 }, () => ({ kind: 'record', payload: {} })),
     );
     const ids = results.map((r) => r.id as string);
-    await eventually(
+    await until(
+      'condition',
       async () =>
         (
           await db.pool.query("SELECT count(*)::int AS n FROM jobvisor.jobs WHERE id = ANY($1) AND status = 'done'", [
@@ -56,6 +58,7 @@ describe('supervisor', () => {
           ])
         ).rows[0].n,
       (n) => n === 50,
+      15_000,
     );
     const runs = await db.pool.query(
       'SELECT job_id, count(*)::int AS n FROM executions WHERE job_id = ANY($1) GROUP BY 1',
@@ -104,9 +107,11 @@ describe('supervisor', () => {
 
   it('honours a delay the task asks for', async () => {
     const { id } = await enqueue(db.pool, 'retry_later', { ms: 3_600_000 }, { maxAttempts: 5 });
-    const row = await eventually(
+    const row = await until(
+      'condition',
       () => job(id as string),
       (r) => r.status === 'pending' && r.attempts === 1,
+      15_000,
     );
     const delay = new Date(row.run_at).getTime() - Date.now();
     assert.ok(delay > 3_500_000 && delay < 3_700_000, `run_at about an hour ahead, got ${delay} ms`);
@@ -124,9 +129,11 @@ describe('supervisor', () => {
     const timedOut = nextEvent(supervisor, 'job:timeout');
     const { id } = await enqueue(db.pool, 'spin', {}, { queue: 'cpu', maxAttempts: 2 });
     await timedOut;
-    const row = await eventually(
+    const row = await until(
+      'condition',
       () => job(id as string),
       (r) => r.attempts >= 1 && r.last_error !== null,
+      15_000,
     );
     assert.match(row.last_error, /TimeoutError: job timed out after 5000 ms/);
     const after = await enqueue(db.pool, 'record', {}, { queue: 'cpu' });

@@ -10,7 +10,8 @@ import { after, before, describe, it } from 'node:test';
 import { enqueueMany } from '../src/queue/enqueue.ts';
 import type { Supervisor } from '../src/supervisor/supervisor.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { eventually, startSupervisor } from './helpers/inprocess.ts';
+import { startSupervisor } from './helpers/inprocess.ts';
+import { until } from './helpers/poll.ts';
 
 let db: TestDatabase;
 let supervisor: Supervisor;
@@ -54,11 +55,11 @@ async function amongNeighbours(culprits: Array<{ kind: string; payload?: unknown
       Array.from({ length: 20 }, () => ({ kind: 'nap', payload: { ms: napMs }, maxAttempts: 3 })),
     )
   ).map((r) => r.id as string);
-  await eventually(
+  await until(
+    'neighbours running',
     () => rows(neighbours),
     (rs) => rs.every((r) => r.status === 'running'),
     30_000,
-    'neighbours running',
   );
   const bad = (
     await enqueueMany(
@@ -67,11 +68,11 @@ async function amongNeighbours(culprits: Array<{ kind: string; payload?: unknown
     )
   ).map((r) => r.id as string);
   const all = [...neighbours, ...bad];
-  const settled = await eventually(
+  const settled = await until(
+    'all settled',
     () => rows(all),
     (rs) => rs.every((r) => r.status === 'done' || r.status === 'failed'),
     60_000,
-    'all settled',
   );
   return {
     neighbours: settled.filter((r) => neighbours.includes(r.id)),
@@ -134,11 +135,11 @@ describe('payloads from plain SQL', () => {
        RETURNING id::text`,
     );
     const ids = inserted.map((r) => r.id);
-    const settled = await eventually(
+    const settled = await until(
+      'plain-SQL jobs settled',
       () => rows(ids),
       (rs) => rs.every((r) => r.status === 'done' || r.status === 'failed'),
       30_000,
-      'plain-SQL jobs settled',
     );
     assert.equal(settled[0]?.status, 'failed');
     assert.equal(settled[0]?.attempts, 1, 'permanent: no retry');
@@ -157,18 +158,18 @@ describe('ctx.db', () => {
     const [hog] = (
       await enqueueMany(db.pool, [{ kind: 'db_hog', payload: { clients: 2, ms: 45_000 }, maxAttempts: 1 }])
     ).map((r) => r.id as string);
-    await eventually(
+    await until(
+      'hog running',
       () => rows([hog as string]),
       (rs) => rs[0]?.status === 'running',
       30_000,
-      'hog running',
     );
     const [victim] = (await enqueueMany(db.pool, [{ kind: 'db_query', maxAttempts: 1 }])).map((r) => r.id as string);
-    const [row] = await eventually(
+    const [row] = await until(
+      'victim settled',
       () => rows([victim as string]),
       (rs) => rs[0]?.status === 'failed' || rs[0]?.status === 'done',
       40_000,
-      'victim settled',
     );
     const [hogRow] = await rows([hog as string]);
     assert.equal(row?.status, 'failed', 'the neighbour did not wait for the leak to end');

@@ -3,7 +3,7 @@
  * (the configured one, or the embedded development server, started on demand).
  */
 import pg from 'pg';
-import { loadConfig, type Settings } from '../config.ts';
+import { loadConfig, type Settings } from '../config/index.ts';
 import { ConfigError } from '../errors.ts';
 import { ensureEmbeddedPostgres, type EmbeddedServer } from '../db/embedded.ts';
 import { createPool } from '../db/pool.ts';

@@ -8,7 +8,7 @@
  * second job for the same user): the task's emails_sent record makes the
  * second send a no-op. At the end: 20/20 sent, attempts, retries, duplicates.
  */
-import { loadConfig } from '../config.ts';
+import { loadConfig } from '../config/index.ts';
 import { migrate } from '../db/migrate.ts';
 import { createPool } from '../db/pool.ts';
 import { createLogger } from '../log.ts';

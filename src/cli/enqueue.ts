@@ -5,7 +5,7 @@
  * Every argument is checked before connecting: bad input writes nothing.
  */
 import { InputError } from '../errors.ts';
-import { loadConfig } from '../config.ts';
+import { loadConfig } from '../config/index.ts';
 import { enqueue, validateJob, type EnqueueOptions } from '../queue/enqueue.ts';
 import { integer, parse } from './args.ts';
 import { openContext } from './context.ts';

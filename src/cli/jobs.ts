@@ -23,6 +23,7 @@ export async function jobsCommand(argv: string[]): Promise<number> {
       return retry(rest);
     case 'cancel':
       return cancel(rest);
+    case undefined:
     default:
       throw new InputError(`jobs: unknown subcommand ${JSON.stringify(sub ?? '')} (use list, retry or cancel)`);
   }

@@ -4,22 +4,8 @@
  */
 import { ConfigError, InputError } from '../errors.ts';
 import { VERSION } from '../version.ts';
-
-const USAGE = `usage: jobvisor <command> [options]
-
-  migrate                     apply database migrations
-  start [--migrate]           run a supervisor (SIGTERM/SIGINT drain it and exit 0)
-  enqueue KIND [JSON] [--queue Q] [--priority N] [--run-at ISO | --delay 10s]
-                 [--max-attempts N] [--unique-key K] [--json]
-  stats [--json]              counts by queue, kind and status; oldest pending age
-  jobs list [--status S] [--kind K] [--queue Q] [--limit N] [--json]
-  jobs retry ID... | --failed [--kind K]
-  jobs cancel ID...
-  bench [--jobs N] [--concurrency N] [--json] [...]
-  demo                        the welcome_email practice run
-
-configuration: config/default.json, config/$NODE_ENV.json, $JOBVISOR_CONFIG, environment
-`;
+import { specsFor } from './commands.ts';
+import { commandHelp, usage } from './help.ts';
 
 type Command = (argv: string[]) => Promise<number>;
 
@@ -33,16 +19,37 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   demo: async () => (await import('./demo.ts')).demoCommand,
 };
 
+/** Every command `main` runs; each must have an entry in COMMAND_SPECS (test/cli_help.test.ts). */
+export const COMMAND_NAMES = Object.keys(COMMANDS);
+
 /** The contract is one line per error, whatever text a message quotes. */
 function oneLine(message: string): string {
   return message.replace(/\s*[\r\n]+\s*/g, ' ');
 }
 
+/** `--help` or `-h` among the arguments (before a `--`). */
+function wantsHelp(args: string[]): boolean {
+  const end = args.indexOf('--');
+  return (end < 0 ? args : args.slice(0, end)).some((a) => a === '--help' || a === '-h');
+}
+
+/** Prints a command's help: exit 0, or 2 for an unknown command. */
+function help(name: string): number {
+  const specs = specsFor(name);
+  if (specs.length === 0) {
+    process.stderr.write(`jobvisor: unknown command ${JSON.stringify(name)} (run jobvisor --help)\n`);
+    return 2;
+  }
+  process.stdout.write(commandHelp(specs));
+  return 0;
+}
+
 /** Runs one command; returns the exit status (never throws). */
 export async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
+  if (name === 'help' && rest.length > 0) return help(rest.join(' '));
   if (name === undefined || name === 'help' || name === '--help' || name === '-h') {
-    process.stdout.write(USAGE);
+    process.stdout.write(usage());
     return name === undefined ? 2 : 0;
   }
   if (name === '--version' || name === '-v') {
@@ -54,6 +61,7 @@ export async function main(argv: string[]): Promise<number> {
     process.stderr.write(`jobvisor: unknown command ${JSON.stringify(name)} (run jobvisor --help)\n`);
     return 2;
   }
+  if (wantsHelp(rest)) return help(name === 'jobs' && rest[0] && !rest[0].startsWith('-') ? `jobs ${rest[0]}` : name);
   try {
     return await (
       await load()

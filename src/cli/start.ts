@@ -4,6 +4,7 @@
  * or --migrate it applies migrations first; otherwise it waits, not ready,
  * until `jobvisor migrate` has run (the Kubernetes migration Job).
  */
+import { effectiveQueueLimits } from '../config/index.ts';
 import { isMigrated, migrate } from '../db/migrate.ts';
 import { createDatabaseGauges } from '../metrics/database-gauges.ts';
 import { createMetrics } from '../metrics/metrics.ts';
@@ -25,6 +26,8 @@ export async function startCommand(argv: string[]): Promise<number> {
   const ctx = await openContext({ logTo: 1 });
   const { settings, log } = ctx;
   const schema = settings.database.schema;
+  // A queue whose concurrency the threads cannot reach: one line each, naming the limit and the key.
+  for (const warning of effectiveQueueLimits(settings).warnings) log.warn(warning);
   if (ctx.embedded || values.migrate) await migrate(ctx.pool, { schema, log });
 
   const metrics = createMetrics();

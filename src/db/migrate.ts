@@ -10,7 +10,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type pg from 'pg';
-import { PACKAGE_ROOT } from '../config.ts';
+import { PACKAGE_ROOT } from '../config/index.ts';
 import type { Logger } from '../log.ts';
 import { qualify } from './schema.ts';
 

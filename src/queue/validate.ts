@@ -7,7 +7,7 @@ import { InputError } from '../errors.ts';
 
 const NAME = /^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,199}$/;
 /** Queue names also name configuration keys, where a dot would read as a path: no dots. */
-const QUEUE = /^[A-Za-z0-9_][A-Za-z0-9_:-]{0,199}$/;
+export const QUEUE = /^[A-Za-z0-9_][A-Za-z0-9_:-]{0,199}$/;
 export const MAX_PAYLOAD_DEPTH = 100;
 
 /** @throws InputError when `value` is not 1-200 letters, digits, _ . : - (not starting with . : -). */

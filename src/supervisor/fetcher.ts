@@ -7,7 +7,7 @@
  * capacity has freed up to make a batch worth a round trip. A wake during a
  * claim is remembered and answered right after it.
  */
-import type { QueueSettings } from '../config.ts';
+import type { QueueSettings } from '../config/index.ts';
 import { claimJobs, nextDueIn } from '../queue/claim.ts';
 import type { Store } from '../queue/sql.ts';
 import type { ClaimedJob } from '../queue/types.ts';

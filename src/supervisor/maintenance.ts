@@ -10,7 +10,7 @@
  * returned as usual. A row whose fallback fails too is skipped by later split
  * rounds of this supervisor, so it cannot stop reaping anywhere.
  */
-import type { Settings } from '../config.ts';
+import type { Settings } from '../config/index.ts';
 import { deleteOldJobs } from '../queue/cleanup.ts';
 import { deadLetterExpired } from '../queue/fallback.ts';
 import { listExpiredLeases, reapExpiredLeases, reapLeases, type ReapedJob } from '../queue/reaper.ts';

@@ -9,7 +9,7 @@
  * metric shows how late it started.
  */
 import { CronExpressionParser } from 'cron-parser';
-import type { Schedule, Settings } from '../config.ts';
+import type { Schedule, Settings } from '../config/index.ts';
 import { enqueueMany, type JobSpec } from '../queue/enqueue.ts';
 import type { Store } from '../queue/sql.ts';
 import type { SupervisorEvents } from './events.ts';
@@ -38,16 +38,14 @@ export function createScheduler(options: {
   settings: Settings['scheduler'];
   maxAttempts: number;
   events: SupervisorEvents;
-  clock?: () => Date;
 }): Loop {
-  const clock = options.clock ?? (() => new Date());
-  let checkedUntil = new Date(clock().getTime() - options.settings.catchUp);
+  let checkedUntil = new Date(Date.now() - options.settings.catchUp);
   return new Loop({
     name: 'scheduler',
     intervalMs: options.settings.interval,
     run: async () => {
       if (options.schedules.length === 0) return;
-      const now = clock();
+      const now = new Date();
       const due: Array<{ schedule: Schedule; fireTime: Date }> = [];
       for (const schedule of options.schedules) {
         for (const fireTime of fireTimes(schedule, checkedUntil, now)) due.push({ schedule, fireTime });

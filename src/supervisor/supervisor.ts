@@ -12,7 +12,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type pg from 'pg';
 import type { Piscina } from 'piscina';
-import type { Settings } from '../config.ts';
+import type { Settings } from '../config/index.ts';
 import { createPool } from '../db/pool.ts';
 import type { Logger } from '../log.ts';
 import type { Store } from '../queue/sql.ts';

@@ -25,7 +25,10 @@ export async function runCliInProcess(
       out[key] += String(chunk);
       return true;
     }) as typeof process.stdout.write;
-  const original = { stdout: process.stdout.write, stderr: process.stderr.write };
+  const original = {
+    stdout: process.stdout.write.bind(process.stdout),
+    stderr: process.stderr.write.bind(process.stderr),
+  };
   process.stdout.write = capture('stdout');
   process.stderr.write = capture('stderr');
   try {

@@ -5,7 +5,7 @@
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { loadConfig, type Settings } from '../../src/config.ts';
+import { loadConfig, type Settings } from '../../src/config/index.ts';
 import { createLogger } from '../../src/log.ts';
 import type { Events } from '../../src/supervisor/events.ts';
 import { Supervisor } from '../../src/supervisor/supervisor.ts';
@@ -50,22 +50,4 @@ export function nextEvent<K extends keyof Events>(
     };
     supervisor.events.on(name, listener as never);
   });
-}
-
-/** Polls a query until `check` passes (for state that only the database shows). */
-export async function eventually<T>(
-  read: () => Promise<T>,
-  check: (value: T) => boolean,
-  timeoutMs = 15_000,
-  what = 'condition',
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let value = await read();
-  while (!check(value)) {
-    if (Date.now() > deadline)
-      throw new Error(`${what} not reached within ${timeoutMs} ms; last value: ${JSON.stringify(value)}`);
-    await new Promise((r) => setTimeout(r, 50));
-    value = await read();
-  }
-  return value;
 }

@@ -4,7 +4,7 @@
  * metrics port is chosen by the OS and read from the `ready` log line.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -41,12 +41,17 @@ export interface SpawnOptions {
 }
 
 const alive = new Set<ChildProcess>();
+/** Folders of writeConfig: removed when the test process exits (supervisors may still read them until then). */
+const configDirs = new Set<string>();
 process.on('exit', () => {
   for (const child of alive) child.kill('SIGKILL');
+  for (const dir of configDirs) rmSync(dir, { recursive: true, force: true });
 });
 
+/** Writes `config` to a fresh temporary file, removed when this process exits. */
 export function writeConfig(config: Record<string, unknown>): string {
   const dir = mkdtempSync(path.join(tmpdir(), 'jobvisor-test-'));
+  configDirs.add(dir);
   const file = path.join(dir, 'config.json');
   writeFileSync(file, JSON.stringify(config));
   return file;
@@ -99,7 +104,8 @@ export async function spawnSupervisor(options: SpawnOptions): Promise<SpawnedSup
   const waitForLog = (msg: RegExp, timeoutMs = 15_000, where?: (line: Record<string, unknown>) => boolean) =>
     new Promise<Record<string, unknown>>((resolve, reject) => {
       const match = (line: Record<string, unknown>) =>
-        msg.test(String(line.msg ?? line.raw ?? '')) && (!where || where(line));
+        msg.test(typeof line.msg === 'string' ? line.msg : typeof line.raw === 'string' ? line.raw : '') &&
+        (!where || where(line));
       const found = logs.find(match);
       if (found) return resolve(found);
       const timer = setTimeout(() => {

@@ -100,7 +100,7 @@ export const NASTY_NUMBERS = [
   2 ** 53,
   2 ** 53 + 2,
   -(2 ** 63),
-  123456789.123456789,
+  Number('123456789.123456789'), // more digits than a double holds
   1e21,
   1e-7,
 ];

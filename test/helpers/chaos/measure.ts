@@ -16,24 +16,7 @@ export function report(scenario: string, result: Record<string, unknown>): void 
   if (file) appendFileSync(file, `${line}\n`);
 }
 
-/** Polls `read` every `everyMs` until `check` passes; throws with the last value after `timeoutMs`. */
-export async function until<T>(
-  what: string,
-  read: () => Promise<T>,
-  check: (value: T) => boolean,
-  timeoutMs: number,
-  everyMs = 50,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let value = await read();
-  while (!check(value)) {
-    if (Date.now() > deadline)
-      throw new Error(`${what}: not reached within ${timeoutMs} ms; last value: ${JSON.stringify(value)}`);
-    await new Promise((r) => setTimeout(r, everyMs));
-    value = await read();
-  }
-  return value;
-}
+export { until } from '../poll.ts';
 
 export function summary(values: number[]): { n: number; p50: number; p95: number; max: number } {
   const sorted = [...values].sort((a, b) => a - b);

@@ -1,0 +1,145 @@
+/**
+ * Every `jobvisor` command, described once: `--help`, `jobvisor help COMMAND`,
+ * the usage summary and the README's command table (scripts/readme-commands.ts)
+ * are all made from this list. A command's own parser must accept the options
+ * named here (test/cli_help.test.ts checks that each answers --help).
+ */
+
+export interface OptionSpec {
+  /** As typed, with its value: `--queue Q`. */
+  flag: string;
+  meaning: string;
+  /** Shown as "(default: …)". */
+  default?: string;
+}
+
+export interface CommandSpec {
+  /** `jobs list` for a subcommand. */
+  name: string;
+  /** The arguments after the name. */
+  args: string;
+  summary: string;
+  options: OptionSpec[];
+  example: string;
+  /** Extra lines after the options. */
+  notes?: string[];
+}
+
+const json: OptionSpec = { flag: '--json', meaning: 'print JSON instead of a table' };
+
+export const COMMAND_SPECS: CommandSpec[] = [
+  {
+    name: 'migrate',
+    args: '',
+    summary: 'apply database migrations (under an advisory lock; safe from several replicas at once)',
+    options: [],
+    example: 'DATABASE_URL=postgres://… jobvisor migrate',
+  },
+  {
+    name: 'start',
+    args: '[--migrate]',
+    summary: 'run a supervisor until SIGTERM/SIGINT, which drain it and exit 0 (a second signal forces)',
+    options: [
+      {
+        flag: '--migrate',
+        meaning:
+          'apply migrations first (always done with the embedded database); otherwise wait, not ready, until migrated',
+      },
+    ],
+    example: 'JOBVISOR_CONFIG=./jobvisor.json jobvisor start',
+  },
+  {
+    name: 'enqueue',
+    args: 'KIND [JSON] [options]',
+    summary: 'add one job and print its id (a duplicate --unique-key prints the existing id, exit 0)',
+    options: [
+      { flag: '--queue Q', meaning: 'queue name', default: 'default' },
+      { flag: '--priority N', meaning: 'lower runs first, -1000000 … 1000000', default: '0' },
+      { flag: '--run-at ISO', meaning: 'not before this time' },
+      { flag: '--delay D', meaning: 'not before now + D ("10s", "5m" or ms)' },
+      {
+        flag: '--max-attempts N',
+        meaning: 'attempts before the job is dead-lettered',
+        default: 'jobs.maxAttempts (8)',
+      },
+      { flag: '--unique-key K', meaning: 'at most one job per (kind, key) while the row exists' },
+      { flag: '--json', meaning: 'print { id, duplicate } as JSON' },
+    ],
+    example: `jobvisor enqueue welcome_email '{"user_id": 1}' --delay 10s`,
+  },
+  {
+    name: 'stats',
+    args: '[--json]',
+    summary: 'job counts by queue, kind and status; the oldest pending job’s age',
+    options: [json],
+    example: 'jobvisor stats --json',
+  },
+  {
+    name: 'jobs list',
+    args: '[options]',
+    summary: 'list jobs, newest first',
+    options: [
+      { flag: '--status S', meaning: 'pending, running, done, failed or cancelled' },
+      { flag: '--kind K', meaning: 'only this kind' },
+      { flag: '--queue Q', meaning: 'only this queue' },
+      { flag: '--limit N', meaning: 'at most N rows, 1 … 10000', default: '50' },
+      json,
+    ],
+    example: 'jobvisor jobs list --status failed --kind thumbnail',
+  },
+  {
+    name: 'jobs retry',
+    args: 'ID... | --failed [--kind K]',
+    summary: 're-queue dead letters and cancelled jobs (attempts back to 0, due now)',
+    options: [
+      { flag: '--failed', meaning: 'every dead letter instead of the ids given' },
+      { flag: '--kind K', meaning: 'with --failed: only this kind' },
+    ],
+    example: 'jobvisor jobs retry --failed --kind thumbnail',
+  },
+  {
+    name: 'jobs cancel',
+    args: 'ID...',
+    summary: 'cancel pending and running jobs (a running job is aborted at its next heartbeat)',
+    options: [],
+    example: 'jobvisor jobs cancel 42 43',
+  },
+  {
+    name: 'bench',
+    args: '[options]',
+    summary: 'measure throughput and pickup latency against the configured database (see BENCHMARKS.md)',
+    options: [
+      {
+        flag: '--scenario LIST',
+        meaning: 'comma-separated: enqueue, process, processes, pickup, deep, sustained',
+        default: 'enqueue,process,processes,pickup',
+      },
+      { flag: '--jobs N', meaning: 'jobs per run', default: '20000' },
+      { flag: '--concurrency N', meaning: "the bench queue's concurrency", default: '50' },
+      { flag: '--threads N', meaning: 'worker threads', default: '1' },
+      { flag: '--jobs-per-thread N', meaning: 'jobs sharing a thread', default: 'the concurrency' },
+      { flag: '--prefetch N', meaning: 'jobs claimed ahead', default: '2000' },
+      { flag: '--processes N', meaning: 'supervisor processes in the processes scenario', default: '3' },
+      { flag: '--runs N', meaning: 'runs per scenario (the median is reported)', default: '3' },
+      { flag: '--samples N', meaning: 'pickup samples', default: '200' },
+      { flag: '--deep-pending N', meaning: 'pending rows in the deep scenario', default: '1000000' },
+      { flag: '--deep-done N', meaning: 'finished rows in the deep scenario', default: '5000000' },
+      { flag: '--duration D', meaning: 'length of the sustained scenario', default: '10m' },
+      { flag: '--peers LIST', meaning: 'other job systems to run beside: none, all or a list', default: 'none' },
+      { flag: '--json', meaning: 'print results as JSON' },
+    ],
+    example: 'jobvisor bench --scenario process,pickup --jobs 5000',
+  },
+  {
+    name: 'demo',
+    args: '',
+    summary: 'the welcome_email practice run (embedded PostgreSQL when no DATABASE_URL)',
+    options: [],
+    example: 'npm run demo',
+  },
+];
+
+/** The specs of a command: `jobs` gives all three `jobs …` subcommands. */
+export function specsFor(name: string): CommandSpec[] {
+  return COMMAND_SPECS.filter((c) => c.name === name || c.name.startsWith(`${name} `));
+}

@@ -1,0 +1,185 @@
+/**
+ * Loading: schema defaults → config/default.json → config/$NODE_ENV.json (if
+ * present) → the file named by JOBVISOR_CONFIG → environment variables, later
+ * wins. An unknown or mistyped key stops start-up with a message that names it
+ * (and the nearest valid key). Durations are written as "30s", "5m" and come out
+ * as milliseconds. Secrets (database.url) come only from the environment
+ * (DATABASE_URL) or a mounted secret file (DATABASE_URL_FILE), never from a
+ * configuration file, and are marked sensitive so convict never prints them.
+ */
+import convict from 'convict';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseDuration } from '../duration.ts';
+import { ConfigError } from '../errors.ts';
+import { closestKey } from '../suggest.ts';
+import { effectiveQueueLimits } from './limits.ts';
+import { schema, type QueueInput, type ScheduleInput, type Settings } from './schema.ts';
+import {
+  allKeys,
+  checkNoNul,
+  checkReservedKeys,
+  checkUnknownKeys,
+  isLeaf,
+  isPlainObject,
+  validateQueues,
+} from './validate.ts';
+
+/** The folder holding config/default.json: the package root. */
+export const PACKAGE_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+export interface LoadOptions {
+  env?: NodeJS.ProcessEnv;
+  /** Extra files applied after the standard layers (tests, the demo). */
+  files?: string[];
+  /** Values applied last (tests). */
+  overrides?: Record<string, unknown>;
+  /** Folder holding default.json and $NODE_ENV.json (default: <package>/config). */
+  configDir?: string;
+}
+
+/**
+ * DATABASE_URL_FILE names a file holding the connection string (a mounted
+ * Kubernetes or Docker secret): read into DATABASE_URL, which it must not
+ * accompany.
+ */
+function withSecretFile(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const file = env.DATABASE_URL_FILE;
+  if (!file) return env;
+  if (env.DATABASE_URL) throw new ConfigError('invalid configuration: set DATABASE_URL or DATABASE_URL_FILE, not both');
+  let url: string;
+  try {
+    url = readFileSync(file, 'utf8').trim();
+  } catch (err) {
+    throw new ConfigError(
+      `invalid configuration: DATABASE_URL_FILE names ${file}, which cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+    );
+  }
+  return { ...env, DATABASE_URL: url };
+}
+
+/**
+ * Loads and validates the configuration.
+ * @throws ConfigError (code CONFIG_INVALID) naming the bad key.
+ */
+export function loadConfig(options: LoadOptions = {}): Settings {
+  const env = withSecretFile(options.env ?? process.env);
+  const config = convict(schema, { env, args: [] });
+  const configDir = options.configDir ?? path.join(PACKAGE_ROOT, 'config');
+  const files = [path.join(configDir, 'default.json')];
+  if (env.NODE_ENV) files.push(path.join(configDir, `${env.NODE_ENV}.json`));
+  const layered = files.filter((f) => existsSync(f));
+  if (env.JOBVISOR_CONFIG) {
+    if (!existsSync(env.JOBVISOR_CONFIG))
+      throw new ConfigError(`JOBVISOR_CONFIG names ${env.JOBVISOR_CONFIG}, which does not exist`);
+    layered.push(env.JOBVISOR_CONFIG);
+  }
+  layered.push(...(options.files ?? []));
+  try {
+    // Files are merged here, deeply (so queues merge by name), then loaded at
+    // once; convict keeps environment variables above them.
+    let merged: Record<string, unknown> = {};
+    for (const file of layered) {
+      const layer = readJson(file);
+      if (isPlainObject(layer.database) && 'url' in layer.database) {
+        throw new ConfigError(
+          `invalid configuration: database.url holds credentials and may not be set in ${file} (a ConfigMap is not a secret): use DATABASE_URL or DATABASE_URL_FILE`,
+        );
+      }
+      checkReservedKeys(layer, '');
+      merged = deepMerge(merged, layer);
+    }
+    if (options.overrides) {
+      checkReservedKeys(options.overrides, '');
+      merged = deepMerge(merged, options.overrides);
+    }
+    checkNoNul(merged, '');
+    checkUnknownKeys(merged, schema);
+    // Before convict sees them: a queue name is a key, and convict would take a dot in it for a path.
+    if (merged.queues !== undefined) validateQueues(merged.queues);
+    config.load(merged);
+    config.validate({ allowed: 'strict' });
+    validateQueues(config.get('queues'));
+  } catch (err) {
+    if (err instanceof ConfigError) throw err;
+    throw new ConfigError(explain(err as Error, layered), { cause: err });
+  }
+  return resolve(config.getProperties());
+}
+
+function readJson(file: string): Record<string, unknown> {
+  let value: unknown;
+  try {
+    value = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (err) {
+    throw new ConfigError(`invalid configuration: ${file} is not valid JSON: ${(err as Error).message}`);
+  }
+  if (!isPlainObject(value)) throw new ConfigError(`invalid configuration: ${file} must hold a JSON object`);
+  return value;
+}
+
+/** Reserved keys were refused before (checkReservedKeys), so every key here is data. */
+function deepMerge(a: Record<string, unknown>, b: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...a };
+  for (const [key, value] of Object.entries(b)) {
+    const before = out[key];
+    out[key] = isPlainObject(value) && isPlainObject(before) ? deepMerge(before, value) : value;
+  }
+  return out;
+}
+
+function explain(err: Error, files: string[]): string {
+  const lines = err.message.split('\n').map((line) => {
+    const m = /configuration param '([^']+)' not declared in the schema/.exec(line);
+    if (!m) return line;
+    const key = m[1] as string;
+    const near = closestKey(key, allKeys(schema));
+    return `unknown key "${key}"${near ? ` (did you mean "${near}"?)` : ''}`;
+  });
+  const where = files.length ? ` (files: ${files.join(', ')})` : '';
+  return `invalid configuration: ${lines.join('; ')}${where}`;
+}
+
+/** Values of the keys tagged `duration` in the schema, turned into milliseconds. */
+function parseDurations(value: Record<string, unknown>, node: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, v] of Object.entries(value)) {
+    const spec = node[key];
+    if (isLeaf(spec)) out[key] = spec.duration ? parseDuration(v as string | number) : v;
+    else out[key] = isPlainObject(spec) && isPlainObject(v) ? parseDurations(v, spec) : v;
+  }
+  return out;
+}
+
+/** Convict's values → Settings: durations in ms, queue and schedule defaults filled in. */
+function resolve(loaded: unknown): Settings {
+  // The one cast: convict's values have the schema's shape, with the
+  // `duration` keys still as text until parseDurations has run.
+  const raw = parseDurations(loaded as Record<string, unknown>, schema) as Omit<Settings, 'queues' | 'schedules'> & {
+    queues: Record<string, QueueInput>;
+    schedules: ScheduleInput[];
+  };
+  const given = { default: {}, ...raw.queues };
+  const settings: Settings = {
+    ...raw,
+    queues: effectiveQueueLimits({ pool: raw.pool, queues: given }).queues,
+    schedules: raw.schedules.map((s) => ({
+      name: s.name,
+      cron: s.cron,
+      kind: s.kind,
+      payload: s.payload ?? {},
+      queue: s.queue ?? 'default',
+      priority: s.priority ?? 0,
+      timezone: s.timezone ?? null,
+    })),
+  };
+  if (settings.jobs.lease < 3000)
+    throw new ConfigError('invalid configuration: jobs.lease must be at least 3s (heartbeats run every lease/3)');
+  return settings;
+}
+
+/** Settings with every secret replaced, safe to log. */
+export function redacted(settings: Settings): Settings {
+  return { ...settings, database: { ...settings.database, url: settings.database.url ? '[redacted]' : '' } };
+}

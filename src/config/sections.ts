@@ -1,0 +1,38 @@
+/**
+ * The two sections of the configuration that are lists or maps of entries
+ * (queues by name, schedules) rather than fixed keys: their shapes, as files
+ * give them and as they come out of loading, and the one set of queue defaults.
+ */
+
+export interface QueueSettings {
+  /** Jobs of this queue running at once in one supervisor. */
+  concurrency: number;
+  /** How many of this queue's jobs may share one worker thread (1 = CPU-bound: a thread each). */
+  jobsPerThread: number;
+  /** Extra jobs claimed ahead into a local buffer (0 = claim only what can start now). */
+  prefetch: number;
+  /** Per-queue timeout override in ms (null = jobs.timeout). */
+  timeout: number | null;
+}
+
+/** A queue as a file gives it: any key may be missing; the timeout is still text. */
+export type QueueInput = Partial<Omit<QueueSettings, 'timeout'>> & { timeout?: string | number | null };
+
+/**
+ * The one set of queue defaults, for `default` and every other queue.
+ * `jobsPerThread` has none: unset, it is derived from `concurrency` and the
+ * number of threads (see limits.ts).
+ */
+export const QUEUE_DEFAULTS = { concurrency: 10, prefetch: 0, timeout: null } as const;
+
+export interface Schedule {
+  name: string;
+  cron: string;
+  kind: string;
+  payload: Record<string, unknown>;
+  queue: string;
+  priority: number;
+  timezone: string | null;
+}
+
+export type ScheduleInput = Partial<Schedule> & Pick<Schedule, 'name' | 'cron' | 'kind'>;

@@ -13,6 +13,7 @@ import type pg from 'pg';
 import { PACKAGE_ROOT } from '../config.ts';
 import { JobvisorError } from '../errors.ts';
 import type { Logger } from '../log.ts';
+import type { Db } from './pool.ts';
 import { qualify } from './schema.ts';
 
 export const MIGRATIONS_DIR = path.join(PACKAGE_ROOT, 'migrations');
@@ -182,7 +183,7 @@ function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
 }
 
 /** True when every migration in the folder is recorded: the readiness check. */
-export async function isMigrated(db: pg.Pool, options: { schema?: string; dir?: string } = {}): Promise<boolean> {
+export async function isMigrated(db: Db, options: { schema?: string; dir?: string } = {}): Promise<boolean> {
   const schema = options.schema ?? 'jobvisor';
   // A missing table (42P01) means not migrated; any other error is the caller's.
   const res = await db

@@ -96,21 +96,31 @@ describe('migrations and open transactions', () => {
     let settled = false;
     void migrating.finally(() => (settled = true)).catch(() => {});
 
-    // While the transaction stays open (about 4 s), keep enqueuing and claiming.
+    // The transaction stays open 4 s whatever happens here; meanwhile, keep enqueuing and claiming.
+    let settledWhileHeld = true;
+    const released = new Promise<void>((resolve) =>
+      setTimeout(() => {
+        settledWhileHeld = settled;
+        void holder
+          .query('COMMIT')
+          .then(() => holder.end())
+          .then(resolve);
+      }, 4000),
+    );
+    let open = true;
+    void released.then(() => (open = false));
     const store = { db: db.pool, schema: 'jobvisor' };
     let worst = 0;
     let ops = 0;
-    const holdUntil = Date.now() + 4000;
-    while (Date.now() < holdUntil) {
+    while (open) {
       const t0 = Date.now();
       await enqueue(db.pool, 'lock_probe', { i: ops }, { queue: 'locks' });
       await claimJobs(store, { owner: 'test', queue: 'locks', limit: 1, leaseMs: 60_000 });
       worst = Math.max(worst, Date.now() - t0);
       ops++;
     }
-    assert.equal(settled, false, 'migrate is still waiting for the transaction');
-    await holder.query('COMMIT');
-    await holder.end();
+    await released;
+    assert.equal(settledWhileHeld, false, 'migrate was still waiting while the transaction was open');
     assert.deepEqual(await migrating, ['900_lock_probe']);
     assert.ok(
       lines.some((l) => /retrying/.test(String(l.msg))),

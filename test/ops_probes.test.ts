@@ -147,26 +147,29 @@ describe('supervisor probes', () => {
         15_000,
         '20 running jobs',
       );
+      let notReady = 0;
+      const t0 = Date.now();
       for (let wave = 0; wave < 3; wave++) {
         const answers = await Promise.all(Array.from({ length: 2000 }, () => get(sup.metricsPort, '/readyz', 30_000)));
-        assert.ok(
-          answers.every((a) => a.status === 200),
-          JSON.stringify(answers.find((a) => a.status !== 200)),
-        );
+        notReady += answers.filter((a) => a.status !== 200).length;
       }
+      const floodMs = Date.now() - t0;
       await until(
         async () =>
           (await db.pool.query(`SELECT 1 FROM jobvisor.jobs WHERE status = 'done'`)).rowCount === 20 || undefined,
-        30_000,
+        60_000,
         '20 done jobs',
       );
-      const attempts = await db.pool.query<{ attempts: number }>(`SELECT DISTINCT attempts FROM jobvisor.jobs`);
-      assert.deepEqual(
-        attempts.rows.map((r) => r.attempts),
-        [1],
-        'every job ran once',
+      const reran = await db.pool.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM jobvisor.jobs WHERE attempts > 1`,
       );
-      assert.equal(sup.logs.filter((l) => /lease lost|expired leases reaped/.test(String(l.msg))).length, 0);
+      const lost = sup.logs.filter((l) => /lease lost|expired leases reaped/.test(String(l.msg))).length;
+      process.stdout.write(
+        `# 3 × 2,000 /readyz in ${floodMs} ms: ${notReady} not ready, ${reran.rows[0]!.n} of 20 jobs ran twice, ${lost} lease-loss log lines\n`,
+      );
+      assert.equal(notReady, 0, 'the flood made the supervisor report itself not ready');
+      assert.equal(reran.rows[0]!.n, 0, 'every job ran once');
+      assert.equal(lost, 0, 'no lease lost or reaped');
     } finally {
       await sup.stop();
       await proxy.close();

@@ -276,6 +276,11 @@ describe('Dockerfile', () => {
       /test -x \/usr\/bin\/tini/,
       'a base image without tini fails the build, not the first zombie',
     );
+    assert.match(
+      readFileSync(path.join(root, 'deploy/image/make-base.sh'), 'utf8'),
+      /debootstrap [^\n]*--include=tini/,
+      'the base image script installs Debian tini',
+    );
     assert.deepEqual(json(last('CMD')?.args ?? ''), ['start']);
     assert.equal(last('EXPOSE')?.args, String(METRICS_PORT));
     assert.match(

@@ -14,7 +14,7 @@ import { createLabelSet, OTHER, taskKindsIn } from '../src/metrics/labels.ts';
 import { createMetrics } from '../src/metrics/metrics.ts';
 import { observeEvents } from '../src/metrics/observe.ts';
 import { SupervisorEvents } from '../src/supervisor/events.ts';
-import { failingLoops, LoopHealth } from '../src/supervisor/loop-health.ts';
+import { failingLoops, isOutageError, LoopHealth } from '../src/supervisor/loop-health.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { spawnSupervisor } from './helpers/supervisor.ts';
 
@@ -102,9 +102,9 @@ describe('loop health', () => {
   const opts = { leaseMs: 15_000, quietMs: 10_000 };
   it('a streak longer than the lease and not quiet is failing', () => {
     const streaks = new Map([
-      ['reaper', { since: 0, last: 20_000, announced: false }],
-      ['cleanup', { since: 10_000, last: 20_000, announced: false }],
-      ['heartbeat', { since: 0, last: 1000, announced: false }],
+      ['reaper', { since: 0, last: 20_000, announced: false, outage: false }],
+      ['cleanup', { since: 10_000, last: 20_000, announced: false, outage: false }],
+      ['heartbeat', { since: 0, last: 1000, announced: false, outage: false }],
     ]);
     assert.deepEqual(failingLoops(streaks, 21_000, opts), [{ loop: 'reaper', failingMs: 21_000 }]);
     assert.deepEqual(failingLoops(streaks, 80_000, opts), []);
@@ -125,6 +125,35 @@ describe('loop health', () => {
     events.emit('job:claimed', { queue: 'default', count: 1 });
     assert.deepEqual(health.failing(), []);
     assert.deepEqual(seen, ['failed fetcher:default', 'recovered fetcher:default']);
+  });
+
+  it('the database answering again ends streaks of outage errors, not of other failures', () => {
+    const events = new SupervisorEvents();
+    let now = 0;
+    const health = new LoopHealth(events, { leaseMs: 1000, now: () => now });
+    const refused = Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
+    const badRow = Object.assign(new Error('cannot append to a non-array'), { code: '22023' });
+    const deadlock = Object.assign(new Error('deadlock detected'), { code: '40P01' });
+    assert.equal(isOutageError(refused), true);
+    assert.equal(isOutageError(new Error('Connection terminated unexpectedly')), true);
+    assert.equal(isOutageError(badRow), false);
+    assert.equal(isOutageError(deadlock), false);
+    for (; now <= 5000; now += 1000) {
+      events.emit('db:error', { loop: 'heartbeat', err: refused });
+      events.emit('db:error', { loop: 'reaper', err: badRow });
+      events.emit('db:error', { loop: 'cleanup', err: deadlock });
+    }
+    assert.deepEqual(
+      health.failing().map((f) => f.loop),
+      ['heartbeat', 'reaper', 'cleanup'],
+    );
+    health.databaseAnswered(now - 2000); // an answer older than the last error explains nothing
+    assert.equal(health.failing().length, 3);
+    health.databaseAnswered(now);
+    assert.deepEqual(
+      health.failing().map((f) => f.loop),
+      ['reaper', 'cleanup'],
+    );
   });
 
   it('a streak that goes quiet ends', () => {

@@ -28,6 +28,8 @@ export class DatabaseProbe {
   private closed = false;
   /** Probes sent to the database (for tests and the flood scenario). */
   probes = 0;
+  /** When the database last answered a probe (ms since the epoch; 0: never). */
+  answeredAt = 0;
 
   constructor(private readonly options: ReadinessProbeOptions) {}
 
@@ -39,6 +41,7 @@ export class DatabaseProbe {
     this.probing ??= this.probe()
       .then((result) => {
         this.cached = { at: (this.options.now ?? Date.now)(), result };
+        if (result.ready || result.reason?.startsWith('schema')) this.answeredAt = this.cached.at;
         return result;
       })
       .finally(() => (this.probing = undefined));

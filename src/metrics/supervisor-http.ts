@@ -42,6 +42,7 @@ export async function serveSupervisor(options: {
     if (supervisor.draining) return { ready: false, reason: 'draining' };
     const db = await probe.check();
     if (!db.ready) return db;
+    health.databaseAnswered(probe.answeredAt);
     const failing = health.failing();
     if (failing.length === 0) return { ready: true };
     const list = failing.map((f) => `${f.loop} (${Math.round(f.failingMs / 1000)} s)`).join(', ');
@@ -58,6 +59,7 @@ export async function serveSupervisor(options: {
         metrics.inFlight.labels(queue).set(supervisor.inFlightOf(queue));
       metrics.threads.set(supervisor.threadCount);
       metrics.threadsBusy.set(supervisor.threadsBusy());
+      health.databaseAnswered(probe.answeredAt);
       metrics.loopFailing.reset();
       for (const f of health.failing()) metrics.loopFailing.labels(f.loop).set(f.failingMs / 1000);
       await gauges.refresh(deadlineMs);

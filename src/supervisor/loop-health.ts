@@ -4,18 +4,31 @@
  * Built on events only: every loop reports a failed round as `db:error`
  * `{ loop }`. A streak starts at a loop's first error and lasts while errors
  * keep coming; it ends at a sign of success (a claim, an outcome written, a
- * lease reaped, jobs cleaned, a schedule fired) or after `quietMs` without an
- * error (longer than the loops' longest backoff plus a bounded statement).
+ * lease reaped, jobs cleaned, a schedule fired), when the database answers
+ * again after errors that only said it was unreachable (`databaseAnswered`), or
+ * after `quietMs` without an error (longer than the loops' longest backoff plus
+ * a bounded statement).
  * A streak older than `leaseMs` is a failing loop: `loop:failed` is emitted
  * once, `/readyz` answers 503 naming it, and `jobvisor_loop_failing_seconds`
  * reports its age; `loop:recovered` follows when the streak ends.
  */
+import { isRetryableDbError } from '../errors.ts';
 import type { SupervisorEvents } from './events.ts';
 
 export interface Streak {
   since: number;
   last: number;
   announced: boolean;
+  /** The last error said only that the database was unreachable (not a conflict, not a bad row). */
+  outage: boolean;
+}
+
+/** Transient conflicts are retryable but say nothing about the database being away. */
+const CONFLICTS = new Set(['40001', '40P01', '55P03']);
+
+/** An error that means "the database is unreachable or restarting", nothing about the loop's own work. */
+export function isOutageError(err: unknown): boolean {
+  return isRetryableDbError(err) && !CONFLICTS.has((err as { code?: string } | undefined)?.code ?? '');
 }
 
 export interface FailingLoop {
@@ -50,7 +63,7 @@ export class LoopHealth {
     private readonly options: { leaseMs: number; quietMs?: number; now?: () => number },
   ) {
     this.quietMs = options.quietMs ?? DEFAULT_QUIET_MS;
-    events.on('db:error', ({ loop }) => this.failed(loop));
+    events.on('db:error', ({ loop, err }) => this.failed(loop, isOutageError(err)));
     events.on('job:claimed', ({ queue }) => this.ok(`fetcher:${queue}`));
     const completer = () => this.ok('completer');
     events.on('job:completed', completer);
@@ -76,6 +89,14 @@ export class LoopHealth {
     return failingLoops(this.streaks, this.now(), { leaseMs: this.options.leaseMs, quietMs: this.quietMs });
   }
 
+  /**
+   * The database answered a query at `at` (the readiness probe): streaks of
+   * loops whose errors only said it was unreachable, all before then, end.
+   */
+  databaseAnswered(at: number): void {
+    for (const [loop, s] of this.streaks) if (s.outage && s.last <= at) this.ok(loop);
+  }
+
   /** Emits loop:failed for streaks past the lease and loop:recovered for streaks that ended. */
   check(): void {
     const now = this.now();
@@ -88,11 +109,11 @@ export class LoopHealth {
     }
   }
 
-  private failed(loop: string): void {
+  private failed(loop: string, outage: boolean): void {
     const now = this.now();
     const s = this.streaks.get(loop);
-    if (s) s.last = now;
-    else this.streaks.set(loop, { since: now, last: now, announced: false });
+    if (s) Object.assign(s, { last: now, outage });
+    else this.streaks.set(loop, { since: now, last: now, announced: false, outage });
   }
 
   private ok(loop: string): void {

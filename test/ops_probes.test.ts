@@ -12,6 +12,7 @@ import { createServer, Socket, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { createPool } from '../src/db/pool.ts';
 import { DatabaseProbe } from '../src/metrics/readiness.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { startProxy } from './helpers/chaos/proxy.ts';
@@ -91,6 +92,26 @@ async function until<T>(check: () => Promise<T | undefined | false>, timeoutMs: 
   }
 }
 
+describe('statement bounds', () => {
+  it('every connection of a supervisor pool runs under statement_timeout (30 s unless told)', async () => {
+    const pool = createPool(db.url, { max: 2 });
+    const short = createPool(db.url, { max: 1, statementTimeoutMs: 200 });
+    try {
+      const shown = await Promise.all(
+        [0, 1].map(() => pool.query<{ t: string }>("SELECT current_setting('statement_timeout') AS t")),
+      );
+      assert.deepEqual(
+        shown.map((r) => r.rows[0]!.t),
+        ['30s', '30s'],
+      );
+      await assert.rejects(short.query('SELECT pg_sleep(2)'), { code: '57014' });
+    } finally {
+      await pool.end();
+      await short.end();
+    }
+  });
+});
+
 describe('readiness probe', () => {
   it('a flood of checks costs the database at most one query per second', async () => {
     const probe = new DatabaseProbe({ url: db.url, schema: 'jobvisor' });
@@ -126,13 +147,13 @@ describe('readiness probe', () => {
 });
 
 describe('supervisor probes', () => {
-  it('2,000 concurrent /readyz requests at 10 ms database latency cost no lease', async () => {
+  it('3 × 2,000 concurrent /readyz requests at 10 ms database latency cost no lease', async () => {
     const proxy = await latencyProxy(10);
     const sup = await spawnSupervisor({
       databaseUrl: proxy.url,
       tasksDir,
       config: {
-        jobs: { lease: '3s' },
+        jobs: { lease: '6s' },
         queues: { default: { concurrency: 20, jobsPerThread: 20 } },
         database: { poolSize: 4 },
       },

@@ -27,8 +27,15 @@ export function createPool(
     idleTimeoutMillis: 30_000,
     connectionTimeoutMillis: 10_000,
     keepAlive: true,
-    statement_timeout: options.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS,
   });
   pool.on('error', (err) => options.log?.warn({ err }, 'idle database connection failed'));
+  const timeoutMs = options.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS;
+  // A SET on each new connection rather than a startup parameter: PgBouncer refuses
+  // startup parameters it does not know. pg runs it before the connection's first query.
+  if (timeoutMs > 0) {
+    pool.on('connect', (client) => {
+      client.query(`SELECT set_config('statement_timeout', $1, false)`, [`${Math.floor(timeoutMs)}ms`]).catch(() => {});
+    });
+  }
   return pool;
 }

@@ -64,13 +64,13 @@ export class DatabaseProbe {
       }, timeoutMs);
     });
     try {
-      return await Promise.race([this.query(timeoutMs), late]);
+      return await Promise.race([this.ask(timeoutMs), late]);
     } finally {
       clearTimeout(timer);
     }
   }
 
-  private async query(timeoutMs: number): Promise<Readiness> {
+  private async ask(timeoutMs: number): Promise<Readiness> {
     if (this.closed) return { ready: false, reason: 'stopping' };
     this.probes++;
     try {
@@ -90,13 +90,13 @@ export class DatabaseProbe {
       connectionString: this.options.url,
       application_name: 'jobvisor-readiness',
       connectionTimeoutMillis: timeoutMs,
-      statement_timeout: timeoutMs,
       query_timeout: timeoutMs,
       keepAlive: true,
     });
     client.on('error', () => this.drop());
     this.client = client;
     await client.connect();
+    await client.query(`SELECT set_config('statement_timeout', $1, false)`, [`${Math.floor(timeoutMs)}ms`]);
     return client;
   }
 

@@ -6,9 +6,9 @@
  * lease turns readiness to 503 naming it; label sets stay bounded.
  */
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
-import { createServer, Socket, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -38,34 +38,43 @@ after(async () => {
   await db.drop();
 });
 
-/** A TCP proxy that delays every chunk in both directions by `ms` (database latency). */
+/**
+ * A TCP proxy that delays every chunk in both directions by `ms` (database latency).
+ * It runs in its own process, so the flood this test sends does not delay it.
+ */
+const LATENCY_PROXY = `
+const net = require('node:net');
+const [host, port, ms] = process.argv.slice(1);
+const server = net.createServer((client) => {
+  const upstream = net.connect(Number(port), host);
+  for (const s of [client, upstream]) {
+    s.on('error', () => {});
+    s.on('close', () => { client.destroy(); upstream.destroy(); });
+  }
+  client.on('data', (c) => setTimeout(() => upstream.write(c), Number(ms)));
+  upstream.on('data', (c) => setTimeout(() => client.write(c), Number(ms)));
+});
+server.listen(0, '127.0.0.1', () => process.stdout.write(server.address().port + '\\n'));
+`;
+
 async function latencyProxy(ms: number): Promise<{ url: string; close(): Promise<void> }> {
-  const sockets = new Set<Socket>();
-  const server: Server = createServer((client) => {
-    const upstream = new Socket();
-    upstream.connect(Number(PG.port), PG.hostname);
-    for (const s of [client, upstream]) {
-      sockets.add(s);
-      s.on('error', () => {});
-      s.on('close', () => {
-        client.destroy();
-        upstream.destroy();
-      });
-    }
-    client.on('data', (c: Buffer) => setTimeout(() => upstream.write(c), ms));
-    upstream.on('data', (c: Buffer) => setTimeout(() => client.write(c), ms));
+  const child = spawn(process.execPath, ['-e', LATENCY_PROXY, PG.hostname, PG.port, String(ms)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
+  const port = await new Promise<number>((resolve, reject) => {
+    child.stdout.once('data', (c: Buffer) => resolve(Number(c.toString().trim())));
+    child.once('exit', (code) => reject(new Error(`latency proxy exited ${code}`)));
+  });
   const url = new URL(db.url);
   url.hostname = '127.0.0.1';
-  url.port = String((server.address() as { port: number }).port);
+  url.port = String(port);
   return {
     url: url.toString(),
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const s of sockets) s.destroy();
-        server.close(() => resolve());
-      }),
+    close: async () => {
+      child.kill('SIGKILL');
+      await exited;
+    },
   };
 }
 
@@ -153,10 +162,16 @@ describe('supervisor probes', () => {
       databaseUrl: proxy.url,
       tasksDir,
       config: {
-        jobs: { lease: '6s' },
+        jobs: { lease: '3s' },
         queues: { default: { concurrency: 20, jobsPerThread: 20 } },
         database: { poolSize: 4 },
       },
+    });
+    // Another replica, directly connected, whose reaper takes back any lease that expires.
+    const rescuer = await spawnSupervisor({
+      databaseUrl: db.url,
+      tasksDir,
+      config: { jobs: { lease: '3s' }, reaper: { interval: '500ms' }, queues: { elsewhere: { concurrency: 1 } } },
     });
     try {
       await db.pool.query(
@@ -184,7 +199,9 @@ describe('supervisor probes', () => {
       const reran = await db.pool.query<{ n: number }>(
         `SELECT count(*)::int AS n FROM jobvisor.jobs WHERE attempts > 1`,
       );
-      const lost = sup.logs.filter((l) => /lease lost|expired leases reaped/.test(String(l.msg))).length;
+      const lost = [...sup.logs, ...rescuer.logs].filter((l) =>
+        /lease lost|expired leases reaped/.test(String(l.msg)),
+      ).length;
       process.stdout.write(
         `# 3 × 2,000 /readyz in ${floodMs} ms: ${notReady} not ready, ${reran.rows[0]!.n} of 20 jobs ran twice, ${lost} lease-loss log lines\n`,
       );
@@ -192,7 +209,7 @@ describe('supervisor probes', () => {
       assert.equal(reran.rows[0]!.n, 0, 'every job ran once');
       assert.equal(lost, 0, 'no lease lost or reaped');
     } finally {
-      await sup.stop();
+      await Promise.all([sup.stop(), rescuer.stop()]);
       await proxy.close();
       await db.pool.query('TRUNCATE jobvisor.jobs');
     }

@@ -161,7 +161,7 @@ describe('Dockerfile', () => {
       instructionWorkdirRelative: ValidationSeverity.ERROR,
     };
     const problems = validateDockerfile(dockerfileText, strict).map(
-      (d) => `line ${d.range.start.line + 1}: ${d.message}`,
+      (d) => `line ${d.range.start.line + 1}: ${typeof d.message === 'string' ? d.message : d.message.value}`,
     );
     assert.deepEqual(problems, []);
     const broken = validateDockerfile(
@@ -372,9 +372,9 @@ describe('the runtime tree, outside a container', () => {
       });
       const output = collect(child);
       try {
-        const port = await until('the ready log line', 30_000, async () => {
+        const port = await until('the ready log line', 30_000, () => {
           const m = /"metricsPort":(\d+)/.exec(output());
-          return m ? Number(m[1]) : undefined;
+          return Promise.resolve(m ? Number(m[1]) : undefined);
         });
         await until('/readyz 200', 30_000, () => readyz(port));
         await until(`job ${id} done`, 30_000, async () =>

@@ -38,7 +38,10 @@ COPY src ./src
 RUN npm run build
 
 FROM localhost/jobvisor-node:20 AS runtime
-RUN groupadd --system --gid 10001 jobvisor \
+# tini (Debian's package, in the base image) is PID 1: it reaps orphaned child processes
+# of tasks (which would otherwise stay zombies) and passes SIGTERM on to node.
+RUN test -x /usr/bin/tini || { echo 'the base image has no /usr/bin/tini: FORCE=1 deploy/image/make-base.sh' >&2; exit 1; } \
+ && groupadd --system --gid 10001 jobvisor \
  && useradd --system --uid 10001 --gid jobvisor --home-dir /nonexistent --no-create-home \
       --shell /usr/sbin/nologin jobvisor
 WORKDIR /app
@@ -56,6 +59,7 @@ EXPOSE 9464
 STOPSIGNAL SIGTERM
 HEALTHCHECK --interval=15s --timeout=3s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.METRICS_PORT || 9464) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
-# Exec form: node is PID 1 and receives SIGTERM itself; the supervisor drains and exits 0.
-ENTRYPOINT ["node", "bin/jobvisor.js"]
+# Exec form, no shell: tini (PID 1) forwards SIGTERM to node, which drains and exits 0.
+# Without this image: `docker run --init` / `podman run --init` gives the same.
+ENTRYPOINT ["/usr/bin/tini", "--", "node", "bin/jobvisor.js"]
 CMD ["start"]

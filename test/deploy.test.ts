@@ -52,6 +52,7 @@ const MODEL_PACKAGES: Record<string, string> = {
   apps: 'kubernetes-models',
   batch: 'kubernetes-models',
   policy: 'kubernetes-models',
+  'networking.k8s.io': 'kubernetes-models',
   'keda.sh': '@kubernetes-models/keda',
   'monitoring.coreos.com': '@kubernetes-models/prometheus-operator',
 };
@@ -125,6 +126,7 @@ describe('deploy/kubernetes', () => {
       'ConfigMap',
       'Deployment',
       'Job',
+      'NetworkPolicy',
       'PodDisruptionBudget',
       'PrometheusRule',
       'ScaledObject',
@@ -263,17 +265,41 @@ describe('deploy/kubernetes', () => {
     }
   });
 
-  test('DATABASE_URL comes from one Secret, for pods and for KEDA', () => {
+  test('DATABASE_URL comes from one Secret: a DML key for pods and KEDA, a DDL key for the migration Job', () => {
     const refs = (['Deployment', 'Job'] as const).map((kind) => {
       const env = container(kind).env.find((e: Json) => e.name === 'DATABASE_URL');
       assert.ok(env && env.value === undefined, `${kind}: DATABASE_URL is not a literal`);
       return env.valueFrom.secretKeyRef;
     });
-    assert.deepEqual(refs[0], refs[1]);
+    assert.equal(refs[0].name, refs[1].name, 'one Secret');
+    assert.equal(refs[0].key, 'url', 'supervisors: the runtime (DML) key');
+    assert.equal(refs[1].key, 'migrate-url', 'migration Job: the schema owner (DDL) key');
     const auth = find('TriggerAuthentication');
     assert.deepEqual(auth.spec.secretTargetRef, [{ parameter: 'connection', name: refs[0].name, key: refs[0].key }]);
     assert.equal(find('ScaledObject').spec.triggers[0].authenticationRef.name, auth.metadata.name);
     assert.ok(!docs.some((d) => d.kind === 'Secret'), 'the base ships no Secret');
+  });
+
+  test('the NetworkPolicy admits only Prometheus to the metrics port, and lets out only DNS and PostgreSQL', () => {
+    const policy = find('NetworkPolicy');
+    const selector = policy.spec.podSelector.matchLabels as Record<string, string>;
+    for (const kind of ['Deployment', 'Job'] as const) {
+      const labels = find(kind).spec.template.metadata.labels as Record<string, string>;
+      for (const [k, v] of Object.entries(selector)) assert.equal(labels[k], v, `${kind} pods are selected`);
+    }
+    assert.deepEqual(policy.spec.policyTypes, ['Ingress', 'Egress']);
+    assert.equal(policy.spec.ingress.length, 1);
+    const [ingress] = policy.spec.ingress;
+    assert.deepEqual(ingress.ports, [{ port: 'metrics', protocol: 'TCP' }]);
+    assert.ok(
+      container('Deployment').ports.some((p: Json) => p.name === 'metrics'),
+      'the named port exists on the supervisor',
+    );
+    for (const peer of ingress.from) {
+      assert.ok(peer.namespaceSelector && peer.podSelector, 'Prometheus pods of one namespace, not everyone');
+    }
+    const egressPorts = policy.spec.egress.flatMap((r: Json) => r.ports.map((p: Json) => `${p.protocol}/${p.port}`));
+    assert.deepEqual(egressPorts.sort(), ['TCP/53', 'TCP/5432', 'UDP/53']);
   });
 
   test('JOBVISOR_CONFIG names the file mounted from the ConfigMap', () => {
@@ -345,7 +371,8 @@ describe('deploy/kubernetes', () => {
   test('database connections fit max_connections at full scale', () => {
     const scaled = find('ScaledObject');
     const surge = find('Deployment').spec.strategy.rollingUpdate.maxSurge as number;
-    const perReplica = settings.database.poolSize + 1 + settings.pool.maxThreads * settings.pool.dbPoolSize;
+    // + 1 LISTEN connection, + 1 for the readiness probe.
+    const perReplica = settings.database.poolSize + 2 + settings.pool.maxThreads * settings.pool.dbPoolSize;
     const migrate = settings.database.poolSize;
     const total = (scaled.spec.maxReplicaCount + surge) * perReplica + KEDA_CONNECTIONS + migrate;
     assert.ok(

@@ -3,8 +3,8 @@
  * - two real linters from npm pass it (dockerfile-utils, the validator of the
  *   Dockerfile language server, and dockerfilelint), and both flag a broken file;
  * - its stages do what the image contract says: production dependencies only,
- *   compiled JavaScript only, a numeric non-root USER, STOPSIGNAL SIGTERM, node as
- *   PID 1 (exec-form ENTRYPOINT), the metrics port exposed;
+ *   compiled JavaScript only, a numeric non-root USER, STOPSIGNAL SIGTERM, tini as
+ *   PID 1 in front of node (exec-form ENTRYPOINT), the metrics port exposed;
  * - the runtime tree it assembles (`npm run build` output, bin, migrations, config,
  *   package.json, production node_modules) runs on its own: migrate, enqueue, start,
  *   ready, a job done, SIGTERM → exit 0;
@@ -249,14 +249,27 @@ describe('Dockerfile', () => {
     assert.deepEqual(allowed, fromContext);
   });
 
-  test('the runtime stage runs node as PID 1, as a non-root user, stopped by SIGTERM', () => {
+  test('the runtime stage runs tini as PID 1 (reaping orphans) in front of node, as a non-root user, stopped by SIGTERM', () => {
     const user = last('USER')?.args;
     assert.match(user ?? '', /^[1-9]\d*:[1-9]\d*$/, 'numeric non-root USER (runAsNonRoot can verify it)');
     assert.equal(last('STOPSIGNAL')?.args, 'SIGTERM');
     assert.deepEqual(
       json(last('ENTRYPOINT')?.args ?? ''),
-      ['node', 'bin/jobvisor.js'],
-      'exec form: no shell in between',
+      ['/usr/bin/tini', '--', 'node', 'bin/jobvisor.js'],
+      'exec form: no shell in between; tini forwards signals to node and reaps zombies',
+    );
+    assert.match(
+      runtime.instructions
+        .filter((i) => i.keyword === 'RUN')
+        .map((i) => i.args)
+        .join(' '),
+      /test -x \/usr\/bin\/tini/,
+      'a base image without tini fails the build, not the first zombie',
+    );
+    assert.match(
+      readFileSync(path.join(root, 'deploy/image/make-base.sh'), 'utf8'),
+      /debootstrap [^\n]*--include=tini/,
+      'the base image script installs Debian tini',
     );
     assert.deepEqual(json(last('CMD')?.args ?? ''), ['start']);
     assert.equal(last('EXPOSE')?.args, String(METRICS_PORT));
@@ -351,7 +364,7 @@ describe('the runtime tree, outside a container', () => {
       try {
         const port = await untilDefined('the ready log line', 30_000, () => {
           const m = /"metricsPort":(\d+)/.exec(output());
-          return m ? Number(m[1]) : undefined;
+          return Promise.resolve(m ? Number(m[1]) : undefined);
         });
         await untilDefined('/readyz 200', 30_000, () => readyz(port));
         await untilDefined(`job ${id} done`, 30_000, async () =>

@@ -281,6 +281,13 @@ describe('grafana/', () => {
     }
   });
 
+  it('the dashboard shows failing loops and stale database gauges, per replica', () => {
+    const exprs = allPanels(dashboard.panels).flatMap((panel) => (panel.targets ?? []).map((t) => t.expr ?? ''));
+    assert.ok(exprs.some((e) => /by \(instance, loop\) \(jobvisor_loop_failing_seconds\b/.test(e)));
+    assert.ok(exprs.some((e) => /by \(instance\) \(1 - jobvisor_database_gauges_up\b/.test(e)));
+    assert.ok(!exprs.some((e) => e.includes('jobvisor_jobs_enqueued_total')), 'the old name of the schedule counter');
+  });
+
   it('the dashboard names only exported metrics and aggregates them correctly', () => {
     const exprs = allPanels(dashboard.panels).flatMap((panel) =>
       (panel.targets ?? []).map((target) => target.expr ?? ''),

@@ -55,8 +55,9 @@ rootfs=$work/rootfs
 started=$SECONDS
 
 if need "$BASE_IMAGE:20"; then
-  log "debootstrap $DEBIAN_SUITE (minbase)"
-  debootstrap --variant=minbase --arch=amd64 "$DEBIAN_SUITE" "$rootfs" "$MIRROR" >"$work/debootstrap.log" 2>&1 \
+  # tini: PID 1 of the container, so a task's orphaned child processes are reaped, not left as zombies.
+  log "debootstrap $DEBIAN_SUITE (minbase + tini)"
+  debootstrap --variant=minbase --include=tini --arch=amd64 "$DEBIAN_SUITE" "$rootfs" "$MIRROR" >"$work/debootstrap.log" 2>&1 \
     || { tail -n 30 "$work/debootstrap.log" >&2; die "debootstrap failed"; }
 
   # Nothing at run time reads documentation, manuals, translations or apt's indexes.

@@ -21,7 +21,8 @@ export async function createBenchDatabase(
   const u = new URL(serverUrl);
   u.pathname = `/${name}`;
   const url = u.toString();
-  const pool = createPool(url, { max: 8, applicationName: 'jobvisor-bench' });
+  // Filling and vacuuming millions of rows takes longer than a supervisor's statement bound.
+  const pool = createPool(url, { max: 8, applicationName: 'jobvisor-bench', statementTimeoutMs: 0 });
   if (options.migrate !== false) await migrate(pool);
   return {
     name,

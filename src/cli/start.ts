@@ -5,11 +5,9 @@
  * until `jobvisor migrate` has run (the Kubernetes migration Job).
  */
 import { effectiveQueueLimits } from '../config/index.ts';
-import { isMigrated, migrate } from '../db/migrate.ts';
-import { createDatabaseGauges } from '../metrics/database-gauges.ts';
+import { migrate } from '../db/migrate.ts';
 import { createMetrics } from '../metrics/metrics.ts';
-import { observeEvents } from '../metrics/observe.ts';
-import { startHttpServer, type Readiness } from '../metrics/server.ts';
+import { serveSupervisor } from '../metrics/supervisor-http.ts';
 import { safeUrl } from '../log.ts';
 import { logEvents } from '../supervisor/logging.ts';
 import { drainOnSignals } from '../supervisor/shutdown.ts';
@@ -18,8 +16,6 @@ import { Supervisor } from '../supervisor/supervisor.ts';
 import { VERSION } from '../version.ts';
 import { parse } from './args.ts';
 import { openContext } from './context.ts';
-
-const READY_CHECK_TIMEOUT_MS = 2000;
 
 export async function startCommand(argv: string[]): Promise<number> {
   const { values } = parse(argv, { migrate: { type: 'boolean' } }, 'start');
@@ -33,34 +29,13 @@ export async function startCommand(argv: string[]): Promise<number> {
   const metrics = createMetrics();
   const supervisor = new Supervisor({ settings, databaseUrl: ctx.databaseUrl, log, pool: ctx.pool });
   logEvents(supervisor.events, log.child({ supervisor: supervisor.id }));
-  observeEvents(supervisor.events, metrics);
   metrics.info.labels(supervisor.id, VERSION).set(1);
-  const gauges = createDatabaseGauges(supervisor.store, metrics, settings.metrics.refresh);
-
-  let migrated = false;
-  const readiness = async (): Promise<Readiness> => {
-    if (supervisor.draining) return { ready: false, reason: 'draining' };
-    try {
-      await withTimeout(ctx.pool.query('SELECT 1'), READY_CHECK_TIMEOUT_MS);
-      migrated ||= await withTimeout(isMigrated(ctx.pool, { schema }), READY_CHECK_TIMEOUT_MS);
-    } catch {
-      return { ready: false, reason: 'database unreachable' };
-    }
-    return migrated ? { ready: true } : { ready: false, reason: 'schema not migrated: run jobvisor migrate' };
-  };
-  const http = await startHttpServer({
-    host: settings.metrics.host,
-    port: settings.metrics.port,
-    registry: metrics.registry,
-    readiness,
-    beforeScrape: async () => {
-      for (const queue of Object.keys(settings.queues))
-        metrics.inFlight.labels(queue).set(supervisor.inFlightOf(queue));
-      metrics.threads.set(supervisor.threadCount);
-      metrics.threadsBusy.set(supervisor.threadsBusy());
-      metrics.threadsStuck.set(threadWatch.stuck);
-      await gauges.refresh();
-    },
+  const { readiness, ...http } = await serveSupervisor({
+    settings,
+    supervisor,
+    databaseUrl: ctx.databaseUrl,
+    metrics,
+    log,
   });
 
   threadWatch.on('stuck', (e) => {
@@ -105,12 +80,4 @@ export async function startCommand(argv: string[]): Promise<number> {
   );
   // Keep running: signals end the process.
   return new Promise<number>(() => {});
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout;
-  return Promise.race([
-    promise.finally(() => clearTimeout(timer)),
-    new Promise<T>((_, reject) => (timer = setTimeout(() => reject(new Error('timed out')), ms))),
-  ]);
 }

@@ -29,7 +29,10 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
 
   return {
     registry,
-    enqueued: counter('jobvisor_jobs_enqueued_total', 'Jobs enqueued by this process.'),
+    scheduleFires: counter(
+      'jobvisor_schedule_fires_total',
+      "Schedule fire times this supervisor's scheduler enqueued a job for (not duplicates).",
+    ),
     completed: counter('jobvisor_jobs_completed_total', 'Jobs that finished successfully in this supervisor.'),
     retried: counter('jobvisor_jobs_retried_total', 'Failed attempts scheduled for a retry by this supervisor.'),
     deadLettered: counter(
@@ -64,6 +67,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
     inFlight: gauge('jobvisor_jobs_in_flight', 'Jobs claimed by this supervisor and not yet recorded, per queue.', [
       'queue',
     ]),
+    // Set at scrape time only (a thread that idles out changes no event).
     threads: gauge('jobvisor_pool_threads', 'Worker threads alive in the pool.'),
     threadsBusy: gauge('jobvisor_pool_threads_busy', 'Worker threads running at least one job.'),
     threadsStuck: gauge(
@@ -73,6 +77,15 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
     poolQueueLength: gauge('jobvisor_pool_queue_length', 'Batches waiting in the pool for a free thread.'),
     draining: gauge('jobvisor_supervisor_draining', '1 while this supervisor is shutting down.'),
     info: gauge('jobvisor_supervisor_info', 'Always 1; labels identify the supervisor.', ['supervisor', 'version']),
+    databaseGaugesUp: gauge(
+      'jobvisor_database_gauges_up',
+      '1 when the last read of the database gauges succeeded within the scrape deadline; 0: jobvisor_jobs and jobvisor_oldest_pending_seconds are stale.',
+    ),
+    loopFailing: gauge(
+      'jobvisor_loop_failing_seconds',
+      'How long a supervisor loop has been failing, once longer than a lease (0 or absent: healthy).',
+      ['loop'],
+    ),
     dbErrors: counter('jobvisor_database_errors_total', 'Database errors seen by supervisor loops.', ['loop']),
   };
 }

@@ -4,11 +4,18 @@
  * label hash per metric.
  */
 import type { SupervisorEvents } from '../supervisor/events.ts';
+import { UNBOUNDED_LABELS, type LabelSet } from './labels.ts';
 import type { Metrics } from './metrics.ts';
 
-export function observeEvents(events: SupervisorEvents, metrics: Metrics): void {
+/**
+ * Each gauge has one writer: pool queue length and draining are written here;
+ * threads, busy threads, jobs in flight and failing loops at scrape time.
+ */
+export function observeEvents(events: SupervisorEvents, metrics: Metrics, labels: LabelSet = UNBOUNDED_LABELS): void {
   const cache = new Map<string, unknown>();
-  const child = <C>(metric: { labels(...v: string[]): C }, name: string, queue: string, kind: string): C => {
+  const child = <C>(metric: { labels(...v: string[]): C }, name: string, rawQueue: string, rawKind: string): C => {
+    const queue = labels.queue(rawQueue);
+    const kind = labels.kind(rawKind);
     const key = `${name}\u0000${queue}\u0000${kind}`;
     let c = cache.get(key) as C | undefined;
     if (!c) {
@@ -44,15 +51,11 @@ export function observeEvents(events: SupervisorEvents, metrics: Metrics): void 
   events.on('lease:reaped', ({ jobs }) => countBy(jobs, metrics.reaped, 'reaped'));
   events.on('lease:lost', ({ jobs }) => countBy(jobs, metrics.leasesLost, 'lost'));
   events.on('jobs:cleaned', ({ rows }) => {
-    for (const r of rows) metrics.cleaned.labels(r.queue, r.kind, r.status).inc(r.count);
+    for (const r of rows) metrics.cleaned.labels(labels.queue(r.queue), labels.kind(r.kind), r.status).inc(r.count);
   });
-  events.on('pool:changed', ({ threads, busy, queued }) => {
-    metrics.threads.set(threads);
-    metrics.threadsBusy.set(busy);
-    metrics.poolQueueLength.set(queued);
-  });
+  events.on('pool:changed', ({ queued }) => metrics.poolQueueLength.set(queued));
   events.on('schedule:fired', (e) => {
-    if (!e.duplicate) child(metrics.enqueued, 'enqueued', e.queue, e.kind).inc();
+    if (!e.duplicate) child(metrics.scheduleFires, 'fired', e.queue, e.kind).inc();
   });
   events.on('supervisor:draining', () => metrics.draining.set(1));
   events.on('db:error', ({ loop }) => metrics.dbErrors.labels(loop).inc());

@@ -4,8 +4,11 @@
  *
  * /healthz: the process is alive and its event loop turns (a blocked loop
  *           cannot answer at all, which is what the liveness probe detects).
- * /readyz:  the database answers, the schema is migrated, and the supervisor
- *           is not draining; 503 with the reason otherwise.
+ * /readyz:  the database answers, the schema is migrated, no loop has failed
+ *           for longer than a lease, and the supervisor is not draining; 503
+ *           with the reason otherwise.
+ * /metrics answers within `scrapeDeadlineMs` whatever the database does: work
+ *           before the scrape (database gauges) that takes longer is not waited for.
  */
 import { createServer, type Server } from 'node:http';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -20,8 +23,10 @@ export interface HttpOptions {
   host: string;
   port: number;
   registry: Registry;
-  /** Called before each /metrics answer (refreshes database gauges). */
-  beforeScrape?: () => Promise<void>;
+  /** Called before each /metrics answer (refreshes database gauges), given the time it may take. */
+  beforeScrape?: (deadlineMs: number) => Promise<void>;
+  /** Longest wait for beforeScrape (default 2 s). */
+  scrapeDeadlineMs?: number;
   readiness: () => Promise<Readiness>;
 }
 
@@ -38,7 +43,12 @@ export async function startHttpServer(
     }
     if (url === '/metrics') {
       void (async () => {
-        await options.beforeScrape?.();
+        const deadlineMs = options.scrapeDeadlineMs ?? 2000;
+        if (options.beforeScrape)
+          await within(
+            options.beforeScrape(deadlineMs).catch(() => {}),
+            deadlineMs + 100,
+          );
         const body = await options.registry.metrics();
         res.writeHead(200, { 'content-type': options.registry.contentType }).end(body);
       })().catch(() => res.writeHead(500).end('metrics failed\n'));
@@ -78,4 +88,14 @@ export async function startHttpServer(
         server.close(() => resolve());
       }),
   };
+}
+
+/** Waits for `promise`, but no longer than `ms`. */
+async function within(promise: Promise<void>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([promise, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
 }

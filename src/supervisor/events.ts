@@ -52,7 +52,9 @@ export interface Events {
   'listener:lost': [{ error: string }];
   'db:error': [{ loop: string; err: unknown }];
   'pool:changed': [{ threads: number; busy: number; queued: number }];
-  'inflight:changed': [{ queue: string; count: number }];
+  /** A loop's rounds have failed for longer than a lease (see loop-health.ts). */
+  'loop:failed': [{ loop: string; failingMs: number }];
+  'loop:recovered': [{ loop: string; failedMs: number }];
 }
 
 export class SupervisorEvents extends EventEmitter<Events> {}

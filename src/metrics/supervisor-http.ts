@@ -1,0 +1,80 @@
+/**
+ * The supervisor's metrics and probes, wired: bounded labels, event counters,
+ * database gauges read with a deadline, loop health, and readiness from a
+ * cached probe on its own connection.
+ */
+import type { Settings } from '../config.ts';
+import type { Logger } from '../log.ts';
+import { LoopHealth } from '../supervisor/loop-health.ts';
+import type { Supervisor } from '../supervisor/supervisor.ts';
+import { threadWatch } from '../supervisor/thread_watch.ts';
+import { BUILTIN_TASKS_DIR } from '../supervisor/threads.ts';
+import { createDatabaseGauges } from './database-gauges.ts';
+import { createLabelSet } from './labels.ts';
+import type { Metrics } from './metrics.ts';
+import { observeEvents } from './observe.ts';
+import { DatabaseProbe } from './readiness.ts';
+import { startHttpServer, type Readiness } from './server.ts';
+
+export async function serveSupervisor(options: {
+  settings: Settings;
+  supervisor: Supervisor;
+  databaseUrl: string;
+  metrics: Metrics;
+  log: Logger;
+}) {
+  const { settings, supervisor, metrics, log } = options;
+  const labels = createLabelSet({
+    queues: Object.keys(settings.queues),
+    kinds: settings.schedules.map((s) => s.kind),
+    taskDirs: [BUILTIN_TASKS_DIR, settings.tasks.dir],
+  });
+  observeEvents(supervisor.events, metrics, labels);
+  const gauges = createDatabaseGauges(supervisor.store, metrics, settings.metrics.refresh, labels);
+  const probe = new DatabaseProbe({ url: options.databaseUrl, schema: settings.database.schema });
+  const health = new LoopHealth(supervisor.events, { leaseMs: settings.jobs.lease });
+  supervisor.events.on('loop:failed', ({ loop, failingMs }) =>
+    log.error({ loop, failingMs }, 'loop failing for longer than a lease: not ready'),
+  );
+  supervisor.events.on('loop:recovered', ({ loop, failedMs }) => log.info({ loop, failedMs }, 'loop recovered'));
+  health.start();
+
+  const readiness = async (): Promise<Readiness> => {
+    if (supervisor.draining) return { ready: false, reason: 'draining' };
+    const db = await probe.check();
+    if (!db.ready) return db;
+    health.databaseAnswered(probe.answeredAt);
+    const failing = health.failing();
+    if (failing.length === 0) return { ready: true };
+    const list = failing.map((f) => `${f.loop} (${Math.round(f.failingMs / 1000)} s)`).join(', ');
+    return { ready: false, reason: `failing for longer than a lease: ${list}` };
+  };
+
+  const http = await startHttpServer({
+    host: settings.metrics.host,
+    port: settings.metrics.port,
+    registry: metrics.registry,
+    readiness,
+    beforeScrape: async (deadlineMs) => {
+      for (const queue of Object.keys(settings.queues))
+        metrics.inFlight.labels(queue).set(supervisor.inFlightOf(queue));
+      metrics.threads.set(supervisor.threadCount);
+      metrics.threadsBusy.set(supervisor.threadsBusy());
+      metrics.threadsStuck.set(threadWatch.stuck);
+      health.databaseAnswered(probe.answeredAt);
+      metrics.loopFailing.reset();
+      for (const f of health.failing()) metrics.loopFailing.labels(f.loop).set(f.failingMs / 1000);
+      await gauges.refresh(deadlineMs);
+    },
+  });
+  return {
+    port: http.port,
+    readiness,
+    probe,
+    async close() {
+      health.stop();
+      await http.close();
+      await probe.close();
+    },
+  };
+}

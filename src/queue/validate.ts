@@ -82,7 +82,10 @@ function walk(field: string, value: unknown, depth: number, serialised = false):
         if (item !== undefined && typeof item !== 'function') walk(field, item, depth + 1);
       }
       return;
-    default:
+    case 'bigint':
+    case 'function':
+    case 'symbol':
+    case 'undefined':
       throw new InputError(`${field} holds a ${typeof value}, which is not JSON`);
   }
 }

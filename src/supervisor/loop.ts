@@ -7,14 +7,13 @@
  * the next round comes after a jittered, growing delay (capped at
  * `maxBackoffMs`, default 30 s).
  */
-import { isRetryableDbError } from '../errors.ts';
 
 export interface LoopOptions {
   name: string;
   intervalMs: number;
   /** One round. */
   run: () => Promise<unknown>;
-  onError: (err: unknown, retryable: boolean) => void;
+  onError: (err: unknown) => void;
   /** Longest delay after failed rounds (default 30 s). */
   maxBackoffMs?: number;
 }
@@ -54,19 +53,20 @@ export class Loop {
       this.failures = 0;
     } catch (err) {
       this.failures++;
-      this.options.onError(err, isRetryableDbError(err));
+      this.options.onError(err);
     }
   }
 
   private schedule(ms: number) {
     if (this.stopped) return;
-    this.timer = setTimeout(async () => {
-      await this.runOnce();
-      const backoff =
-        this.failures === 0
-          ? this.options.intervalMs
-          : Math.min(this.options.maxBackoffMs ?? 30_000, this.options.intervalMs * 2 ** Math.min(this.failures, 5));
-      this.schedule(jittered(backoff));
+    this.timer = setTimeout(() => {
+      void this.runOnce().then(() => {
+        const backoff =
+          this.failures === 0
+            ? this.options.intervalMs
+            : Math.min(this.options.maxBackoffMs ?? 30_000, this.options.intervalMs * 2 ** Math.min(this.failures, 5));
+        this.schedule(jittered(backoff));
+      });
     }, ms);
     this.timer.unref();
   }

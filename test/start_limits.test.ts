@@ -30,7 +30,7 @@ describe('start-up limits', () => {
     const line = await supervisor.waitForLog(/concurrency is 50, but at most/, 10_000);
     assert.equal(
       line.msg,
-      'queues.default.concurrency is 50, but at most 20 of its jobs run at once (pool.maxThreads 2 × queues.default.jobsPerThread 10): set queues.default.jobsPerThread to 25 (or remove it), or raise pool.maxThreads',
+      'queues.default.concurrency is 50, but at most 20 of its jobs run at once (pool.maxThreads 2 × queues.default.jobsPerThread 10): raise queues.default.jobsPerThread to 25 (or remove it), or raise pool.maxThreads',
     );
     assert.equal(line.level, 40, 'a warning');
     const warnings = supervisor.logs.filter((l) => /concurrency is \d+, but at most/.test(String(l.msg)));

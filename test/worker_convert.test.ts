@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { toTaskError } from '../src/worker/convert.ts';
 import { culprit, escapeError, type EscapableJob } from '../src/worker/escapes.ts';
-import { PayloadError, parsePayload, unsafeIntegerPath } from '../src/worker/payload.ts';
+import { PayloadError, parsePayload, pathOfNumber } from '../src/worker/payload.ts';
 
 function hostileProxy(target: object = new Error('inner')): unknown {
   const trap = () => {
@@ -118,13 +118,13 @@ describe('toTaskError is total', () => {
 });
 
 describe('parsePayload', () => {
-  it('refuses an integer beyond 2^53 - 1 and names its path', () => {
+  it('refuses an integer that JavaScript would read as another number, and names its path', () => {
     for (const [text, path] of [
       ['{"id": 9007199254740993}', 'payload.id'],
-      ['{"id": 9007199254740992}', 'payload.id'],
       ['{"id": -9007199254740993}', 'payload.id'],
       ['[1, {"order": {"ids": [2, 12345678901234567890]}}]', 'payload[1].order.ids[1]'],
-      ['{"a b": 1e20}', 'payload["a b"]'],
+      ['{"a b": 100000000000000000001}', 'payload["a b"]'],
+      ['{"s": "9007199254740993 in a string is fine", "n": 9007199254740995}', 'payload.n'],
       ['18446744073709551615', 'payload'],
     ] as const) {
       assert.throws(
@@ -148,6 +148,18 @@ describe('parsePayload', () => {
     assert.deepEqual(parsePayload('{"pi": 3.1415926535897932384}'), { pi: 3.141592653589793 });
   });
 
+  it('passes large numbers that a JavaScript producer wrote: jsonb prints them in full, exactly', () => {
+    // 2^53 itself, 1e20, 1e300 and the largest double, as PostgreSQL prints what
+    // JSON.stringify sent ("1e+300" is stored as the decimal 10^300, printed in full).
+    const exact = [2 ** 53, 1e20, 1e300, Number.MAX_VALUE, -1.2345e25];
+    for (const n of exact) {
+      const [mantissa, exponent] = JSON.stringify(n).split('e') as [string, string | undefined];
+      const [whole, fraction = ''] = mantissa.split('.') as [string, string | undefined];
+      const printed = exponent ? whole + fraction + '0'.repeat(Number(exponent) - fraction.length) : mantissa;
+      assert.deepEqual(parsePayload(`{"n": ${printed}}`), { n }, printed);
+    }
+  });
+
   it('refuses text that is not JSON, permanently', () => {
     assert.throws(
       () => parsePayload('{'),
@@ -157,7 +169,7 @@ describe('parsePayload', () => {
 
   it('walks any depth without recursion', () => {
     const deep = `${'['.repeat(50_000)}9007199254740993${']'.repeat(50_000)}`;
-    assert.match(unsafeIntegerPath(JSON.parse(deep)) ?? '', /^payload(\[0\]){50000}$/);
+    assert.match(pathOfNumber(JSON.parse(deep), 9007199254740992) ?? '', /^payload(\[0\]){50000}$/);
   });
 });
 

@@ -42,7 +42,7 @@ export function effectiveQueueLimits(settings: {
       warnings.push(
         `queues.${name}.concurrency is ${concurrency}, but at most ${limit} of its jobs run at once ` +
           `(pool.maxThreads ${threads} × queues.${name}.jobsPerThread ${jobsPerThread}): ` +
-          `set queues.${name}.jobsPerThread to ${Math.ceil(concurrency / threads)} (or remove it), or raise pool.maxThreads`,
+          `raise queues.${name}.jobsPerThread to ${Math.ceil(concurrency / threads)} (or remove it), or raise pool.maxThreads`,
       );
     }
   }

@@ -5,12 +5,17 @@
  * to 2^53 − 1. A producer in Go, Java or SQL may write an int64 id beyond that
  * (9007199254740993), and JSON.parse would hand the task a different id without
  * a word. Such a payload is refused instead: the job fails permanently with an
- * error naming the first unsafe number's path, e.g. `payload.order.id`. Send
+ * error naming the first such number's path, e.g. `payload.order.id`. Send
  * such ids as strings.
  *
- * The check costs nothing on ordinary payloads: an integer beyond 2^53 needs 16
- * or more digits or an exponent in the text, and only a text containing one of
- * those is walked.
+ * Refused means: the number's text and the number JavaScript reads from it are
+ * different values. Large numbers that a JavaScript producer wrote (1e300, a
+ * double beyond 2^53) come back from jsonb as long digit strings of exactly the
+ * value that was sent, so they are read back exactly and pass; 2^53 + 1 does not.
+ *
+ * The check costs nothing on ordinary payloads: only a text holding a run of 16
+ * or more digits is scanned. PostgreSQL prints jsonb numbers without exponents,
+ * so a lossy integer always appears as such a run.
  */
 
 /** A payload no retry can fix. */
@@ -24,9 +29,9 @@ export class PayloadError extends Error {
   }
 }
 
-const MAYBE_UNSAFE = /\d{16}|\d[eE][+-]?\d/;
+const MAYBE_UNSAFE = /\d{16}/;
 
-/** @throws PayloadError when the text is not JSON or holds an integer beyond ±(2^53 − 1). */
+/** @throws PayloadError when the text is not JSON or holds an integer that a JavaScript number would change. */
 export function parsePayload(text: string): unknown {
   let value: unknown;
   try {
@@ -37,24 +42,60 @@ export function parsePayload(text: string): unknown {
     });
   }
   if (MAYBE_UNSAFE.test(text)) {
-    const path = unsafeIntegerPath(value);
-    if (path !== undefined) {
+    const lossy = firstLossyInteger(text);
+    if (lossy !== undefined) {
+      const path = pathOfNumber(value, Number(lossy)) ?? 'payload';
       throw new PayloadError(
         'payload_unsafe_integer',
-        `${path} is an integer beyond 2^53 - 1, which JavaScript cannot hold exactly; send it as a string`,
+        `${path} is an integer beyond 2^53 - 1 (${lossy}) that JavaScript cannot hold exactly ` +
+          `(it would read ${String(Number(lossy))}); send it as a string`,
       );
     }
   }
   return value;
 }
 
-/** Path of the first integer number beyond ±(2^53 − 1) in `value`, or undefined. Iterative: any depth. */
-export function unsafeIntegerPath(value: unknown, root = 'payload'): string | undefined {
+/**
+ * The first integer token of a JSON text (outside strings) whose value changes
+ * when read as a JavaScript number, or undefined.
+ */
+export function firstLossyInteger(text: string): string | undefined {
+  const token = /"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/g;
+  for (let m = token.exec(text); m !== null; m = token.exec(text)) {
+    const t = m[0];
+    if (t.startsWith('"') || !/^-?\d{16,}$/.test(t)) continue;
+    if (!sameDecimal(t, String(Number(t)))) return t;
+  }
+  return undefined;
+}
+
+/** Whether two decimal numerals (JSON or JavaScript's own form, e.g. "1e+300") denote the same value. */
+function sameDecimal(a: string, b: string): boolean {
+  const x = canonical(a);
+  const y = canonical(b);
+  return x.negative === y.negative && x.digits === y.digits && x.exponent === y.exponent;
+}
+
+/** A numeral as sign, significant digits and a power of ten. */
+function canonical(numeral: string): { negative: boolean; digits: string; exponent: number } {
+  const m = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/.exec(numeral);
+  if (!m) return { negative: false, digits: numeral, exponent: 0 };
+  const fraction = m[3] ?? '';
+  let digits = (m[2] as string) + fraction;
+  let exponent = Number(m[4] ?? 0) - fraction.length;
+  digits = digits.replace(/^0+/, '');
+  const trimmed = digits.replace(/0+$/, '');
+  exponent += digits.length - trimmed.length;
+  return { negative: m[1] === '-' && trimmed !== '', digits: trimmed, exponent: trimmed === '' ? 0 : exponent };
+}
+
+/** Path of the first number in `value` equal to `n`, or undefined. Iterative: any depth. */
+export function pathOfNumber(value: unknown, n: number, root = 'payload'): string | undefined {
   const stack: Array<[unknown, string]> = [[value, root]];
   while (stack.length > 0) {
     const [v, path] = stack.pop() as [unknown, string];
     if (typeof v === 'number') {
-      if (Number.isInteger(v) && !Number.isSafeInteger(v)) return path;
+      if (v === n) return path;
     } else if (Array.isArray(v)) {
       for (let i = v.length - 1; i >= 0; i--) stack.push([v[i], `${path}[${i}]`]);
     } else if (v !== null && typeof v === 'object') {

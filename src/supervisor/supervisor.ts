@@ -17,7 +17,7 @@ import { createPool } from '../db/pool.ts';
 import type { Logger } from '../log.ts';
 import type { Store } from '../queue/sql.ts';
 import { Completer } from './completer.ts';
-import { Dispatcher } from './dispatcher.ts';
+import { Dispatcher } from './dispatch/dispatcher.ts';
 import { SupervisorEvents } from './events.ts';
 import { Fetcher } from './fetcher.ts';
 import { createHeartbeat } from './heartbeat.ts';

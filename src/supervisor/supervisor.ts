@@ -17,6 +17,8 @@ import { createPool } from '../db/pool.ts';
 import type { Logger } from '../log.ts';
 import type { Store } from '../queue/sql.ts';
 import { Completer } from './completer.ts';
+import { setTaskQueueDefault } from '../queue/task_defaults.ts';
+import { discoverTaskOptions } from '../worker/task_options.ts';
 import { Dispatcher } from './dispatch/dispatcher.ts';
 import { SupervisorEvents } from './events.ts';
 import { Fetcher } from './fetcher.ts';
@@ -165,10 +167,15 @@ export class Supervisor {
     return this.threads.threads.length;
   }
 
-  /** Starts every loop. Resolves once listening (or once the first attempt to listen failed). */
+  /**
+   * Starts every loop, after reading the tasks' options (the dispatcher must
+   * know which kinds are exclusive before it places a job). Resolves once
+   * listening (or once the first attempt to listen failed).
+   */
   async start(): Promise<void> {
     if (this.state !== 'created') return;
     this.state = 'running';
+    await this.readTaskOptions();
     this.heartbeat.start();
     for (const loop of this.loops) loop.start();
     await this.listener.start();
@@ -176,6 +183,21 @@ export class Supervisor {
     this.pollTimer.unref();
     this.events.emit('supervisor:started', { supervisor: this.id, queues: [...this.fetchers.keys()] });
     this.wakeAll();
+  }
+
+  private async readTaskOptions(): Promise<void> {
+    const { settings, log } = this.options;
+    const dirs = [settings.tasks.dir, BUILTIN_TASKS_DIR].filter(Boolean);
+    const tasks = await discoverTaskOptions(dirs, (problem) => log.warn(problem));
+    this.dispatcher.setTasks(tasks);
+    for (const [kind, options] of tasks) {
+      if (options.queue === undefined) continue;
+      if (settings.queues[options.queue]) setTaskQueueDefault(kind, options.queue);
+      else
+        log.warn(
+          `task ${kind} asks for queue "${options.queue}", which this supervisor does not serve (config queues); its jobs enqueued without a queue go to "default"`,
+        );
+    }
   }
 
   /**

@@ -28,7 +28,7 @@ import type { QueueSettings } from '../../config.ts';
 import type { ClaimedJob, Fence } from '../../queue/types.ts';
 import type { DispatcherOptions, TaskTraits } from './options.ts';
 import { newRun, RunLedger, type Run } from './ledger.ts';
-import { decideOutcome, oversized, type Outcome, type RunResult, type StopReason } from './outcome.ts';
+import { deathCause, decideOutcome, oversized, type Outcome, type RunResult, type StopReason } from './outcome.ts';
 import { place } from './placement.ts';
 import type { Session, SessionHandlers } from './session.ts';
 import { SessionSet } from './session_set.ts';
@@ -262,8 +262,8 @@ export class Dispatcher {
     if (victims.length > 0) {
       this.batching = true;
       const killedToStop = session.killedToStop;
-      const cause = err instanceof Error ? err.message : String(err ?? 'session ended early');
-      if (!killedToStop) this.options.events.emit('thread:died', { jobs: victims.map((r) => r.job), error: cause });
+      if (!killedToStop)
+        this.options.events.emit('thread:died', { jobs: victims.map((r) => r.job), error: deathCause(err) });
       const now = performance.now();
       for (const run of victims) {
         const result: RunResult = { type: 'thread-died', runMs: now - run.startedAt, cause: err, killedToStop };

@@ -95,6 +95,13 @@ export function oversized(payloadBytes: number, maxPayloadBytes: number): Failur
   };
 }
 
+/** The cause of a session's end, as the 'thread:died' event names it. */
+export function deathCause(err: unknown): string {
+  if (err instanceof Error) return err.message;
+  if (err === null || err === undefined) return 'session ended early';
+  return typeof err === 'string' ? err : JSON.stringify(err);
+}
+
 /** The error recorded for a job whose thread died under it. */
 export function describeThreadDeath(err: unknown): string {
   const e = err as { code?: string; message?: string } | null | undefined;

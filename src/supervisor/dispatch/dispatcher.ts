@@ -211,7 +211,7 @@ export class Dispatcher {
         maxThreads: this.options.maxThreads,
       });
       if (placement.type === 'wait') {
-        placement.yieldFrom?.end();
+        if (placement.yieldFrom) placement.yieldFrom.yielding = true;
         starved = true;
         break;
       }

@@ -12,7 +12,8 @@
  *   - otherwise the run waits. If its queue is short of its share of threads
  *     (it holds none, or two fewer than the queue holding most) and no session
  *     is already ending, the busiest queue gives one session back: that session
- *     takes no more runs and ends when its last run settles. Queues sharing
+ *     takes no more runs and is ended once its last run has settled (ending a
+ *     session with runs on it would race their results against its end). Queues sharing
  *     `pool.maxThreads` therefore never starve one another, even when one of
  *     them always has work (a default queue with concurrency 50 beside cpu).
  */
@@ -22,6 +23,7 @@ export interface SessionView {
   readonly running: ReadonlySet<string>;
   readonly exclusive: number;
   readonly ending: boolean;
+  readonly yielding: boolean;
 }
 
 export type Placement<S> = { type: 'use'; session: S } | { type: 'open' } | { type: 'wait'; yieldFrom: S | null };
@@ -37,7 +39,7 @@ export function place<S extends SessionView>(sessions: Iterable<S>, request: Pla
   let count = 0;
   for (const s of sessions) {
     count++;
-    if (s.queue !== request.queue || s.ending || s.exclusive > 0) continue;
+    if (s.queue !== request.queue || s.ending || s.yielding || s.exclusive > 0) continue;
     if (request.exclusive ? s.running.size === 0 : s.running.size < request.jobsPerThread)
       return { type: 'use', session: s };
   }
@@ -49,7 +51,7 @@ export function place<S extends SessionView>(sessions: Iterable<S>, request: Pla
 export function sessionToYield<S extends SessionView>(sessions: Iterable<S>, queue: string): S | null {
   const held = new Map<string, number>();
   for (const s of sessions) {
-    if (s.ending) return null; // a thread is on its way back already
+    if (s.ending || s.yielding) return null; // a thread is on its way back already
     held.set(s.queue, (held.get(s.queue) ?? 0) + 1);
   }
   const mine = held.get(queue) ?? 0;

@@ -3,8 +3,8 @@
  * only place that builds or reads thread protocol messages (worker/protocol.ts).
  *
  * States: booting (sent jobs wait for the thread) → ready (the thread said so)
- * → ending (`end` sent: no new jobs; the thread returns once its last job has
- * settled) → ended (the Piscina task settled, normally or with the thread's
+ * (→ yielding: no new jobs, `end` once empty; see placement.ts) → ending
+ * (`end` sent: the thread returns once its last job has settled) → ended (the Piscina task settled, normally or with the thread's
  * death). Jobs sent are gathered in an outbox and leave as one `run` message
  * per flush. `running` holds the claim tokens on the thread; `exclusive` counts
  * those whose task must not share the thread (see placement.ts).
@@ -28,6 +28,8 @@ export interface SessionHandlers {
 
 export class Session {
   ready = false;
+  /** Gives its thread back to another queue: takes no new runs, ends once empty. */
+  yielding = false;
   ending = false;
   /** Claim tokens of the runs on this thread. */
   readonly running = new Set<string>();
@@ -83,6 +85,7 @@ export class Session {
     if (batch.tokens.length === 0) return batch.tokens;
     this.outbox = emptyBatch();
     this.port.postMessage({ type: 'run', ...batch } satisfies ToWorker);
+    if (this.ending) this.port.postMessage({ type: 'end' } satisfies ToWorker);
     return batch.tokens;
   }
 
@@ -96,10 +99,15 @@ export class Session {
     this.port.postMessage({ type: 'abort', token, reason } satisfies ToWorker);
   }
 
-  /** No more jobs: the thread is given back once the running ones settle. */
+  /**
+   * No more jobs: the thread is given back once the running ones settle. Jobs
+   * still in the outbox leave first (at the next flush, then `end`): a thread
+   * told to end before it saw them would return with them unrun.
+   */
   end(): void {
+    if (this.ending) return;
     this.ending = true;
-    this.port.postMessage({ type: 'end' } satisfies ToWorker);
+    if (this.outbox.tokens.length === 0) this.port.postMessage({ type: 'end' } satisfies ToWorker);
   }
 
   /** Terminates the thread to stop a job that ignores its signal. */

@@ -68,8 +68,8 @@ export class SessionSet implements Iterable<Session> {
   }
 
   /**
-   * Ends sessions with nothing running: all of them when `all`; otherwise all
-   * but one per queue with nothing buffered (`buffered(queue)`).
+   * Ends sessions with nothing running: all of them when `all`; otherwise the
+   * yielding ones and all but one per queue with nothing buffered.
    */
   endIdle(all: boolean, buffered: (queue: string) => boolean): void {
     const warm = new Set<string>();
@@ -77,11 +77,11 @@ export class SessionSet implements Iterable<Session> {
     for (const s of this.sessions) {
       if (s.ending || s.running.size > 0) continue;
       const waiting = buffered(s.queue);
-      if (!all && !waiting && !warm.has(s.queue)) {
+      if (!all && !s.yielding && !waiting && !warm.has(s.queue)) {
         warm.add(s.queue);
         continue;
       }
-      if (!all && waiting) continue;
+      if (!all && !s.yielding && waiting) continue;
       s.end();
       ended = true;
     }

@@ -117,10 +117,9 @@ export class Dispatcher {
         this.options.outcomes.failed(job, oversized(job.payloadBytes, this.options.maxPayloadBytes));
         continue;
       }
-      // Claimed again while an older run of the job is held here: that run's
-      // lease was lost (reaped while this process was paused, or the job was
-      // cancelled and re-queued). Stop it; its writes are fenced off anyway.
-      // The new run waits in the buffer until the old one has ended (pump).
+      // Claimed again while an older run is held here: its lease was lost (reaped
+      // during a pause, or cancelled and re-queued). Stop it (its writes are fenced
+      // off anyway); the new run waits in the buffer until it has ended (pump).
       const stale = this.ledger.latestOf(job.id);
       if (stale?.state === 'running') this.stopRun(stale, 'lease-lost');
       else if (stale) this.settle(stale, { type: 'drop' });
@@ -131,10 +130,7 @@ export class Dispatcher {
     this.pump();
   }
 
-  /**
-   * The heartbeat found these leases gone: stop the runs, write nothing for them.
-   * Each is reported once, as 'lease:lost', when the run has ended.
-   */
+  /** Leases the heartbeat found gone: runs stopped, nothing written, 'lease:lost' once each has ended. */
   leaseLost(tokens: string[]): void {
     for (const token of tokens) {
       const run = this.ledger.get(token);

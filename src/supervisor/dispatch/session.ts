@@ -2,12 +2,16 @@
  * A session: one Piscina task holding one worker thread for one queue, and the
  * only place that builds or reads thread protocol messages (worker/protocol.ts).
  *
- * States: booting (sent jobs wait for the thread) → ready (the thread said so)
- * (→ yielding: no new jobs, `end` once empty; see placement.ts) → ending
- * (`end` sent: the thread returns once its last job has settled) → ended (the Piscina task settled, normally or with the thread's
- * death). Jobs sent are gathered in an outbox and leave as one `run` message
- * per flush. `running` holds the claim tokens on the thread; `exclusive` counts
- * those whose task must not share the thread (see placement.ts).
+ * States:
+ *   booting   — jobs sent wait for the thread to load;
+ *   ready     — the thread said so; timeouts count from here;
+ *   yielding  — (optional) gives its thread to another queue: no new jobs, and
+ *               the dispatcher ends it once its last job has settled;
+ *   ending    — `end` sent: the thread returns once its last job has settled;
+ *   ended     — the Piscina task settled, normally or with the thread's death.
+ * Jobs sent gather in an outbox and leave as one `run` message per flush; an
+ * `end` never overtakes them. `running` holds the claim tokens on the thread;
+ * `exclusive` counts those whose task must not share it (see placement.ts).
  */
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import type { Piscina } from 'piscina';

@@ -76,8 +76,13 @@ describe('exclusiveThread', () => {
     assert.ok(sharedPairs > 0, 'jobs without the option still share a thread');
   });
 
-  it('reads the built-in tasks options at start: thumbnail and daily_report default to cpu', () => {
-    assert.equal(defaultQueueOf('thumbnail'), 'cpu');
+  it('reads the built-in tasks options at start: thumbnail and daily_report default to cpu', async () => {
+    await eventually(
+      () => Promise.resolve(defaultQueueOf('thumbnail')),
+      (queue) => queue === 'cpu',
+      15_000,
+      'thumbnail options read',
+    );
     assert.equal(defaultQueueOf('daily_report'), 'cpu');
     assert.equal(defaultQueueOf('shared_span'), 'default');
   });

@@ -168,14 +168,18 @@ export class Supervisor {
   }
 
   /**
-   * Starts every loop, after reading the tasks' options (the dispatcher must
-   * know which kinds are exclusive before it places a job). Resolves once
-   * listening (or once the first attempt to listen failed).
+   * Starts every loop. Resolves once listening (or once the first attempt to
+   * listen failed). The tasks' options are read meanwhile (importing each task
+   * module once); the dispatcher holds claimed jobs until it knows them, as it
+   * must know which kinds are exclusive before it places a job.
    */
   async start(): Promise<void> {
     if (this.state !== 'created') return;
     this.state = 'running';
-    await this.readTaskOptions();
+    this.readTaskOptions().catch((err: unknown) => {
+      this.options.log.warn({ err }, 'could not read the task options; every task runs without them');
+      this.dispatcher.setTasks(new Map());
+    });
     this.heartbeat.start();
     for (const loop of this.loops) loop.start();
     await this.listener.start();

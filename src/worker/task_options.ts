@@ -93,10 +93,12 @@ export async function discoverTaskOptions(
       if (kind !== undefined) kinds.add(kind);
     }
   }
+  const sorted = [...kinds].sort();
+  const options = await Promise.all(sorted.map((kind) => readTaskOptions(dirs, kind, onProblem)));
   const found = new Map<string, ResolvedTaskOptions>();
-  for (const kind of [...kinds].sort()) {
-    const options = await readTaskOptions(dirs, kind, onProblem);
-    if (options) found.set(kind, options);
-  }
+  sorted.forEach((kind, i) => {
+    const o = options[i];
+    if (o) found.set(kind, o);
+  });
   return found;
 }

@@ -4,25 +4,20 @@
  * Each claimed job becomes a run in the ledger (ledger.ts), keyed by its claim
  * token: `buffered` until a thread takes it, then `running` on a session
  * (session.ts). Its outcome is decided exactly once (outcome.ts), after the
- * thread has really stopped it, and then the run leaves the ledger.
+ * thread has really stopped it; then the run leaves the ledger. A newer run of
+ * a job (claimed again after its lease was lost) waits until the older run has
+ * ended: one job never runs twice at once here.
  *
  * Capacity: a queue holds at most concurrency + prefetch runs and runs at most
- * `concurrency`; sessions never exceed maxThreads, so Piscina never queues work
- * and "started" means a thread really took the job. Placement (placement.ts)
- * keeps exclusive tasks alone on their thread and makes busy queues give a
- * thread back to a starved one. Queues are pumped round robin.
- *
- * A newer run of a job (claimed again after its lease was lost) waits until
- * the older run has ended: one job never runs twice at once here.
+ * `concurrency`; sessions never exceed maxThreads, so Piscina never queues
+ * work. Placement (placement.ts) keeps exclusive tasks alone on a thread and
+ * gives a starved queue a thread back. Queues are pumped round robin. Nothing
+ * is dispatched until the task options are known (setTasks).
  *
  * Stopping a run (timeout, lost lease, shutdown) asks the task through
- * ctx.signal first; a run still going `abortGraceMs` later has its thread
- * terminated (the only way to stop `for(;;){}`), and the other runs on that
- * thread are handed back without using an attempt.
- *
- * Shutdown phases: drainBuffers() (no more dispatching, buffered runs handed
- * back), whenIdle() (running runs finish within the grace), abortAll() (the
- * rest are stopped and handed back), close() (sessions end, threads returned).
+ * ctx.signal; one still going `abortGraceMs` later loses its thread (the only
+ * way to stop `for(;;){}`), and the thread's other runs are handed back.
+ * Shutdown: drainBuffers() → whenIdle() within the grace → abortAll() → close().
  */
 import type { QueueSettings } from '../../config.ts';
 import type { ClaimedJob, Fence } from '../../queue/types.ts';
@@ -41,9 +36,10 @@ export class Dispatcher {
   private readonly sweep: DeadlineSweep;
   private readonly handlers: SessionHandlers;
   private readonly queueNames: string[];
-  private tasks: ReadonlyMap<string, TaskTraits>;
+  /** Task options by kind; null until known (jobs wait in their buffers meanwhile). */
+  private tasks: ReadonlyMap<string, TaskTraits> | null;
   private closing = false;
-  private idleWaiters: Array<() => void> = [];
+  private readonly idleWaiters: Array<() => void> = [];
   private nextQueue = 0;
   /** Settling a batch of results: capacity is announced once, at its end. */
   private batching = false;
@@ -53,7 +49,7 @@ export class Dispatcher {
     this.queueNames = Object.keys(options.queues);
     this.ledger = new RunLedger(this.queueNames);
     this.sessions = new SessionSet(options.pool, options.events);
-    this.tasks = options.tasks ?? new Map();
+    this.tasks = options.tasks ?? null;
     this.handlers = {
       ready: (session) => this.onReady(session),
       result: (token, result) => {
@@ -79,9 +75,17 @@ export class Dispatcher {
     this.sweep.start();
   }
 
-  /** Sets the task options found by discovery; applies to jobs added from now on. */
+  /** Sets the task options found by discovery, for held runs too, and starts dispatching. */
   setTasks(tasks: ReadonlyMap<string, TaskTraits>): void {
     this.tasks = tasks;
+    for (const run of this.ledger.runs()) if (run.state === 'buffered') this.applyTraits(run);
+    this.pump();
+  }
+
+  private applyTraits(run: Run): void {
+    const traits = this.tasks?.get(run.job.kind);
+    run.exclusive = traits?.exclusiveThread ?? false;
+    run.timeoutMs = traits?.timeoutMs ?? this.options.queues[run.job.queue]?.timeout ?? this.options.timeoutMs;
   }
 
   /** Free places of a queue: concurrency + prefetch minus what it holds. */
@@ -123,9 +127,9 @@ export class Dispatcher {
       const stale = this.ledger.latestOf(job.id);
       if (stale?.state === 'running') this.stopRun(stale, 'lease-lost');
       else if (stale) this.settle(stale, { type: 'drop' });
-      const traits = this.tasks.get(job.kind);
-      const queueTimeout = this.options.queues[job.queue]?.timeout ?? this.options.timeoutMs;
-      this.ledger.add(newRun(job, traits?.exclusiveThread ?? false, traits?.timeoutMs ?? queueTimeout));
+      const run = newRun(job);
+      this.applyTraits(run);
+      this.ledger.add(run);
     }
     this.pump();
   }
@@ -171,7 +175,7 @@ export class Dispatcher {
 
   /** Sends buffered runs to threads, queue by queue, starting one further each time. */
   private pump(): void {
-    if (this.closing) return;
+    if (this.closing || this.tasks === null) return;
     const names = this.queueNames;
     let starved = false;
     for (let i = 0; i < names.length; i++) {
@@ -277,11 +281,7 @@ export class Dispatcher {
     report(outcome, run.job, this.options.outcomes, this.options.events);
     this.freed.add(run.job.queue);
     if (!this.batching) this.capacityFreed();
-    if (this.ledger.size === 0) {
-      const waiters = this.idleWaiters;
-      this.idleWaiters = [];
-      for (const w of waiters) w();
-    }
+    if (this.ledger.size === 0) for (const w of this.idleWaiters.splice(0)) w();
   }
 
   /** Tells fetchers of the queues that gave back places (once per batch, not per job). */

@@ -31,9 +31,9 @@ export interface Run {
   stop?: StopReason;
 }
 
-/** A run just claimed: buffered, with no deadline yet. */
-export function newRun(job: ClaimedJob, exclusive: boolean, timeoutMs: number): Run {
-  return { job, state: 'buffered', exclusive, timeoutMs, startedAt: 0, deadline: Number.POSITIVE_INFINITY };
+/** A run just claimed: buffered, with no deadline yet (traits set by the dispatcher). */
+export function newRun(job: ClaimedJob): Run {
+  return { job, state: 'buffered', exclusive: false, timeoutMs: 0, startedAt: 0, deadline: Number.POSITIVE_INFINITY };
 }
 
 export class RunLedger {

@@ -26,6 +26,6 @@ export interface DispatcherOptions {
   maxPayloadBytes: number;
   /** How often running jobs are checked against their timeout (default: 250 ms). */
   sweepMs?: number;
-  /** Task options by kind (see worker/task_options.ts); more can be set later. */
+  /** Task options by kind (see worker/task_options.ts); without them, nothing runs until setTasks(). */
   tasks?: ReadonlyMap<string, TaskTraits>;
 }

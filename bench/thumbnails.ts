@@ -3,7 +3,11 @@
  * sharp work called directly, one job after another, on one thread.
  *
  *   npx tsx bench/thumbnails.ts [--jobs 120] [--threads 1,2] [--widths 1024] [--format webp] [--rounds 1]
- *                               [--prefetch <threads>] [--json]
+ *                               [--prefetch <threads>] [--size 2400x1600] [--unqueued] [--json]
+ *
+ * --unqueued: the jobs are inserted by plain SQL without a queue, so they land in
+ * `default` with the shipped queue settings (concurrency 10, jobsPerThread 10):
+ * only the task's own `exclusiveThread` option keeps each on a thread of its own.
  *
  * Each job is a real `thumbnail` job: one generated 2400x1600 photo-like JPEG,
  * resized to every width in --widths. The supervisor runs in this process, so
@@ -48,6 +52,8 @@ const { values: args } = parseArgs({
     format: { type: 'string', default: 'webp' },
     rounds: { type: 'string', default: '1' },
     prefetch: { type: 'string' },
+    size: { type: 'string', default: '2400x1600' },
+    unqueued: { type: 'boolean', default: false },
     json: { type: 'boolean', default: false },
   },
 });
@@ -57,6 +63,8 @@ const WIDTHS = args.widths.split(',').map((w) => positive('widths', w));
 const FORMAT = args.format;
 const ROUNDS = positive('rounds', args.rounds);
 const MAX_THREADS = Math.max(...THREADS);
+const [SOURCE_WIDTH, SOURCE_HEIGHT] = args.size.split('x').map((n) => positive('size', n)) as [number, number];
+const UNQUEUED = args.unqueued;
 const WARMUP = 2;
 
 function positive(name: string, text: string, min = 1): number {
@@ -70,10 +78,10 @@ function positive(name: string, text: string, min = 1): number {
   return n;
 }
 
-/** A 2400x1600 photo-like JPEG: soft shapes on a gradient, with grain. */
+/** A photo-like JPEG (--size, default 2400x1600): soft shapes on a gradient, with grain. */
 async function makeSource(file: string): Promise<void> {
-  const width = 2400;
-  const height = 1600;
+  const width = SOURCE_WIDTH;
+  const height = SOURCE_HEIGHT;
   const shapes = Array.from(
     { length: 40 },
     (_, i) =>
@@ -133,7 +141,7 @@ async function direct(source: string, outRoot: string, ctx: TaskContext, lanes =
     const start = performance.now();
     await Promise.all(
       Array.from({ length: lanes }, async (_, lane) => {
-        for (let i = lane; i < jobs.length; i += lanes) await thumbnail(jobs[i] as (typeof jobs)[number], ctx);
+        for (let i = lane; i < jobs.length; i += lanes) await thumbnail(jobs[i], ctx);
       }),
     );
     return (performance.now() - start) / 1000;
@@ -150,7 +158,7 @@ function completions(supervisor: Supervisor, count: number): Promise<void> {
     supervisor.events.on('job:retried', failed);
     supervisor.events.on('job:dead', failed);
     supervisor.events.on('job:completed', function onDone({ jobs }) {
-      done += jobs.filter((j) => j.queue === QUEUE).length;
+      done += jobs.filter((j) => (UNQUEUED ? j.kind === 'thumbnail' : j.queue === QUEUE)).length;
       if (done >= count) {
         supervisor.events.off('job:completed', onDone);
         supervisor.events.off('job:retried', failed);
@@ -168,7 +176,9 @@ async function throughJobvisor(db: CommandContext, threads: number, source: stri
     overrides: {
       database: { url: db.databaseUrl },
       pool: { maxThreads: threads, idleTimeout: '10m' },
-      queues: { [QUEUE]: { concurrency: threads, jobsPerThread: 1, prefetch }, default: { concurrency: 1 } },
+      queues: UNQUEUED
+        ? { default: { concurrency: 10, jobsPerThread: 10, prefetch: 0 } }
+        : { [QUEUE]: { concurrency: threads, jobsPerThread: 1, prefetch }, default: { concurrency: 1 } },
       // Sources and outputs live in the run's work folder: the task's confined roots.
       thumbnails: { format: FORMAT, dir: path.dirname(source), sourceRoots: [path.dirname(source)] },
       log: { level: 'warn' },
@@ -176,11 +186,21 @@ async function throughJobvisor(db: CommandContext, threads: number, source: stri
     },
   });
   const supervisor = new Supervisor({ settings, databaseUrl: db.databaseUrl, log: db.log });
-  const enqueue = (count: number, dir: string) =>
-    enqueueMany(
-      db.pool,
-      payloads(source, dir, count).map((payload) => ({ kind: 'thumbnail', queue: QUEUE, payload })),
-    );
+  const schema = settings.database.schema;
+  const enqueue = async (count: number, dir: string) => {
+    const jobs = payloads(source, dir, count);
+    if (!UNQUEUED)
+      await enqueueMany(
+        db.pool,
+        jobs.map((payload) => ({ kind: 'thumbnail', queue: QUEUE, payload })),
+      );
+    // Plain SQL without a queue, as an application outside Node would write it.
+    else
+      await db.pool.query(
+        `INSERT INTO ${schema}.jobs (kind, payload) SELECT 'thumbnail', p FROM unnest($1::jsonb[]) AS p`,
+        [jobs.map((p) => JSON.stringify(p))],
+      );
+  };
   try {
     await supervisor.start();
     // Warm-up: every thread started and has loaded the task.
@@ -197,7 +217,8 @@ async function throughJobvisor(db: CommandContext, threads: number, source: stri
     return { seconds, delay };
   } finally {
     await supervisor.stop('benchmark done');
-    await db.pool.query(`DELETE FROM ${settings.database.schema}.jobs WHERE queue = $1`, [QUEUE]);
+    if (UNQUEUED) await db.pool.query(`DELETE FROM ${schema}.jobs WHERE kind = 'thumbnail' AND queue = 'default'`);
+    else await db.pool.query(`DELETE FROM ${schema}.jobs WHERE queue = $1`, [QUEUE]);
   }
 }
 
@@ -304,7 +325,7 @@ async function main(): Promise<void> {
     const f = (n: number | null, digits = 2) => (n === null ? '-' : n.toFixed(digits));
     const lines = [
       `machine: ${result.machine}`,
-      `${JOBS} jobs x widths [${WIDTHS.join(', ')}] -> ${FORMAT}, source 2400x1600 JPEG: ${result.thumbnails} thumbnails per run, fastest of ${ROUNDS} round${ROUNDS > 1 ? 's' : ''}`,
+      `${JOBS} jobs${UNQUEUED ? ' (plain SQL, no queue: default)' : ''} x widths [${WIDTHS.join(', ')}] -> ${FORMAT}, source ${SOURCE_WIDTH}x${SOURCE_HEIGHT} JPEG: ${result.thumbnails} thumbnails per run, fastest of ${ROUNDS} round${ROUNDS > 1 ? 's' : ''}`,
       '',
       '| run | seconds | thumbnails/s | efficiency | speed-up vs 1 thread | loop delay p50 / p99 / max (ms) |',
       '|---|---:|---:|---:|---:|---:|',

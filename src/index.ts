@@ -2,7 +2,8 @@
 export { enqueue, enqueueMany, validateJob } from './queue/enqueue.ts';
 export type { EnqueueOptions, EnqueueResult, JobSpec, PayloadOf, TaskPayloads } from './queue/enqueue.ts';
 export { PermanentError, RetryLaterError } from './worker/errors.ts';
-export type { JobInfo, Task, TaskContext } from './worker/types.ts';
+export type { JobInfo, Task, TaskContext, TaskOptions } from './worker/types.ts';
+export { setTaskQueueDefault } from './queue/task_defaults.ts';
 export { migrate } from './db/migrate.ts';
 export { loadConfig } from './config/index.ts';
 export type { Settings, QueueSettings, Schedule } from './config/index.ts';

@@ -2,11 +2,14 @@
  * `jobvisor enqueue KIND [JSON] [--queue Q] [--priority N] [--run-at ISO | --delay 10s]
  *                   [--max-attempts N] [--unique-key K] [--json]`
  * Prints the new job's id. A duplicate unique key is reported as skipped (exit 0).
+ * Without --queue the job goes to the task's `options.queue` (see task_options.ts).
  * Every argument is checked before connecting: bad input writes nothing.
  */
 import { InputError } from '../errors.ts';
-import { loadConfig } from '../config/index.ts';
+import { loadConfig, type Settings } from '../config/index.ts';
 import { enqueue, validateJob, type EnqueueOptions } from '../queue/enqueue.ts';
+import { BUILTIN_TASKS_DIR } from '../supervisor/threads.ts';
+import { readTaskOptions } from '../worker/task_options.ts';
 import { integer, parse } from './args.ts';
 import { openContext } from './context.ts';
 
@@ -58,6 +61,7 @@ export async function enqueueCommand(argv: string[]): Promise<number> {
   }
   // The whole job is validated here, before any connection is opened.
   const settings = loadConfig();
+  if (options.queue === undefined) options.queue = await taskQueue(kind, settings);
   validateJob(kind, payload, { ...options, maxPayloadBytes: settings.jobs.maxPayloadBytes });
   const ctx = await openContext({ logTo: 2, logLevel: 'warn', settings });
   try {
@@ -78,4 +82,18 @@ export async function enqueueCommand(argv: string[]): Promise<number> {
   } finally {
     await ctx.close();
   }
+}
+
+/**
+ * The queue named by the task's `options.queue`, if the configured supervisors
+ * serve it (a job in a queue nobody serves would wait forever); else undefined.
+ */
+async function taskQueue(kind: string, settings: Settings): Promise<string | undefined> {
+  const dirs = [settings.tasks.dir, BUILTIN_TASKS_DIR].filter(Boolean);
+  const options = await readTaskOptions(dirs, kind, (problem) => process.stderr.write(`warning: ${problem}\n`));
+  if (options?.queue === undefined || settings.queues[options.queue]) return options?.queue;
+  process.stderr.write(
+    `warning: task ${kind} asks for queue "${options.queue}", which config queues does not list; using "default"\n`,
+  );
+  return undefined;
 }

@@ -12,6 +12,7 @@ import { InputError } from '../errors.ts';
 import { qualify } from '../db/schema.ts';
 import { COPY_JOBS, copyRows, type CopyRow } from './copy.ts';
 import { planned, run, type Store } from './sql.ts';
+import { defaultQueueOf } from './task_defaults.ts';
 import { checkPayload, checkName, checkQueue } from './validate.ts';
 
 /**
@@ -27,6 +28,7 @@ export interface TaskPayloads {
 export type PayloadOf<K extends string> = K extends keyof TaskPayloads ? TaskPayloads[K] : unknown;
 
 export interface EnqueueOptions {
+  /** Default: the task's `options.queue` if this process knows it (see task_defaults.ts), else "default". */
   queue?: string;
   /** Lower runs first; default 0. */
   priority?: number;
@@ -95,7 +97,7 @@ function toRow(
   maxPayloadBytes: number | undefined,
 ): Row {
   checkName('kind', kind);
-  const queue = options.queue ?? 'default';
+  const queue = options.queue ?? defaultQueueOf(kind);
   checkQueue('queue', queue);
   const priority = options.priority ?? 0;
   if (!Number.isInteger(priority) || Math.abs(priority) > 1_000_000)

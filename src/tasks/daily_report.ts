@@ -15,10 +15,13 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { dailyStats, dayBeforeDue } from '../queue/daily_stats.ts';
 import { PermanentError } from '../worker/errors.ts';
-import type { TaskContext } from '../worker/types.ts';
+import type { TaskContext, TaskOptions } from '../worker/types.ts';
 import { writeFileAtomic } from './support/atomic_write.ts';
 import { renderCsv } from './support/report_csv.ts';
 import { renderPdf } from './support/report_pdf.ts';
+
+/** CPU-bound (PDF rendering) and long on a big day: a thread of its own, `cpu`, ten minutes. */
+export const options: TaskOptions = { exclusiveThread: true, queue: 'cpu', timeout: '10m' };
 
 export interface DailyReportPayload {
   /** The calendar day to report, YYYY-MM-DD; the day before the job was due when absent. */

@@ -24,9 +24,12 @@ import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import sharp, { type OutputInfo } from 'sharp';
 import { PermanentError } from '../worker/errors.ts';
-import type { TaskContext } from '../worker/types.ts';
+import type { TaskContext, TaskOptions } from '../worker/types.ts';
 import { writeFileAtomic } from './support/atomic_write.ts';
 import { confine, confineReal, confinedMkdir, realRoot, scrubPaths, shown, type Root } from './support/confine.ts';
+
+/** CPU-bound: each job keeps a core busy, so it never shares a thread; `cpu` when enqueued without a queue. */
+export const options: TaskOptions = { exclusiveThread: true, queue: 'cpu' };
 
 // One busy pool thread should cost about one core, so that `pool.maxThreads` is what
 // bounds CPU use. libvips would otherwise split each image across several threads of

@@ -26,14 +26,64 @@ export class TaskLoadError extends Error {
   }
 }
 
+/** The module file of a task kind: the first of dirs that has `<kind>.{js,mjs,ts}`. */
+export function findTaskFile(dirs: readonly string[], kind: string): string | undefined {
+  for (const dir of dirs) {
+    for (const ext of EXTENSIONS) {
+      const file = path.join(dir, kind + ext);
+      if (existsSync(file)) return file;
+    }
+  }
+  return undefined;
+}
+
+/** The kind a file in a tasks folder defines, or undefined if it defines none. */
+export function kindOfFile(name: string): string | undefined {
+  if (name.endsWith('.d.ts')) return undefined;
+  const ext = EXTENSIONS.find((e) => name.endsWith(e));
+  const kind = ext ? name.slice(0, -ext.length) : undefined;
+  return kind !== undefined && KIND.test(kind) ? kind : undefined;
+}
+
+let tsxReady: Promise<void> | undefined;
+
+/**
+ * Imports a task module (bringing tsx in once for a .ts file where no
+ * TypeScript loader is active). @throws TaskLoadError when it cannot be loaded.
+ */
+export async function importTaskModule(file: string): Promise<Record<string, unknown>> {
+  const url = pathToFileURL(file).href;
+  try {
+    return (await import(url)) as Record<string, unknown>;
+  } catch (err) {
+    if ((err as { code?: string }).code !== 'ERR_UNKNOWN_FILE_EXTENSION') {
+      const hint = file.endsWith('.js')
+        ? ' (an ES module task needs the .mjs extension or a package.json with "type": "module" in its folder)'
+        : '';
+      throw new TaskLoadError(`task ${file} could not be loaded: ${(err as Error).message}${hint}`, false, {
+        cause: err,
+      });
+    }
+  }
+  tsxReady ??= import('tsx/esm/api').then(
+    (m) => void m.register(),
+    (cause) => {
+      throw new TaskLoadError(`task ${file} is TypeScript but tsx is not installed: compile it to .js`, false, {
+        cause,
+      });
+    },
+  );
+  await tsxReady;
+  return (await import(url)) as Record<string, unknown>;
+}
+
 export function createLoader(dirs: string[]) {
   const cache = new Map<string, Promise<Task>>();
   const ready = new Map<string, Task>();
-  let tsxReady: Promise<void> | undefined;
 
   async function load(kind: string): Promise<Task> {
     if (!KIND.test(kind)) throw new TaskLoadError(`kind ${JSON.stringify(kind)} is not a valid task name`, true);
-    const file = find(kind);
+    const file = findTaskFile(dirs, kind);
     if (!file) {
       // Not permanent: during a rolling deploy the new task may exist on a newer supervisor.
       throw new TaskLoadError(
@@ -41,45 +91,11 @@ export function createLoader(dirs: string[]) {
         false,
       );
     }
-    const url = pathToFileURL(file).href;
-    let mod: { default?: unknown };
-    try {
-      mod = (await import(url)) as typeof mod;
-    } catch (err) {
-      if ((err as { code?: string }).code !== 'ERR_UNKNOWN_FILE_EXTENSION') {
-        const hint = file.endsWith('.js')
-          ? ' (an ES module task needs the .mjs extension or a package.json with "type": "module" in its folder)'
-          : '';
-        throw new TaskLoadError(`task ${file} could not be loaded: ${(err as Error).message}${hint}`, false, {
-          cause: err,
-        });
-      }
-      // A .ts task in a thread without a TypeScript loader: bring tsx in once.
-      tsxReady ??= import('tsx/esm/api').then(
-        (m) => void m.register(),
-        (cause) => {
-          throw new TaskLoadError(`task ${file} is TypeScript but tsx is not installed: compile it to .js`, false, {
-            cause,
-          });
-        },
-      );
-      await tsxReady;
-      mod = (await import(url)) as typeof mod;
-    }
+    const mod = await importTaskModule(file);
     if (typeof mod.default !== 'function')
       throw new TaskLoadError(`task ${file} has no default export function`, false);
     ready.set(kind, mod.default as Task);
     return mod.default as Task;
-  }
-
-  function find(kind: string): string | undefined {
-    for (const dir of dirs) {
-      for (const ext of EXTENSIONS) {
-        const file = path.join(dir, kind + ext);
-        if (existsSync(file)) return file;
-      }
-    }
-    return undefined;
   }
 
   return {

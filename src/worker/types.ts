@@ -35,4 +35,17 @@ export interface TaskConfig {
   schema: string;
 }
 
-export type Task<P = unknown> = (payload: P, ctx: TaskContext) => Promise<unknown> | unknown;
+export type Task<P = unknown> = (payload: P, ctx: TaskContext) => unknown;
+
+/**
+ * What a task module may declare about itself: `export const options = {...}`.
+ * Read by the supervisor at start (and by `jobvisor enqueue`), never per job.
+ */
+export interface TaskOptions {
+  /** CPU-bound: a job of this task never shares its worker thread, whatever its queue. */
+  exclusiveThread?: boolean;
+  /** The queue a job goes to when the caller names none (if the supervisor serves it). */
+  queue?: string;
+  /** The job's timeout ("10m", or ms), over the queue's and jobs.timeout. */
+  timeout?: string | number;
+}

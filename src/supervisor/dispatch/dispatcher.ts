@@ -1,0 +1,296 @@
+/**
+ * The dispatcher: claimed jobs in, outcomes out.
+ *
+ * Each claimed job becomes a run in the ledger (ledger.ts), keyed by its claim
+ * token: `buffered` until a thread takes it, then `running` on a session
+ * (session.ts). Its outcome is decided exactly once (outcome.ts), after the
+ * thread has really stopped it; then the run leaves the ledger. A newer run of
+ * a job (claimed again after its lease was lost) waits until the older run has
+ * ended: one job never runs twice at once here.
+ *
+ * Capacity: a queue holds at most concurrency + prefetch runs and runs at most
+ * `concurrency`; sessions never exceed maxThreads, so Piscina never queues
+ * work. Placement (placement.ts) keeps exclusive tasks alone on a thread and
+ * gives a starved queue a thread back. Queues are pumped round robin. Nothing
+ * is dispatched until the task options are known (setTasks).
+ *
+ * Stopping a run (timeout, lost lease, shutdown) asks the task through
+ * ctx.signal; one still going `abortGraceMs` later loses its thread (the only
+ * way to stop `for(;;){}`), and the thread's other runs are handed back.
+ * Shutdown: drainBuffers() → whenIdle() within the grace → abortAll() → close().
+ */
+import type { QueueSettings } from '../../config.ts';
+import type { ClaimedJob, Fence } from '../../queue/types.ts';
+import type { DispatcherOptions, TaskTraits } from './options.ts';
+import { newRun, RunLedger, type Run } from './ledger.ts';
+import { deathCause, decideOutcome, oversized, type Outcome, type RunResult, type StopReason } from './outcome.ts';
+import { place } from './placement.ts';
+import type { Session, SessionHandlers } from './session.ts';
+import { SessionSet } from './session_set.ts';
+import { report } from './sink.ts';
+import { DeadlineSweep, deadlineAt } from './sweep.ts';
+
+export class Dispatcher {
+  private readonly ledger: RunLedger;
+  private readonly sessions: SessionSet;
+  private readonly sweep: DeadlineSweep;
+  private readonly handlers: SessionHandlers;
+  private readonly queueNames: string[];
+  /** Task options by kind; null until known (jobs wait in their buffers meanwhile). */
+  private tasks: ReadonlyMap<string, TaskTraits> | null;
+  private closing = false;
+  private readonly idleWaiters: Array<() => void> = [];
+  private nextQueue = 0;
+  /** Settling a batch of results: capacity is announced once, at its end. */
+  private batching = false;
+  private readonly freed = new Set<string>();
+
+  constructor(private readonly options: DispatcherOptions) {
+    this.queueNames = Object.keys(options.queues);
+    this.ledger = new RunLedger(this.queueNames);
+    this.sessions = new SessionSet(options.pool, options.events);
+    this.tasks = options.tasks ?? null;
+    this.handlers = {
+      ready: (session) => this.onReady(session),
+      result: (token, result) => {
+        this.batching = true;
+        const run = this.ledger.get(token);
+        if (run?.state === 'running') this.settle(run, decideOutcome(result, run));
+      },
+      resultsEnd: () => {
+        this.batching = false;
+        this.capacityFreed();
+        this.pump();
+      },
+      ended: (session, err) => this.sessionEnded(session, err),
+    };
+    this.sweep = new DeadlineSweep(
+      options.sweepMs ?? 250,
+      () => this.ledger.runs(),
+      (run) => {
+        this.options.events.emit('job:timeout', { job: run.job, timeoutMs: run.timeoutMs });
+        this.stopRun(run, 'timeout');
+      },
+    );
+    this.sweep.start();
+  }
+
+  /** Sets the task options found by discovery, for held runs too, and starts dispatching. */
+  setTasks(tasks: ReadonlyMap<string, TaskTraits>): void {
+    this.tasks = tasks;
+    for (const run of this.ledger.runs()) if (run.state === 'buffered') this.applyTraits(run);
+    this.pump();
+  }
+
+  private applyTraits(run: Run): void {
+    const traits = this.tasks?.get(run.job.kind);
+    run.exclusive = traits?.exclusiveThread ?? false;
+    run.timeoutMs = traits?.timeoutMs ?? this.options.queues[run.job.queue]?.timeout ?? this.options.timeoutMs;
+  }
+
+  /** Free places of a queue: concurrency + prefetch minus what it holds. */
+  capacity(queue: string): number {
+    const q = this.options.queues[queue];
+    if (!q || this.closing) return 0;
+    return q.concurrency + q.prefetch - this.inFlight(queue);
+  }
+
+  /** The claims held here: the heartbeat renews them. */
+  fences(): Fence[] {
+    return this.ledger.fences();
+  }
+
+  get size(): number {
+    return this.ledger.size;
+  }
+
+  inFlight(queue: string): number {
+    return this.ledger.buffered(queue) + this.ledger.running(queue);
+  }
+
+  threadsBusy(): number {
+    return this.sessions.busy();
+  }
+
+  /** Takes newly claimed jobs. */
+  add(jobs: ClaimedJob[]): void {
+    for (const job of jobs) {
+      if (job.payload === null) {
+        // Over the size limit (a plain-SQL insert can write one): never sent to a
+        // thread, dead-lettered on its own. Its neighbours run as usual.
+        this.options.outcomes.failed(job, oversized(job.payloadBytes, this.options.maxPayloadBytes));
+        continue;
+      }
+      // Claimed again while an older run is held here: its lease was lost (reaped
+      // during a pause, or cancelled and re-queued). Stop it (its writes are fenced
+      // off anyway); the new run waits in the buffer until it has ended (pump).
+      const stale = this.ledger.latestOf(job.id);
+      if (stale?.state === 'running') this.stopRun(stale, 'lease-lost');
+      else if (stale) this.settle(stale, { type: 'drop' });
+      const run = newRun(job);
+      this.applyTraits(run);
+      this.ledger.add(run);
+    }
+    this.pump();
+  }
+
+  /** Leases the heartbeat found gone: runs stopped, nothing written, 'lease:lost' once each has ended. */
+  leaseLost(tokens: string[]): void {
+    for (const token of tokens) {
+      const run = this.ledger.get(token);
+      if (run?.state === 'buffered') this.settle(run, { type: 'drop' });
+      else if (run) this.stopRun(run, 'lease-lost');
+    }
+  }
+
+  /** Shutdown, step 1: no more dispatching; buffered jobs are handed back now. */
+  drainBuffers(): void {
+    this.closing = true;
+    for (const run of this.ledger.takeBuffered())
+      this.settle(run, { type: 'release', reason: 'shutdown before start' });
+    this.endIdleSessions(true);
+  }
+
+  /** Resolves when no job is held (or at once). */
+  whenIdle(): Promise<void> {
+    if (this.ledger.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  /** Shutdown, step 2 (grace over): abort every running job; they are handed back. */
+  abortAll(): void {
+    for (const run of [...this.ledger.runs()]) {
+      if (run.state === 'running') this.stopRun(run, 'shutdown');
+      else this.settle(run, { type: 'release', reason: 'shutdown before start' });
+    }
+  }
+
+  /** Ends every session and waits for the threads to be given back. */
+  async close(): Promise<void> {
+    this.closing = true;
+    this.sweep.stop();
+    this.endIdleSessions(true);
+    await this.sessions.settled();
+  }
+
+  /** Sends buffered runs to threads, queue by queue, starting one further each time. */
+  private pump(): void {
+    if (this.closing || this.tasks === null) return;
+    const names = this.queueNames;
+    let starved = false;
+    for (let i = 0; i < names.length; i++) {
+      const queue = names[(this.nextQueue + i) % names.length] as string;
+      if (this.pumpQueue(queue)) starved = true;
+    }
+    this.nextQueue = (this.nextQueue + 1) % Math.max(1, names.length);
+    this.sessions.flushAll((token) => this.ledger.get(token)?.job);
+    this.endIdleSessions(starved);
+  }
+
+  /** Starts what the queue may start; true when a run waits for a thread. */
+  private pumpQueue(queue: string): boolean {
+    const settings = this.options.queues[queue] as QueueSettings;
+    const buffer = this.ledger.buffer(queue);
+    if (buffer.length === 0) return false;
+    let seen = 0;
+    let starved = false;
+    const waiting: Run[] = [];
+    const now = performance.now();
+    while (seen < buffer.length && this.ledger.running(queue) < settings.concurrency) {
+      const run = buffer[seen] as Run;
+      if (this.ledger.isRunning(run.job.id)) {
+        // An older run of this job is still stopping on a thread.
+        waiting.push(run);
+        seen++;
+        continue;
+      }
+      const placement = place(this.sessions, {
+        queue,
+        exclusive: run.exclusive,
+        jobsPerThread: settings.jobsPerThread,
+        maxThreads: this.options.maxThreads,
+      });
+      if (placement.type === 'wait') {
+        if (placement.yieldFrom) placement.yieldFrom.yielding = true;
+        starved = true;
+        break;
+      }
+      const session = placement.type === 'use' ? placement.session : this.sessions.open(queue, this.handlers);
+      this.start(run, session, now);
+      seen++;
+    }
+    if (seen > 0) buffer.splice(0, seen, ...waiting);
+    return starved;
+  }
+
+  private start(run: Run, session: Session, now: number): void {
+    this.ledger.started(run, session);
+    run.startedAt = now;
+    run.deadline = deadlineAt(now, run.timeoutMs, session.ready);
+    session.send(run.job, run.exclusive);
+  }
+
+  private stopRun(run: Run, reason: StopReason): void {
+    const session = run.session;
+    if (run.stop || run.state !== 'running' || !session) return;
+    run.stop = reason;
+    session.abort(run.job.token, reason);
+    // A job that ignores its signal (a CPU loop never sees it) loses its thread.
+    const grace = setTimeout(() => {
+      if (this.ledger.get(run.job.token) === run) session.terminate(run.job.id, reason);
+    }, this.options.abortGraceMs);
+    grace.unref();
+  }
+
+  /** The session's thread has booted: its runs' timeouts count from now. */
+  private onReady(session: Session): void {
+    const now = performance.now();
+    for (const token of session.running) {
+      const run = this.ledger.get(token);
+      if (run && run.session === session && !run.stop) {
+        run.startedAt = now;
+        run.deadline = now + run.timeoutMs;
+      }
+    }
+  }
+
+  private sessionEnded(session: Session, err: unknown): void {
+    this.sessions.delete(session);
+    const victims = [...session.running]
+      .map((token) => this.ledger.get(token))
+      .filter((r): r is Run => r !== undefined && r.session === session);
+    if (victims.length > 0) {
+      this.batching = true;
+      const killedToStop = session.killedToStop;
+      if (!killedToStop)
+        this.options.events.emit('thread:died', { jobs: victims.map((r) => r.job), error: deathCause(err) });
+      const now = performance.now();
+      for (const run of victims) {
+        const result: RunResult = { type: 'thread-died', runMs: now - run.startedAt, cause: err, killedToStop };
+        this.settle(run, decideOutcome(result, run));
+      }
+      this.batching = false;
+      this.capacityFreed();
+    }
+    this.pump();
+  }
+
+  /** Carries out an outcome, once per run: later calls for the same run do nothing. */
+  private settle(run: Run, outcome: Outcome): void {
+    if (!this.ledger.forget(run)) return;
+    report(outcome, run.job, this.options.outcomes, this.options.events);
+    this.freed.add(run.job.queue);
+    if (!this.batching) this.capacityFreed();
+    if (this.ledger.size === 0) for (const w of this.idleWaiters.splice(0)) w();
+  }
+
+  /** Tells fetchers of the queues that gave back places (once per batch, not per job). */
+  private capacityFreed(): void {
+    if (!this.closing) for (const queue of this.freed) this.options.onCapacity(queue);
+    this.freed.clear();
+  }
+
+  private endIdleSessions(all: boolean): void {
+    this.sessions.endIdle(all, (queue) => this.ledger.buffered(queue) > 0);
+  }
+}

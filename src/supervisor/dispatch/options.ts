@@ -1,0 +1,31 @@
+/** What the dispatcher is built with. */
+import type { Piscina } from 'piscina';
+import type { QueueSettings } from '../../config.ts';
+import type { SupervisorEvents } from '../events.ts';
+import type { OutcomeSink } from './sink.ts';
+
+/** What the dispatcher needs to know about a task before it places a job of it. */
+export interface TaskTraits {
+  /** Never share a thread with another job. */
+  exclusiveThread: boolean;
+  /** The job's timeout, over the queue's and jobs.timeout. */
+  timeoutMs?: number;
+}
+
+export interface DispatcherOptions {
+  pool: Piscina;
+  queues: Record<string, QueueSettings>;
+  maxThreads: number;
+  timeoutMs: number;
+  abortGraceMs: number;
+  events: SupervisorEvents;
+  outcomes: OutcomeSink;
+  /** Called when a queue has room for more jobs. */
+  onCapacity: (queue: string) => void;
+  /** jobs.maxPayloadBytes, named in the error of a job whose payload is over it. */
+  maxPayloadBytes: number;
+  /** How often running jobs are checked against their timeout (default: 250 ms). */
+  sweepMs?: number;
+  /** Task options by kind (see worker/task_options.ts); without them, nothing runs until setTasks(). */
+  tasks?: ReadonlyMap<string, TaskTraits>;
+}

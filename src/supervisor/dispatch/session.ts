@@ -1,0 +1,144 @@
+/**
+ * A session: one Piscina task holding one worker thread for one queue, and the
+ * only place that builds or reads thread protocol messages (worker/protocol.ts).
+ *
+ * States:
+ *   booting   — jobs sent wait for the thread to load;
+ *   ready     — the thread said so; timeouts count from here;
+ *   yielding  — (optional) gives its thread to another queue: no new jobs, and
+ *               the dispatcher ends it once its last job has settled;
+ *   ending    — `end` sent: the thread returns once its last job has settled;
+ *   ended     — the Piscina task settled, normally or with the thread's death.
+ * Jobs sent gather in an outbox and leave as one `run` message per flush; an
+ * `end` never overtakes them. `running` holds the claim tokens on the thread;
+ * `exclusive` counts those whose task must not share it (see placement.ts).
+ */
+import { MessageChannel, type MessagePort } from 'node:worker_threads';
+import type { Piscina } from 'piscina';
+import type { ClaimedJob } from '../../queue/types.ts';
+import type { FromWorker, JobBatch, ResultBatch, SessionTask, ToWorker } from '../../worker/protocol.ts';
+import type { RunResult, StopReason } from './outcome.ts';
+
+export interface SessionHandlers {
+  /** The thread has booted. */
+  ready(session: Session): void;
+  /** One run has ended on the thread; called for each run of a result batch. */
+  result(token: string, result: RunResult): void;
+  /** The end of one result batch. */
+  resultsEnd(): void;
+  /** The Piscina task settled: `err` is the thread's death, or null. */
+  ended(session: Session, err: unknown): void;
+}
+
+export class Session {
+  ready = false;
+  /** Gives its thread back to another queue: takes no new runs, ends once empty. */
+  yielding = false;
+  ending = false;
+  /** Claim tokens of the runs on this thread. */
+  readonly running = new Set<string>();
+  /** How many of those runs must have the thread to themselves. */
+  exclusive = 0;
+  /** The job whose stop made the dispatcher terminate this thread. */
+  killedToStop: string | null = null;
+  readonly done: Promise<void>;
+  private readonly port: MessagePort;
+  private readonly controller = new AbortController();
+  private outbox: JobBatch = emptyBatch();
+
+  constructor(
+    readonly queue: string,
+    pool: Piscina,
+    handlers: SessionHandlers,
+  ) {
+    const { port1, port2 } = new MessageChannel();
+    this.port = port1;
+    port1.on('message', (message: FromWorker) => {
+      if (message.type === 'ready') {
+        this.ready = true;
+        handlers.ready(this);
+      } else {
+        readResults(message, handlers);
+      }
+    });
+    const task: SessionTask = { port: port2, queue };
+    this.done = (
+      pool.run(task, { transferList: [port2] as never, signal: this.controller.signal }) as Promise<void>
+    ).then(
+      () => this.closed(handlers, null),
+      (err: unknown) => this.closed(handlers, err),
+    );
+  }
+
+  /** Queues a job for the next flush. */
+  send(job: ClaimedJob, exclusive: boolean): void {
+    this.running.add(job.token);
+    if (exclusive) this.exclusive++;
+    const out = this.outbox;
+    out.ids.push(job.id);
+    out.tokens.push(job.token);
+    out.kinds.push(job.kind);
+    out.payloads.push(job.payload as string);
+    out.attempts.push(job.attempt);
+    out.maxAttempts.push(job.maxAttempts);
+  }
+
+  /** Sends the queued jobs; returns their tokens (empty when none). */
+  flush(): readonly string[] {
+    const batch = this.outbox;
+    if (batch.tokens.length === 0) return batch.tokens;
+    this.outbox = emptyBatch();
+    this.port.postMessage({ type: 'run', ...batch } satisfies ToWorker);
+    if (this.ending) this.port.postMessage({ type: 'end' } satisfies ToWorker);
+    return batch.tokens;
+  }
+
+  /** The run has left this thread (its outcome is decided). */
+  remove(token: string, exclusive: boolean): void {
+    if (this.running.delete(token) && exclusive) this.exclusive--;
+  }
+
+  /** Asks the task to stop through ctx.signal. */
+  abort(token: string, reason: StopReason): void {
+    this.port.postMessage({ type: 'abort', token, reason } satisfies ToWorker);
+  }
+
+  /**
+   * No more jobs: the thread is given back once the running ones settle. Jobs
+   * still in the outbox leave first (at the next flush, then `end`): a thread
+   * told to end before it saw them would return with them unrun.
+   */
+  end(): void {
+    if (this.ending) return;
+    this.ending = true;
+    if (this.outbox.tokens.length === 0) this.port.postMessage({ type: 'end' } satisfies ToWorker);
+  }
+
+  /** Terminates the thread to stop a job that ignores its signal. */
+  terminate(jobId: string, reason: StopReason): void {
+    this.killedToStop ??= jobId;
+    this.controller.abort(new Error(`job ${jobId} did not stop after ${reason}`));
+  }
+
+  private closed(handlers: SessionHandlers, err: unknown): void {
+    this.port.close();
+    handlers.ended(this, err);
+  }
+}
+
+function readResults(batch: ResultBatch, handlers: SessionHandlers): void {
+  const { tokens, runMs, errors } = batch;
+  for (let i = 0; i < tokens.length; i++) {
+    const error = errors?.[i] ?? null;
+    const ms = runMs[i] as number;
+    handlers.result(
+      tokens[i] as string,
+      error ? { type: 'task-error', runMs: ms, error } : { type: 'success', runMs: ms },
+    );
+  }
+  handlers.resultsEnd();
+}
+
+function emptyBatch(): JobBatch {
+  return { ids: [], tokens: [], kinds: [], payloads: [], attempts: [], maxAttempts: [] };
+}

@@ -1,0 +1,103 @@
+/**
+ * The open sessions, at most one per worker thread.
+ *
+ * Invariants: size() never exceeds maxThreads (the dispatcher asks placement
+ * before open()); a session leaves the set when its Piscina task settles; an
+ * ending session takes no new runs. Idle sessions are ended except one per
+ * queue, kept warm so an idle queue's next job starts without a new Piscina
+ * task, unless another queue waits for a thread.
+ */
+import type { Piscina } from 'piscina';
+import type { ClaimedJob } from '../../queue/types.ts';
+import type { JobRef, SupervisorEvents } from '../events.ts';
+import { Session, type SessionHandlers } from './session.ts';
+
+export class SessionSet implements Iterable<Session> {
+  private readonly sessions = new Set<Session>();
+  private readonly pending = new Set<Promise<void>>();
+
+  constructor(
+    private readonly pool: Piscina,
+    private readonly events: SupervisorEvents,
+  ) {}
+
+  [Symbol.iterator](): Iterator<Session> {
+    return this.sessions.values();
+  }
+
+  open(queue: string, handlers: SessionHandlers): Session {
+    const session = new Session(queue, this.pool, handlers);
+    this.sessions.add(session);
+    const done = session.done;
+    this.pending.add(done);
+    void done.finally(() => this.pending.delete(done));
+    this.emitChanged();
+    return session;
+  }
+
+  /** The session's task has settled. */
+  delete(session: Session): void {
+    this.sessions.delete(session);
+    this.emitChanged();
+  }
+
+  /** Sends every session's queued runs, then reports them as 'job:started'. */
+  flushAll(jobOf: (token: string) => ClaimedJob | undefined): void {
+    const report = this.events.listenerCount('job:started') > 0;
+    const now = Date.now();
+    for (const s of this.sessions) {
+      const tokens = s.flush();
+      if (!report || tokens.length === 0) continue;
+      const refs: JobRef[] = [];
+      const waits: number[] = [];
+      for (const token of tokens) {
+        const job = jobOf(token);
+        if (!job) continue;
+        refs.push(job);
+        waits.push(now - job.runAtMs);
+      }
+      this.events.emit('job:started', { jobs: refs, waitMs: waits });
+    }
+  }
+
+  /** Threads with at least one run. */
+  busy(): number {
+    let busy = 0;
+    for (const s of this.sessions) if (s.running.size > 0) busy++;
+    return busy;
+  }
+
+  /**
+   * Ends sessions with nothing running: all of them when `all`; otherwise the
+   * yielding ones and all but one per queue with nothing buffered.
+   */
+  endIdle(all: boolean, buffered: (queue: string) => boolean): void {
+    const warm = new Set<string>();
+    let ended = false;
+    for (const s of this.sessions) {
+      if (s.ending || s.running.size > 0) continue;
+      const waiting = buffered(s.queue);
+      if (!all && !s.yielding && !waiting && !warm.has(s.queue)) {
+        warm.add(s.queue);
+        continue;
+      }
+      if (!all && !s.yielding && waiting) continue;
+      s.end();
+      ended = true;
+    }
+    if (ended) this.emitChanged();
+  }
+
+  /** Resolves when every session's task has settled. */
+  async settled(): Promise<void> {
+    await Promise.allSettled([...this.pending]);
+  }
+
+  private emitChanged(): void {
+    this.events.emit('pool:changed', {
+      threads: this.pool.threads.length,
+      busy: this.busy(),
+      queued: this.pool.queueSize,
+    });
+  }
+}

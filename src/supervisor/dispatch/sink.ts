@@ -1,0 +1,46 @@
+/**
+ * Where the dispatcher's decisions go: the completer (OutcomeSink, an interface
+ * the completer implements) and, for dropped runs, the 'lease:lost' event.
+ */
+import type { ClaimedJob } from '../../queue/types.ts';
+import type { SupervisorEvents } from '../events.ts';
+import type { Outcome } from './outcome.ts';
+
+/** A failed run, as the completer records it. */
+export interface Failure {
+  runMs: number;
+  error: string;
+  /** Dead-letter now, whatever attempts remain. */
+  permanent: boolean;
+  /** Retry after this long instead of the configured backoff (null: backoff). */
+  retryInMs: number | null;
+}
+
+/**
+ * Where outcomes go: the completer. Each run gets at most one call; a run whose
+ * lease was lost gets none (nothing may be written for it).
+ */
+export interface OutcomeSink {
+  done(job: ClaimedJob, runMs: number): void;
+  failed(job: ClaimedJob, failure: Failure): void;
+  release(job: ClaimedJob, reason: string): void;
+}
+
+/** Hands a decided outcome to the sink; a dropped run is only reported as 'lease:lost'. */
+export function report(outcome: Outcome, job: ClaimedJob, sink: OutcomeSink, events: SupervisorEvents): void {
+  switch (outcome.type) {
+    case 'done':
+      sink.done(job, outcome.runMs);
+      break;
+    case 'retry':
+    case 'dead':
+      sink.failed(job, outcome.failure);
+      break;
+    case 'release':
+      sink.release(job, outcome.reason);
+      break;
+    case 'drop':
+      events.emit('lease:lost', { jobs: [job] });
+      break;
+  }
+}

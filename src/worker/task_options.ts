@@ -1,0 +1,104 @@
+/**
+ * Task options: what a task module declares about itself with
+ * `export const options = { exclusiveThread, queue, timeout }` (see types.ts).
+ *
+ * They are read by importing the module once in the reading process: the
+ * supervisor reads every task in its folders at start (the dispatcher must
+ * know a kind is exclusive before it places the first job of it), and
+ * `jobvisor enqueue` reads the one kind it enqueues. A module that cannot be
+ * loaded or declares bad options is reported through `onProblem` and treated
+ * as declaring nothing: its jobs still run (and fail) as they always did.
+ */
+import { readdir } from 'node:fs/promises';
+import path from 'node:path';
+import { parseDuration } from '../duration.ts';
+import { checkQueue } from '../queue/validate.ts';
+import { findTaskFile, importTaskModule, kindOfFile } from './loader.ts';
+
+/** Task options, checked and with the timeout in ms. */
+export interface ResolvedTaskOptions {
+  exclusiveThread: boolean;
+  queue?: string;
+  timeoutMs?: number;
+}
+
+const KEYS = new Set(['exclusiveThread', 'queue', 'timeout']);
+
+/**
+ * Checks a module's `options` export.
+ * @throws Error naming the file and the bad key.
+ */
+export function parseTaskOptions(file: string, value: unknown): ResolvedTaskOptions {
+  const where = `task ${file}: export const options`;
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new Error(`${where} must be an object such as { exclusiveThread: true, queue: 'cpu', timeout: '10m' }`);
+  const o = value as Record<string, unknown>;
+  for (const key of Object.keys(o)) {
+    if (!KEYS.has(key))
+      throw new Error(`${where}: unknown key ${JSON.stringify(key)} (known: ${[...KEYS].join(', ')})`);
+  }
+  if (o.exclusiveThread !== undefined && typeof o.exclusiveThread !== 'boolean')
+    throw new Error(`${where}.exclusiveThread must be true or false`);
+  const resolved: ResolvedTaskOptions = { exclusiveThread: o.exclusiveThread === true };
+  if (o.queue !== undefined) {
+    try {
+      checkQueue('queue', o.queue);
+    } catch (err) {
+      throw new Error(`${where}.${(err as Error).message}`, { cause: err });
+    }
+    resolved.queue = o.queue;
+  }
+  if (o.timeout !== undefined) {
+    try {
+      if (typeof o.timeout !== 'string' && typeof o.timeout !== 'number') throw new Error('is not a duration');
+      resolved.timeoutMs = parseDuration(o.timeout);
+    } catch (err) {
+      throw new Error(`${where}.timeout ${(err as Error).message}`, { cause: err });
+    }
+    if (resolved.timeoutMs === 0) throw new Error(`${where}.timeout must be more than 0`);
+  }
+  return resolved;
+}
+
+/** The options of one kind, or undefined when its module declares none (or cannot be read). */
+export async function readTaskOptions(
+  dirs: readonly string[],
+  kind: string,
+  onProblem: (message: string) => void,
+): Promise<ResolvedTaskOptions | undefined> {
+  const file = findTaskFile(dirs, kind);
+  if (!file) return undefined;
+  try {
+    const mod = await importTaskModule(file);
+    return mod.options === undefined ? undefined : parseTaskOptions(file, mod.options);
+  } catch (err) {
+    onProblem(`${(err as Error).message}; its options are ignored`);
+    return undefined;
+  }
+}
+
+/**
+ * The options of every task in `dirs` (earlier folders win, as in the loader),
+ * by kind; kinds that declare none are absent.
+ */
+export async function discoverTaskOptions(
+  dirs: readonly string[],
+  onProblem: (message: string) => void,
+): Promise<Map<string, ResolvedTaskOptions>> {
+  const kinds = new Set<string>();
+  for (const dir of dirs) {
+    const names = await readdir(dir).catch(() => [] as string[]);
+    for (const name of names) {
+      const kind = kindOfFile(path.basename(name));
+      if (kind !== undefined) kinds.add(kind);
+    }
+  }
+  const sorted = [...kinds].sort();
+  const options = await Promise.all(sorted.map((kind) => readTaskOptions(dirs, kind, onProblem)));
+  const found = new Map<string, ResolvedTaskOptions>();
+  sorted.forEach((kind, i) => {
+    const o = options[i];
+    if (o) found.set(kind, o);
+  });
+  return found;
+}

@@ -3,7 +3,7 @@
  * database gauges read with a deadline, loop health, and readiness from a
  * cached probe on its own connection.
  */
-import type { Settings } from '../config.ts';
+import type { Settings } from '../config/index.ts';
 import type { Logger } from '../log.ts';
 import { LoopHealth } from '../supervisor/loop-health.ts';
 import type { Supervisor } from '../supervisor/supervisor.ts';

@@ -16,13 +16,13 @@
  * through safeEmit, so a throwing listener cannot make a written outcome look
  * unwritten.
  */
-import type { Settings } from '../config.ts';
+import type { Settings } from '../config/index.ts';
 import { completeJobs, failJobs, releaseJobs } from '../queue/complete.ts';
 import { deadLetterClaimed } from '../queue/fallback.ts';
 import type { Store } from '../queue/sql.ts';
 import type { ClaimedJob, Fence } from '../queue/types.ts';
 import { clampDelay, retryDelay } from './backoff.ts';
-import type { Failure, OutcomeSink } from './dispatcher.ts';
+import type { Failure, OutcomeSink } from './dispatch/sink.ts';
 import type { JobRef, SupervisorEvents } from './events.ts';
 import { OutcomeBatch } from './outcome_batch.ts';
 import { safeEmit } from './safe_emit.ts';

@@ -19,7 +19,7 @@
  * way to stop `for(;;){}`), and the thread's other runs are handed back.
  * Shutdown: drainBuffers() → whenIdle() within the grace → abortAll() → close().
  */
-import type { QueueSettings } from '../../config.ts';
+import type { QueueSettings } from '../../config/index.ts';
 import type { ClaimedJob, Fence } from '../../queue/types.ts';
 import type { DispatcherOptions, TaskTraits } from './options.ts';
 import { newRun, RunLedger, type Run } from './ledger.ts';

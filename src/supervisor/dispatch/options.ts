@@ -1,6 +1,6 @@
 /** What the dispatcher is built with. */
 import type { Piscina } from 'piscina';
-import type { QueueSettings } from '../../config.ts';
+import type { QueueSettings } from '../../config/index.ts';
 import type { SupervisorEvents } from '../events.ts';
 import type { OutcomeSink } from './sink.ts';
 

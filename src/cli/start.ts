@@ -13,6 +13,8 @@ import { safeUrl } from '../log.ts';
 import { logEvents } from '../supervisor/logging.ts';
 import { drainOnSignals } from '../supervisor/shutdown.ts';
 import { Supervisor } from '../supervisor/supervisor.ts';
+import { traceEvents } from '../supervisor/tracing.ts';
+import { startTracing } from '../tracing/sdk.ts';
 import { VERSION } from '../version.ts';
 import { parse } from './args.ts';
 import { openContext } from './context.ts';
@@ -25,11 +27,17 @@ export async function startCommand(argv: string[]): Promise<number> {
   const { settings, log } = ctx;
   const schema = settings.database.schema;
   if (ctx.embedded || values.migrate) await migrate(ctx.pool, { schema, log });
+  // OpenTelemetry from the OTEL_* environment: before the thread pool exists.
+  const otel = await startTracing(process.env);
+  if (otel.state === 'unavailable')
+    log.warn({ error: otel.error }, 'OTEL_* is set but the OpenTelemetry SDK is not installed');
+  else if (otel.state !== 'off') log.info({ sdk: otel.state }, 'OpenTelemetry tracing on');
 
   const metrics = createMetrics();
   const supervisor = new Supervisor({ settings, databaseUrl: ctx.databaseUrl, log, pool: ctx.pool });
   logEvents(supervisor.events, log.child({ supervisor: supervisor.id }));
   observeEvents(supervisor.events, metrics);
+  if (otel.state === 'started' || otel.state === 'own-sdk') traceEvents(supervisor.events, supervisor.id);
   metrics.info.labels(supervisor.id, VERSION).set(1);
   const gauges = createDatabaseGauges(supervisor.store, metrics, settings.metrics.refresh);
 
@@ -66,6 +74,7 @@ export async function startCommand(argv: string[]): Promise<number> {
       await supervisor.stop(reason);
       await http.close();
       await ctx.close();
+      if (otel.state === 'started') await otel.tracing.shutdown().catch(() => {});
     },
   });
 

@@ -319,6 +319,7 @@ export class Dispatcher {
     out.payloads.push(job.payload as string);
     out.attempts.push(job.attempt);
     out.maxAttempts.push(job.maxAttempts);
+    if (job.traceContext !== undefined) (out.traceContexts ??= [])[out.ids.length - 1] = job.traceContext;
   }
 
   private flush(session: Session): void {

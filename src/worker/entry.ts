@@ -12,6 +12,7 @@ import pino from 'pino';
 import pg from 'pg';
 import { serializeError } from '../log.ts';
 import { createLoader } from './loader.ts';
+import { runTask, traceLogFields } from './tracing.ts';
 import type { FromWorker, JobBatch, ResultBatch, SessionTask, TaskError, ToWorker, WorkerSetup } from './protocol.ts';
 import type { JobInfo, TaskConfig, TaskContext } from './types.ts';
 
@@ -22,6 +23,7 @@ const log = pino(
     level: setup.logLevel,
     base: { supervisor: setup.supervisor },
     serializers: { err: serializeError },
+    mixin: traceLogFields,
   },
   pino.destination({ dest: 1, sync: true }),
 );
@@ -158,12 +160,12 @@ export default function session({ port, queue }: SessionTask): Promise<void> {
   };
 
   /** Runs one job to its end; never throws. */
-  async function execute(run: JobRun, payloadText: string): Promise<void> {
+  async function execute(run: JobRun, payloadText: string, traceContext?: string): Promise<void> {
     try {
       const payload = parsePayload(payloadText);
       // A loaded task runs without a detour through the loader's promise.
       const task = loader.loaded(run.kind) ?? (await loader.get(run.kind));
-      await task(payload, run);
+      await runTask(task, payload, run, traceContext);
       settle(run, null);
     } catch (err) {
       settle(run, toTaskError(err));
@@ -173,7 +175,7 @@ export default function session({ port, queue }: SessionTask): Promise<void> {
   port.on('message', (message: ToWorker) => {
     switch (message.type) {
       case 'run': {
-        const { ids, tokens, kinds, payloads, attempts, maxAttempts } = message;
+        const { ids, tokens, kinds, payloads, attempts, maxAttempts, traceContexts } = message;
         for (let i = 0; i < ids.length; i++) {
           const run = new JobRun(
             tokens[i] as string,
@@ -184,7 +186,7 @@ export default function session({ port, queue }: SessionTask): Promise<void> {
             maxAttempts[i] as number,
           );
           running.set(run.token, run);
-          void execute(run, payloads[i] as string);
+          void execute(run, payloads[i] as string, traceContexts?.[i]);
         }
         break;
       }

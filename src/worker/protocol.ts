@@ -23,6 +23,11 @@ export interface JobBatch {
   payloads: string[];
   attempts: number[];
   maxAttempts: number[];
+  /**
+   * Each job's trace_context (JSON text), present only when some job has one;
+   * sparse: a job without one is a hole (undefined).
+   */
+  traceContexts?: Array<string | undefined>;
 }
 
 export type ToWorker =
@@ -76,6 +81,8 @@ export interface WorkerSetup {
   dbPoolSize: number;
   logLevel: string;
   supervisor: string;
+  /** True when `jobvisor start` turned on the OpenTelemetry SDK: each thread starts its own. */
+  tracing?: boolean;
   taskConfig: {
     thumbnails: { dir: string; format: string };
     reports: { dir: string };

@@ -50,6 +50,19 @@ export type StartResult =
 
 let startedHere = false;
 
+/** The part of `@opentelemetry/sdk-node` used here: typed locally, since the package is optional. */
+interface NodeSdkModule {
+  NodeSDK: new (config: Record<string, unknown>) => { start(): void; shutdown(): Promise<void> };
+}
+
+/**
+ * Loads an optional package by name. The name is a variable so that compiling
+ * jobvisor never needs the package (the image's build stage omits optional ones).
+ */
+export function loadOptional<T>(name: string): Promise<T> {
+  return import(name) as Promise<T>;
+}
+
 /** True once startTracing() started the SDK in this thread. */
 export function tracingStarted(): boolean {
   return startedHere;
@@ -67,16 +80,16 @@ export async function startTracing(
 ): Promise<StartResult> {
   if (!tracingWanted(env)) return { state: 'off' };
   if (tracerRegistered()) return { state: 'own-sdk' };
-  let NodeSDK: typeof import('@opentelemetry/sdk-node').NodeSDK;
+  let NodeSDK: NodeSdkModule['NodeSDK'];
   let loaded: unknown[];
   try {
-    ({ NodeSDK } = await import('@opentelemetry/sdk-node'));
+    ({ NodeSDK } = await loadOptional<NodeSdkModule>('@opentelemetry/sdk-node'));
     loaded = await instrumentations();
   } catch (err) {
     return { state: 'unavailable', error: (err as Error).message };
   }
   const sdk = new NodeSDK({
-    instrumentations: loaded as never,
+    instrumentations: loaded,
     ...(env.OTEL_METRICS_EXPORTER ? {} : { metricReaders: [] }),
     ...(env.OTEL_LOGS_EXPORTER ? {} : { logRecordProcessors: [] }),
   });

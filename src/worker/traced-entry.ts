@@ -10,14 +10,16 @@
  * terminated by Piscina without running exit hooks.
  */
 import { createRequire, register } from 'node:module';
-import { startTracing, type Tracing } from '../tracing/sdk.ts';
+import { loadOptional, startTracing, type Tracing } from '../tracing/sdk.ts';
 
 const require = createRequire(import.meta.url);
 let tracing: Tracing | undefined;
 try {
   register('@opentelemetry/instrumentation/hook.mjs', import.meta.url);
   const started = await startTracing(process.env, async () => {
-    const { PgInstrumentation } = await import('@opentelemetry/instrumentation-pg');
+    const { PgInstrumentation } = await loadOptional<{
+      PgInstrumentation: new (config: { requireParentSpan: boolean }) => unknown;
+    }>('@opentelemetry/instrumentation-pg');
     return [new PgInstrumentation({ requireParentSpan: true })];
   });
   if (started.state === 'started') tracing = started.tracing;

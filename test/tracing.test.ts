@@ -6,6 +6,9 @@
  * tracing.
  */
 import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { context, ROOT_CONTEXT, trace } from '@opentelemetry/api';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
@@ -43,6 +46,22 @@ after(async () => {
 async function storedContext(id: string | null): Promise<Record<string, string> | null> {
   const { rows } = await db.pool.query('SELECT trace_context FROM jobvisor.jobs WHERE id = $1', [id]);
   return rows[0].trace_context as Record<string, string> | null;
+}
+
+interface PreloadSpan {
+  name: string;
+  traceId: string;
+  parentSpanId?: string;
+  mainThread: boolean;
+}
+
+/** The spans the preloaded fixture SDK wrote, one JSON line each. */
+function readSpans(file: string): PreloadSpan[] {
+  if (!existsSync(file)) return [];
+  return readFileSync(file, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as PreloadSpan);
 }
 
 const runSpans = (spans: OtlpSpan[], jobId: string | null) =>
@@ -221,6 +240,63 @@ describe('runs traced by a jobvisor start child', () => {
     assert.deepEqual(
       supervisor!.logs.filter((l) => 'raw' in l || l.level === 50),
       [],
+    );
+  });
+});
+
+describe("a user's own SDK, preloaded", () => {
+  it("is kept: jobvisor starts none, and its run spans go to the user's provider from the worker thread", async () => {
+    await supervisor?.stop();
+    supervisor = undefined;
+    const spansFile = path.join(mkdtempSync(path.join(tmpdir(), 'jobvisor-otel-')), 'spans.jsonl');
+    const preload = path.join(FIXTURE_TASKS, '../otel-preload.mjs');
+    supervisor = await spawnSupervisor({
+      databaseUrl: db.url,
+      tasksDir: FIXTURE_TASKS,
+      config: { pool: { maxThreads: 1 }, poll: { interval: '200ms' } },
+      env: {
+        NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import ${preload}`.trim(),
+        TEST_SPANS_FILE: spansFile,
+        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint,
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+        OTEL_SERVICE_NAME: 'jobvisor-own-sdk',
+      },
+    });
+    const on = await supervisor.waitForLog(/OpenTelemetry tracing on/);
+    assert.equal(on.sdk, 'own-sdk');
+    let producer!: { traceId: string; spanId: string };
+    const job = await tracer().startActiveSpan('producer.request', async (span) => {
+      producer = span.spanContext();
+      try {
+        return await enqueue(db.pool, 'traced', {});
+      } finally {
+        span.end();
+      }
+    });
+    const lines = await eventually(
+      () => Promise.resolve(readSpans(spansFile)),
+      (spans) => spans.some((s) => s.name === 'jobvisor.run traced'),
+      15_000,
+      'the run span in the preloaded exporter',
+    );
+    const run = lines.find((s) => s.name === 'jobvisor.run traced');
+    assert.deepEqual(run, {
+      name: 'jobvisor.run traced',
+      traceId: producer.traceId,
+      parentSpanId: producer.spanId,
+      mainThread: false,
+    });
+    assert.ok(lines.some((s) => s.name === 'jobvisor.claim default' && s.mainThread));
+    await eventually(
+      async () => (await db.pool.query('SELECT status FROM jobvisor.jobs WHERE id = $1', [job.id])).rows[0].status,
+      (status) => status === 'done',
+      10_000,
+      'job done',
+    );
+    assert.equal(
+      receiver.spans.filter((s) => s.service === 'jobvisor-own-sdk').length,
+      0,
+      'jobvisor exported nothing itself',
     );
   });
 });

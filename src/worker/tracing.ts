@@ -12,7 +12,7 @@
  * Without a tracer provider in this thread the task is called directly: no
  * span, no context, no closure.
  */
-import { context, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
+import { context, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Span, type Tracer } from '@opentelemetry/api';
 import { parseTraceContext } from '../tracing/context.ts';
 import { tracerRegistered } from '../tracing/sdk.ts';
 
@@ -26,6 +26,7 @@ export interface RunInfo {
 }
 
 let enabled: boolean | undefined;
+let tracer: Tracer | undefined;
 
 /** Decided at the first job: worker/traced-entry.ts has started the SDK by then, or a preload has. */
 function tracingOn(): boolean {
@@ -52,7 +53,8 @@ async function runInSpan<R extends RunInfo>(
 ): Promise<unknown> {
   const remote = parseTraceContext(traceContext);
   const parent = remote ? trace.setSpanContext(ROOT_CONTEXT, remote) : ROOT_CONTEXT;
-  const span = trace.getTracer('jobvisor').startSpan(
+  tracer ??= trace.getTracer('jobvisor');
+  const span = tracer.startSpan(
     `jobvisor.run ${run.kind}`,
     {
       kind: SpanKind.CONSUMER,

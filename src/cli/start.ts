@@ -28,7 +28,7 @@ export async function startCommand(argv: string[]): Promise<number> {
   const schema = settings.database.schema;
   if (ctx.embedded || values.migrate) await migrate(ctx.pool, { schema, log });
   // OpenTelemetry from the OTEL_* environment: before the thread pool exists.
-  const otel = await startTracing(process.env);
+  const otel = await startTracing(process.env, { contextManager: false });
   if (otel.state === 'unavailable')
     log.warn({ error: otel.error }, 'OTEL_* is set but the OpenTelemetry SDK is not installed');
   else if (otel.state !== 'off') log.info({ sdk: otel.state }, 'OpenTelemetry tracing on');

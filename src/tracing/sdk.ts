@@ -71,12 +71,15 @@ export function tracingStarted(): boolean {
 /**
  * Starts the Node SDK when the environment asks for it. `instrumentations`
  * are built after the SDK package loads (they are optional dependencies too).
+ * Without `contextManager` no context manager is registered: the supervisor's
+ * main thread needs none (its spans are roots), and the AsyncLocalStorage one
+ * would put a hook on every promise of the thread that claims and completes.
  * Metrics and logs stay off unless OTEL_METRICS_EXPORTER / OTEL_LOGS_EXPORTER
  * name an exporter: jobvisor's metrics are Prometheus, its logs pino.
  */
 export async function startTracing(
   env: Env,
-  instrumentations: () => Promise<unknown[]> = () => Promise.resolve([]),
+  options: { instrumentations?: () => Promise<unknown[]>; contextManager?: boolean } = {},
 ): Promise<StartResult> {
   if (!tracingWanted(env)) return { state: 'off' };
   if (tracerRegistered()) return { state: 'own-sdk' };
@@ -84,12 +87,13 @@ export async function startTracing(
   let loaded: unknown[];
   try {
     ({ NodeSDK } = await loadOptional<NodeSdkModule>('@opentelemetry/sdk-node'));
-    loaded = await instrumentations();
+    loaded = (await options.instrumentations?.()) ?? [];
   } catch (err) {
     return { state: 'unavailable', error: (err as Error).message };
   }
   const sdk = new NodeSDK({
     instrumentations: loaded,
+    ...(options.contextManager === false ? { contextManager: null } : {}),
     ...(env.OTEL_METRICS_EXPORTER ? {} : { metricReaders: [] }),
     ...(env.OTEL_LOGS_EXPORTER ? {} : { logRecordProcessors: [] }),
   });

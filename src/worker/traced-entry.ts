@@ -16,11 +16,13 @@ const require = createRequire(import.meta.url);
 let tracing: Tracing | undefined;
 try {
   register('@opentelemetry/instrumentation/hook.mjs', import.meta.url);
-  const started = await startTracing(process.env, async () => {
-    const { PgInstrumentation } = await loadOptional<{
-      PgInstrumentation: new (config: { requireParentSpan: boolean }) => unknown;
-    }>('@opentelemetry/instrumentation-pg');
-    return [new PgInstrumentation({ requireParentSpan: true })];
+  const started = await startTracing(process.env, {
+    instrumentations: async () => {
+      const { PgInstrumentation } = await loadOptional<{
+        PgInstrumentation: new (config: { requireParentSpan: boolean }) => unknown;
+      }>('@opentelemetry/instrumentation-pg');
+      return [new PgInstrumentation({ requireParentSpan: true })];
+    },
   });
   if (started.state === 'started') tracing = started.tracing;
   require('pg');

@@ -49,7 +49,7 @@ export function createThreadPool(options: {
     // thread's event loop in Atomics.wait.
     atomics: 'disabled',
     resourceLimits,
-    workerData: traced ? { ...options.setup, tracing: true } : options.setup,
+    workerData: options.setup,
     // A thread's stdout is forwarded by the main thread; task logs write fd 1 directly.
   });
 }

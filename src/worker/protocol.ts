@@ -81,8 +81,6 @@ export interface WorkerSetup {
   dbPoolSize: number;
   logLevel: string;
   supervisor: string;
-  /** True when `jobvisor start` turned on the OpenTelemetry SDK: each thread starts its own. */
-  tracing?: boolean;
   taskConfig: {
     thumbnails: { dir: string; format: string };
     reports: { dir: string };

@@ -105,6 +105,11 @@ describe('trace_context on enqueue', () => {
 
     const outside = await context.with(ROOT_CONTEXT, () => enqueue(db.pool, 'traced', {}, { runAt: later }));
     assert.equal(await storedContext(outside.id), null);
+    // Plain SQL may write the column, but only a JSON object.
+    await assert.rejects(
+      db.pool.query(`INSERT INTO jobvisor.jobs (kind, trace_context) VALUES ('traced', '"00-abc"')`),
+      /jobs_trace_context_object/,
+    );
     await db.pool.query("DELETE FROM jobvisor.jobs WHERE kind = 'traced'");
   });
 });
@@ -114,7 +119,12 @@ describe('runs traced by a jobvisor start child', () => {
     supervisor = await spawnSupervisor({
       databaseUrl: db.url,
       tasksDir: FIXTURE_TASKS,
-      config: { pool: { maxThreads: 1 }, backoff: { base: '50ms', max: '200ms' }, poll: { interval: '200ms' } },
+      config: {
+        pool: { maxThreads: 2 },
+        queues: { default: { concurrency: 10, jobsPerThread: 10 }, slow: { concurrency: 1, timeout: '300ms' } },
+        backoff: { base: '50ms', max: '200ms' },
+        poll: { interval: '200ms' },
+      },
       env: {
         OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint,
         OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
@@ -198,6 +208,17 @@ describe('runs traced by a jobvisor start child', () => {
     assert.ok(receiver.spans.some((s) => s.name === 'jobvisor.complete' && attr(s, 'jobvisor.outcome') === 'retried'));
   });
 
+  it('an attempt stopped by its timeout says so', async () => {
+    const job = await enqueue(db.pool, 'traced', { waitMs: 10_000 }, { queue: 'slow', maxAttempts: 1 });
+    const [run] = await receiver.waitFor((spans) => {
+      const runs = runSpans(spans, job.id);
+      return runs.length > 0 ? runs : undefined;
+    });
+    assert.equal(attr(run!, 'messaging.destination.name'), 'slow');
+    assert.equal(attr(run!, 'jobvisor.outcome'), 'timeout');
+    assert.equal(run?.status?.code, STATUS_ERROR);
+  });
+
   it('a trace context written by plain SQL is honoured, tracestate included', async () => {
     const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
     const parent = '00f067aa0ba902b7';
@@ -231,10 +252,11 @@ describe('runs traced by a jobvisor start child', () => {
     }
     await eventually(
       async () =>
-        (await db.pool.query("SELECT count(*)::int AS n FROM jobvisor.jobs WHERE status <> 'done'")).rows[0].n,
+        (await db.pool.query("SELECT count(*)::int AS n FROM jobvisor.jobs WHERE status IN ('pending', 'running')"))
+          .rows[0].n,
       (n) => n === 0,
       10_000,
-      'all jobs done',
+      'no job pending or running',
     );
     // Nothing the worker or the SDK wrote went outside the JSON log.
     assert.deepEqual(

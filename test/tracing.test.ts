@@ -208,6 +208,25 @@ describe('runs traced by a jobvisor start child', () => {
     assert.ok(receiver.spans.some((s) => s.name === 'jobvisor.complete' && attr(s, 'jobvisor.outcome') === 'retried'));
   });
 
+  it('a built-in TypeScript task runs traced too, its transaction nested under its run', async () => {
+    const job = await tracer().startActiveSpan('producer.signup', async (span) => {
+      try {
+        return await enqueue(db.pool, 'welcome_email', { user_id: 42 });
+      } finally {
+        span.end();
+      }
+    });
+    const { run, queries } = await receiver.waitFor((spans) => {
+      const run = spans.find(
+        (s) => s.name === 'jobvisor.run welcome_email' && attr(s, 'messaging.message.id') === job.id,
+      );
+      const queries = run ? spans.filter((s) => s.parentSpanId === run.spanId && s.name.startsWith('pg.query')) : [];
+      return run && queries.length >= 3 ? { run, queries } : undefined;
+    });
+    assert.equal(attr(run, 'jobvisor.outcome'), 'done');
+    assert.ok(queries.every((q) => q.traceId === run.traceId));
+  });
+
   it('an attempt stopped by its timeout says so', async () => {
     const job = await enqueue(db.pool, 'traced', { waitMs: 10_000 }, { queue: 'slow', maxAttempts: 1 });
     const [run] = await receiver.waitFor((spans) => {

@@ -13,6 +13,8 @@ import { logEvents } from '../supervisor/logging.ts';
 import { drainOnSignals } from '../supervisor/shutdown.ts';
 import { threadWatch } from '../supervisor/thread_watch.ts';
 import { Supervisor } from '../supervisor/supervisor.ts';
+import { traceEvents } from '../supervisor/tracing.ts';
+import { startTracing } from '../tracing/sdk.ts';
 import { VERSION } from '../version.ts';
 import { parse } from './args.ts';
 import { openContext } from './context.ts';
@@ -25,10 +27,16 @@ export async function startCommand(argv: string[]): Promise<number> {
   // A queue whose concurrency the threads cannot reach: one line each, naming the limit and the key.
   for (const warning of effectiveQueueLimits(settings).warnings) log.warn(warning);
   if (ctx.embedded || values.migrate) await migrate(ctx.pool, { schema, log });
+  // OpenTelemetry from the OTEL_* environment: before the thread pool exists.
+  const otel = await startTracing(process.env, { contextManager: false });
+  if (otel.state === 'unavailable')
+    log.warn({ error: otel.error }, 'OTEL_* is set but the OpenTelemetry SDK is not installed');
+  else if (otel.state !== 'off') log.info({ sdk: otel.state }, 'OpenTelemetry tracing on');
 
   const metrics = createMetrics();
   const supervisor = new Supervisor({ settings, databaseUrl: ctx.databaseUrl, log, pool: ctx.pool });
   logEvents(supervisor.events, log.child({ supervisor: supervisor.id }));
+  if (otel.state === 'started' || otel.state === 'own-sdk') traceEvents(supervisor.events, supervisor.id);
   metrics.info.labels(supervisor.id, VERSION).set(1);
   const { readiness, ...http } = await serveSupervisor({
     settings,
@@ -54,6 +62,7 @@ export async function startCommand(argv: string[]): Promise<number> {
       await supervisor.stop(reason);
       await http.close();
       await ctx.close();
+      if (otel.state === 'started') await otel.tracing.shutdown().catch(() => {});
     },
   });
 

@@ -46,11 +46,12 @@ WITH claimed AS (
             LIMIT $4
             FOR UPDATE SKIP LOCKED))
      AND (SELECT set_config('synchronous_commit', 'off', true)) = 'off'
-  RETURNING id, kind, queue, payload, attempts, max_attempts, priority, run_at, lease_token
+  RETURNING id, kind, queue, payload, attempts, max_attempts, priority, run_at, lease_token, trace_context
 )
 SELECT c.id, c.kind, c.queue, c.lease_token::text AS token,
        CASE WHEN octet_length(p.text) <= $6 THEN p.text END AS payload, octet_length(p.text) AS payload_bytes,
-       c.attempts, c.max_attempts, extract(epoch FROM c.run_at) * 1000 AS run_at_ms
+       c.attempts, c.max_attempts, extract(epoch FROM c.run_at) * 1000 AS run_at_ms,
+       c.trace_context::text AS trace_context
   FROM claimed AS c, LATERAL (SELECT c.payload::text AS text) AS p
  ORDER BY c.priority, c.run_at, c.id`,
 );
@@ -65,6 +66,7 @@ interface ClaimRow {
   attempts: number;
   max_attempts: number;
   run_at_ms: string;
+  trace_context: string | null;
 }
 
 /**
@@ -98,6 +100,7 @@ export async function claimJobs(
     attempt: r.attempts,
     maxAttempts: r.max_attempts,
     runAtMs: Number(r.run_at_ms),
+    traceContext: r.trace_context ?? undefined,
   }));
 }
 

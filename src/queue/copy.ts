@@ -32,7 +32,8 @@ SELECT extract(epoch FROM now()) * 1000 AS now_ms,
        array_to_string(array(SELECT nextval('jobvisor.jobs_id_seq') FROM generate_series(1, $1::int)), ',') AS ids`,
 );
 
-const COPY_JOBS = 'COPY jobvisor.jobs (id, queue, kind, payload, priority, max_attempts, run_at) FROM STDIN';
+const COPY_JOBS =
+  'COPY jobvisor.jobs (id, queue, kind, payload, priority, max_attempts, run_at, trace_context) FROM STDIN';
 
 /** COPY text format: backslash, tab, newline and carriage return are escaped. */
 function field(text: string): string {
@@ -45,12 +46,16 @@ function isPool(db: Db): db is pg.Pool {
   return typeof (db as pg.Pool).totalCount === 'number';
 }
 
-/** Inserts validated rows with COPY; returns their ids in order. */
+/**
+ * Inserts validated rows with COPY; returns their ids in order. `traceContext`
+ * (JSON text, or null) is written on every row.
+ */
 export async function copyRows(
   db: Db,
   schema: string,
   rows: CopyRow[],
   copyStatement: (schema: string) => string,
+  traceContext: string | null = null,
 ): Promise<string[]> {
   const client = isPool(db) ? await db.connect() : db;
   try {
@@ -59,9 +64,10 @@ export async function copyRows(
     const nowMs = Number(reserved?.now_ms);
     const ids = reserved?.ids ? reserved.ids.split(',') : [];
     const now = new Date(nowMs).toISOString();
+    const trace = traceContext === null ? '\\N' : field(traceContext);
     const lines = rows.map((r, i) => {
       const runAt = r.runAt ?? (r.delayMs ? new Date(nowMs + r.delayMs).toISOString() : now);
-      return `${ids[i]}\t${r.queue}\t${r.kind}\t${field(r.payload)}\t${r.priority}\t${r.maxAttempts ?? 8}\t${runAt}\n`;
+      return `${ids[i]}\t${r.queue}\t${r.kind}\t${field(r.payload)}\t${r.priority}\t${r.maxAttempts ?? 8}\t${runAt}\t${trace}\n`;
     });
     const stream = client.query(copyFrom(copyStatement(schema)));
     await pipeline(Readable.from(chunks(lines)), stream);

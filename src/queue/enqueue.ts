@@ -10,6 +10,7 @@ import type { Db } from '../db/pool.ts';
 import { parseDuration } from '../duration.ts';
 import { InputError } from '../errors.ts';
 import { qualify } from '../db/schema.ts';
+import { captureTraceContext } from '../tracing/context.ts';
 import { COPY_JOBS, copyRows, type CopyRow } from './copy.ts';
 import { planned, run, type Store } from './sql.ts';
 import { defaultQueueOf } from './task_defaults.ts';
@@ -162,9 +163,9 @@ export function validateJob(kind: string, payload: unknown, options: Omit<Enqueu
 const INSERT_JOBS = planned(
   'insert_jobs',
   `
-INSERT INTO jobvisor.jobs (queue, kind, payload, priority, max_attempts, run_at, unique_key)
+INSERT INTO jobvisor.jobs (queue, kind, payload, priority, max_attempts, run_at, unique_key, trace_context)
 SELECT j.queue, j.kind, j.payload, j.priority, coalesce(j.max_attempts, 8),
-       coalesce(j.run_at, now() + coalesce(j.delay_ms, 0) * interval '1 millisecond'), j.unique_key
+       coalesce(j.run_at, now() + coalesce(j.delay_ms, 0) * interval '1 millisecond'), j.unique_key, $9::jsonb
   FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::int[], $5::int[], $6::timestamptz[], $7::float8[], $8::text[])
        AS j(queue, kind, payload, priority, max_attempts, run_at, delay_ms, unique_key)
 ON CONFLICT (kind, unique_key) WHERE unique_key IS NOT NULL DO NOTHING
@@ -179,7 +180,8 @@ SELECT id, kind, unique_key FROM jobvisor.jobs j
    AND unique_key IS NOT NULL`,
 );
 
-async function insertRows(store: Store, rows: Row[]): Promise<EnqueueResult[]> {
+/** `traceContext`: the caller's active span (see tracing/context.ts), the same for every row. */
+async function insertRows(store: Store, rows: Row[], traceContext: string | null): Promise<EnqueueResult[]> {
   const inserted = await run<{ id: string; kind: string; unique_key: string | null }>(store, INSERT_JOBS, [
     rows.map((r) => r.queue),
     rows.map((r) => r.kind),
@@ -189,6 +191,7 @@ async function insertRows(store: Store, rows: Row[]): Promise<EnqueueResult[]> {
     rows.map((r) => r.runAt),
     rows.map((r) => r.delayMs),
     rows.map((r) => r.uniqueKey),
+    traceContext,
   ]);
   // Rows come back in insertion order; keyed rows are matched by key so that
   // skipped duplicates can report the id of the job that already exists.
@@ -261,7 +264,7 @@ export async function enqueue<K extends string>(
   options: EnqueueOptions = {},
 ): Promise<EnqueueResult> {
   const row = toRow(kind, payload, options, options.maxPayloadBytes);
-  const [result] = await insertRows({ db, schema: options.schema ?? 'jobvisor' }, [row]);
+  const [result] = await insertRows({ db, schema: options.schema ?? 'jobvisor' }, [row], captureTraceContext());
   return result as EnqueueResult;
 }
 
@@ -293,8 +296,8 @@ export async function enqueueMany(
   checkBatchBytes(rows, options.maxBatchBytes ?? DEFAULT_MAX_BATCH_BYTES);
   const schema = options.schema ?? 'jobvisor';
   if (rows.length >= COPY_THRESHOLD && rows.every((r) => r.uniqueKey === null)) {
-    const ids = await copyRows(db, schema, rows, (s) => qualify(COPY_JOBS, s));
+    const ids = await copyRows(db, schema, rows, (s) => qualify(COPY_JOBS, s), captureTraceContext());
     return ids.map((id) => ({ id, duplicate: false }));
   }
-  return insertRows({ db, schema }, rows);
+  return insertRows({ db, schema }, rows, captureTraceContext());
 }

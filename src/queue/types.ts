@@ -22,6 +22,8 @@ export interface ClaimedJob {
   maxAttempts: number;
   /** When the job became due, in ms since the epoch. */
   runAtMs: number;
+  /** The job's trace_context as JSON text (W3C traceparent/tracestate), when it has one. */
+  traceContext?: string;
 }
 
 /** A fence: the job and the claim token a write is valid for. */

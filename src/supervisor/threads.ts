@@ -8,16 +8,20 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
+import { tracingStarted } from '../tracing/sdk.ts';
 import type { WorkerSetup } from '../worker/protocol.ts';
 import { threadWatch } from './thread_watch.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
-/** The compiled worker, or the tsx bootstrap when running from sources. */
-export function workerFilename(): string {
-  const compiled = path.join(here, '../worker/entry.js');
+/**
+ * The compiled worker, or the tsx bootstrap when running from sources. With
+ * `traced`, the entry that starts the OpenTelemetry SDK in the thread first.
+ */
+export function workerFilename(traced = false): string {
+  const compiled = path.join(here, traced ? '../worker/traced-entry.js' : '../worker/entry.js');
   if (existsSync(compiled)) return compiled;
-  return path.join(here, '../worker/tsx-entry.mjs');
+  return path.join(here, traced ? '../worker/tsx-traced-entry.mjs' : '../worker/tsx-entry.mjs');
 }
 
 export const BUILTIN_TASKS_DIR = path.join(here, '../tasks');
@@ -34,8 +38,10 @@ export function createThreadPool(options: {
   if (options.maxOldGenerationSizeMb > 0) resourceLimits.maxOldGenerationSizeMb = options.maxOldGenerationSizeMb;
   if (options.maxYoungGenerationSizeMb > 0) resourceLimits.maxYoungGenerationSizeMb = options.maxYoungGenerationSizeMb;
   if (options.stackSizeMb > 0) resourceLimits.stackSizeMb = options.stackSizeMb;
+  // Threads start their own SDK when this process started one (jobvisor start).
+  const traced = tracingStarted();
   const pool = new Piscina({
-    filename: workerFilename(),
+    filename: workerFilename(traced),
     minThreads: 1,
     maxThreads: options.maxThreads,
     idleTimeout: options.idleTimeoutMs,

@@ -16,6 +16,7 @@ import { catchEscapes, currentJob } from './escapes.ts';
 import { createLoader } from './loader.ts';
 import { parsePayload } from './payload.ts';
 import { createTaskPool } from './task_db.ts';
+import { runTask, traceLogFields } from './tracing.ts';
 import type { FromWorker, JobBatch, ResultBatch, SessionTask, TaskError, ToWorker, WorkerSetup } from './protocol.ts';
 import type { JobInfo, TaskConfig, TaskContext } from './types.ts';
 
@@ -27,6 +28,7 @@ const log = pino(
     base: { supervisor: setup.supervisor },
     redact: REDACT_OPTIONS,
     serializers: { err: serializeError },
+    mixin: traceLogFields,
   },
   pino.destination({ dest: 1, sync: true }),
 );
@@ -146,12 +148,12 @@ export default function session({ port, queue }: SessionTask): Promise<void> {
   const owner = { settle };
 
   /** Runs one job to its end; never throws. */
-  async function execute(run: JobRun, payloadText: string): Promise<void> {
+  async function execute(run: JobRun, payloadText: string, traceContext?: string): Promise<void> {
     try {
       const payload = parsePayload(payloadText);
       // A loaded task runs without a detour through the loader's promise.
       const task = loader.loaded(run.kind) ?? (await loader.get(run.kind));
-      await task(payload, run);
+      await runTask(task, payload, run, traceContext);
       settle(run, null);
     } catch (err) {
       settle(run, toTaskError(err));
@@ -161,7 +163,7 @@ export default function session({ port, queue }: SessionTask): Promise<void> {
   port.on('message', (message: ToWorker) => {
     switch (message.type) {
       case 'run': {
-        const { ids, tokens, kinds, payloads, attempts, maxAttempts } = message;
+        const { ids, tokens, kinds, payloads, attempts, maxAttempts, traceContexts } = message;
         for (let i = 0; i < ids.length; i++) {
           const run = new JobRun(
             owner,
@@ -173,7 +175,7 @@ export default function session({ port, queue }: SessionTask): Promise<void> {
             maxAttempts[i] as number,
           );
           running.set(run.token, run);
-          void currentJob.run(run, execute, run, payloads[i] as string);
+          void currentJob.run(run, execute, run, payloads[i] as string, traceContexts?.[i]);
         }
         break;
       }

@@ -23,6 +23,11 @@ export interface JobBatch {
   payloads: string[];
   attempts: number[];
   maxAttempts: number[];
+  /**
+   * Each job's trace_context (JSON text), present only when some job has one;
+   * sparse: a job without one is a hole (undefined).
+   */
+  traceContexts?: Array<string | undefined>;
 }
 
 export type ToWorker =

@@ -81,6 +81,8 @@ export class Session {
     out.payloads.push(job.payload as string);
     out.attempts.push(job.attempt);
     out.maxAttempts.push(job.maxAttempts);
+    // Sparse: a batch without trace contexts allocates nothing.
+    if (job.traceContext !== undefined) (out.traceContexts ??= [])[out.ids.length - 1] = job.traceContext;
   }
 
   /** Sends the queued jobs; returns their tokens (empty when none). */

@@ -1,0 +1,112 @@
+/**
+ * Starting the OpenTelemetry Node SDK from the standard `OTEL_*` environment.
+ *
+ * The SDK packages are optional dependencies, loaded only when tracing is
+ * wanted. `jobvisor start` calls startTracing() on the main thread; each worker
+ * thread (a separate module graph with its own globals) calls it again through
+ * worker/traced-entry.ts. Where a tracer provider is already registered (the
+ * user's own SDK, set up in a preload module), that one is kept.
+ */
+import { isSpanContextValid, ROOT_CONTEXT, trace } from '@opentelemetry/api';
+
+export type Env = Record<string, string | undefined>;
+
+/**
+ * Whether the environment asks for traces: an OTLP endpoint, or a traces
+ * exporter other than `none`; never when OTEL_SDK_DISABLED is true. Service
+ * name, sampler or protocol alone only configure an export that is asked for.
+ */
+export function tracingWanted(env: Env): boolean {
+  if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true') return false;
+  const exporters = (env.OTEL_TRACES_EXPORTER ?? '')
+    .split(',')
+    .map((s) => s.trim().toLowerCase())
+    .filter((s) => s !== '');
+  if (exporters.length > 0) return !exporters.every((s) => s === 'none');
+  return Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim() || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim());
+}
+
+/**
+ * Whether a tracer provider is registered in this thread. A span from the
+ * no-op provider has an invalid context; the probe span is never ended, so it
+ * is never exported.
+ */
+export function tracerRegistered(): boolean {
+  return isSpanContextValid(trace.getTracer('jobvisor').startSpan('jobvisor.probe', {}, ROOT_CONTEXT).spanContext());
+}
+
+export interface Tracing {
+  /** Exports what is buffered. */
+  flush(): Promise<void>;
+  /** Exports what is buffered and stops the SDK. */
+  shutdown(): Promise<void>;
+}
+
+export type StartResult =
+  | { state: 'off' }
+  | { state: 'own-sdk' }
+  | { state: 'unavailable'; error: string }
+  | { state: 'started'; tracing: Tracing };
+
+let startedHere = false;
+
+/** The part of `@opentelemetry/sdk-node` used here: typed locally, since the package is optional. */
+interface NodeSdkModule {
+  NodeSDK: new (config: Record<string, unknown>) => { start(): void; shutdown(): Promise<void> };
+}
+
+/**
+ * Loads an optional package by name. The name is a variable so that compiling
+ * jobvisor never needs the package (the image's build stage omits optional ones).
+ */
+export function loadOptional<T>(name: string): Promise<T> {
+  return import(name) as Promise<T>;
+}
+
+/** True once startTracing() started the SDK in this thread. */
+export function tracingStarted(): boolean {
+  return startedHere;
+}
+
+/**
+ * Starts the Node SDK when the environment asks for it. `instrumentations`
+ * are built after the SDK package loads (they are optional dependencies too).
+ * Without `contextManager` no context manager is registered: the supervisor's
+ * main thread needs none (its spans are roots), and the AsyncLocalStorage one
+ * would put a hook on every promise of the thread that claims and completes.
+ * Metrics and logs stay off unless OTEL_METRICS_EXPORTER / OTEL_LOGS_EXPORTER
+ * name an exporter: jobvisor's metrics are Prometheus, its logs pino.
+ */
+export async function startTracing(
+  env: Env,
+  options: { instrumentations?: () => Promise<unknown[]>; contextManager?: boolean } = {},
+): Promise<StartResult> {
+  if (!tracingWanted(env)) return { state: 'off' };
+  if (tracerRegistered()) return { state: 'own-sdk' };
+  let NodeSDK: NodeSdkModule['NodeSDK'];
+  let loaded: unknown[];
+  try {
+    ({ NodeSDK } = await loadOptional<NodeSdkModule>('@opentelemetry/sdk-node'));
+    loaded = (await options.instrumentations?.()) ?? [];
+  } catch (err) {
+    return { state: 'unavailable', error: (err as Error).message };
+  }
+  const sdk = new NodeSDK({
+    instrumentations: loaded,
+    ...(options.contextManager === false ? { contextManager: null } : {}),
+    ...(env.OTEL_METRICS_EXPORTER ? {} : { metricReaders: [] }),
+    ...(env.OTEL_LOGS_EXPORTER ? {} : { logRecordProcessors: [] }),
+  });
+  sdk.start();
+  startedHere = true;
+  const provider = trace.getTracerProvider() as { getDelegate?: () => { forceFlush?: () => Promise<void> } };
+  return {
+    state: 'started',
+    tracing: {
+      flush: async () => {
+        await provider.getDelegate?.().forceFlush?.();
+      },
+      shutdown: () => sdk.shutdown(),
+    },
+  };
+}

@@ -1,0 +1,101 @@
+/**
+ * Tracing in the worker thread: each attempt runs inside a consumer span
+ * `jobvisor.run <kind>`, and the task inside that span's context, so the
+ * task's own spans and auto-instrumented libraries (ctx.db's `pg`) nest under
+ * it in the thread that runs them.
+ *
+ * The run span is a CHILD of the context stored with the job (the request
+ * that enqueued it), not a new trace linked to it: one job is one message with
+ * one producer, and operators want one trace from the request to the task that
+ * ran it. Each attempt is its own span, a sibling under the same parent.
+ *
+ * Without a tracer provider in this thread the task is called directly: no
+ * span, no context, no closure.
+ */
+import { context, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Span, type Tracer } from '@opentelemetry/api';
+import { parseTraceContext } from '../tracing/context.ts';
+import { tracerRegistered } from '../tracing/sdk.ts';
+
+export interface RunInfo {
+  id: string;
+  kind: string;
+  queue: string;
+  attempt: number;
+  readonly signal: AbortSignal;
+  controller?: AbortController;
+}
+
+let enabled: boolean | undefined;
+let tracer: Tracer | undefined;
+
+/** Decided at the first job: worker/traced-entry.ts has started the SDK by then, or a preload has. */
+function tracingOn(): boolean {
+  enabled ??= tracerRegistered();
+  return enabled;
+}
+
+/** Runs `task(payload, run)`, inside a run span when tracing is on. */
+export function runTask<R extends RunInfo>(
+  task: (payload: unknown, ctx: R) => unknown,
+  payload: unknown,
+  run: R,
+  traceContext: string | undefined,
+): unknown {
+  if (!tracingOn()) return task(payload, run);
+  return runInSpan(task, payload, run, traceContext);
+}
+
+async function runInSpan<R extends RunInfo>(
+  task: (payload: unknown, ctx: R) => unknown,
+  payload: unknown,
+  run: R,
+  traceContext: string | undefined,
+): Promise<unknown> {
+  const remote = parseTraceContext(traceContext);
+  const parent = remote ? trace.setSpanContext(ROOT_CONTEXT, remote) : ROOT_CONTEXT;
+  tracer ??= trace.getTracer('jobvisor');
+  const span = tracer.startSpan(
+    `jobvisor.run ${run.kind}`,
+    {
+      kind: SpanKind.CONSUMER,
+      attributes: {
+        'messaging.system': 'jobvisor',
+        'messaging.operation': 'process',
+        'messaging.operation.type': 'process',
+        'messaging.operation.name': 'run',
+        'messaging.destination.name': run.queue,
+        'messaging.message.id': run.id,
+        'jobvisor.kind': run.kind,
+        'jobvisor.attempt': run.attempt,
+      },
+    },
+    parent,
+  );
+  try {
+    const result = await context.with(trace.setSpan(parent, span), task, undefined, payload, run);
+    span.setAttribute('jobvisor.outcome', 'done');
+    return result;
+  } catch (err) {
+    fail(span, err, run);
+    throw err;
+  } finally {
+    span.end();
+  }
+}
+
+function fail(span: Span, err: unknown, run: RunInfo): void {
+  const aborted = run.controller?.signal.aborted === true;
+  const reason = aborted ? (run.controller?.signal.reason as Error | undefined) : undefined;
+  span.setAttribute('jobvisor.outcome', reason?.name === 'TimeoutError' ? 'timeout' : aborted ? 'aborted' : 'failed');
+  if (err instanceof Error) span.recordException(err);
+  else span.recordException({ name: 'NonError', message: String(err) });
+  span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });
+}
+
+/** pino mixin: the active span's ids on every line written inside a task. */
+export function traceLogFields(): Record<string, string> {
+  const span = trace.getSpan(context.active());
+  if (span === undefined) return {};
+  const sc = span.spanContext();
+  return { trace_id: sc.traceId, span_id: sc.spanId };
+}

@@ -158,7 +158,7 @@ describe('non-array errors (item 3)', () => {
       for (const f of readdirSync(all)) if (/^00[1-4]_/.test(f)) cpSync(path.join(all, f), path.join(dir, f));
       await migrate(db.pool, { schema: 'mig5', dir });
       await db.pool.query(`INSERT INTO mig5.jobs (kind, errors) VALUES ('k', '{}'), ('k', '"text"'), ('k', '[]')`);
-      assert.deepEqual(await migrate(db.pool, { schema: 'mig5' }), ['005_errors_array']);
+      assert.equal((await migrate(db.pool, { schema: 'mig5' }))[0], '005_errors_array');
       const { rows } = await db.pool.query(`SELECT errors FROM mig5.jobs ORDER BY id`);
       assert.ok(rows.every((r) => Array.isArray(r.errors)));
       assert.match(rows[0].errors[0].error, /was not a JSON array.*\{\}/);

@@ -16,26 +16,34 @@ export type Db = pg.Pool | pg.PoolClient | pg.Client;
 /** Default bound on any one statement of a supervisor's pool. */
 export const DEFAULT_STATEMENT_TIMEOUT_MS = 30_000;
 
+/** pg-pool awaits `onConnect` before it hands a new connection out; @types/pg types it as returning void. */
+interface PoolConfigWithHook extends Omit<pg.PoolConfig, 'onConnect'> {
+  onConnect?: (client: pg.ClientBase) => Promise<void>;
+}
+
 export function createPool(
   url: string,
   options: { max?: number; log?: Logger; applicationName?: string; statementTimeoutMs?: number } = {},
 ): pg.Pool {
-  const pool = new pg.Pool({
+  const timeoutMs = options.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS;
+  const config: PoolConfigWithHook = {
     connectionString: url,
     max: options.max ?? 10,
     application_name: options.applicationName ?? 'jobvisor',
     idleTimeoutMillis: 30_000,
     connectionTimeoutMillis: 10_000,
     keepAlive: true,
-  });
+    // A SET on each new connection rather than a startup parameter: PgBouncer refuses
+    // startup parameters it does not know. pg-pool awaits onConnect before it hands the
+    // connection out, so no query is ever queued behind it on the same client.
+    onConnect:
+      timeoutMs > 0
+        ? async (client) => {
+            await client.query(`SELECT set_config('statement_timeout', $1, false)`, [`${Math.floor(timeoutMs)}ms`]);
+          }
+        : undefined,
+  };
+  const pool = new pg.Pool(config);
   pool.on('error', (err) => options.log?.warn({ err }, 'idle database connection failed'));
-  const timeoutMs = options.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS;
-  // A SET on each new connection rather than a startup parameter: PgBouncer refuses
-  // startup parameters it does not know. pg runs it before the connection's first query.
-  if (timeoutMs > 0) {
-    pool.on('connect', (client) => {
-      client.query(`SELECT set_config('statement_timeout', $1, false)`, [`${Math.floor(timeoutMs)}ms`]).catch(() => {});
-    });
-  }
   return pool;
 }

@@ -10,7 +10,21 @@
  */
 import { intArray, planned, run, type Now, type Store } from './sql.ts';
 
-const REAPED = `
+// One statement for both paths: $3 null reaps any expired lease (the normal
+// round), an id list reaps only those ids (the split path). Sent unnamed, so
+// each call is planned with its own arguments and the null case plans as if
+// the id test were not there.
+const REAP_LEASES = planned(
+  'reap_leases',
+  `
+WITH expired AS (
+  SELECT id FROM jobvisor.jobs
+   WHERE status = 'running' AND locked_until < coalesce($2::timestamptz, now())
+     AND ($3::bigint[] IS NULL OR id = ANY($3::bigint[]))
+   ORDER BY id
+   LIMIT $1
+   FOR UPDATE SKIP LOCKED
+), t AS (SELECT coalesce($2::timestamptz, now()) AS now)
 UPDATE jobvisor.jobs AS j
    SET status = CASE WHEN j.attempts >= j.max_attempts THEN 'failed' ELSE 'pending' END,
        finished_at = CASE WHEN j.attempts >= j.max_attempts THEN t.now END,
@@ -21,18 +35,7 @@ UPDATE jobvisor.jobs AS j
                 'lease expired: supervisor ' || coalesce(j.locked_by, '?') || ' stopped renewing it (crashed, frozen or cut off)')
   FROM expired, t
  WHERE j.id = expired.id
-RETURNING j.id, j.queue, j.kind, j.status, j.locked_by`;
-
-const REAP_EXPIRED_LEASES = planned(
-  'reap_expired_leases',
-  `
-WITH expired AS (
-  SELECT id FROM jobvisor.jobs
-   WHERE status = 'running' AND locked_until < coalesce($2::timestamptz, now())
-   ORDER BY id
-   LIMIT $1
-   FOR UPDATE SKIP LOCKED
-), t AS (SELECT coalesce($2::timestamptz, now()) AS now)${REAPED}`,
+RETURNING j.id, j.queue, j.kind, j.status, j.locked_by`,
 );
 
 export interface ReapedJob {
@@ -45,7 +48,7 @@ export interface ReapedJob {
 
 /** Returns expired leases to pending (or failed); at most `limit` per call. */
 export async function reapExpiredLeases(store: Store, limit: number, now: Now = null): Promise<ReapedJob[]> {
-  return run<ReapedJob>(store, REAP_EXPIRED_LEASES, [limit, now]);
+  return run<ReapedJob>(store, REAP_LEASES, [limit, now, null]);
 }
 
 const LIST_EXPIRED_LEASES = planned(
@@ -67,18 +70,8 @@ export async function listExpiredLeases(
   return (await run<{ id: string }>(store, LIST_EXPIRED_LEASES, [limit, now, intArray(skip)])).map((r) => r.id);
 }
 
-const REAP_LEASES = planned(
-  'reap_leases',
-  `
-WITH expired AS (
-  SELECT id FROM jobvisor.jobs
-   WHERE id = ANY($1::bigint[]) AND status = 'running' AND locked_until < coalesce($2::timestamptz, now())
-   FOR UPDATE SKIP LOCKED
-), t AS (SELECT coalesce($2::timestamptz, now()) AS now)${REAPED}`,
-);
-
 /** Reaps the given ids, those still running with an expired lease. */
 export async function reapLeases(store: Store, ids: readonly string[], now: Now = null): Promise<ReapedJob[]> {
   if (ids.length === 0) return [];
-  return run<ReapedJob>(store, REAP_LEASES, [intArray(ids), now]);
+  return run<ReapedJob>(store, REAP_LEASES, [ids.length, now, intArray(ids)]);
 }

@@ -5,7 +5,7 @@
  * partial indexes: cheap however many done rows the table keeps. `countAllJobs`
  * scans the table and is for the CLI only.
  */
-import { prepared, run, type Now, type Store } from './sql.ts';
+import { planned, run, type Now, type Store } from './sql.ts';
 
 export interface JobCount {
   queue: string;
@@ -20,26 +20,33 @@ export interface JobCount {
 // now() - '-infinity' is out of interval range and failed the whole query, so
 // `jobvisor stats` exited 1 and /metrics lost its pending gauges. Such a row
 // counts as due since 1970 instead: an age that is visibly wrong, not an error.
-const EPOCH = "timestamptz '1970-01-01 00:00:00+00'";
-
-const COUNT_ACTIVE = prepared(
+//
+// Shape: one branch per active status, each matching one partial index
+// (jobs_pending_idx, jobs_running_idx, jobs_failed_idx). With `status IN (…)`
+// over the whole table the planner chose a parallel Seq Scan once the table
+// held a million done rows: 380 ms per scrape against 23 ms this way. Sent
+// unnamed (planned), so a plan made while the table was tiny is never reused.
+const COUNT_ACTIVE = planned(
   'count_active',
   `
 SELECT queue, kind, status, count(*)::int AS count,
        extract(epoch FROM coalesce($1::timestamptz, now())
-               - min(greatest(run_at, ${EPOCH})) FILTER (WHERE status = 'pending' AND run_at <= coalesce($1::timestamptz, now()))) AS oldest_due_s
-  FROM jobvisor.jobs
- WHERE status = 'pending' OR status = 'running' OR status = 'failed'
+               - min(greatest(run_at, timestamptz '1970-01-01 00:00:00+00'))
+                 FILTER (WHERE status = 'pending' AND run_at <= coalesce($1::timestamptz, now()))) AS oldest_due_s
+  FROM (SELECT queue, kind, status, run_at FROM jobvisor.jobs WHERE status = 'pending'
+        UNION ALL SELECT queue, kind, status, run_at FROM jobvisor.jobs WHERE status = 'running'
+        UNION ALL SELECT queue, kind, status, run_at FROM jobvisor.jobs WHERE status = 'failed') AS active
  GROUP BY 1, 2, 3
  ORDER BY 1, 2, 3`,
 );
 
-const COUNT_ALL = prepared(
+const COUNT_ALL = planned(
   'count_all',
   `
 SELECT queue, kind, status, count(*)::int AS count,
        extract(epoch FROM coalesce($1::timestamptz, now())
-               - min(greatest(run_at, ${EPOCH})) FILTER (WHERE status = 'pending' AND run_at <= coalesce($1::timestamptz, now()))) AS oldest_due_s
+               - min(greatest(run_at, timestamptz '1970-01-01 00:00:00+00'))
+                 FILTER (WHERE status = 'pending' AND run_at <= coalesce($1::timestamptz, now()))) AS oldest_due_s
   FROM jobvisor.jobs
  GROUP BY 1, 2, 3
  ORDER BY 1, 2, 3`,

@@ -25,10 +25,10 @@
  * generic plan measured the same as a custom one for 1, 50 and 500 rows while
  * saving the parse and plan on every claim.
  */
-import { prepared, run, type Now, type Store } from './sql.ts';
+import { planned, run, type Now, type Store } from './sql.ts';
 import type { ClaimedJob } from './types.ts';
 
-const CLAIM_JOBS = prepared(
+const CLAIM_JOBS = planned(
   'claim_jobs',
   `
 WITH claimed AS (
@@ -87,7 +87,7 @@ export async function claimJobs(
   }));
 }
 
-const NEXT_DUE = prepared(
+const NEXT_DUE = planned(
   'next_due',
   `
 SELECT extract(epoch FROM min(run_at) - coalesce($2::timestamptz, now())) * 1000 AS in_ms

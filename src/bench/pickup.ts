@@ -30,10 +30,11 @@ export async function pickup(
       try {
         await client.query('BEGIN');
         id = (
-          await client.query("INSERT INTO jobvisor.jobs (queue, kind) VALUES ($1, 'bench_pickup') RETURNING id", [
-            BENCH_QUEUE,
-          ])
-        ).rows[0].id;
+          await client.query<{ id: string }>(
+            "INSERT INTO jobvisor.jobs (queue, kind) VALUES ($1, 'bench_pickup') RETURNING id",
+            [BENCH_QUEUE],
+          )
+        ).rows[0]!.id;
         const startedAt = new Promise<number>((resolve) => started.set(id, resolve));
         await client.query('COMMIT');
         committed = performance.timeOrigin + performance.now();

@@ -50,10 +50,10 @@ export async function processMulti(
   const children = await Promise.all(Array.from({ length: processes }, () => childSupervisor(db.url, shape)));
   try {
     await enqueueMany(db.pool, noopJobs(WARM_UP * processes));
-    await waitDone(db, WARM_UP * processes);
+    await waitAllDone(db, WARM_UP * processes);
     await enqueueMany(db.pool, noopJobs(jobs));
     const t0 = performance.now();
-    await waitDone(db, WARM_UP * processes + jobs);
+    await waitAllDone(db, WARM_UP * processes + jobs);
     const seconds = (performance.now() - t0) / 1000;
     return { jobs, seconds, jobsPerSec: jobs / seconds };
   } finally {
@@ -66,15 +66,19 @@ export async function processMulti(
  * pending or running, which the partial indexes answer at once; counting done
  * rows every few milliseconds cost PostgreSQL more CPU than a supervisor did.
  */
-async function waitDone(db: BenchDatabase, total: number): Promise<void> {
+export async function waitAllDone(db: BenchDatabase, total: number, pollMs = 5): Promise<void> {
   const deadline = Date.now() + 600_000;
   for (;;) {
-    const { rows } = await db.pool.query(`SELECT EXISTS (SELECT 1 FROM jobvisor.jobs WHERE status = 'pending')
+    const { rows } = await db.pool.query<{
+      busy: boolean;
+    }>(`SELECT EXISTS (SELECT 1 FROM jobvisor.jobs WHERE status = 'pending')
                                               OR EXISTS (SELECT 1 FROM jobvisor.jobs WHERE status = 'running') AS busy`);
-    if (!rows[0].busy) break;
+    if (!rows[0]?.busy) break;
     if (Date.now() > deadline) throw new Error(`jobs still pending or running after 10 minutes`);
-    await new Promise((r) => setTimeout(r, 5));
+    await new Promise((r) => setTimeout(r, pollMs));
   }
-  const { rows } = await db.pool.query("SELECT count(*)::int AS n FROM jobvisor.jobs WHERE status = 'done'");
-  if (rows[0].n !== total) throw new Error(`${rows[0].n} of ${total} jobs done; the others failed`);
+  const { rows } = await db.pool.query<{ n: number }>(
+    "SELECT count(*)::int AS n FROM jobvisor.jobs WHERE status = 'done'",
+  );
+  if (rows[0]?.n !== total) throw new Error(`${rows[0]?.n} of ${total} jobs done; the others failed`);
 }

@@ -49,8 +49,9 @@ export async function sustained(db: BenchDatabase, durationMs: number, shape: Qu
   } finally {
     await supervisor.stop();
   }
-  const { rows } = await db.pool
-    .query(`SELECT n_dead_tup::int AS dead, n_live_tup::int AS live, autovacuum_count::int AS autovacuums,
+  const { rows } = await db.pool.query<
+    Record<string, number>
+  >(`SELECT n_dead_tup::int AS dead, n_live_tup::int AS live, autovacuum_count::int AS autovacuums,
             pg_relation_size(relid) / 1048576 AS "heapMb", pg_indexes_size(relid) / 1048576 AS "indexesMb"
        FROM pg_stat_user_tables WHERE relname = 'jobs'`);
   const loss = (a: number, b: number) => (a > 0 ? ((a - b) / a) * 100 : 0);

@@ -20,10 +20,10 @@ export type QueueInput = Partial<Omit<QueueSettings, 'timeout'>> & { timeout?: s
 
 /**
  * The one set of queue defaults, for `default` and every other queue.
- * `jobsPerThread` has none: unset, it is derived from `concurrency` and the
- * number of threads (see limits.ts).
+ * `jobsPerThread` and `prefetch` have none: unset, they are derived from
+ * `concurrency` and the number of threads (see limits.ts).
  */
-export const QUEUE_DEFAULTS = { concurrency: 10, prefetch: 0, timeout: null } as const;
+export const QUEUE_DEFAULTS = { concurrency: 10, timeout: null } as const;
 
 export interface Schedule {
   name: string;

@@ -21,14 +21,16 @@
  * because the row is no longer `running`. Every later write (outcomes, lease
  * renewals) commits durably and flushes the claim's WAL with it.
  *
- * Sent as a named prepared statement: its parameters are scalars, and the
- * generic plan measured the same as a custom one for 1, 50 and 500 rows while
- * saving the parse and plan on every claim.
+ * Sent unnamed (`planned`), so it is planned with its arguments every time.
+ * As a named prepared statement it kept the generic plan chosen while the table
+ * was tiny (a Seq Scan and a Sort), and a burst of 100,000 jobs after an idle
+ * night ran at 945 jobs/s until autovacuum analyzed the table (13,800 with
+ * ANALYZE); planning costs 0.2 ms per claim, not per job (BENCHMARKS.md).
  */
-import { prepared, run, type Now, type Store } from './sql.ts';
+import { planned, run, type Now, type Store } from './sql.ts';
 import type { ClaimedJob } from './types.ts';
 
-const CLAIM_JOBS = prepared(
+const CLAIM_JOBS = planned(
   'claim_jobs',
   `
 WITH claimed AS (
@@ -107,7 +109,7 @@ export async function claimJobs(
 /** jobs.maxPayloadBytes' default: what a claim accepts when the caller names no limit. */
 const DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024;
 
-const NEXT_DUE = prepared(
+const NEXT_DUE = planned(
   'next_due',
   `
 SELECT extract(epoch FROM min(run_at) - coalesce($2::timestamptz, now())) * 1000 AS in_ms

@@ -1,6 +1,6 @@
 // Command-line parsing for run.mjs. Every mistake is a UsageError naming the flag.
 export const SYSTEMS = ['graphile-fast', 'graphile-default', 'pgboss', 'bullmq-pg', 'classic'];
-export const SCENARIOS = ['enqueue', 'process', 'pickup'];
+export const SCENARIOS = ['enqueue', 'process', 'pickup', 'burst', 'cold'];
 
 export class UsageError extends Error {
   code = 'EUSAGE';

@@ -13,7 +13,7 @@ import { nowMs } from './clock.mjs';
 const CHILD = new URL('../worker.mjs', import.meta.url);
 
 export async function prepareWorkers(options, adapter, callbacks) {
-  return options.processes === 1 ? inProcess(adapter, callbacks) : inChildren(options, callbacks);
+  return options.processes === 1 && !options.children ? inProcess(adapter, callbacks) : inChildren(options, callbacks);
 }
 
 function inProcess(adapter, { onJob, onCount, onError }) {

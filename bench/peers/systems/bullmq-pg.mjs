@@ -53,9 +53,9 @@ export function create({ databaseUrl, concurrency, tune }) {
       await queue.waitUntilReady();
     },
 
-    async enqueueMany(n) {
+    async enqueueMany(n, { oneCall = false } = {}) {
       const jobs = Array.from({ length: n }, () => ({ name: QUEUE, data: {} }));
-      await inChunks(jobs, tuned.addBulkChunk, tuned.addBulkParallel, (chunk) => queue.addBulk(chunk));
+      await inChunks(jobs, oneCall ? 0 : tuned.addBulkChunk, tuned.addBulkParallel, (chunk) => queue.addBulk(chunk));
     },
 
     async enqueueOne(payload) {

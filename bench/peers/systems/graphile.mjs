@@ -68,9 +68,9 @@ export function create({ system, databaseUrl, concurrency, tune }) {
       utils = await openUtils();
     },
 
-    async enqueueMany(n) {
+    async enqueueMany(n, { oneCall = false } = {}) {
       const specs = Array.from({ length: n }, () => ({ identifier: TASK, payload: {} }));
-      await inChunks(specs, tuned.addJobsChunk, tuned.addJobsParallel, (chunk) => utils.addJobs(chunk));
+      await inChunks(specs, oneCall ? 0 : tuned.addJobsChunk, tuned.addJobsParallel, (chunk) => utils.addJobs(chunk));
     },
 
     async enqueueOne(payload) {

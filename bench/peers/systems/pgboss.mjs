@@ -69,9 +69,11 @@ export function create({ databaseUrl, concurrency, tune }) {
       producer = await openBoss();
     },
 
-    async enqueueMany(n) {
+    async enqueueMany(n, { oneCall = false } = {}) {
       const jobs = Array.from({ length: n }, () => ({ data: {} }));
-      await inChunks(jobs, tuned.insertChunk, tuned.insertParallel, (chunk) => producer.insert(QUEUE, chunk));
+      await inChunks(jobs, oneCall ? 0 : tuned.insertChunk, tuned.insertParallel, (chunk) =>
+        producer.insert(QUEUE, chunk),
+      );
     },
 
     async enqueueOne(payload) {

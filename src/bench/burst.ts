@@ -1,0 +1,60 @@
+/**
+ * Scenario "burst": the most common production pattern, a quiet spell then a
+ * burst. A supervisor with the given configuration starts on a fresh table and
+ * runs WARM_UP no-op jobs (so the table is small and the code warm), then N
+ * jobs arrive in ONE statement (`INSERT … SELECT generate_series`). The clock
+ * runs from that commit's return until the database confirms all done. With
+ * `analyze`, the same burst commits together with an `ANALYZE` of the table,
+ * which is what the burst would see once autovacuum had caught up.
+ */
+import { enqueueMany } from '../queue/enqueue.ts';
+import type { BenchDatabase } from './database.ts';
+import { configuredSupervisor } from './harness.ts';
+import { waitAllDone, WARM_UP } from './process.ts';
+
+/** The configurations measured side by side: what a user writes first, and the tuned shape. */
+export const BURST_CONFIGS: Record<string, Record<string, unknown>> = {
+  'concurrency-only': { queues: { default: { concurrency: 50 } } },
+  tuned: { queues: { default: { concurrency: 50, jobsPerThread: 50, prefetch: 2000 } }, pool: { maxThreads: 1 } },
+};
+
+export interface BurstResult {
+  jobs: number;
+  seconds: number;
+  jobsPerSec: number;
+}
+
+export async function burst(
+  db: BenchDatabase,
+  jobs: number,
+  config: Record<string, unknown>,
+  options: { analyze: boolean },
+): Promise<BurstResult> {
+  const supervisor = configuredSupervisor(db.url, config);
+  await supervisor.start();
+  try {
+    await enqueueMany(
+      db.pool,
+      Array.from({ length: WARM_UP }, (_, i) => ({ kind: 'noop', payload: { i } })),
+    );
+    await waitAllDone(db, WARM_UP);
+    const client = await db.pool.connect();
+    try {
+      await client.query('BEGIN');
+      await client.query(
+        `INSERT INTO jobvisor.jobs (kind, payload) SELECT 'noop', '{}' FROM generate_series(1, $1::int)`,
+        [jobs],
+      );
+      if (options.analyze) await client.query('ANALYZE jobvisor.jobs');
+      await client.query('COMMIT');
+    } finally {
+      client.release();
+    }
+    const t0 = performance.now();
+    await waitAllDone(db, WARM_UP + jobs);
+    const seconds = (performance.now() - t0) / 1000;
+    return { jobs, seconds, jobsPerSec: jobs / seconds };
+  } finally {
+    await supervisor.stop();
+  }
+}

@@ -1,0 +1,65 @@
+/** Result rows of `jobvisor bench`: one line each on stderr (or JSON on stdout), then a table. */
+import { median, spread } from './stats.ts';
+
+export interface Row {
+  scenario: string;
+  system: string;
+  jobs?: number;
+  runs: number;
+  median: number;
+  spread: number;
+  unit: string;
+  values: number[];
+  extra?: Record<string, unknown>;
+}
+
+export function makeRow(
+  scenario: string,
+  system: string,
+  unit: string,
+  values: number[],
+  extra?: Record<string, unknown>,
+): Row {
+  return { scenario, system, runs: values.length, median: median(values), spread: spread(values), unit, values, extra };
+}
+
+export function describeRow(row: Row): string {
+  const digits = row.unit === 'ms' ? 2 : 0;
+  return `  ${row.scenario} ${row.system}: ${row.median.toFixed(digits)} ${row.unit} (runs ${row.values.map((v) => v.toFixed(digits)).join(', ')})\n`;
+}
+
+/**
+ * The table: each scenario's rows with their ratio to the scenario's first
+ * row (jobvisor's), as "how many times better the first row is" (throughput
+ * divided, latency inverted).
+ */
+export function formatTable(rows: Row[]): string {
+  const base = new Map<string, Row>();
+  for (const r of rows) if (!base.has(r.scenario)) base.set(r.scenario, r);
+  const lines = [['scenario', 'system', 'median', 'unit', 'spread', 'first row ÷ this']];
+  for (const r of rows) {
+    const b = base.get(r.scenario);
+    const higherIsBetter = r.unit === 'jobs/s';
+    const ratio = b && b !== r ? (higherIsBetter ? b.median / r.median : r.median / b.median) : undefined;
+    lines.push([
+      r.scenario,
+      r.system,
+      r.median.toFixed(r.unit === 'ms' ? 2 : 0),
+      r.unit,
+      `${(r.spread * 100).toFixed(0)} %`,
+      ratio === undefined ? '' : `${ratio.toFixed(2)}x`,
+    ]);
+  }
+  const widths = lines[0]!.map((_, i) => Math.max(...lines.map((l) => (l[i] ?? '').length)));
+  return (
+    lines
+      .map((l) =>
+        l
+          .map((c, i) => c.padEnd(widths[i] ?? 0))
+          .join('  ')
+          .trimEnd(),
+      )
+      .join('\n') +
+    "\nratio: how many times better the scenario's first row is than that row (throughput ÷, latency ÷ inverted)\n"
+  );
+}

@@ -127,7 +127,7 @@ async function main(): Promise<number> {
         const next = Date.now() + 250;
         await until(
           'next batch',
-          async () => Date.now(),
+          () => Date.now(),
           (now) => now >= next,
           1000,
           50,
@@ -152,7 +152,7 @@ async function main(): Promise<number> {
       const over = Date.now() + ms;
       return until(
         'fault held',
-        async () => Date.now(),
+        () => Date.now(),
         (now) => now >= over,
         ms + 1000,
         100,
@@ -189,7 +189,7 @@ async function main(): Promise<number> {
         }
         await until(
           'between faults',
-          async () => Date.now(),
+          () => Date.now(),
           (now) => now >= Math.min(resumeAt, nextProbe),
           40_000,
           100,

@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import pg from 'pg';
-import { loadConfig } from '../config.ts';
+import { loadConfig } from '../config/index.ts';
 import { ensureEmbeddedPostgres } from '../db/embedded.ts';
 import { createLogger } from '../log.ts';
 

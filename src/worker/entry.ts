@@ -17,7 +17,7 @@ import { createLoader } from './loader.ts';
 import { parsePayload } from './payload.ts';
 import { createTaskPool } from './task_db.ts';
 import { runTask, traceLogFields } from './tracing.ts';
-import type { FromWorker, JobBatch, ResultBatch, SessionTask, TaskError, ToWorker, WorkerSetup } from './protocol.ts';
+import type { FromWorker, ResultBatch, SessionTask, TaskError, ToWorker, WorkerSetup } from './protocol.ts';
 import type { JobInfo, TaskConfig, TaskContext } from './types.ts';
 
 const setup = workerData as WorkerSetup;

@@ -14,49 +14,10 @@ import { captureTraceContext } from '../tracing/context.ts';
 import { COPY_JOBS, copyRows, type CopyRow } from './copy.ts';
 import { planned, run, type Store } from './sql.ts';
 import { defaultQueueOf } from './task_defaults.ts';
+import type { EnqueueOptions, EnqueueResult, JobSpec, PayloadOf } from './enqueue_types.ts';
 import { checkPayload, checkName, checkQueue } from './validate.ts';
 
-/**
- * Payload types of known kinds. Augment it to type your own tasks:
- * `declare module 'jobvisor' { interface TaskPayloads { resize: { id: number } } }`
- */
-export interface TaskPayloads {
-  welcome_email: { user_id: number };
-  thumbnail: { source: string; widths: number[]; outDir?: string };
-  daily_report: { day?: string; timezone?: string };
-}
-
-export type PayloadOf<K extends string> = K extends keyof TaskPayloads ? TaskPayloads[K] : unknown;
-
-export interface EnqueueOptions {
-  /** Default: the task's `options.queue` if this process knows it (see task_defaults.ts), else "default". */
-  queue?: string;
-  /** Lower runs first; default 0. */
-  priority?: number;
-  /** Not before this time (Date or ISO 8601 text). */
-  runAt?: Date | string;
-  /** Not before now + delay (ms, or a duration such as "10s"). */
-  delay?: number | string;
-  maxAttempts?: number;
-  /** At most one job per (kind, uniqueKey) while the row exists; a duplicate is skipped. */
-  uniqueKey?: string;
-  /** Schema of the jobs table; default "jobvisor". */
-  schema?: string;
-  /** Largest payload accepted, in bytes of JSON; default 1 MiB. */
-  maxPayloadBytes?: number;
-}
-
-export interface EnqueueResult {
-  /** The new job's id, or the existing job's id when a duplicate was skipped. */
-  id: string | null;
-  /** True when a job with the same kind and uniqueKey already existed. */
-  duplicate: boolean;
-}
-
-export interface JobSpec<K extends string = string> extends Omit<EnqueueOptions, 'schema' | 'maxPayloadBytes'> {
-  kind: K;
-  payload?: PayloadOf<K>;
-}
+export type { EnqueueOptions, EnqueueResult, JobSpec, PayloadOf, TaskPayloads } from './enqueue_types.ts';
 
 export const DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024;
 const MAX_BATCH = 100_000;

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
+import { BENCH_ARGS } from '../src/bench/options.ts';
 import { COMMAND_SPECS } from '../src/cli/commands.ts';
 import { withReadmeTable } from '../src/cli/help.ts';
 import { COMMAND_NAMES } from '../src/cli/main.ts';
@@ -15,6 +16,17 @@ import { runCliInProcess } from './helpers/cli.ts';
 const NO_DATABASE = 'postgres://nobody@127.0.0.1:1/none';
 
 describe('help', () => {
+  it("bench's help lists exactly the options bench parses", () => {
+    const spec = COMMAND_SPECS.find((c) => c.name === 'bench');
+    const listed = (spec?.options ?? []).map((o) => o.flag.split(' ')[0]).sort();
+    assert.deepEqual(
+      listed,
+      Object.keys(BENCH_ARGS)
+        .map((k) => `--${k}`)
+        .sort(),
+    );
+  });
+
   for (const spec of COMMAND_SPECS) {
     it(`jobvisor ${spec.name} --help and jobvisor help ${spec.name}`, async () => {
       const asOption = await runCliInProcess(NO_DATABASE, [...spec.name.split(' '), '--help']);

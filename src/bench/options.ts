@@ -57,26 +57,29 @@ const SCENARIOS = [
 ] as const;
 const DEFAULT_SCENARIOS = 'burst,cold,startup,pickup';
 
+/** The options `jobvisor bench` parses (its help, in src/cli/commands.ts, is tested against this list). */
+export const BENCH_ARGS = {
+  scenario: { type: 'string' },
+  'burst-jobs': { type: 'string' },
+  configs: { type: 'string' },
+  jobs: { type: 'string' },
+  concurrency: { type: 'string' },
+  processes: { type: 'string' },
+  runs: { type: 'string' },
+  threads: { type: 'string' },
+  'jobs-per-thread': { type: 'string' },
+  prefetch: { type: 'string' },
+  samples: { type: 'string' },
+  'deep-pending': { type: 'string' },
+  'deep-done': { type: 'string' },
+  duration: { type: 'string' },
+  peers: { type: 'string' },
+  json: { type: 'boolean' },
+} as const;
+
 /** `jobvisor bench`'s options, checked: bad usage is an InputError naming the option. */
 export function benchOptions(argv: string[]) {
-  const values = parseBenchArgs(argv, {
-    scenario: { type: 'string' },
-    'burst-jobs': { type: 'string' },
-    configs: { type: 'string' },
-    jobs: { type: 'string' },
-    concurrency: { type: 'string' },
-    processes: { type: 'string' },
-    runs: { type: 'string' },
-    threads: { type: 'string' },
-    'jobs-per-thread': { type: 'string' },
-    prefetch: { type: 'string' },
-    samples: { type: 'string' },
-    'deep-pending': { type: 'string' },
-    'deep-done': { type: 'string' },
-    duration: { type: 'string' },
-    peers: { type: 'string' },
-    json: { type: 'boolean' },
-  });
+  const values = parseBenchArgs(argv, BENCH_ARGS);
   const str = (k: string) => values[k] as string | undefined;
   const scenarios = listOf('scenario', str('scenario') ?? DEFAULT_SCENARIOS, SCENARIOS);
   const burstJobs = (str('burst-jobs') ?? '20000,100000')

@@ -111,8 +111,14 @@ export const COMMAND_SPECS: CommandSpec[] = [
     options: [
       {
         flag: '--scenario LIST',
-        meaning: 'comma-separated: enqueue, process, processes, pickup, deep, sustained',
-        default: 'enqueue,process,processes,pickup',
+        meaning: 'comma-separated: burst, cold, startup, enqueue, process, processes, pickup, deep, sustained',
+        default: 'burst,cold,startup,pickup',
+      },
+      { flag: '--burst-jobs LIST', meaning: 'jobs in each one-statement burst', default: '20000,100000' },
+      {
+        flag: '--configs LIST',
+        meaning: 'configurations of the burst and cold scenarios: concurrency-only, tuned',
+        default: 'concurrency-only,tuned',
       },
       { flag: '--jobs N', meaning: 'jobs per run', default: '20000' },
       { flag: '--concurrency N', meaning: "the bench queue's concurrency", default: '50' },
@@ -128,7 +134,7 @@ export const COMMAND_SPECS: CommandSpec[] = [
       { flag: '--peers LIST', meaning: 'other job systems to run beside: none, all or a list', default: 'none' },
       { flag: '--json', meaning: 'print results as JSON' },
     ],
-    example: 'jobvisor bench --scenario process,pickup --jobs 5000',
+    example: 'jobvisor bench --scenario burst --burst-jobs 20000 --configs concurrency-only',
   },
   {
     name: 'demo',

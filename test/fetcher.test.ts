@@ -1,0 +1,73 @@
+/**
+ * The fetcher, driven step by step with runOnce(): it claims up to the free
+ * capacity the dispatcher reports, only from its own queue, and hands the
+ * claimed jobs over with their claim tokens.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { enqueueMany } from '../src/queue/enqueue.ts';
+import type { ClaimedJob } from '../src/queue/types.ts';
+import { SupervisorEvents } from '../src/supervisor/events.ts';
+import { Fetcher } from '../src/supervisor/fetcher.ts';
+import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
+
+let db: TestDatabase;
+
+before(async () => {
+  db = await createTestDatabase('fetcher');
+});
+
+after(async () => {
+  await db.drop();
+});
+
+function fetcher(queue: string, capacity: () => number, delivered: ClaimedJob[]): Fetcher {
+  return new Fetcher({
+    store: { db: db.pool, schema: 'jobvisor' },
+    queue,
+    settings: { concurrency: 4, jobsPerThread: 4, prefetch: 0, timeout: null },
+    owner: 'fetcher-test',
+    leaseMs: 60_000,
+    maxPayloadBytes: 1024 * 1024,
+    pollIntervalMs: 60_000,
+    capacity,
+    deliver: (jobs) => delivered.push(...jobs),
+    events: new SupervisorEvents(),
+  });
+}
+
+describe('fetcher', () => {
+  it('claims up to the free capacity, from its own queue only, with a token per claim', async () => {
+    await enqueueMany(db.pool, [
+      ...Array.from({ length: 6 }, (_, i) => ({ kind: 'k', queue: 'mine', payload: { i } })),
+      { kind: 'k', queue: 'theirs', payload: {} },
+    ]);
+    const delivered: ClaimedJob[] = [];
+    let free = 4;
+    const f = fetcher('mine', () => free, delivered);
+    assert.equal(await f.runOnce(), 4);
+    assert.equal(delivered.length, 4);
+    assert.ok(delivered.every((j) => j.queue === 'mine' && /^\d+$/.test(j.token)));
+    assert.equal(new Set(delivered.map((j) => j.token)).size, 4, 'every claim has its own token');
+    assert.deepEqual(
+      delivered.map((j) => (JSON.parse(j.payload as string) as { i: number }).i),
+      [0, 1, 2, 3],
+      'in claim order',
+    );
+    free = 0;
+    assert.equal(await f.runOnce(), 0, 'no capacity, no claim');
+    free = 10;
+    assert.equal(await f.runOnce(), 2, 'what is left of its queue');
+    assert.equal(await f.runOnce(), 0);
+    await f.stop();
+    const { rows } = await db.pool.query("SELECT status FROM jobvisor.jobs WHERE queue = 'theirs'");
+    assert.deepEqual(rows, [{ status: 'pending' }], "another queue's job is left alone");
+  });
+
+  it('stop() is idempotent and safe before any claim', async () => {
+    const f = fetcher('idle', () => 1, []);
+    await f.stop();
+    await f.stop();
+    assert.equal(await f.runOnce(), 0, 'a stopped fetcher claims nothing');
+  });
+});

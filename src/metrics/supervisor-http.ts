@@ -56,9 +56,8 @@ export async function serveSupervisor(options: {
     registry: metrics.registry,
     readiness,
     beforeScrape: async (deadlineMs) => {
-      for (const queue of Object.keys(settings.queues))
-        metrics.inFlight.labels(queue).set(supervisor.inFlightOf(queue));
-      metrics.threads.set(supervisor.threadCount);
+      for (const queue of Object.keys(settings.queues)) metrics.inFlight.labels(queue).set(supervisor.inFlight(queue));
+      metrics.threads.set(supervisor.threadCount());
       metrics.threadsBusy.set(supervisor.threadsBusy());
       metrics.threadsStuck.set(threadWatch.stuck);
       health.databaseAnswered(probe.answeredAt);

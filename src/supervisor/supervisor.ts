@@ -150,20 +150,18 @@ export class Supervisor {
     return this.listener.isListening;
   }
 
-  /** Jobs held right now (claimed and not yet recorded). */
-  get inFlight(): number {
-    return this.dispatcher.size + this.completer.size;
-  }
+  // States are getters (draining, listening); counts are methods.
 
-  inFlightOf(queue: string): number {
-    return this.dispatcher.inFlight(queue);
+  /** Jobs held right now (claimed and not yet recorded); of one queue: claimed and not yet finished. */
+  inFlight(queue?: string): number {
+    return queue === undefined ? this.dispatcher.size + this.completer.size : this.dispatcher.inFlight(queue);
   }
 
   threadsBusy(): number {
     return this.dispatcher.threadsBusy();
   }
 
-  get threadCount(): number {
+  threadCount(): number {
     return this.threads.threads.length;
   }
 

@@ -418,7 +418,7 @@ describe('the image', () => {
     if (!available) return skip(t);
     assert.equal(inspect('{{.Config.User}}'), '10001:10001');
     assert.equal(inspect('{{.Config.StopSignal}}'), 'SIGTERM');
-    assert.equal(inspect('{{json .Config.Entrypoint}}'), '["node","bin/jobvisor.js"]');
+    assert.equal(inspect('{{json .Config.Entrypoint}}'), '["/usr/bin/tini","--","node","bin/jobvisor.js"]');
     assert.equal(inspect('{{json .Config.Cmd}}'), '["start"]');
     assert.match(inspect('{{json .Config.ExposedPorts}}'), /"9464\/tcp"/);
     const mb = Number(inspect('{{.Size}}')) / 1e6;
@@ -491,7 +491,11 @@ describe('the image', () => {
       const pid1 = spawnSync(podman, ['exec', name, 'cat', '/proc/1/cmdline'], { encoding: 'utf8' })
         .stdout.replaceAll('\0', ' ')
         .trim();
-      assert.equal(pid1, 'node bin/jobvisor.js start', 'node is PID 1');
+      assert.equal(pid1, '/usr/bin/tini -- node bin/jobvisor.js start', 'tini is PID 1, in front of node');
+      const node = spawnSync(podman, ['exec', name, 'sh', '-c', 'cat /proc/[0-9]*/cmdline | tr "\\0" " "'], {
+        encoding: 'utf8',
+      }).stdout;
+      assert.match(node, /node bin\/jobvisor\.js start/, 'node runs under tini');
 
       const stopping = performance.now();
       const stop = spawnSync(podman, ['stop', '--time', '30', name], { encoding: 'utf8' });

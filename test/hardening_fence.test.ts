@@ -50,6 +50,27 @@ const runsOf = async (id: string) =>
 const tell = (run: number, action: 'done' | 'fail') =>
   db.pool.query('INSERT INTO gate_actions (run, action) VALUES ($1, $2)', [run, action]);
 
+/** Both runs of a re-queued job, once the second has started; they never overlap. */
+async function twoRuns(id: string) {
+  const [old, second] = await until(
+    'second run started',
+    () => runsOf(id),
+    (r) => r.length === 2,
+    15_000,
+  );
+  assert.ok(second.started >= old.ended, 'the two runs never overlapped');
+  return [old, second];
+}
+
+/** The job's row once it has reached `status`. */
+const settledAs = (id: string, status: string) =>
+  until(
+    `job ${id} ${status}`,
+    () => job(id),
+    (r) => r.status === status,
+    15_000,
+  );
+
 async function requeueWhileRunning(honourSignal: boolean, how: 'cancel-retry' | 'sql' = 'cancel-retry') {
   const { id } = await enqueue(db.pool, 'gate', { honourSignal });
   const [first] = await until(
@@ -72,26 +93,14 @@ async function requeueWhileRunning(honourSignal: boolean, how: 'cancel-retry' | 
 describe('a running job cancelled and retried', () => {
   it('runs again only after the old run ended, and the new run owns the outcome', async () => {
     const { id, first } = await requeueWhileRunning(true);
-    const runs = await until(
-      'second run started',
-      () => runsOf(id),
-      (r) => r.length === 2,
-      15_000,
-    );
-    const [old, second] = runs;
+    const [old, second] = await twoRuns(id);
     assert.equal(old.how, 'aborted', 'the old run was stopped');
-    assert.ok(second.started >= old.ended, 'the two runs never overlapped');
     assert.equal(second.attempt, 1);
     assert.equal(first.run, old.run);
     // The old run's abort was not charged to the new run: the job is still running.
     assert.equal((await job(id)).status, 'running');
     await tell(second.run, 'fail');
-    const row = await until(
-      'new run failure recorded',
-      () => job(id),
-      (r) => r.status === 'pending',
-      15_000,
-    );
+    const row = await settledAs(id, 'pending');
     assert.equal(row.attempts, 1);
     assert.match(row.last_error, new RegExp(`run ${second.run} failed as told`));
     assert.equal(row.errors.length, 1, 'one failure in the history: the new run');
@@ -101,23 +110,11 @@ describe('a running job cancelled and retried', () => {
     const { id, first } = await requeueWhileRunning(false);
     // The old run finishes "successfully" after the job was re-queued.
     await tell(first.run, 'done');
-    const runs = await until(
-      'second run started',
-      () => runsOf(id),
-      (r) => r.length === 2,
-      15_000,
-    );
-    const [old, second] = runs;
+    const [old, second] = await twoRuns(id);
     assert.equal(old.how, 'done');
-    assert.ok(second.started >= old.ended, 'the two runs never overlapped');
     assert.equal((await job(id)).status, 'running', 'the stale success was fenced off');
     await tell(second.run, 'fail');
-    const row = await until(
-      'new run failure recorded',
-      () => job(id),
-      (r) => r.status === 'pending',
-      15_000,
-    );
+    const row = await settledAs(id, 'pending');
     assert.match(row.last_error, new RegExp(`run ${second.run} failed as told`));
   });
 });
@@ -125,22 +122,11 @@ describe('a running job cancelled and retried', () => {
 describe('a running job re-queued by plain SQL', () => {
   it('the old run is stopped and fenced off; the new run owns the outcome', async () => {
     const { id } = await requeueWhileRunning(true, 'sql');
-    const [old, second] = await until(
-      'second run started',
-      () => runsOf(id),
-      (r) => r.length === 2,
-      15_000,
-    );
+    const [old, second] = await twoRuns(id);
     assert.equal(old.how, 'aborted');
-    assert.ok(second.started >= old.ended, 'the two runs never overlapped');
     assert.equal((await job(id)).status, 'running');
     await tell(second.run, 'done');
-    const row = await until(
-      'new run recorded',
-      () => job(id),
-      (r) => r.status === 'done',
-      15_000,
-    );
+    const row = await settledAs(id, 'done');
     assert.equal(row.attempts, 1);
     assert.equal(row.errors.length, 0, "the old run's abort was charged to nobody");
   });

@@ -56,14 +56,15 @@ describe('effectiveQueueLimits', () => {
   });
 
   it('claims ahead for queues that share threads, not for a thread per job', () => {
-    assert.equal(defaultPrefetch(50, 25), 1000);
-    assert.equal(defaultPrefetch(10, 5), 200);
+    assert.equal(defaultPrefetch(50, 25), 2000);
+    assert.equal(defaultPrefetch(100, 50), 2000);
+    assert.equal(defaultPrefetch(10, 5), 400);
     assert.equal(defaultPrefetch(2, 1), 0);
     const r = effectiveQueueLimits({
       pool: { maxThreads: 2 },
       queues: { mail: { concurrency: 50 }, cpu: { concurrency: 2, jobsPerThread: 1 } },
     });
-    assert.equal(r.queues.mail?.prefetch, 1000);
+    assert.equal(r.queues.mail?.prefetch, 2000);
     assert.equal(r.queues.cpu?.prefetch, 0);
   });
 });

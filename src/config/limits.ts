@@ -18,15 +18,17 @@ export interface QueueLimits {
 }
 
 /**
- * Jobs claimed ahead when a queue does not say: 20 per place of `concurrency`,
- * at most 1,000, for queues whose jobs share threads (I/O-style); none for a
+ * Jobs claimed ahead when a queue does not say: 40 per place of `concurrency`,
+ * at most 2,000, for queues whose jobs share threads (I/O-style); none for a
  * queue whose jobs each own a thread (CPU-bound: long jobs claimed ahead would
  * only wait here while another supervisor could run them). Measured on 2
  * cores, concurrency 50, 20,000-job bursts: prefetch 0 gave 4,000-4,800 jobs/s,
- * 500 gave 22,000, 1,000 gave 39,500 and 2,000 gave 43,700 (BENCHMARKS.md).
+ * 500 gave 22,000, 1,000 gave 39,500-49,000 and 2,000 gave 43,700-58,000
+ * (BENCHMARKS.md). The price: a supervisor holds up to that many due jobs that
+ * another supervisor cannot take until they start here (slow jobs: set it lower).
  */
 export function defaultPrefetch(concurrency: number, jobsPerThread: number): number {
-  return jobsPerThread > 1 ? Math.min(1000, 20 * concurrency) : 0;
+  return jobsPerThread > 1 ? Math.min(2000, 40 * concurrency) : 0;
 }
 
 /** Pure: resolves queue defaults and derives `jobsPerThread`; reports what cannot be reached. */

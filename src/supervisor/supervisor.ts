@@ -18,7 +18,6 @@ import type { Logger } from '../log.ts';
 import type { Store } from '../queue/sql.ts';
 import { Completer } from './completer.ts';
 import { setTaskQueueDefault } from '../queue/task_defaults.ts';
-import { discoverTaskOptions } from '../worker/task_options.ts';
 import { Dispatcher } from './dispatch/dispatcher.ts';
 import { SupervisorEvents } from './events.ts';
 import { Fetcher } from './fetcher.ts';
@@ -27,9 +26,12 @@ import { Listener } from './listener.ts';
 import type { Loop } from './loop.ts';
 import { createCleanup, createReaper } from './maintenance.ts';
 import { createScheduler } from './scheduler.ts';
+import { TaskCatalog } from './task_catalog.ts';
 import { BUILTIN_TASKS_DIR, createThreadPool } from './threads.ts';
 
 const ABORT_GRACE_MS = 1000;
+/** Every task's options are read this long after start, unless a job needed them earlier. */
+const READ_ALL_TASKS_AFTER_MS = 2000;
 const FLUSH_DEADLINE_MS = 5000;
 
 export interface SupervisorOptions {
@@ -57,7 +59,9 @@ export class Supervisor {
   private readonly loops: Loop[];
   private readonly heartbeat: Loop;
   private readonly listener: Listener;
+  private readonly catalog: TaskCatalog;
   private pollTimer: NodeJS.Timeout | undefined;
+  private readAllTimer: NodeJS.Timeout | undefined;
   private state: 'created' | 'running' | 'draining' | 'stopped' = 'created';
   private stopping: Promise<void> | undefined;
 
@@ -87,6 +91,14 @@ export class Supervisor {
     });
     this.threads.on('error', (err: unknown) => log.error({ err }, 'worker pool error'));
     this.completer = new Completer(this.store, this.id, settings, this.events);
+    this.catalog = new TaskCatalog(
+      [settings.tasks.dir, BUILTIN_TASKS_DIR].filter(Boolean),
+      (problem) => log.warn(problem),
+      (kind, options) => {
+        this.useTaskQueue(kind, options?.queue);
+        this.dispatcher.kindKnown(kind);
+      },
+    );
     this.dispatcher = new Dispatcher({
       pool: this.threads,
       queues: settings.queues,
@@ -97,6 +109,7 @@ export class Supervisor {
       events: this.events,
       outcomes: this.completer,
       onCapacity: (queue) => this.fetchers.get(queue)?.onCapacity(),
+      traits: (kind) => this.catalog.get(kind),
     });
     for (const [queue, queueSettings] of Object.entries(settings.queues)) {
       this.fetchers.set(
@@ -167,41 +180,33 @@ export class Supervisor {
 
   /**
    * Starts every loop. Resolves once listening (or once the first attempt to
-   * listen failed) and the tasks' options are read: the dispatcher must know
-   * which kinds are exclusive before it places a job, and it holds any job
-   * claimed earlier (a notification while reading) until then. Both go on at
-   * once: reading imports each task module once (about 0.5 s from sources on
-   * a loaded 2-core machine, for sharp and the PDF libraries).
+   * listen failed). A task's options are read when the first job of its kind
+   * arrives (task_catalog.ts); every task's, for the queue defaults and
+   * warnings, shortly after start, so that importing heavy task modules does
+   * not delay the first jobs of a new pod.
    */
   async start(): Promise<void> {
     if (this.state !== 'created') return;
     this.state = 'running';
-    const options = this.readTaskOptions().catch((err: unknown) => {
-      this.options.log.warn({ err }, 'could not read the task options; every task runs without them');
-      this.dispatcher.setTasks(new Map());
-    });
     this.heartbeat.start();
     for (const loop of this.loops) loop.start();
-    await Promise.all([this.listener.start(), options]);
+    await this.listener.start();
     this.pollTimer = setInterval(() => this.wakeAll(), this.options.settings.poll.interval);
     this.pollTimer.unref();
+    this.readAllTimer = setTimeout(() => void this.catalog.readAll(), READ_ALL_TASKS_AFTER_MS);
+    this.readAllTimer.unref();
     this.events.emit('supervisor:started', { supervisor: this.id, queues: [...this.fetchers.keys()] });
     this.wakeAll();
   }
 
-  private async readTaskOptions(): Promise<void> {
-    const { settings, log } = this.options;
-    const dirs = [settings.tasks.dir, BUILTIN_TASKS_DIR].filter(Boolean);
-    const tasks = await discoverTaskOptions(dirs, (problem) => log.warn(problem));
-    this.dispatcher.setTasks(tasks);
-    for (const [kind, options] of tasks) {
-      if (options.queue === undefined) continue;
-      if (settings.queues[options.queue]) setTaskQueueDefault(kind, options.queue);
-      else
-        log.warn(
-          `task ${kind} asks for queue "${options.queue}", which this supervisor does not serve (config queues); its jobs enqueued without a queue go to "default"`,
-        );
-    }
+  /** A task's `options.queue`: the default queue of its kind's jobs enqueued in this process. */
+  private useTaskQueue(kind: string, queue: string | undefined): void {
+    if (queue === undefined) return;
+    if (this.options.settings.queues[queue]) setTaskQueueDefault(kind, queue);
+    else
+      this.options.log.warn(
+        `task ${kind} asks for queue "${queue}", which this supervisor does not serve (config queues); its jobs enqueued without a queue go to "default"`,
+      );
   }
 
   /**
@@ -231,6 +236,7 @@ export class Supervisor {
     this.state = 'draining';
     if (wasRunning) this.events.emit('supervisor:draining', { supervisor: this.id, reason });
     clearInterval(this.pollTimer);
+    clearTimeout(this.readAllTimer);
     await Promise.all([
       ...[...this.fetchers.values()].map((f) => f.stop()),
       this.listener.stop(),

@@ -3,9 +3,10 @@
  * `export const options = { exclusiveThread, queue, timeout }` (see types.ts).
  *
  * They are read by importing the module once in the reading process: the
- * supervisor reads every task in its folders at start (the dispatcher must
- * know a kind is exclusive before it places the first job of it), and
- * `jobvisor enqueue` reads the one kind it enqueues. A module that cannot be
+ * supervisor reads a kind when its first job arrives (the dispatcher must know
+ * a kind is exclusive before it places a job of it) and every kind shortly
+ * after start (supervisor/task_catalog.ts); `jobvisor enqueue` reads the one
+ * kind it enqueues. A module that cannot be
  * loaded or declares bad options is reported through `onProblem` and treated
  * as declaring nothing: its jobs still run (and fail) as they always did.
  */
@@ -77,14 +78,8 @@ export async function readTaskOptions(
   }
 }
 
-/**
- * The options of every task in `dirs` (earlier folders win, as in the loader),
- * by kind; kinds that declare none are absent.
- */
-export async function discoverTaskOptions(
-  dirs: readonly string[],
-  onProblem: (message: string) => void,
-): Promise<Map<string, ResolvedTaskOptions>> {
+/** Every kind with a module in `dirs`, sorted. */
+export async function listTaskKinds(dirs: readonly string[]): Promise<string[]> {
   const kinds = new Set<string>();
   for (const dir of dirs) {
     const names = await readdir(dir).catch(() => [] as string[]);
@@ -93,10 +88,24 @@ export async function discoverTaskOptions(
       if (kind !== undefined) kinds.add(kind);
     }
   }
-  const sorted = [...kinds].sort();
-  const options = await Promise.all(sorted.map((kind) => readTaskOptions(dirs, kind, onProblem)));
+  return [...kinds].sort();
+}
+
+/**
+ * The options of every task in `dirs` (earlier folders win, as in the loader),
+ * by kind; kinds that declare none are absent. `read` reads one kind (default:
+ * readTaskOptions; the supervisor passes its catalog's, which reads each once).
+ */
+export async function discoverTaskOptions(
+  dirs: readonly string[],
+  onProblem: (message: string) => void,
+  read: (kind: string) => Promise<ResolvedTaskOptions | null | undefined> = (kind) =>
+    readTaskOptions(dirs, kind, onProblem),
+): Promise<Map<string, ResolvedTaskOptions>> {
+  const kinds = await listTaskKinds(dirs);
+  const options = await Promise.all(kinds.map(read));
   const found = new Map<string, ResolvedTaskOptions>();
-  sorted.forEach((kind, i) => {
+  kinds.forEach((kind, i) => {
     const o = options[i];
     if (o) found.set(kind, o);
   });

@@ -11,8 +11,9 @@
  * Capacity: a queue holds at most concurrency + prefetch runs and runs at most
  * `concurrency`; sessions never exceed maxThreads, so Piscina never queues
  * work. Placement (placement.ts) keeps exclusive tasks alone on a thread and
- * gives a starved queue a thread back. Queues are pumped round robin. Nothing
- * is dispatched until the task options are known (setTasks).
+ * gives a starved queue a thread back. Queues are pumped round robin. A run
+ * waits until its task's options are known (kindKnown); runs of other kinds go
+ * past it.
  *
  * Stopping a run (timeout, lost lease, shutdown) asks the task through
  * ctx.signal; one still going `abortGraceMs` later loses its thread (the only
@@ -21,7 +22,7 @@
  */
 import type { QueueSettings } from '../../config/index.ts';
 import type { ClaimedJob, Fence } from '../../queue/types.ts';
-import type { DispatcherOptions, TaskTraits } from './options.ts';
+import type { DispatcherOptions } from './options.ts';
 import { newRun, RunLedger, type Run } from './ledger.ts';
 import { deathCause, decideOutcome, oversized, type Outcome, type RunResult, type StopReason } from './outcome.ts';
 import { place } from './placement.ts';
@@ -36,8 +37,6 @@ export class Dispatcher {
   private readonly sweep: DeadlineSweep;
   private readonly handlers: SessionHandlers;
   private readonly queueNames: string[];
-  /** Task options by kind; null until known (jobs wait in their buffers meanwhile). */
-  private tasks: ReadonlyMap<string, TaskTraits> | null;
   private closing = false;
   private readonly idleWaiters: Array<() => void> = [];
   private nextQueue = 0;
@@ -49,7 +48,6 @@ export class Dispatcher {
     this.queueNames = Object.keys(options.queues);
     this.ledger = new RunLedger(this.queueNames);
     this.sessions = new SessionSet(options.pool, options.events);
-    this.tasks = options.tasks ?? null;
     this.handlers = {
       ready: (session) => this.onReady(session),
       result: (token, result) => {
@@ -75,17 +73,20 @@ export class Dispatcher {
     this.sweep.start();
   }
 
-  /** Sets the task options found by discovery, for held runs too, and starts dispatching. */
-  setTasks(tasks: ReadonlyMap<string, TaskTraits>): void {
-    this.tasks = tasks;
-    for (const run of this.ledger.runs()) if (run.state === 'buffered') this.applyTraits(run);
+  /** A kind's task options have become known: its waiting runs may start. */
+  kindKnown(kind: string): void {
+    for (const run of this.ledger.runs()) if (run.state === 'buffered' && run.job.kind === kind) this.applyTraits(run);
     this.pump();
   }
 
-  private applyTraits(run: Run): void {
-    const traits = this.tasks?.get(run.job.kind);
+  /** Sets the run's traits from its task's options, if they are known. */
+  private applyTraits(run: Run): boolean {
+    const traits = this.options.traits(run.job.kind);
+    if (traits === undefined) return false;
+    run.known = true;
     run.exclusive = traits?.exclusiveThread ?? false;
     run.timeoutMs = traits?.timeoutMs ?? this.options.queues[run.job.queue]?.timeout ?? this.options.timeoutMs;
+    return true;
   }
 
   /** Free places of a queue: concurrency + prefetch minus what it holds. */
@@ -175,7 +176,7 @@ export class Dispatcher {
 
   /** Sends buffered runs to threads, queue by queue, starting one further each time. */
   private pump(): void {
-    if (this.closing || this.tasks === null) return;
+    if (this.closing) return;
     const names = this.queueNames;
     let starved = false;
     for (let i = 0; i < names.length; i++) {
@@ -198,8 +199,9 @@ export class Dispatcher {
     const now = performance.now();
     while (seen < buffer.length && this.ledger.running(queue) < settings.concurrency) {
       const run = buffer[seen] as Run;
-      if (this.ledger.isRunning(run.job.id)) {
-        // An older run of this job is still stopping on a thread.
+      if ((!run.known && !this.applyTraits(run)) || this.ledger.isRunning(run.job.id)) {
+        // Its task's options are being read, or an older run of this job is
+        // still stopping on a thread.
         waiting.push(run);
         seen++;
         continue;

@@ -24,6 +24,8 @@ export interface Run {
   exclusive: boolean;
   /** The run's timeout: the task's, else the queue's, else jobs.timeout. */
   timeoutMs: number;
+  /** Its task's options are known (exclusive and timeoutMs are set): until then it waits. */
+  known: boolean;
   session?: Session;
   startedAt: number;
   deadline: number;
@@ -33,7 +35,15 @@ export interface Run {
 
 /** A run just claimed: buffered, with no deadline yet (traits set by the dispatcher). */
 export function newRun(job: ClaimedJob): Run {
-  return { job, state: 'buffered', exclusive: false, timeoutMs: 0, startedAt: 0, deadline: Number.POSITIVE_INFINITY };
+  return {
+    job,
+    state: 'buffered',
+    exclusive: false,
+    timeoutMs: 0,
+    known: false,
+    startedAt: 0,
+    deadline: Number.POSITIVE_INFINITY,
+  };
 }
 
 export class RunLedger {

@@ -26,6 +26,10 @@ export interface DispatcherOptions {
   maxPayloadBytes: number;
   /** How often running jobs are checked against their timeout (default: 250 ms). */
   sweepMs?: number;
-  /** Task options by kind (see worker/task_options.ts); without them, nothing runs until setTasks(). */
-  tasks?: ReadonlyMap<string, TaskTraits>;
+  /**
+   * A kind's task options (see worker/task_options.ts): null when it declares
+   * none, undefined while not known yet. Runs of an unknown kind wait (others
+   * go past them) until kindKnown() is called for it.
+   */
+  traits: (kind: string) => TaskTraits | null | undefined;
 }

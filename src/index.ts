@@ -9,3 +9,37 @@ export { loadConfig } from './config/index.ts';
 export type { Settings, QueueSettings, Schedule } from './config/index.ts';
 export { Supervisor } from './supervisor/supervisor.ts';
 export { InputError, ConfigError, JobvisorError } from './errors.ts';
+export {
+  cancelJobs,
+  countJobs,
+  deadLetterGroups,
+  deleteJobs,
+  getJob,
+  listJobs,
+  listSupervisors,
+  overview,
+  retryJobs,
+  runJobsNow,
+  scheduleSummaries,
+  stats,
+  throughput,
+} from './queue/admin/index.ts';
+export type {
+  BulkOptions,
+  BulkResult,
+  BulkTarget,
+  DeadLetterGroup,
+  JobDetail,
+  JobFilter,
+  JobRow,
+  JobStatus,
+  Overview,
+  Page,
+  QueueOverview,
+  ScheduleSummary,
+  Stats,
+  SupervisorRow,
+  ThroughputBucket,
+  Time,
+  TimelineEvent,
+} from './queue/admin/index.ts';

@@ -5,7 +5,8 @@
  * retry and cancel exit 1 when some id could not be changed, and say why.
  */
 import { InputError } from '../errors.ts';
-import { cancelJobs, listJobs, retryFailedInBatches, retryJobs, statusOf, timeText } from '../queue/admin.ts';
+import { cancelJobs, listJobs, retryFailedInBatches, retryJobs, statusOf, timeText } from '../queue/admin/index.ts';
+import type { JobStatus } from '../queue/admin/index.ts';
 import type { Store } from '../queue/sql.ts';
 import { checkName } from '../queue/validate.ts';
 import { integer, jobIds, parse } from './args.ts';
@@ -57,13 +58,16 @@ async function list(argv: string[]): Promise<number> {
   if (values.kind !== undefined) checkName('--kind', values.kind);
   if (values.queue !== undefined) checkName('--queue', values.queue);
   const limit = integer('--limit', values.limit as string | undefined, 1, 10_000) ?? 50;
-  const rows = await withStore((store) =>
-    listJobs(store, {
-      status,
-      kind: values.kind as string | undefined,
-      queue: values.queue as string | undefined,
-      limit,
-    }),
+  const { jobs: rows } = await withStore((store) =>
+    listJobs(
+      store,
+      {
+        status: status as JobStatus | undefined,
+        kind: values.kind as string | undefined,
+        queue: values.queue as string | undefined,
+      },
+      { limit },
+    ),
   );
   if (values.json) {
     for (const r of rows) process.stdout.write(`${JSON.stringify(r)}\n`);
@@ -113,7 +117,7 @@ async function retry(argv: string[]): Promise<number> {
     report(
       'retried',
       ids,
-      await retryJobs(store, ids),
+      (await retryJobs(store, { ids })).ids ?? [],
       await statusOf(store, ids),
       'only failed or cancelled jobs can be retried',
     ),
@@ -127,7 +131,7 @@ async function cancel(argv: string[]): Promise<number> {
     report(
       'cancelled',
       ids,
-      await cancelJobs(store, ids),
+      (await cancelJobs(store, { ids })).ids ?? [],
       await statusOf(store, ids),
       'only pending or running jobs can be cancelled',
     ),

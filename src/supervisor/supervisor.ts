@@ -26,6 +26,7 @@ import { createHeartbeat } from './heartbeat.ts';
 import { Listener } from './listener.ts';
 import type { Loop } from './loop.ts';
 import { createCleanup, createReaper } from './maintenance.ts';
+import { createPresence, type Presence } from './presence.ts';
 import { createScheduler } from './scheduler.ts';
 import { BUILTIN_TASKS_DIR, createThreadPool } from './threads.ts';
 
@@ -57,6 +58,8 @@ export class Supervisor {
   private readonly loops: Loop[];
   private readonly heartbeat: Loop;
   private readonly listener: Listener;
+  private readonly presence: Presence;
+  private firstBeat: Promise<void> = Promise.resolve();
   private pollTimer: NodeJS.Timeout | undefined;
   private state: 'created' | 'running' | 'draining' | 'stopped' = 'created';
   private stopping: Promise<void> | undefined;
@@ -115,8 +118,17 @@ export class Supervisor {
         }),
       );
     }
+    this.presence = createPresence({
+      store: this.store,
+      id: this.id,
+      queues: Object.fromEntries(Object.entries(settings.queues).map(([name, q]) => [name, q.concurrency])),
+      leaseMs: settings.jobs.lease,
+      inFlight: () => this.inFlight(),
+      log,
+    });
     this.heartbeat = createHeartbeat({
       store: this.store,
+      beat: () => this.presence.beat(),
       owner: this.id,
       leaseMs: settings.jobs.lease,
       held: () => [...this.dispatcher.fences(), ...this.completer.fences()],
@@ -180,6 +192,7 @@ export class Supervisor {
       this.options.log.warn({ err }, 'could not read the task options; every task runs without them');
       this.dispatcher.setTasks(new Map());
     });
+    this.firstBeat = this.presence.beat();
     this.heartbeat.start();
     for (const loop of this.loops) loop.start();
     await Promise.all([this.listener.start(), options]);
@@ -244,6 +257,7 @@ export class Supervisor {
     }
     await this.completer.flush(Date.now() + FLUSH_DEADLINE_MS);
     await this.heartbeat.stop();
+    if (wasRunning) await this.firstBeat.then(() => this.presence.remove());
     await this.dispatcher.close();
     await this.threads.close({ force: true }).catch(() => {});
     if (this.ownsPool) await this.pool.end().catch(() => {});

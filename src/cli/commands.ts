@@ -137,6 +137,25 @@ export const COMMAND_SPECS: CommandSpec[] = [
     example: 'jobvisor bench --scenario burst --burst-jobs 20000 --configs concurrency-only',
   },
   {
+    name: 'dashboard',
+    args: '[--port N] [--host H]',
+    summary:
+      'serve the web dashboard (overview, jobs, dead letters, schedules; retry, cancel, run now, delete) until SIGTERM/SIGINT',
+    options: [
+      {
+        flag: '--port N',
+        meaning: 'port to listen on (0: a free one)',
+        default: 'dashboard.port (9465, env DASHBOARD_PORT)',
+      },
+      { flag: '--host H', meaning: 'address to bind', default: 'dashboard.host (127.0.0.1)' },
+    ],
+    example: 'JOBVISOR_DASHBOARD_TOKEN_FILE=/run/secrets/dashboard-token jobvisor dashboard --host 0.0.0.0',
+    notes: [
+      'Credentials come only from JOBVISOR_DASHBOARD_TOKEN or JOBVISOR_DASHBOARD_TOKEN_FILE (bearer token, or the login form).',
+      'A non-loopback --host without a token is refused. dashboard.readOnly answers 403 to every action.',
+    ],
+  },
+  {
     name: 'demo',
     args: '',
     summary: 'the welcome_email practice run (embedded PostgreSQL when no DATABASE_URL)',

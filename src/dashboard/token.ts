@@ -32,9 +32,9 @@ export function readDashboardToken(env: NodeJS.ProcessEnv = process.env): string
   } else if (direct) token = direct;
   else return null;
   const where = file ? 'the file of JOBVISOR_DASHBOARD_TOKEN_FILE' : 'JOBVISOR_DASHBOARD_TOKEN';
-  if (token.length < MIN_TOKEN_LENGTH || /[\s\u0000-\u001f]/.test(token))
+  if (token.length < MIN_TOKEN_LENGTH || !/^[\x21-\x7e]+$/.test(token))
     throw new ConfigError(
-      `invalid configuration: ${where} must hold a token of at least ${MIN_TOKEN_LENGTH} characters without spaces or control characters (e.g. \`openssl rand -hex 32\`)`,
+      `invalid configuration: ${where} must hold a token of at least ${MIN_TOKEN_LENGTH} characters of printable ASCII without spaces (e.g. \`openssl rand -hex 32\`)`,
     );
   return token;
 }

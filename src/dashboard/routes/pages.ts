@@ -1,0 +1,86 @@
+/** The pages: overview, jobs, one job, dead letters, schedules. Reads only. */
+import type { Hono } from 'hono';
+import type { Schedule } from '../../config/index.ts';
+import {
+  countJobs,
+  deadLetterGroups,
+  getJob,
+  listJobs,
+  overview,
+  scheduleSummaries,
+  throughput,
+} from '../../queue/admin/index.ts';
+import type { DashboardDb } from '../db.ts';
+import { FilterError, readParams, toFilter } from '../filter.ts';
+import { redactPayload } from '../redact.ts';
+import { deadLettersPage } from '../views/dead_letters.ts';
+import { jobPage } from '../views/job.ts';
+import { jobsPage } from '../views/jobs.ts';
+import { count, type ViewContext } from '../views/layout.ts';
+import { messagePage } from '../views/message.ts';
+import { overviewPage } from '../views/overview.ts';
+import { schedulesPage } from '../views/schedules.ts';
+
+/** Rows per page of the jobs list. */
+export const PAGE_SIZE = 50;
+
+export const JOB_ID = /^[1-9]\d{0,17}$/;
+
+export function pageRoutes(
+  app: Hono,
+  deps: { view: ViewContext; db: DashboardDb; redact: readonly string[]; schedules: Schedule[] },
+): void {
+  const { view, db } = deps;
+
+  app.get('/', async (c) => {
+    const data = await db.use(async (store) => {
+      const o = await overview(store);
+      return { ...o, hour: await throughput(store, 'hour'), day: await throughput(store, 'day') };
+    });
+    return c.html(overviewPage(view, data));
+  });
+
+  app.get('/jobs', async (c) => {
+    const params = readParams((name) => c.req.query(name));
+    let filter;
+    try {
+      filter = toFilter(params);
+    } catch (err) {
+      if (err instanceof FilterError) return c.html(messagePage(view, 'Bad filter', err.message), 400);
+      throw err;
+    }
+    const after = c.req.query('after');
+    const { list, total } = await db.use(async (store) => ({
+      list: await listJobs(store, filter, { limit: PAGE_SIZE, after: after && JOB_ID.test(after) ? after : null }),
+      total: await countJobs(store, filter),
+    }));
+    const n = Number(c.req.query('n'));
+    return c.html(
+      jobsPage(view, {
+        params,
+        jobs: list.jobs,
+        next: list.next,
+        total,
+        flash: c.req.query('done'),
+        flashDetail: Number.isSafeInteger(n) && n >= 0 ? `${count(n)} job${n === 1 ? '' : 's'} changed.` : undefined,
+      }),
+    );
+  });
+
+  app.get('/jobs/:id', async (c) => {
+    const id = c.req.param('id');
+    const job = JOB_ID.test(id) ? await db.use((store) => getJob(store, id)) : null;
+    if (!job) return c.html(messagePage(view, 'Not found', `There is no job ${id}.`), 404);
+    return c.html(jobPage(view, job, redactPayload(job.payload, deps.redact), c.req.query('done')));
+  });
+
+  app.get('/dead-letters', async (c) => {
+    const groups = await db.use((store) => deadLetterGroups(store));
+    return c.html(deadLettersPage(view, groups));
+  });
+
+  app.get('/schedules', async (c) => {
+    const lines = await db.use((store) => scheduleSummaries(store, deps.schedules));
+    return c.html(schedulesPage(view, lines));
+  });
+}

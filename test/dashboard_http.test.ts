@@ -1,0 +1,215 @@
+/**
+ * The dashboard over real HTTP against a real database, without a browser:
+ * credentials, the same-site check, read-only mode, escaping and redaction in
+ * the served HTML, the statement bound, and the start-up refusal.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { DEFAULT_REDACT } from '../src/config/dashboard.ts';
+import { runCliInProcess } from './helpers/cli.ts';
+import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
+import { seedDeadLetters, serveTestDashboard, TEST_TOKEN, type ServedDashboard } from './helpers/dashboard.ts';
+
+const XSS = `<script>alert(1)</script>"><img src=x onerror=alert(2)>`;
+
+describe('dashboard over HTTP', () => {
+  let t: TestDatabase;
+  let d: ServedDashboard;
+  let ids: string[];
+  const bearer = { authorization: `Bearer ${TEST_TOKEN}` };
+
+  before(async () => {
+    t = await createTestDatabase();
+    d = await serveTestDashboard({ pool: t.pool, basePath: '/ops/jobvisor' });
+    ids = await seedDeadLetters(t.pool, { kind: 'mailer', count: 3 });
+  });
+  after(async () => {
+    await d?.close();
+    await t?.drop();
+  });
+
+  const status = async (id: string) =>
+    (await t.pool.query<{ status: string }>('SELECT status FROM jobvisor.jobs WHERE id = $1', [id])).rows[0]?.status;
+
+  it('sends a browser without credentials to the login form, and answers 401 to anything else', async () => {
+    const page = await fetch(`${d.url}jobs?status=failed`, { redirect: 'manual' });
+    assert.equal(page.status, 303);
+    assert.equal(page.headers.get('location'), '/ops/jobvisor/login?next=%2Fops%2Fjobvisor%2Fjobs%3Fstatus%3Dfailed');
+    const wrong = await fetch(`${d.url}jobs`, { headers: { authorization: 'Bearer wrong-token-wrong-token' } });
+    assert.equal(wrong.status, 401);
+    const post = await fetch(`${d.url}jobs/${ids[0]}/retry`, { method: 'POST', headers: { origin: d.origin } });
+    assert.equal(post.status, 401);
+    assert.equal(await status(ids[0] as string), 'failed');
+  });
+
+  it('logs in with the token into an HttpOnly, SameSite=Strict cookie scoped to basePath, and returns to next', async () => {
+    const bad = await fetch(`${d.url}login`, {
+      method: 'POST',
+      headers: { origin: d.origin, 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ token: 'not-the-token', next: '/ops/jobvisor/jobs' }),
+      redirect: 'manual',
+    });
+    assert.equal(bad.status, 401);
+    assert.equal(bad.headers.get('set-cookie'), null);
+    const good = await fetch(`${d.url}login`, {
+      method: 'POST',
+      headers: { origin: d.origin, 'content-type': 'application/x-www-form-urlencoded', 'x-forwarded-proto': 'https' },
+      body: new URLSearchParams({ token: TEST_TOKEN, next: 'https://evil.example/' }),
+      redirect: 'manual',
+    });
+    assert.equal(good.status, 303);
+    assert.equal(good.headers.get('location'), '/ops/jobvisor/', 'never redirects off-site');
+    const cookie = good.headers.get('set-cookie') ?? '';
+    assert.match(cookie, /HttpOnly/);
+    assert.match(cookie, /SameSite=Strict/);
+    assert.match(cookie, /Path=\/ops\/jobvisor(;|$)/);
+    assert.match(cookie, /Secure/, 'behind an https ingress');
+    assert.ok(!cookie.includes(TEST_TOKEN), 'the cookie does not hold the token');
+    const page = await fetch(`${d.url}jobs`, { headers: { cookie: cookie.split(';')[0] as string } });
+    assert.equal(page.status, 200);
+  });
+
+  it('refuses a state-changing request from another origin, or with no Origin or Referer', async () => {
+    for (const headers of [
+      { ...bearer, origin: 'http://evil.example' },
+      { ...bearer, origin: 'null' },
+      { ...bearer, referer: 'http://evil.example/page' },
+      { ...bearer },
+    ]) {
+      const res = await fetch(`${d.url}jobs/${ids[0]}/retry`, { method: 'POST', headers, redirect: 'manual' });
+      assert.equal(res.status, 403, JSON.stringify(headers));
+    }
+    assert.equal(await status(ids[0] as string), 'failed', 'nothing changed');
+    const ok = await fetch(`${d.url}jobs/${ids[0]}/retry`, {
+      method: 'POST',
+      headers: { ...bearer, origin: d.origin },
+      redirect: 'manual',
+    });
+    assert.equal(ok.status, 303);
+    assert.equal(ok.headers.get('location'), `/ops/jobvisor/jobs/${ids[0]}?done=retried`);
+    assert.equal(await status(ids[0] as string), 'pending');
+  });
+
+  it('sets a CSP without inline script, and serves its script and style from its own path', async () => {
+    const res = await fetch(d.url, { headers: bearer });
+    assert.equal(res.status, 200);
+    const csp = res.headers.get('content-security-policy') ?? '';
+    assert.match(csp, /script-src 'self'/);
+    assert.ok(!csp.includes('unsafe-inline'));
+    assert.equal(res.headers.get('x-frame-options'), 'DENY');
+    const html = await res.text();
+    assert.ok(!/<script>/.test(html) && !/\son[a-z]+=/i.test(html), 'no inline script or handler');
+    assert.equal((await fetch(`${d.url}static/app.js`)).status, 200);
+    const outside = await fetch(`${d.origin}/other`);
+    assert.equal(await outside.text(), 'outside the dashboard', 'requests outside basePath go on to next()');
+  });
+
+  it('escapes kind, payload and error everywhere, and redacts payload keys at any depth', async () => {
+    const [id] = await seedDeadLetters(t.pool, {
+      kind: XSS,
+      count: 1,
+      error: XSS,
+      payload: { note: XSS, [XSS]: 1, auth: { Password: 'hunter2', nested: [{ TOKEN: 'tok-123' }] } },
+    });
+    for (const path of [`jobs/${id}`, `jobs?kind=${encodeURIComponent(XSS)}`, 'dead-letters', '']) {
+      const html = await (await fetch(`${d.url}${path}`, { headers: bearer })).text();
+      assert.ok(!html.includes('<script>alert'), `${path}: raw script tag`);
+      assert.ok(!html.includes('<img src=x'), `${path}: raw img tag`);
+      if (path !== '') assert.ok(html.includes('&lt;script&gt;alert(1)&lt;/script&gt;'), `${path}: escaped text shown`);
+    }
+    const job = await (await fetch(`${d.url}jobs/${id}`, { headers: bearer })).text();
+    assert.ok(!job.includes('hunter2') && !job.includes('tok-123'), 'secrets hidden');
+    assert.equal(job.match(/\[redacted\]/g)?.length, 2);
+    assert.deepEqual(DEFAULT_REDACT, ['password', 'token', 'secret', 'authorization']);
+  });
+
+  it('answers 400 to a bad filter and 404 to a job that does not exist, naming nothing internal', async () => {
+    assert.equal((await fetch(`${d.url}jobs?status=bogus`, { headers: bearer })).status, 400);
+    assert.equal((await fetch(`${d.url}jobs?id=1;drop`, { headers: bearer })).status, 400);
+    assert.equal((await fetch(`${d.url}jobs/999999`, { headers: bearer })).status, 404);
+    assert.equal((await fetch(`${d.url}jobs/abc`, { headers: bearer })).status, 404);
+  });
+
+  it('asks for confirmation with the count before a bulk action, and refuses one without a filter', async () => {
+    const form = (fields: Record<string, string>) => ({
+      method: 'POST',
+      headers: { ...bearer, origin: d.origin, 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams(fields),
+      redirect: 'manual' as const,
+    });
+    const ask = await fetch(`${d.url}jobs/cancel`, form({ status: 'failed', kind: 'mailer' }));
+    assert.equal(ask.status, 200);
+    assert.match(await ask.text(), /Cancel <b>2<\/b> jobs matching/);
+    const none = await fetch(`${d.url}jobs/delete`, form({}));
+    assert.equal(none.status, 400);
+    const go = await fetch(`${d.url}jobs/delete`, form({ status: 'failed', kind: 'mailer', confirm: '2' }));
+    assert.equal(go.status, 303);
+    assert.match(go.headers.get('location') ?? '', /done=deleted&n=2$/);
+    assert.equal(await status(ids[1] as string), undefined, 'deleted');
+  });
+});
+
+describe('read-only dashboard', () => {
+  let t: TestDatabase;
+  let d: ServedDashboard;
+  before(async () => {
+    t = await createTestDatabase();
+    d = await serveTestDashboard({ pool: t.pool, readOnly: true });
+  });
+  after(async () => {
+    await d?.close();
+    await t?.drop();
+  });
+
+  it('answers 403 to every action, shows no action buttons, and changes nothing', async () => {
+    const [id] = await seedDeadLetters(t.pool, { kind: 'ro', count: 1 });
+    const headers = { authorization: `Bearer ${TEST_TOKEN}`, origin: d.origin };
+    for (const path of [
+      `jobs/${id}/retry`,
+      `jobs/${id}/cancel`,
+      `jobs/${id}/run-now`,
+      `jobs/${id}/delete`,
+      'jobs/retry',
+      'jobs/cancel',
+      'jobs/delete',
+    ]) {
+      const res = await fetch(`${d.url}${path}`, {
+        method: 'POST',
+        headers,
+        body: new URLSearchParams({ kind: 'ro' }),
+      });
+      assert.equal(res.status, 403, path);
+    }
+    const page = await (await fetch(`${d.url}jobs/${id}`, { headers })).text();
+    assert.ok(!page.includes('>Retry<') && !page.includes('>Delete<'));
+    const { rows } = await t.pool.query('SELECT status FROM jobvisor.jobs WHERE id = $1', [id]);
+    assert.equal(rows[0].status, 'failed');
+  });
+});
+
+describe('jobvisor dashboard start-up', () => {
+  it('refuses a non-loopback bind without credentials, in one line, before listening', async () => {
+    const run = await runCliInProcess(
+      'postgres://127.0.0.1:1/none',
+      ['dashboard', '--host', '0.0.0.0', '--port', '0'],
+      {
+        JOBVISOR_DASHBOARD_TOKEN: '',
+        JOBVISOR_DASHBOARD_TOKEN_FILE: '',
+      },
+    );
+    assert.equal(run.code, 2);
+    assert.match(
+      run.stderr,
+      /^jobvisor: refusing to serve the dashboard on 0\.0\.0\.0 without credentials: set JOBVISOR_DASHBOARD_TOKEN/,
+    );
+    assert.equal(run.stderr.trim().split('\n').length, 1);
+  });
+
+  it('refuses a token too short to be a secret, without printing it', async () => {
+    const run = await runCliInProcess('postgres://127.0.0.1:1/none', ['dashboard', '--port', '0'], {
+      JOBVISOR_DASHBOARD_TOKEN: 'hunter2',
+    });
+    assert.equal(run.code, 2);
+    assert.ok(!run.stderr.includes('hunter2'));
+  });
+});

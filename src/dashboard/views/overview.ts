@@ -69,7 +69,7 @@ export function overviewPage(v: ViewContext, d: OverviewData) {
       </tbody>
     </table>
     <h2>Throughput</h2>
-    ${throughputChart('Last hour, per minute', d.hour)} ${throughputChart('Last day, per hour', d.day)}
+    ${throughputChart('Last hour, per minute', d.hour)} ${throughputChart('Last day, per 15 minutes', d.day)}
     <h2>Supervisors</h2>
     <table id="supervisors">
       <thead>

@@ -2,18 +2,29 @@
  * `jobvisor jobs list [--status S] [--kind K] [--queue Q] [--limit N] [--json]`
  * `jobvisor jobs retry ID... | --failed [--kind K] [--limit N]` (--failed: in batches of 1,000)
  * `jobvisor jobs cancel ID...`
+ * (`jobs show`, `jobs run-now` and `jobs delete` have their own files.)
  * retry and cancel exit 1 when some id could not be changed, and say why.
  */
 import { InputError } from '../errors.ts';
-import { cancelJobs, listJobs, retryFailedInBatches, retryJobs, statusOf, timeText } from '../queue/admin/index.ts';
-import type { JobStatus } from '../queue/admin/index.ts';
-import type { Store } from '../queue/sql.ts';
+import {
+  cancelJobs,
+  JOB_STATUSES,
+  listJobs,
+  retryFailedInBatches,
+  retryJobs,
+  statusOf,
+  timeText,
+  type JobStatus,
+} from '../queue/admin/index.ts';
 import { checkName } from '../queue/validate.ts';
 import { integer, jobIds, parse } from './args.ts';
-import { openContext } from './context.ts';
+import { report, withStore } from './job_store.ts';
+import { deleteCommand } from './jobs_delete.ts';
+import { runNowCommand } from './jobs_run_now.ts';
+import { showCommand } from './jobs_show.ts';
 import { table } from './table.ts';
 
-const STATUSES = ['pending', 'running', 'done', 'failed', 'cancelled'];
+const STATUSES: readonly string[] = JOB_STATUSES;
 
 export async function jobsCommand(argv: string[]): Promise<number> {
   const [sub, ...rest] = argv;
@@ -24,18 +35,17 @@ export async function jobsCommand(argv: string[]): Promise<number> {
       return retry(rest);
     case 'cancel':
       return cancel(rest);
+    case 'show':
+      return showCommand(rest);
+    case 'run-now':
+      return runNowCommand(rest);
+    case 'delete':
+      return deleteCommand(rest);
     case undefined:
     default:
-      throw new InputError(`jobs: unknown subcommand ${JSON.stringify(sub ?? '')} (use list, retry or cancel)`);
-  }
-}
-
-async function withStore<T>(fn: (store: Store) => Promise<T>): Promise<T> {
-  const ctx = await openContext({ logTo: 2, logLevel: 'warn' });
-  try {
-    return await fn({ db: ctx.pool, schema: ctx.settings.database.schema });
-  } finally {
-    await ctx.close();
+      throw new InputError(
+        `jobs: unknown subcommand ${JSON.stringify(sub ?? '')} (use list, show, retry, cancel, run-now or delete)`,
+      );
   }
 }
 
@@ -136,17 +146,4 @@ async function cancel(argv: string[]): Promise<number> {
       'only pending or running jobs can be cancelled',
     ),
   );
-}
-
-function report(verb: string, asked: string[], changed: string[], statuses: Map<string, string>, rule: string): number {
-  const done = new Set(changed);
-  if (changed.length > 0) process.stdout.write(`${verb}: ${changed.join(' ')}\n`);
-  let failures = 0;
-  for (const id of asked) {
-    if (done.has(id)) continue;
-    failures++;
-    const status = statuses.get(id);
-    process.stderr.write(status === undefined ? `job ${id}: not found\n` : `job ${id}: is ${status}; ${rule}\n`);
-  }
-  return failures === 0 ? 0 : 1;
 }

@@ -149,6 +149,78 @@ describe('dashboard over HTTP', () => {
   });
 });
 
+describe('dashboard pages and bounds', () => {
+  let t: TestDatabase;
+  let d: ServedDashboard;
+  const bearer = { authorization: `Bearer ${TEST_TOKEN}` };
+  before(async () => {
+    t = await createTestDatabase();
+    d = await serveTestDashboard({
+      pool: t.pool,
+      statementTimeoutMs: 300,
+      schedules: [
+        { name: 'nightly', cron: '0 3 * * *', kind: 'daily_report', payload: {}, queue: 'default', priority: 0 },
+      ],
+    });
+  });
+  after(async () => {
+    await d?.close();
+    await t?.drop();
+  });
+
+  it('lists each schedule with its next fire times and the last fire’s job', async () => {
+    const { rows } = await t.pool.query<{ id: string }>(
+      `INSERT INTO jobvisor.jobs (kind, payload, unique_key) VALUES ('daily_report', '{}', 'schedule:nightly:2026-01-01T03:00:00.000Z') RETURNING id`,
+    );
+    const html = await (await fetch(`${d.url}schedules`, { headers: bearer })).text();
+    assert.match(html, /nightly/);
+    assert.equal(html.match(/\d{4}-\d\d-\d\d 03:00:00Z<br/g)?.length, 3, 'three next fire times');
+    assert.ok(html.includes(`href="/jobs/${rows[0]?.id}"`), 'links the last fire’s job');
+  });
+
+  it('cancels and runs a job now from its page', async () => {
+    const { rows } = await t.pool.query<{ id: string }>(
+      `INSERT INTO jobvisor.jobs (kind, payload, run_at) VALUES ('later', '{}', now() + interval '1 day') RETURNING id`,
+    );
+    const id = rows[0]?.id as string;
+    const post = (action: string) =>
+      fetch(`${d.url}jobs/${id}/${action}`, {
+        method: 'POST',
+        headers: { ...bearer, origin: d.origin },
+        redirect: 'manual',
+      });
+    assert.equal((await post('run-now')).headers.get('location'), `/jobs/${id}?done=ran-now`);
+    const due = await t.pool.query('SELECT run_at <= now() AS due FROM jobvisor.jobs WHERE id = $1', [id]);
+    assert.equal(due.rows[0].due, true);
+    assert.equal((await post('cancel')).headers.get('location'), `/jobs/${id}?done=cancelled`);
+    assert.equal((await post('cancel')).headers.get('location'), `/jobs/${id}?done=unchanged`, 'already cancelled');
+    const page = await (await fetch(`${d.url}jobs/${id}?done=unchanged`, { headers: bearer })).text();
+    assert.match(page, /Nothing changed/);
+  });
+
+  it('bounds every statement: a blocked table answers 503 in time, and the pool keeps its own setting', async () => {
+    const locker = await t.pool.connect();
+    try {
+      await locker.query('BEGIN');
+      await locker.query('LOCK TABLE jobvisor.jobs IN ACCESS EXCLUSIVE MODE');
+      const res = await fetch(`${d.url}jobs?status=failed`, { headers: bearer });
+      assert.equal(res.status, 503);
+      assert.match(await res.text(), /statement timeout/);
+    } finally {
+      await locker.query('ROLLBACK');
+      locker.release();
+    }
+    const settings = await Promise.all(
+      Array.from({ length: 5 }, () => t.pool.query<{ v: string }>(`SELECT current_setting('statement_timeout') AS v`)),
+    );
+    assert.ok(
+      settings.every((r) => r.rows[0]?.v === '0'),
+      'the shared pool’s clients are handed back as they were',
+    );
+    assert.equal((await fetch(`${d.url}jobs`, { headers: bearer })).status, 200);
+  });
+});
+
 describe('read-only dashboard', () => {
   let t: TestDatabase;
   let d: ServedDashboard;

@@ -159,7 +159,15 @@ describe('dashboard pages and bounds', () => {
       pool: t.pool,
       statementTimeoutMs: 300,
       schedules: [
-        { name: 'nightly', cron: '0 3 * * *', kind: 'daily_report', payload: {}, queue: 'default', priority: 0 },
+        {
+          name: 'nightly',
+          cron: '0 3 * * *',
+          kind: 'daily_report',
+          payload: {},
+          queue: 'default',
+          priority: 0,
+          timezone: 'UTC',
+        },
       ],
     });
   });

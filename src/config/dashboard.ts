@@ -46,6 +46,6 @@ export const dashboardSchema = {
   redact: {
     doc: 'Payload keys shown as [redacted], matched case-insensitively at any depth.',
     format: redactFormat,
-    default: DEFAULT_REDACT as string[],
+    default: [...DEFAULT_REDACT],
   },
 };

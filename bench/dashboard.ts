@@ -74,7 +74,7 @@ function percentile(sorted: number[], p: number): number {
 async function main(): Promise<void> {
   const server = process.env.DATABASE_URL || process.env.JOBVISOR_TEST_DATABASE_URL;
   if (!server) throw new Error('set DATABASE_URL to a PostgreSQL server');
-  const [done, pending, dead, requests] = [args.done, args.pending, args.dead, args.requests].map(Number) as number[];
+  const [done, pending, dead, requests] = [args.done, args.pending, args.dead, args.requests].map((v) => Number(v));
   const db = await createBenchDatabase(server, 'dashboard');
   const pool = createPool(db.url, { max: 4, statementTimeoutMs: DASHBOARD_STATEMENT_TIMEOUT_MS });
   const http = createServer(createDashboard({ pool, auth: { token: TOKEN } }));

@@ -43,3 +43,5 @@ export type {
   Time,
   TimelineEvent,
 } from './queue/admin/index.ts';
+export { createDashboard } from './dashboard/app.ts';
+export type { DashboardHandler, DashboardOptions } from './dashboard/app.ts';

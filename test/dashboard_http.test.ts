@@ -4,9 +4,14 @@
  * the served HTML, the statement bound, and the start-up refusal.
  */
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { DEFAULT_REDACT } from '../src/config/dashboard.ts';
 import { runCliInProcess } from './helpers/cli.ts';
+import { BIN, writeConfig } from './helpers/supervisor.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { seedDeadLetters, serveTestDashboard, TEST_TOKEN, type ServedDashboard } from './helpers/dashboard.ts';
 
@@ -268,6 +273,45 @@ describe('read-only dashboard', () => {
 });
 
 describe('jobvisor dashboard start-up', () => {
+  it('serves under the configured basePath with the token from a mounted file, and exits 0 on SIGTERM', async () => {
+    const t = await createTestDatabase();
+    const dir = mkdtempSync(path.join(tmpdir(), 'jobvisor-dashboard-'));
+    const tokenFile = path.join(dir, 'token');
+    writeFileSync(tokenFile, `${TEST_TOKEN}\n`);
+    const child = spawn(process.execPath, [BIN, 'dashboard', '--port', '0'], {
+      env: {
+        ...process.env,
+        DATABASE_URL: t.url,
+        JOBVISOR_CONFIG: writeConfig({ dashboard: { basePath: '/ops', readOnly: true } }),
+        JOBVISOR_DASHBOARD_TOKEN_FILE: tokenFile,
+        NODE_ENV: 'test',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    try {
+      const listening = await new Promise<Record<string, unknown>>((resolve, reject) => {
+        let buffer = '';
+        child.stdout.on('data', (chunk: Buffer) => {
+          buffer += chunk.toString();
+          for (const line of buffer.split('\n')) if (line.includes('dashboard listening')) resolve(JSON.parse(line));
+        });
+        child.on('exit', (code) => reject(new Error(`exited ${code} before listening: ${buffer}`)));
+      });
+      assert.equal(listening.readOnly, true);
+      assert.ok(!JSON.stringify(listening).includes(TEST_TOKEN), 'the token is never logged');
+      const url = `http://127.0.0.1:${listening.port as number}/ops/`;
+      assert.equal((await fetch(url, { headers: { authorization: `Bearer ${TEST_TOKEN}` } })).status, 200);
+      assert.equal((await fetch(url, { redirect: 'manual' })).headers.get('location'), '/ops/login?next=%2Fops%2F');
+      const exit = new Promise<number | null>((resolve) => child.on('exit', resolve));
+      child.kill('SIGTERM');
+      assert.equal(await exit, 0);
+    } finally {
+      child.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+      await t.drop();
+    }
+  });
+
   it('refuses a non-loopback bind without credentials, in one line, before listening', async () => {
     const run = await runCliInProcess(
       'postgres://127.0.0.1:1/none',

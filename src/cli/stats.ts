@@ -36,6 +36,7 @@ export async function statsCommand(argv: string[]): Promise<number> {
             String(v.pid),
             v.version,
             Object.entries(v.queues)
+              .sort(([a], [b]) => a.localeCompare(b))
               .map(([q, c]) => `${q}:${c}`)
               .join(' '),
             String(v.in_flight),

@@ -3,7 +3,8 @@
  * the Content-Security-Policy can forbid inline script and style. The script
  * is an enhancement: every page and action works without it.
  *  - [data-refresh]: reload every N seconds unless paused (the pause button's
- *    state is kept in localStorage, so it survives the reload).
+ *    state is kept in localStorage, so it survives the reload) or a form
+ *    field has the focus.
  *  - form[data-confirm]: ask before submitting (bulk actions also have a
  *    server-side confirmation page stating the count).
  */
@@ -23,7 +24,12 @@ export const SCRIPT = `'use strict';
     };
     var arm = function () {
       if (timer) clearTimeout(timer);
-      timer = paused ? null : setTimeout(function () { location.reload(); }, seconds * 1000);
+      timer = paused ? null : setTimeout(function () {
+        // Never reload under someone typing a filter.
+        var active = document.activeElement;
+        if (active && /^(INPUT|SELECT|TEXTAREA)$/.test(active.tagName)) arm();
+        else location.reload();
+      }, seconds * 1000);
     };
     if (button) {
       button.hidden = false;

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import { loadConfig } from '../src/config/index.ts';
 import { createAuth } from '../src/dashboard/auth.ts';
+import { cached } from '../src/dashboard/cache.ts';
 import { refuseCrossSite } from '../src/dashboard/origin.ts';
 import { redactPayload } from '../src/dashboard/redact.ts';
 import { safeNext } from '../src/dashboard/routes/login.ts';
@@ -167,5 +168,32 @@ describe('dashboard configuration', () => {
       loadConfig({ env: {}, overrides: { dashboard: { basePath: '/ops/jobvisor' } } }).dashboard.basePath,
       '/ops/jobvisor',
     );
+  });
+});
+
+describe('chart cache', () => {
+  it('reloads after its time-to-live, shares a load in flight, and keeps no failure', async () => {
+    let clock = 0;
+    let loads = 0;
+    let fail = false;
+    const get = cached(
+      1000,
+      async () => {
+        loads++;
+        await new Promise((r) => setImmediate(r));
+        if (fail) throw new Error('database down');
+        return loads;
+      },
+      () => clock,
+    );
+    assert.deepEqual(await Promise.all([get(), get()]), [1, 1], 'one load for concurrent callers');
+    clock = 999;
+    assert.equal(await get(), 1);
+    clock = 1000;
+    fail = true;
+    await assert.rejects(get(), /database down/);
+    fail = false;
+    assert.equal(await get(), 3, 'the failure was not kept');
+    assert.equal(loads, 3);
   });
 });

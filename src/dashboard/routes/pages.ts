@@ -10,6 +10,7 @@ import {
   scheduleSummaries,
   throughput,
 } from '../../queue/admin/index.ts';
+import { cached } from '../cache.ts';
 import type { DashboardDb } from '../db.ts';
 import { FilterError, readParams, toFilter } from '../filter.ts';
 import { redactPayload } from '../redact.ts';
@@ -20,6 +21,9 @@ import { count, type ViewContext } from '../views/layout.ts';
 import { messagePage } from '../views/message.ts';
 import { overviewPage } from '../views/overview.ts';
 import { schedulesPage } from '../views/schedules.ts';
+
+/** How long a throughput chart is reused, per range. */
+export const THROUGHPUT_TTL_MS = { hour: 15_000, day: 60_000 } as const;
 
 /** Rows per page of the jobs list. */
 export const PAGE_SIZE = 50;
@@ -32,12 +36,13 @@ export function pageRoutes(
 ): void {
   const { view, db } = deps;
 
+  // The charts change slowly (1-minute and 15-minute buckets); the per-queue counts are read on every request.
+  const hour = cached(THROUGHPUT_TTL_MS.hour, () => db.use((store) => throughput(store, 'hour')));
+  const day = cached(THROUGHPUT_TTL_MS.day, () => db.use((store) => throughput(store, 'day')));
+
   app.get('/', async (c) => {
-    const data = await db.use(async (store) => {
-      const o = await overview(store);
-      return { ...o, hour: await throughput(store, 'hour'), day: await throughput(store, 'day') };
-    });
-    return c.html(overviewPage(view, data));
+    const [o, h, d] = await Promise.all([db.use((store) => overview(store)), hour(), day()]);
+    return c.html(overviewPage(view, { ...o, hour: h, day: d }));
   });
 
   app.get('/jobs', async (c) => {
@@ -50,10 +55,13 @@ export function pageRoutes(
       throw err;
     }
     const after = c.req.query('after');
-    const { list, total } = await db.use(async (store) => ({
-      list: await listJobs(store, filter, { limit: PAGE_SIZE, after: after && JOB_ID.test(after) ? after : null }),
-      total: await countJobs(store, filter),
-    }));
+    // On two connections at once: a text filter makes both scan.
+    const [list, total] = await Promise.all([
+      db.use((store) =>
+        listJobs(store, filter, { limit: PAGE_SIZE, after: after && JOB_ID.test(after) ? after : null }),
+      ),
+      db.use((store) => countJobs(store, filter)),
+    ]);
     const n = Number(c.req.query('n'));
     return c.html(
       jobsPage(view, {

@@ -25,6 +25,7 @@ export {
   throughput,
 } from './queue/admin/index.ts';
 export type {
+  BulkAction,
   BulkOptions,
   BulkResult,
   BulkTarget,

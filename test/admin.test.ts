@@ -155,6 +155,12 @@ describe('countJobs', () => {
     assert.deepEqual(await countJobs(store, {}, 30), { count: 30, capped: false });
     assert.deepEqual(await countJobs(store, { kind: 'k' }), { count: 30, capped: false });
     assert.deepEqual(await countJobs(store, { status: 'failed' }), { count: 0, capped: false });
+    await db.pool.query(
+      `UPDATE jobvisor.jobs SET status = 'failed' WHERE id IN (SELECT id FROM jobvisor.jobs LIMIT 4)`,
+    );
+    assert.deepEqual(await countJobs(store, { kind: 'k' }, 100, 'retry'), { count: 4, capped: false });
+    assert.deepEqual(await countJobs(store, { kind: 'k' }, 100, 'cancel'), { count: 26, capped: false });
+    assert.deepEqual(await countJobs(store, { status: 'failed' }, 100, 'cancel'), { count: 0, capped: false });
   });
 });
 

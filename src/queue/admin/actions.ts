@@ -27,7 +27,14 @@
  */
 import { planned, run, type Store } from '../sql.ts';
 import { FILTER_PARAMS, FILTER_WHERE, filterParams } from './filter.ts';
-import type { BulkOptions, BulkResult, BulkTarget, JobStatus } from './types.ts';
+import {
+  ACTION_STATUSES,
+  type BulkAction,
+  type BulkOptions,
+  type BulkResult,
+  type BulkTarget,
+  type JobStatus,
+} from './types.ts';
 
 /** Rows per statement of a bulk action by default. */
 export const BULK_BATCH_SIZE = 1000;
@@ -99,11 +106,11 @@ interface Action {
 }
 
 const ACTIONS = {
-  retry: { statuses: ['failed', 'cancelled'], change: RETRY, notify: false },
-  cancel: { statuses: ['pending', 'running'], change: CANCEL, notify: false },
-  runNow: { statuses: ['pending'], change: RUN_NOW, notify: true },
-  delete: { statuses: ['pending', 'done', 'failed', 'cancelled'], change: DELETE, notify: false },
-} satisfies Record<string, Action>;
+  retry: { statuses: ACTION_STATUSES.retry, change: RETRY, notify: false },
+  cancel: { statuses: ACTION_STATUSES.cancel, change: CANCEL, notify: false },
+  runNow: { statuses: ACTION_STATUSES.runNow, change: RUN_NOW, notify: true },
+  delete: { statuses: ACTION_STATUSES.delete, change: DELETE, notify: false },
+} satisfies Record<BulkAction, Action>;
 
 async function bulk(store: Store, action: Action, target: BulkTarget, options: BulkOptions = {}): Promise<BulkResult> {
   const byIds = 'ids' in target;

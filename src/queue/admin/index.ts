@@ -31,9 +31,11 @@ export {
   type SupervisorInfo,
 } from './supervisors.ts';
 export {
+  ACTION_STATUSES,
   JOB_STATUSES,
   timeText,
   type AttemptError,
+  type BulkAction,
   type BulkOptions,
   type BulkResult,
   type BulkTarget,

@@ -9,7 +9,7 @@
  */
 import { planned, prepared, run, type Store } from '../sql.ts';
 import { cursorParam, FILTER_PARAMS, FILTER_WHERE, filterParams } from './filter.ts';
-import { time, type JobFilter, type JobRow, type Page, type Time } from './types.ts';
+import { ACTION_STATUSES, time, type BulkAction, type JobFilter, type JobRow, type Page, type Time } from './types.ts';
 
 /** Most rows one page may hold. */
 export const MAX_PAGE = 10_000;
@@ -64,16 +64,19 @@ SELECT count(*)::int AS n
 export const COUNT_CAP = 10_000;
 
 /**
- * How many jobs match `filter`, counting at most `cap`.
+ * How many jobs match `filter`, counting at most `cap`; with `action`, only
+ * those in a status that action applies to (what a confirmation should say).
  * @returns the count, and `capped` when there are more than `cap` (count is then `cap`).
  */
 export async function countJobs(
   store: Store,
   filter: JobFilter,
   cap = COUNT_CAP,
+  action?: BulkAction,
 ): Promise<{ count: number; capped: boolean }> {
   const limit = Math.max(0, Math.floor(cap));
-  const [row] = await run<{ n: number }>(store, COUNT_JOBS, [...filterParams(filter), limit + 1]);
+  const params = filterParams(filter, action === undefined ? undefined : ACTION_STATUSES[action]);
+  const [row] = await run<{ n: number }>(store, COUNT_JOBS, [...params, limit + 1]);
   const n = row?.n ?? 0;
   return n > limit ? { count: limit, capped: true } : { count: n, capped: false };
 }

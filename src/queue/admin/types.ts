@@ -92,6 +92,19 @@ export interface Page {
   after?: string | null;
 }
 
+export type BulkAction = 'retry' | 'cancel' | 'runNow' | 'delete';
+
+/**
+ * The statuses each action applies to (see actions.ts for why). runNow
+ * changes only pending jobs not yet due.
+ */
+export const ACTION_STATUSES: Readonly<Record<BulkAction, readonly JobStatus[]>> = {
+  retry: ['failed', 'cancelled'],
+  cancel: ['pending', 'running'],
+  runNow: ['pending'],
+  delete: ['pending', 'done', 'failed', 'cancelled'],
+};
+
 /** The jobs a bulk action applies to: these ids, or everything matching a filter. */
 export type BulkTarget = { ids: string[] } | { filter: JobFilter };
 

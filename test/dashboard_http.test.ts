@@ -4,13 +4,12 @@
  * the served HTML, the statement bound, and the start-up refusal.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { DEFAULT_REDACT } from '../src/config/dashboard.ts';
-import { runCliInProcess } from './helpers/cli.ts';
 import { BIN, writeConfig } from './helpers/supervisor.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { seedDeadLetters, serveTestDashboard, TEST_TOKEN, type ServedDashboard } from './helpers/dashboard.ts';
@@ -142,9 +141,11 @@ describe('dashboard over HTTP', () => {
       body: new URLSearchParams(fields),
       redirect: 'manual' as const,
     });
-    const ask = await fetch(`${d.url}jobs/cancel`, form({ status: 'failed', kind: 'mailer' }));
+    const ask = await fetch(`${d.url}jobs/delete`, form({ kind: 'mailer' }));
     assert.equal(ask.status, 200);
-    assert.match(await ask.text(), /Cancel <b>2<\/b> jobs matching/);
+    assert.match(await ask.text(), /Delete <b>3<\/b> jobs matching/);
+    const cancel = await fetch(`${d.url}jobs/cancel`, form({ kind: 'mailer' }));
+    assert.match(await cancel.text(), /Cancel <b>1<\/b> job matching/, 'counts only the rows the action applies to');
     const none = await fetch(`${d.url}jobs/delete`, form({}));
     assert.equal(none.status, 400);
     const go = await fetch(`${d.url}jobs/delete`, form({ status: 'failed', kind: 'mailer', confirm: '2' }));
@@ -272,6 +273,18 @@ describe('read-only dashboard', () => {
   });
 });
 
+/** `jobvisor ...` in a child process (in-process, capturing stdout would swallow this test's own report). */
+function cli(args: string[], env: Record<string, string>) {
+  const base = { ...process.env };
+  delete base.JOBVISOR_DASHBOARD_TOKEN;
+  delete base.JOBVISOR_DASHBOARD_TOKEN_FILE;
+  return spawnSync(process.execPath, [BIN, ...args], {
+    env: { ...base, DATABASE_URL: 'postgres://127.0.0.1:1/none', JOBVISOR_CONFIG: '', NODE_ENV: 'test', ...env },
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
+}
+
 describe('jobvisor dashboard start-up', () => {
   it('serves under the configured basePath with the token from a mounted file, and exits 0 on SIGTERM', async () => {
     const t = await createTestDatabase();
@@ -312,16 +325,9 @@ describe('jobvisor dashboard start-up', () => {
     }
   });
 
-  it('refuses a non-loopback bind without credentials, in one line, before listening', async () => {
-    const run = await runCliInProcess(
-      'postgres://127.0.0.1:1/none',
-      ['dashboard', '--host', '0.0.0.0', '--port', '0'],
-      {
-        JOBVISOR_DASHBOARD_TOKEN: '',
-        JOBVISOR_DASHBOARD_TOKEN_FILE: '',
-      },
-    );
-    assert.equal(run.code, 2);
+  it('refuses a non-loopback bind without credentials, in one line, before listening', () => {
+    const run = cli(['dashboard', '--host', '0.0.0.0', '--port', '0'], {});
+    assert.equal(run.status, 2);
     assert.match(
       run.stderr,
       /^jobvisor: refusing to serve the dashboard on 0\.0\.0\.0 without credentials: set JOBVISOR_DASHBOARD_TOKEN/,
@@ -329,11 +335,10 @@ describe('jobvisor dashboard start-up', () => {
     assert.equal(run.stderr.trim().split('\n').length, 1);
   });
 
-  it('refuses a token too short to be a secret, without printing it', async () => {
-    const run = await runCliInProcess('postgres://127.0.0.1:1/none', ['dashboard', '--port', '0'], {
-      JOBVISOR_DASHBOARD_TOKEN: 'hunter2',
-    });
-    assert.equal(run.code, 2);
+  it('refuses a token too short to be a secret, without printing it', () => {
+    const run = cli(['dashboard', '--port', '0'], { JOBVISOR_DASHBOARD_TOKEN: 'hunter2' });
+    assert.equal(run.status, 2);
+    assert.match(run.stderr, /at least 16 characters/);
     assert.ok(!run.stderr.includes('hunter2'));
   });
 });

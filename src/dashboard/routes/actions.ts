@@ -8,7 +8,7 @@
  * A bulk action needs at least one filter field: "every job" is never one click.
  */
 import type { Hono } from 'hono';
-import { cancelJobs, countJobs, deleteJobs, retryJobs, runJobsNow } from '../../queue/admin/index.ts';
+import { cancelJobs, COUNT_CAP, countJobs, deleteJobs, retryJobs, runJobsNow } from '../../queue/admin/index.ts';
 import type { DashboardDb } from '../db.ts';
 import { FilterError, isEmpty, readParams, toFilter, toQuery } from '../filter.ts';
 import { confirmPage } from '../views/confirm.ts';
@@ -53,7 +53,8 @@ export function actionRoutes(app: Hono, deps: { view: ViewContext; db: Dashboard
       if (isEmpty(params))
         return c.html(messagePage(view, 'Choose a filter', 'A bulk action needs at least one filter field.'), 400);
       if (typeof form.confirm !== 'string') {
-        const total = await db.use((store) => countJobs(store, filter));
+        // The number the action would change: matching rows in a status it applies to.
+        const total = await db.use((store) => countJobs(store, filter, COUNT_CAP, action as keyof typeof BULK));
         return c.html(confirmPage(view, action, params, total));
       }
       const result = await db.use((store) => run(store, { filter }));

@@ -192,6 +192,31 @@ describe('dashboard pages and bounds', () => {
     assert.ok(html.includes(`href="/jobs/${rows[0]?.id}"`), 'links the last fire’s job');
   });
 
+  it('groups dead letters by kind and first error line, and retries a whole group after confirming its count', async () => {
+    await seedDeadLetters(t.pool, { kind: 'grp', count: 4, error: 'Error: boom\n    at task (grp.js:1:1)' });
+    await seedDeadLetters(t.pool, { kind: 'grp', count: 2, error: 'Error: other' });
+    const page = await (await fetch(`${d.url}dead-letters`, { headers: bearer })).text();
+    assert.match(
+      page,
+      /<td>grp<\/td>\s*<td class="err"><a href="\/jobs\?status=failed&amp;kind=grp&amp;errorPrefix=Error%3A\+boom">Error: boom<\/a><\/td>\s*<td class="num">4<\/td>/,
+    );
+    const form = (fields: Record<string, string>) => ({
+      method: 'POST',
+      headers: { ...bearer, origin: d.origin, 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ status: 'failed', kind: 'grp', errorPrefix: 'Error: boom', ...fields }),
+      redirect: 'manual' as const,
+    });
+    assert.match(await (await fetch(`${d.url}jobs/retry`, form({}))).text(), /Retry <b>4<\/b> jobs/);
+    assert.equal((await fetch(`${d.url}jobs/retry`, form({ confirm: '4' }))).status, 303);
+    const { rows } = await t.pool.query(
+      `SELECT status, count(*)::int AS n FROM jobvisor.jobs WHERE kind = 'grp' GROUP BY status ORDER BY status`,
+    );
+    assert.deepEqual(rows, [
+      { status: 'failed', n: 2 },
+      { status: 'pending', n: 4 },
+    ]);
+  });
+
   it('cancels and runs a job now from its page', async () => {
     const { rows } = await t.pool.query<{ id: string }>(
       `INSERT INTO jobvisor.jobs (kind, payload, run_at) VALUES ('later', '{}', now() + interval '1 day') RETURNING id`,

@@ -110,6 +110,7 @@ async function main(): Promise<void> {
   const admin = new pg.Client({ connectionString: server });
   await admin.connect();
   await admin.query(`CREATE DATABASE ${name}`);
+  say(`database ${name}`);
   const url = new URL(server as string);
   url.pathname = `/${name}`;
   const loader = createPool(url.toString(), { max: 1, statementTimeoutMs: 0 });

@@ -3,13 +3,14 @@
  * filtered job lists and their capped counts, throughput, dead-letter groups)
  * with, by default, 1 M done, 100 k pending and 10 k dead rows.
  *
- *   npx tsx bench/admin.ts [--done 1000000] [--pending 100000] [--dead 10000] [--samples 50] [--json]
+ *   npx tsx bench/admin.ts [--done 1000000] [--pending 100000] [--dead 10000] [--samples 50] [--json] [--keep]
  *
  * Database: DATABASE_URL (a server; a fresh database is created on it and
- * dropped afterwards). Rows are loaded with INSERT … SELECT generate_series,
+ * dropped afterwards, unless --keep). Rows are loaded with INSERT … SELECT generate_series,
  * then VACUUM ANALYZE, as autovacuum would leave a table that size. Done rows
- * finished over the last 3 days (the default retention), dead letters over the
- * last 7; pending rows are the newest ids, 90 % due. The pool has the 5 s
+ * finished over the last 3 days (the default retention) in id order, as jobs
+ * do (so the last hour's rows share pages, as in a real table); dead letters
+ * over the last 7; pending rows are the newest ids, 90 % due. The pool has the 5 s
  * statement_timeout the dashboard uses.
  */
 import { performance } from 'node:perf_hooks';
@@ -34,6 +35,7 @@ const { values: args } = parseArgs({
     dead: { type: 'string', default: '10000' },
     samples: { type: 'string', default: '50' },
     json: { type: 'boolean', default: false },
+    keep: { type: 'boolean', default: false },
   },
 });
 const DONE = Number(args.done);
@@ -57,7 +59,8 @@ async function load(pool: pg.Pool): Promise<void> {
     `INSERT INTO jobvisor.jobs (kind, queue, payload, status, attempts, run_at, created_at, started_at, finished_at, locked_by)
      SELECT ${KINDS}, ${QUEUES}, jsonb_build_object('user_id', i, 'ref', 'user-' || i), 'done', 1, f - interval '2 s',
             f - interval '2 s', f - interval '1 s', f, 'bench:1:abc'
-       FROM (SELECT i, now() - random() * interval '3 days' AS f FROM generate_series(1, $1::int) AS i) AS s`,
+       FROM (SELECT i, now() - (1 - i::float8 / $1::int) * interval '3 days' - random() * interval '1 minute' AS f
+               FROM generate_series(1, $1::int) AS i) AS s`,
     [DONE],
   );
   await pool.query(
@@ -65,7 +68,7 @@ async function load(pool: pg.Pool): Promise<void> {
                                 finished_at, locked_by, last_error, errors)
      SELECT ${KINDS}, ${QUEUES}, jsonb_build_object('user_id', i), 'failed', 8, 8, f, f - interval '1 hour', f, f,
             'bench:1:abc', e, jsonb_build_array(jsonb_build_object('attempt', 8, 'at', f, 'error', e))
-       FROM (SELECT i, now() - random() * interval '7 days' AS f,
+       FROM (SELECT i, now() - (1 - i::float8 / $1::int) * interval '7 days' AS f,
                     'Error: upstream ' || (i % 20) || ' refused the request' || E'\\n    at call (task.js:' || i || ')' AS e
                FROM generate_series(1, $1::int) AS i) AS s`,
     [DEAD],
@@ -107,6 +110,7 @@ async function main(): Promise<void> {
   const admin = new pg.Client({ connectionString: server });
   await admin.connect();
   await admin.query(`CREATE DATABASE ${name}`);
+  say(`database ${name}`);
   const url = new URL(server as string);
   url.pathname = `/${name}`;
   const loader = createPool(url.toString(), { max: 1, statementTimeoutMs: 0 });
@@ -144,7 +148,9 @@ async function main(): Promise<void> {
     else {
       process.stdout.write(`rows: ${DONE} done, ${PENDING} pending, ${DEAD} dead; ${SAMPLES} samples each (ms)\n`);
       const width = Math.max(...results.map((r) => r.name.length));
-      process.stdout.write(`${'query'.padEnd(width)}  ${'p50'.padStart(8)}  ${'p95'.padStart(8)}  ${'max'.padStart(8)}\n`);
+      process.stdout.write(
+        `${'query'.padEnd(width)}  ${'p50'.padStart(8)}  ${'p95'.padStart(8)}  ${'max'.padStart(8)}\n`,
+      );
       for (const r of results)
         process.stdout.write(
           `${r.name.padEnd(width)}  ${r.p50.toFixed(1).padStart(8)}  ${r.p95.toFixed(1).padStart(8)}  ${r.max.toFixed(1).padStart(8)}\n`,
@@ -153,7 +159,8 @@ async function main(): Promise<void> {
   } finally {
     await loader.end().catch(() => {});
     await pool.end();
-    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    if (args.keep) say(`kept database ${name}`);
+    else await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
     await admin.end();
   }
 }

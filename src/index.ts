@@ -10,19 +10,23 @@ export type { Settings, QueueSettings, Schedule } from './config/index.ts';
 export { Supervisor } from './supervisor/supervisor.ts';
 export { InputError, ConfigError, JobvisorError } from './errors.ts';
 export {
+  ACTION_STATUSES,
   cancelJobs,
   countJobs,
   deadLetterGroups,
   deleteJobs,
   getJob,
+  JOB_STATUSES,
   listJobs,
   listSupervisors,
+  nextFireTimes,
   overview,
   retryJobs,
   runJobsNow,
   scheduleSummaries,
   stats,
   throughput,
+  timeText,
 } from './queue/admin/index.ts';
 export type {
   BulkAction,

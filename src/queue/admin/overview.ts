@@ -32,26 +32,28 @@ export interface Overview {
   supervisors: SupervisorRow[];
 }
 
-// '-infinity' run_at counts as due since 1970 (see stats.ts).
+// '-infinity' run_at counts as due since 1970 (see stats.ts). The time is
+// written out in each branch, not taken from a CTE: the planner then knows
+// it, and estimates the last hour's done rows as the few they are.
+const NOW = 'coalesce($1::timestamptz, now())';
 const QUEUE_COUNTS = planned(
   'admin_queue_counts',
   `
-WITH t AS (SELECT coalesce($1::timestamptz, now()) AS now),
-counts AS (
-  SELECT queue, count(*) AS pending, count(*) FILTER (WHERE run_at <= t.now) AS due, 0 AS running, 0 AS dead,
-         0 AS done, min(greatest(run_at, timestamptz '1970-01-01 00:00:00+00')) FILTER (WHERE run_at <= t.now) AS oldest
-    FROM jobvisor.jobs, t WHERE status = 'pending' GROUP BY queue
+WITH counts AS (
+  SELECT queue, count(*) AS pending, count(*) FILTER (WHERE run_at <= ${NOW}) AS due, 0 AS running, 0 AS dead,
+         0 AS done, min(greatest(run_at, timestamptz '1970-01-01 00:00:00+00')) FILTER (WHERE run_at <= ${NOW}) AS oldest
+    FROM jobvisor.jobs WHERE status = 'pending' GROUP BY queue
   UNION ALL
   SELECT queue, 0, 0, count(*), 0, 0, NULL FROM jobvisor.jobs WHERE status = 'running' GROUP BY queue
   UNION ALL
   SELECT queue, 0, 0, 0, count(*), 0, NULL FROM jobvisor.jobs WHERE status = 'failed' GROUP BY queue
   UNION ALL
-  SELECT queue, 0, 0, 0, 0, count(*), NULL FROM jobvisor.jobs, t
-   WHERE status = 'done' AND finished_at > t.now - interval '1 hour' GROUP BY queue
+  SELECT queue, 0, 0, 0, 0, count(*), NULL FROM jobvisor.jobs
+   WHERE status = 'done' AND finished_at > ${NOW} - interval '1 hour' GROUP BY queue
 )
 SELECT queue, sum(pending)::int AS pending, sum(due)::int AS due, sum(running)::int AS running,
        sum(dead)::int AS dead, sum(done)::int AS "doneLastHour",
-       extract(epoch FROM (SELECT now FROM t) - min(oldest))::float8 AS oldest_due_s
+       extract(epoch FROM ${NOW} - min(oldest))::float8 AS oldest_due_s
   FROM counts
  GROUP BY queue
  ORDER BY queue`,
@@ -85,15 +87,26 @@ export const THROUGHPUT_RANGES = {
   day: { spanMs: 86_400_000, bucketMs: 900_000 },
 } as const;
 
+// Done = finished − failed − cancelled, each counted through its own index
+// (jobs_finished_idx index-only, jobs_failed_idx, jobs_cancelled_idx), never
+// by reading a heap page per finished row: the last day of a 1 M-row table
+// took 690-830 ms that way, 85 ms this way (see migration 009).
+const BUCKET = `date_bin($2::float8 * interval '1 millisecond', finished_at, timestamptz '1970-01-01 00:00:00+00')`;
 const THROUGHPUT = planned(
   'admin_throughput',
   `
-SELECT floor(extract(epoch FROM finished_at) * 1000 / $2::float8) * $2::float8 AS bucket_ms,
-       count(*) FILTER (WHERE status = 'done')::int AS done,
-       count(*) FILTER (WHERE status = 'failed')::int AS failed
-  FROM jobvisor.jobs
- WHERE status IN ('done', 'failed') AND finished_at >= $1::timestamptz
- GROUP BY 1`,
+SELECT bucket,
+       (sum(n) FILTER (WHERE what = 'finished') - coalesce(sum(n) FILTER (WHERE what <> 'finished'), 0))::int AS done,
+       coalesce(sum(n) FILTER (WHERE what = 'failed'), 0)::int AS failed
+  FROM (SELECT 'finished' AS what, ${BUCKET} AS bucket, count(*) AS n FROM jobvisor.jobs
+         WHERE status IN ('done', 'cancelled', 'failed') AND finished_at >= $1::timestamptz GROUP BY 2
+        UNION ALL
+        SELECT 'failed', ${BUCKET}, count(*) FROM jobvisor.jobs
+         WHERE status = 'failed' AND finished_at >= $1::timestamptz GROUP BY 2
+        UNION ALL
+        SELECT 'cancelled', ${BUCKET}, count(*) FROM jobvisor.jobs
+         WHERE status = 'cancelled' AND finished_at >= $1::timestamptz GROUP BY 2) AS counts
+ GROUP BY bucket`,
 );
 
 /**
@@ -106,11 +119,11 @@ export async function throughput(store: Store, range: 'hour' | 'day', now?: Date
   const end = now ?? (await databaseNow(store));
   const last = Math.floor(end.getTime() / bucketMs) * bucketMs;
   const first = last - spanMs + bucketMs;
-  const rows = await run<{ bucket_ms: number; done: number; failed: number }>(store, THROUGHPUT, [
+  const rows = await run<{ bucket: Date; done: number; failed: number }>(store, THROUGHPUT, [
     new Date(first),
     bucketMs,
   ]);
-  const byStart = new Map(rows.map((r) => [Number(r.bucket_ms), r]));
+  const byStart = new Map(rows.map((r) => [r.bucket.getTime(), r]));
   const buckets: ThroughputBucket[] = [];
   for (let t = first; t <= last; t += bucketMs) {
     const r = byStart.get(t);
@@ -119,9 +132,9 @@ export async function throughput(store: Store, range: 'hour' | 'day', now?: Date
   return buckets;
 }
 
-const NOW = planned('admin_now', `SELECT now() AS now`);
+const DATABASE_NOW = planned('admin_now', `SELECT now() AS now`);
 
 async function databaseNow(store: Store): Promise<Date> {
-  const [row] = await run<{ now: Date }>(store, NOW, []);
+  const [row] = await run<{ now: Date }>(store, DATABASE_NOW, []);
   return row?.now ?? new Date();
 }

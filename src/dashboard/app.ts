@@ -22,7 +22,7 @@ import { dashboardDb, DASHBOARD_STATEMENT_TIMEOUT_MS } from './db.ts';
 import { refuseCrossSite } from './origin.ts';
 import { actionRoutes } from './routes/actions.ts';
 import { loginRoutes } from './routes/login.ts';
-import { pageRoutes } from './routes/pages.ts';
+import { pageRoutes, STATEMENT_TIMEOUT } from './routes/pages.ts';
 import { SCRIPT, STYLE } from './static.ts';
 import { readDashboardToken } from './token.ts';
 import { messagePage } from './views/message.ts';
@@ -145,7 +145,7 @@ export function createDashboard(options: DashboardOptions): DashboardHandler {
   app.notFound((c) => c.html(messagePage(view, 'Not found', 'There is no such page.'), 404));
   root.notFound((c) => c.html(messagePage(view, 'Not found', 'There is no such page.'), 404));
   const onError = (err: Error & { code?: string }, c: Parameters<Parameters<typeof app.onError>[0]>[1]) => {
-    if (err.code === '57014')
+    if (err.code === STATEMENT_TIMEOUT)
       return c.html(
         messagePage(view, 'Too slow', 'The database did not answer within the dashboard’s statement timeout.'),
         503,

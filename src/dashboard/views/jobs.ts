@@ -8,7 +8,8 @@ export interface JobsData {
   params: FilterParams;
   jobs: JobRow[];
   next: string | null;
-  total: { count: number; capped: boolean };
+  /** Null when counting took longer than the statement bound (the list itself was read). */
+  total: { count: number; capped: boolean } | null;
   flash?: string;
   flashDetail?: string;
 }
@@ -51,9 +52,13 @@ export function jobsPage(v: ViewContext, d: JobsData) {
       <button type="button" id="refresh-toggle" hidden>Pause auto-refresh</button>
     </form>
     ${p.errorPrefix ? html`<p>Error starts with: <code class="err">${p.errorPrefix}</code></p>` : ''}
-    <p><b id="job-count">${countText(d.total)}</b> matching job${d.total.count === 1 ? '' : 's'}.</p>
     ${
-      !v.readOnly && !isEmpty(p) && d.total.count > 0
+      d.total
+        ? html`<p><b id="job-count">${countText(d.total)}</b> matching job${d.total.count === 1 ? '' : 's'}.</p>`
+        : html`<p class="muted" id="job-count">Not counted: counting took longer than the statement timeout.</p>`
+    }
+    ${
+      !v.readOnly && !isEmpty(p) && d.total && d.total.count > 0
         ? html`<div class="actions">
             ${bulk('retry', 'Retry')} ${bulk('cancel', 'Cancel')} ${bulk('delete', 'Delete', true)}
           </div>`

@@ -317,6 +317,36 @@ describe('bulk actions', () => {
     assert.ok(p);
   });
 
+  it('a batch that loses a deadlock is written again', async () => {
+    const [a, b] = await insert([{ kind: 'k' }, { kind: 'k' }]);
+    const other = new pg.Client({ connectionString: db.url });
+    await other.connect();
+    try {
+      await other.query('BEGIN');
+      await other.query('SELECT 1 FROM jobvisor.jobs WHERE id = $1 FOR UPDATE', [b]);
+      // The bulk cancel locks a, then waits for b; the other transaction then wants a.
+      const cancel = cancelJobs(store, { ids: [a!, b!] });
+      await until(
+        'the cancel waits for b',
+        async () =>
+          (
+            await db.pool.query(
+              `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%admin_cancel%'`,
+            )
+          ).rows[0].n as number,
+        (n) => n === 1,
+      );
+      // The cancel waited first, so its deadlock check runs first and aborts it; the other
+      // transaction gets a, commits, and the cancel's second try takes both.
+      await other.query('SELECT 1 FROM jobvisor.jobs WHERE id = $1 FOR UPDATE', [a]);
+      await other.query('COMMIT');
+      const r = await cancel;
+      assert.deepEqual({ ...r, ids: r.ids?.sort() }, { matched: 2, changed: 2, ids: [a, b] });
+    } finally {
+      await other.end();
+    }
+  });
+
   it('delete of old dead letters of one kind', async () => {
     const old = new Date(Date.now() - 10 * 86_400_000);
     const [keep1, gone, keep2] = await insert([

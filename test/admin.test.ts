@@ -431,6 +431,7 @@ describe('throughput and overview', () => {
       { kind: 'k', queue: 'a', status: 'done', finished_at: ago(7_200_000) },
       { kind: 'k', queue: 'b', status: 'failed', finished_at: ago(60_000) },
       { kind: 'k', queue: 'b', run_at: ago(5_000) },
+      { kind: 'k', queue: 'b', run_at: ago(-5_000), priority: -1 },
     ]);
     await beatSupervisor(
       store,
@@ -440,9 +441,18 @@ describe('throughput and overview', () => {
     const o = await overview(store, now);
     assert.deepEqual(o.queues, [
       { queue: 'a', pending: 2, due: 1, running: 1, dead: 0, doneLastHour: 1 },
-      { queue: 'b', pending: 1, due: 1, running: 0, dead: 1, doneLastHour: 0 },
+      { queue: 'b', pending: 2, due: 1, running: 0, dead: 1, doneLastHour: 0 },
     ]);
     assert.equal(o.oldestDueAgeSeconds, 30);
+    assert.equal(o.capped, false);
+    const capped = await overview(store, now, { cap: 2 });
+    assert.equal(capped.capped, true, 'three pending rows read with a cap of 2');
+    assert.ok(capped.queues.reduce((n, q) => n + q.pending, 0) <= 3);
+    // The oldest due pending job may sit behind a higher priority one in the index.
+    await insert([{ kind: 'k', queue: 'b', run_at: ago(90_000), priority: 7 }]);
+    assert.equal((await overview(store, now)).oldestDueAgeSeconds, 90);
+    await db.pool.query(`UPDATE jobvisor.jobs SET run_at = '-infinity' WHERE priority = 7`);
+    assert.equal((await overview(store, now)).oldestDueAgeSeconds, now.getTime() / 1000, 'due since 1970');
     assert.deepEqual(
       o.supervisors.map((s) => [s.id, s.queues, s.in_flight]),
       [['h:1:a', { a: 5 }, 1]],

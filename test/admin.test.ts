@@ -317,6 +317,36 @@ describe('bulk actions', () => {
     assert.ok(p);
   });
 
+  it('a batch that loses a deadlock is written again', async () => {
+    const [a, b] = await insert([{ kind: 'k' }, { kind: 'k' }]);
+    const other = new pg.Client({ connectionString: db.url });
+    await other.connect();
+    try {
+      await other.query('BEGIN');
+      await other.query('SELECT 1 FROM jobvisor.jobs WHERE id = $1 FOR UPDATE', [b]);
+      // The bulk cancel locks a, then waits for b; the other transaction then wants a.
+      const cancel = cancelJobs(store, { ids: [a!, b!] });
+      await until(
+        'the cancel waits for b',
+        async () =>
+          (
+            await db.pool.query(
+              `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%admin_cancel%'`,
+            )
+          ).rows[0].n as number,
+        (n) => n === 1,
+      );
+      // The cancel waited first, so its deadlock check runs first and aborts it; the other
+      // transaction gets a, commits, and the cancel's second try takes both.
+      await other.query('SELECT 1 FROM jobvisor.jobs WHERE id = $1 FOR UPDATE', [a]);
+      await other.query('COMMIT');
+      const r = await cancel;
+      assert.deepEqual({ ...r, ids: r.ids?.sort() }, { matched: 2, changed: 2, ids: [a, b] });
+    } finally {
+      await other.end();
+    }
+  });
+
   it('delete of old dead letters of one kind', async () => {
     const old = new Date(Date.now() - 10 * 86_400_000);
     const [keep1, gone, keep2] = await insert([
@@ -401,6 +431,7 @@ describe('throughput and overview', () => {
       { kind: 'k', queue: 'a', status: 'done', finished_at: ago(7_200_000) },
       { kind: 'k', queue: 'b', status: 'failed', finished_at: ago(60_000) },
       { kind: 'k', queue: 'b', run_at: ago(5_000) },
+      { kind: 'k', queue: 'b', run_at: ago(-5_000), priority: -1 },
     ]);
     await beatSupervisor(
       store,
@@ -410,9 +441,18 @@ describe('throughput and overview', () => {
     const o = await overview(store, now);
     assert.deepEqual(o.queues, [
       { queue: 'a', pending: 2, due: 1, running: 1, dead: 0, doneLastHour: 1 },
-      { queue: 'b', pending: 1, due: 1, running: 0, dead: 1, doneLastHour: 0 },
+      { queue: 'b', pending: 2, due: 1, running: 0, dead: 1, doneLastHour: 0 },
     ]);
     assert.equal(o.oldestDueAgeSeconds, 30);
+    assert.equal(o.capped, false);
+    const capped = await overview(store, now, { cap: 2 });
+    assert.equal(capped.capped, true, 'three pending rows read with a cap of 2');
+    assert.ok(capped.queues.reduce((n, q) => n + q.pending, 0) <= 3);
+    // The oldest due pending job may sit behind a higher priority one in the index.
+    await insert([{ kind: 'k', queue: 'b', run_at: ago(90_000), priority: 7 }]);
+    assert.equal((await overview(store, now)).oldestDueAgeSeconds, 90);
+    await db.pool.query(`UPDATE jobvisor.jobs SET run_at = '-infinity' WHERE priority = 7`);
+    assert.equal((await overview(store, now)).oldestDueAgeSeconds, now.getTime() / 1000, 'due since 1970');
     assert.deepEqual(
       o.supervisors.map((s) => [s.id, s.queues, s.in_flight]),
       [['h:1:a', { a: 5 }, 1]],

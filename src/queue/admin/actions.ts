@@ -129,7 +129,7 @@ async function bulk(store: Store, action: Action, target: BulkTarget, options: B
     if (batch.length === 0) break;
     matched += batch.length;
     cursor = batch[batch.length - 1] as string;
-    const rows = await run<{ id: string; queue: string }>(store, action.change, [batch]);
+    const rows = await changeBatch(store, action, batch);
     changed += rows.length;
     if (action.notify && rows.length > 0) await run(store, NOTIFY_QUEUES, [[...new Set(rows.map((r) => r.queue))]]);
     const ids = rows.map((r) => r.id);
@@ -138,6 +138,28 @@ async function bulk(store: Store, action: Action, target: BulkTarget, options: B
     if (batch.length < size) break;
   }
   return byIds ? { matched, changed, ids: changedIds } : { matched, changed };
+}
+
+/** Lock conflicts a batch is simply written again after: it changes nothing when it fails. */
+const CONFLICTS = new Set(['40P01', '40001']);
+const CONFLICT_TRIES = 3;
+
+/**
+ * One batch's change. A deadlock with a supervisor's batched write (it locks
+ * its rows in its own order) aborts only this batch's transaction: try again.
+ */
+async function changeBatch(
+  store: Store,
+  action: Action,
+  batch: string[],
+): Promise<Array<{ id: string; queue: string }>> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await run<{ id: string; queue: string }>(store, action.change, [batch]);
+    } catch (err) {
+      if (attempt >= CONFLICT_TRIES || !CONFLICTS.has((err as { code?: string } | undefined)?.code ?? '')) throw err;
+    }
+  }
 }
 
 /** Failed and cancelled jobs back to pending, attempts 0, due now. */

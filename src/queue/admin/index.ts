@@ -12,14 +12,8 @@ export { deadLetterGroups, type DeadLetterGroup } from './dead_letters.ts';
 export { checkIds, containsPattern } from './filter.ts';
 export { getJob, timeline } from './job.ts';
 export { COUNT_CAP, countJobs, listJobs, MAX_PAGE, statusOf } from './list.ts';
-export {
-  overview,
-  throughput,
-  THROUGHPUT_RANGES,
-  type Overview,
-  type QueueOverview,
-  type ThroughputBucket,
-} from './overview.ts';
+export { overview, OVERVIEW_CAP, type Overview, type QueueOverview } from './overview.ts';
+export { throughput, THROUGHPUT_RANGES, type ThroughputBucket } from './throughput.ts';
 export { nextFireTimes, scheduleSummaries, type ScheduleSummary } from './schedules.ts';
 export { stats, type Stats } from './stats.ts';
 export {

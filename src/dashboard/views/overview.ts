@@ -1,6 +1,6 @@
 /** The overview page: per-queue counts, the oldest due job, throughput charts, live supervisors. */
 import { html } from 'hono/html';
-import type { SupervisorRow } from '../../queue/admin/index.ts';
+import { OVERVIEW_CAP, type SupervisorRow } from '../../queue/admin/index.ts';
 import { throughputChart, type Bucket } from './chart.ts';
 import { age, count, layout, time, type ViewContext } from './layout.ts';
 
@@ -17,6 +17,8 @@ export interface OverviewData {
   queues: QueueLine[];
   oldestDueAgeSeconds: number | null;
   supervisors: SupervisorRow[];
+  /** Some status had more rows than the overview reads: its counts are lower bounds. */
+  capped?: boolean;
   hour: Bucket[];
   day: Bucket[];
 }
@@ -36,6 +38,13 @@ export function overviewPage(v: ViewContext, d: OverviewData) {
       <div class="card">Supervisors alive <b>${d.supervisors.length}</b></div>
     </div>
     <h2>Queues</h2>
+    ${
+      d.capped
+        ? html`<p class="muted" id="capped">
+            Some counts are lower bounds: the overview reads at most ${count(OVERVIEW_CAP)} rows per status.
+          </p>`
+        : ''
+    }
     <table id="queues">
       <thead>
         <tr>

@@ -14,6 +14,9 @@ import { BIN, writeConfig } from './helpers/supervisor.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { seedDeadLetters, serveTestDashboard, TEST_TOKEN, type ServedDashboard } from './helpers/dashboard.ts';
 
+const WARNINGS: string[] = [];
+process.on('warning', (w) => WARNINGS.push(w.message));
+
 const XSS = `<script>alert(1)</script>"><img src=x onerror=alert(2)>`;
 
 describe('dashboard over HTTP', () => {
@@ -215,6 +218,17 @@ describe('dashboard pages and bounds', () => {
       { status: 'failed', n: 2 },
       { status: 'pending', n: 4 },
     ]);
+  });
+
+  it('queues statements issued together on its one client itself (no pg deprecation warning)', async () => {
+    for (const path of ['', 'schedules', ''])
+      assert.equal((await fetch(`${d.url}${path}`, { headers: bearer })).status, 200, path);
+    await new Promise((r) => setImmediate(r));
+    // pg warns once per process: WARNINGS holds every warning since this file started.
+    assert.deepEqual(
+      WARNINGS.filter((w) => /already executing a query/.test(w)),
+      [],
+    );
   });
 
   it('cancels and runs a job now from its page', async () => {

@@ -27,7 +27,7 @@ export function dashboardDb(pool: pg.Pool, schema: string, timeoutMs = DASHBOARD
           [`${timeoutMs}ms`],
         );
         try {
-          return await fn({ db: client, schema });
+          return await fn({ db: serialized(client), schema });
         } finally {
           await client
             .query(`SELECT set_config('statement_timeout', $1, false)`, [rows[0]?.before ?? '0'])
@@ -42,6 +42,23 @@ export function dashboardDb(pool: pg.Pool, schema: string, timeoutMs = DASHBOARD
       }
     },
   };
+}
+
+/**
+ * The client as the admin functions see it: statements they issue together
+ * (Promise.all) wait here, in order, instead of on pg's internal queue, which
+ * pg 8 deprecates ("client is already executing a query").
+ */
+function serialized(client: pg.PoolClient): pg.PoolClient {
+  let tail: Promise<unknown> = Promise.resolve();
+  const view = Object.create(client) as pg.PoolClient;
+  const query = (...args: unknown[]): Promise<unknown> => {
+    const next = tail.then(() => (client.query as (...a: unknown[]) => Promise<unknown>).apply(client, args));
+    tail = next.catch(() => undefined);
+    return next;
+  };
+  view.query = query as pg.PoolClient['query'];
+  return view;
 }
 
 function isConnectionError(err: Error & { code?: string }): boolean {

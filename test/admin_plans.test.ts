@@ -64,7 +64,8 @@ describe('admin reads on 206 k rows', () => {
     const plan = await planOf(() => overview(store));
     assert.match(plan, /jobs_pending_idx/, plan);
     assert.match(plan, /jobs_finished_idx/, plan);
-    assert.doesNotMatch(plan, /Seq Scan on jobs/, plan, 'the supervisors table is tiny; the jobs table never');
+    // The supervisors table is tiny and may be read whole; the jobs table never.
+    assert.doesNotMatch(plan, /Seq Scan on jobs/, plan);
   });
 
   it('throughput counts finished rows from jobs_finished_idx alone', async () => {

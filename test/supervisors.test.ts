@@ -7,10 +7,13 @@
  */
 import assert from 'node:assert/strict';
 import { hostname } from 'node:os';
+import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
+import pino from 'pino';
 import { listSupervisors, type SupervisorRow } from '../src/queue/admin/index.ts';
 import { enqueueMany } from '../src/queue/enqueue.ts';
 import type { Store } from '../src/queue/sql.ts';
+import { createPresence } from '../src/supervisor/presence.ts';
 import { VERSION } from '../src/version.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { FIXTURE_TASKS } from './helpers/inprocess.ts';
@@ -118,5 +121,45 @@ describe('supervisors table', () => {
     // SIGTERM: drained, exit 0, row gone.
     assert.equal(await b.stop('SIGTERM'), 0);
     assert.equal(await stored(b.pid), 0);
+  });
+});
+
+describe('presence', () => {
+  it('a database error is logged once per failing streak and never thrown', async () => {
+    const lines: Array<{ msg: string }> = [];
+    const log = pino(
+      { level: 'warn' },
+      new Writable({
+        write(chunk: Buffer, _enc, done) {
+          lines.push(JSON.parse(chunk.toString()) as { msg: string });
+          done();
+        },
+      }),
+    );
+    const presence = createPresence({
+      store: { db: db.pool, schema: 'jobvisor' },
+      id: 'test:1:abc',
+      queues: { default: 1 },
+      leaseMs: 3000,
+      inFlight: () => 0,
+      log,
+    });
+    await presence.beat();
+    assert.equal((await listSupervisors(store)).filter((r) => r.id === 'test:1:abc').length, 1);
+    await db.pool.query('ALTER TABLE jobvisor.supervisors RENAME TO supervisors_away');
+    try {
+      await presence.beat();
+      await presence.beat();
+      await presence.remove();
+      assert.deepEqual(
+        lines.map((l) => l.msg),
+        ['could not record this supervisor in the supervisors table'],
+      );
+    } finally {
+      await db.pool.query('ALTER TABLE jobvisor.supervisors_away RENAME TO supervisors');
+    }
+    await presence.beat();
+    await presence.remove();
+    assert.equal((await listSupervisors(store)).filter((r) => r.id === 'test:1:abc').length, 0);
   });
 });

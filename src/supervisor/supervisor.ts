@@ -32,6 +32,7 @@ import { BUILTIN_TASKS_DIR, createThreadPool } from './threads.ts';
 
 const ABORT_GRACE_MS = 1000;
 const FLUSH_DEADLINE_MS = 5000;
+const PRESENCE_REMOVE_MS = 2000;
 
 export interface SupervisorOptions {
   settings: Settings;
@@ -257,7 +258,8 @@ export class Supervisor {
     }
     await this.completer.flush(Date.now() + FLUSH_DEADLINE_MS);
     await this.heartbeat.stop();
-    if (wasRunning) await this.firstBeat.then(() => this.presence.remove());
+    // Best effort and bounded: a database that is away must not hold the exit.
+    if (wasRunning) await within(this.firstBeat.then(() => this.presence.remove()), PRESENCE_REMOVE_MS);
     await this.dispatcher.close();
     await this.threads.close({ force: true }).catch(() => {});
     if (this.ownsPool) await this.pool.end().catch(() => {});

@@ -259,7 +259,11 @@ export class Supervisor {
     await this.completer.flush(Date.now() + FLUSH_DEADLINE_MS);
     await this.heartbeat.stop();
     // Best effort and bounded: a database that is away must not hold the exit.
-    if (wasRunning) await within(this.firstBeat.then(() => this.presence.remove()), PRESENCE_REMOVE_MS);
+    if (wasRunning)
+      await within(
+        this.firstBeat.then(() => this.presence.remove()),
+        PRESENCE_REMOVE_MS,
+      );
     await this.dispatcher.close();
     await this.threads.close({ force: true }).catch(() => {});
     if (this.ownsPool) await this.pool.end().catch(() => {});

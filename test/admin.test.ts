@@ -32,6 +32,8 @@ import { until } from './helpers/poll.ts';
 
 let db: TestDatabase;
 let store: Store;
+const warnings: string[] = [];
+process.on('warning', (w) => warnings.push(w.message));
 
 before(async () => {
   db = await createTestDatabase('admin');
@@ -510,6 +512,30 @@ describe('supervisors', () => {
       s.supervisors.map((x) => x.id),
       ['s2'],
     );
+  });
+});
+
+describe('on one client', () => {
+  it('issues its statements one at a time (pg 8 deprecates queueing on a busy client)', async () => {
+    const client = new pg.Client({ connectionString: db.url });
+    await client.connect();
+    try {
+      const one: Store = { db: client, schema: 'jobvisor' };
+      const base = { kind: 'k', payload: {}, queue: 'default', priority: 0, timezone: null };
+      await overview(one);
+      await stats(one);
+      await scheduleSummaries(one, [
+        { ...base, name: 'a', cron: '0 * * * *' },
+        { ...base, name: 'b', cron: '0 3 * * *' },
+      ]);
+      await new Promise((r) => setImmediate(r));
+      assert.deepEqual(
+        warnings.filter((w) => /already executing a query/.test(w)),
+        [],
+      );
+    } finally {
+      await client.end();
+    }
   });
 });
 

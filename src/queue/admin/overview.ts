@@ -96,11 +96,11 @@ SELECT extract(epoch FROM ${NOW} - min(greatest(first.run_at, timestamptz '1970-
  */
 export async function overview(store: Store, now: Now = null, options: { cap?: number } = {}): Promise<Overview> {
   const cap = Math.max(1, Math.floor(options.cap ?? OVERVIEW_CAP));
-  const [queues, oldest, supervisors] = await Promise.all([
-    run<QueueOverview>(store, QUEUE_COUNTS, [now, cap + 1]),
-    run<{ s: number | null }>(store, OLDEST_DUE, [now]),
-    listSupervisors(store, now),
-  ]);
+  // One after another, not together: the store may be one client (a
+  // transaction, a request's connection), where pg 8 deprecates queued queries.
+  const queues = await run<QueueOverview>(store, QUEUE_COUNTS, [now, cap + 1]);
+  const oldest = await run<{ s: number | null }>(store, OLDEST_DUE, [now]);
+  const supervisors = await listSupervisors(store, now);
   const total = (key: keyof Omit<QueueOverview, 'queue' | 'due'>) => queues.reduce((n, q) => n + q[key], 0);
   const capped = (['pending', 'running', 'dead', 'doneLastHour'] as const).some((k) => total(k) > cap);
   return { queues, oldestDueAgeSeconds: oldest[0]?.s ?? null, supervisors, capped };

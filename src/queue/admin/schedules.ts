@@ -50,18 +50,19 @@ export async function scheduleSummaries(
   now: Date = new Date(),
   count = 3,
 ): Promise<ScheduleSummary[]> {
-  return Promise.all(
-    schedules.map(async (s) => {
-      const [last] = await run<JobRow>(store, LAST_FIRE, [s.kind, `schedule:${s.name}:`]);
-      return {
-        name: s.name,
-        cron: s.cron,
-        kind: s.kind,
-        queue: s.queue,
-        timezone: s.timezone,
-        next: nextFireTimes(s, now, count),
-        lastJob: last ? jobRow(last) : null,
-      };
-    }),
-  );
+  const summaries: ScheduleSummary[] = [];
+  // One statement at a time: the store may be a single client.
+  for (const s of schedules) {
+    const [last] = await run<JobRow>(store, LAST_FIRE, [s.kind, `schedule:${s.name}:`]);
+    summaries.push({
+      name: s.name,
+      cron: s.cron,
+      kind: s.kind,
+      queue: s.queue,
+      timezone: s.timezone,
+      next: nextFireTimes(s, now, count),
+      lastJob: last ? jobRow(last) : null,
+    });
+  }
+  return summaries;
 }

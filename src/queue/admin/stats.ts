@@ -13,7 +13,8 @@ export interface Stats {
 
 /** Counts scan the whole table: for the CLI, not for a page refreshed every few seconds (use overview). */
 export async function stats(store: Store, now: Now = null): Promise<Stats> {
-  const [rows, supervisors] = await Promise.all([countAllJobs(store, now), listSupervisors(store, now)]);
+  const rows = await countAllJobs(store, now);
+  const supervisors = await listSupervisors(store, now);
   const oldest = rows.reduce<number | null>(
     (max, r) => (r.oldest_due_s === null ? max : Math.max(max ?? 0, r.oldest_due_s)),
     null,

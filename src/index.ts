@@ -9,3 +9,44 @@ export { loadConfig } from './config/index.ts';
 export type { Settings, QueueSettings, Schedule } from './config/index.ts';
 export { Supervisor } from './supervisor/supervisor.ts';
 export { InputError, ConfigError, JobvisorError } from './errors.ts';
+export {
+  ACTION_STATUSES,
+  cancelJobs,
+  countJobs,
+  deadLetterGroups,
+  deleteJobs,
+  getJob,
+  JOB_STATUSES,
+  listJobs,
+  listSupervisors,
+  nextFireTimes,
+  overview,
+  retryJobs,
+  runJobsNow,
+  scheduleSummaries,
+  stats,
+  throughput,
+  timeText,
+} from './queue/admin/index.ts';
+export type {
+  BulkAction,
+  BulkOptions,
+  BulkResult,
+  BulkTarget,
+  DeadLetterGroup,
+  JobDetail,
+  JobFilter,
+  JobRow,
+  JobStatus,
+  Overview,
+  Page,
+  QueueOverview,
+  ScheduleSummary,
+  Stats,
+  SupervisorRow,
+  ThroughputBucket,
+  Time,
+  TimelineEvent,
+} from './queue/admin/index.ts';
+export { createDashboard } from './dashboard/app.ts';
+export type { DashboardHandler, DashboardOptions } from './dashboard/app.ts';

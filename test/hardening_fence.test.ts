@@ -8,7 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { cancelJobs, retryJobs } from '../src/queue/admin.ts';
+import { cancelJobs, retryJobs } from '../src/queue/admin/index.ts';
 import { enqueue, enqueueMany } from '../src/queue/enqueue.ts';
 import type { Store } from '../src/queue/sql.ts';
 import type { Supervisor } from '../src/supervisor/supervisor.ts';
@@ -81,8 +81,8 @@ async function requeueWhileRunning(honourSignal: boolean, how: 'cancel-retry' | 
   );
   if (how === 'cancel-retry') {
     // `jobs cancel ID && jobs retry ID`: the row is pending again with attempts = 0.
-    assert.deepEqual(await cancelJobs(store, [id as string]), [id]);
-    assert.deepEqual(await retryJobs(store, [id as string]), [id]);
+    assert.deepEqual((await cancelJobs(store, { ids: [id as string] })).ids, [id]);
+    assert.deepEqual((await retryJobs(store, { ids: [id as string] })).ids, [id]);
   } else {
     // The README's plain-SQL re-queue recipe, applied to a running job.
     await db.pool.query("UPDATE jobvisor.jobs SET status = 'pending', attempts = 0 WHERE id = $1", [id]);

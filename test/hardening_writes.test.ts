@@ -16,7 +16,7 @@ import path from 'node:path';
 import { after, afterEach, before, describe, it } from 'node:test';
 import { migrate } from '../src/db/migrate.ts';
 import { InputError } from '../src/errors.ts';
-import { retryFailedInBatches } from '../src/queue/admin.ts';
+import { retryFailedInBatches } from '../src/queue/admin/index.ts';
 import { claimJobs } from '../src/queue/claim.ts';
 import { DEFAULT_MAX_BATCH_BYTES, enqueueMany } from '../src/queue/enqueue.ts';
 import type { Store } from '../src/queue/sql.ts';

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
-import { cancelJobs, retryFailedJobs, retryJobs } from '../src/queue/admin.ts';
+import { cancelJobs, retryJobs, statusOf } from '../src/queue/admin/index.ts';
 import { claimJobs, nextDueIn } from '../src/queue/claim.ts';
 import { deleteOldJobs } from '../src/queue/cleanup.ts';
 import { completeJobs as completeIds, failJobs as failArrays, releaseJobs } from '../src/queue/complete.ts';
@@ -237,7 +237,7 @@ describe('leases', () => {
     const claims = await claimJobs(store, { owner: 'A', queue: 'default', limit: 3, leaseMs: 1000, now: at(0) });
     const byId = new Map(claims.map((c) => [c.id, c.token]));
     const fences = ids.map((id) => ({ id, token: byId.get(id)! }));
-    await cancelJobs(store, [ids[2] as string]);
+    await cancelJobs(store, { ids: [ids[2] as string] });
     const kept = await renewLeases(store, 'A', fences, 10_000, at(500));
     assert.deepEqual(
       [...kept].sort(),
@@ -284,7 +284,7 @@ describe('cleanup and stats', () => {
       [{ id: ids[3]!, token: token.get(ids[3]!)!, error: 'x', permanent: true, delayMs: 0 }],
       at(0),
     );
-    await cancelJobs(store, [ids[4]!]);
+    await cancelJobs(store, { ids: [ids[4]!] });
     await db.pool.query('UPDATE jobvisor.jobs SET finished_at = $2 WHERE id = $1', [ids[4], at(0)]);
     const day = 86_400_000;
     const round1 = await deleteOldJobs(store, {
@@ -341,10 +341,16 @@ describe('cleanup and stats', () => {
       claims.map((c) => ({ id: c.id, token: c.token, error: 'x', permanent: false, delayMs: 0 })),
       at(0),
     );
-    assert.deepEqual(await retryJobs(store, [ids[0]!, ids[2]!]), [ids[0]], 'only failed/cancelled are retried');
+    assert.deepEqual(
+      (await retryJobs(store, { ids: [ids[0]!, ids[2]!] })).ids,
+      [ids[0]],
+      'only failed/cancelled are retried',
+    );
     assert.equal((await row(ids[0]!)).attempts, 0);
-    assert.deepEqual(await retryFailedJobs(store, 'k'), [ids[1]]);
-    assert.deepEqual((await cancelJobs(store, ids)).sort(), [...ids].sort());
+    const dead = await retryJobs(store, { filter: { status: 'failed', kind: 'k' } });
+    assert.deepEqual([dead.matched, dead.changed], [1, 1]);
+    assert.equal((await statusOf(store, [ids[1]!])).get(ids[1]!), 'pending');
+    assert.deepEqual((await cancelJobs(store, { ids })).ids?.sort(), [...ids].sort());
     assert.equal((await row(ids[2]!)).status, 'cancelled');
   });
 });

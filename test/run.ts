@@ -8,7 +8,8 @@
  *   npx tsx test/run.ts FILE...    some files (no lint or type-check)
  *
  * promtool and the Prometheus server (test/grafana.test.ts, test/prometheus.test.ts)
- * come from Debian's `prometheus` package: when they are missing and the runner is
+ * come from Debian's `prometheus` package, chromium (test/dashboard_browser.test.ts)
+ * from Debian's `chromium`: when they are missing and the runner is
  * root with apt-get, it installs them; otherwise their tests are skipped with the
  * reason and the install command. JOBVISOR_TEST_INSTALL=0 forbids the install.
  */
@@ -21,7 +22,7 @@ import { loadConfig } from '../src/config/index.ts';
 import { ensureEmbeddedPostgres } from '../src/db/embedded.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { createLogger } from '../src/log.ts';
-import { findTool, INSTALL_COMMAND, installMissing, TOOLS_BY_TEST } from './helpers/tools.ts';
+import { findTool, installCommand, installMissing, TOOLS_BY_TEST } from './helpers/tools.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 /** One template per runner, so runs started together do not collide. */
@@ -108,9 +109,9 @@ function provideTools(testFiles: string[]): void {
   const tools = [...new Set(testFiles.flatMap((f) => TOOLS_BY_TEST[path.basename(f)] ?? []))];
   const reason = installMissing(tools);
   if (reason) {
-    const missing = tools.filter((t) => !findTool(t)).map((t) => t.name);
+    const missing = tools.filter((t) => !findTool(t));
     process.stdout.write(
-      `${missing.join(', ')} missing (${reason}): their tests are skipped; install with \`${INSTALL_COMMAND}\`\n`,
+      `${missing.map((t) => t.name).join(', ')} missing (${reason}): their tests are skipped; install with \`${installCommand(missing)}\`\n`,
     );
   }
 }

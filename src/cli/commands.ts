@@ -70,7 +70,7 @@ export const COMMAND_SPECS: CommandSpec[] = [
   {
     name: 'stats',
     args: '[--json]',
-    summary: 'job counts by queue, kind and status; the oldest pending job’s age',
+    summary: 'job counts by queue, kind and status; the oldest pending job’s age; the supervisors alive',
     options: [json],
     example: 'jobvisor stats --json',
   },
@@ -88,6 +88,13 @@ export const COMMAND_SPECS: CommandSpec[] = [
     example: 'jobvisor jobs list --status failed --kind thumbnail',
   },
   {
+    name: 'jobs show',
+    args: 'ID [--json]',
+    summary: 'one job: payload, owner, lease, error history and timeline',
+    options: [json],
+    example: 'jobvisor jobs show 42',
+  },
+  {
     name: 'jobs retry',
     args: 'ID... | --failed [--kind K]',
     summary: 're-queue dead letters and cancelled jobs (attempts back to 0, due now)',
@@ -103,6 +110,24 @@ export const COMMAND_SPECS: CommandSpec[] = [
     summary: 'cancel pending and running jobs (a running job is aborted at its next heartbeat)',
     options: [],
     example: 'jobvisor jobs cancel 42 43',
+  },
+  {
+    name: 'jobs run-now',
+    args: 'ID...',
+    summary: 'make pending jobs that are not yet due due now',
+    options: [],
+    example: 'jobvisor jobs run-now 42',
+  },
+  {
+    name: 'jobs delete',
+    args: 'ID... | --failed [--kind K] [--older-than D]',
+    summary: 'delete jobs, or dead letters in batches; a running job is never deleted (cancel it first)',
+    options: [
+      { flag: '--failed', meaning: 'every dead letter instead of the ids given' },
+      { flag: '--kind K', meaning: 'with --failed: only this kind' },
+      { flag: '--older-than D', meaning: 'with --failed: only those that failed more than D ago ("7d")' },
+    ],
+    example: 'jobvisor jobs delete --failed --kind thumbnail --older-than 7d',
   },
   {
     name: 'bench',
@@ -137,6 +162,25 @@ export const COMMAND_SPECS: CommandSpec[] = [
     example: 'jobvisor bench --scenario burst --burst-jobs 20000 --configs concurrency-only',
   },
   {
+    name: 'dashboard',
+    args: '[--port N] [--host H]',
+    summary:
+      'serve the web dashboard (overview, jobs, dead letters, schedules; retry, cancel, run now, delete) until SIGTERM/SIGINT',
+    options: [
+      {
+        flag: '--port N',
+        meaning: 'port to listen on (0: a free one)',
+        default: 'dashboard.port (9465, env DASHBOARD_PORT)',
+      },
+      { flag: '--host H', meaning: 'address to bind', default: 'dashboard.host (127.0.0.1)' },
+    ],
+    example: 'JOBVISOR_DASHBOARD_TOKEN_FILE=/run/secrets/dashboard-token jobvisor dashboard --host 0.0.0.0',
+    notes: [
+      'Credentials come only from JOBVISOR_DASHBOARD_TOKEN or JOBVISOR_DASHBOARD_TOKEN_FILE (bearer token, or the login form).',
+      'A non-loopback --host without a token is refused. dashboard.readOnly answers 403 to every action.',
+    ],
+  },
+  {
     name: 'demo',
     args: '',
     summary: 'the welcome_email practice run (embedded PostgreSQL when no DATABASE_URL)',
@@ -145,7 +189,7 @@ export const COMMAND_SPECS: CommandSpec[] = [
   },
 ];
 
-/** The specs of a command: `jobs` gives all three `jobs …` subcommands. */
+/** The specs of a command: `jobs` gives every `jobs …` subcommand. */
 export function specsFor(name: string): CommandSpec[] {
   return COMMAND_SPECS.filter((c) => c.name === name || c.name.startsWith(`${name} `));
 }

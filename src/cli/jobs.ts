@@ -2,17 +2,29 @@
  * `jobvisor jobs list [--status S] [--kind K] [--queue Q] [--limit N] [--json]`
  * `jobvisor jobs retry ID... | --failed [--kind K] [--limit N]` (--failed: in batches of 1,000)
  * `jobvisor jobs cancel ID...`
+ * (`jobs show`, `jobs run-now` and `jobs delete` have their own files.)
  * retry and cancel exit 1 when some id could not be changed, and say why.
  */
 import { InputError } from '../errors.ts';
-import { cancelJobs, listJobs, retryFailedInBatches, retryJobs, statusOf, timeText } from '../queue/admin.ts';
-import type { Store } from '../queue/sql.ts';
+import {
+  cancelJobs,
+  JOB_STATUSES,
+  listJobs,
+  retryFailedInBatches,
+  retryJobs,
+  statusOf,
+  timeText,
+  type JobStatus,
+} from '../queue/admin/index.ts';
 import { checkName } from '../queue/validate.ts';
 import { integer, jobIds, parse } from './args.ts';
-import { openContext } from './context.ts';
+import { report, withStore } from './job_store.ts';
+import { deleteCommand } from './jobs_delete.ts';
+import { runNowCommand } from './jobs_run_now.ts';
+import { showCommand } from './jobs_show.ts';
 import { table } from './table.ts';
 
-const STATUSES = ['pending', 'running', 'done', 'failed', 'cancelled'];
+const STATUSES: readonly string[] = JOB_STATUSES;
 
 export async function jobsCommand(argv: string[]): Promise<number> {
   const [sub, ...rest] = argv;
@@ -23,18 +35,17 @@ export async function jobsCommand(argv: string[]): Promise<number> {
       return retry(rest);
     case 'cancel':
       return cancel(rest);
+    case 'show':
+      return showCommand(rest);
+    case 'run-now':
+      return runNowCommand(rest);
+    case 'delete':
+      return deleteCommand(rest);
     case undefined:
     default:
-      throw new InputError(`jobs: unknown subcommand ${JSON.stringify(sub ?? '')} (use list, retry or cancel)`);
-  }
-}
-
-async function withStore<T>(fn: (store: Store) => Promise<T>): Promise<T> {
-  const ctx = await openContext({ logTo: 2, logLevel: 'warn' });
-  try {
-    return await fn({ db: ctx.pool, schema: ctx.settings.database.schema });
-  } finally {
-    await ctx.close();
+      throw new InputError(
+        `jobs: unknown subcommand ${JSON.stringify(sub ?? '')} (use list, show, retry, cancel, run-now or delete)`,
+      );
   }
 }
 
@@ -57,13 +68,16 @@ async function list(argv: string[]): Promise<number> {
   if (values.kind !== undefined) checkName('--kind', values.kind);
   if (values.queue !== undefined) checkName('--queue', values.queue);
   const limit = integer('--limit', values.limit as string | undefined, 1, 10_000) ?? 50;
-  const rows = await withStore((store) =>
-    listJobs(store, {
-      status,
-      kind: values.kind as string | undefined,
-      queue: values.queue as string | undefined,
-      limit,
-    }),
+  const { jobs: rows } = await withStore((store) =>
+    listJobs(
+      store,
+      {
+        status: status as JobStatus | undefined,
+        kind: values.kind as string | undefined,
+        queue: values.queue as string | undefined,
+      },
+      { limit },
+    ),
   );
   if (values.json) {
     for (const r of rows) process.stdout.write(`${JSON.stringify(r)}\n`);
@@ -113,7 +127,7 @@ async function retry(argv: string[]): Promise<number> {
     report(
       'retried',
       ids,
-      await retryJobs(store, ids),
+      (await retryJobs(store, { ids })).ids ?? [],
       await statusOf(store, ids),
       'only failed or cancelled jobs can be retried',
     ),
@@ -127,22 +141,9 @@ async function cancel(argv: string[]): Promise<number> {
     report(
       'cancelled',
       ids,
-      await cancelJobs(store, ids),
+      (await cancelJobs(store, { ids })).ids ?? [],
       await statusOf(store, ids),
       'only pending or running jobs can be cancelled',
     ),
   );
-}
-
-function report(verb: string, asked: string[], changed: string[], statuses: Map<string, string>, rule: string): number {
-  const done = new Set(changed);
-  if (changed.length > 0) process.stdout.write(`${verb}: ${changed.join(' ')}\n`);
-  let failures = 0;
-  for (const id of asked) {
-    if (done.has(id)) continue;
-    failures++;
-    const status = statuses.get(id);
-    process.stderr.write(status === undefined ? `job ${id}: not found\n` : `job ${id}: is ${status}; ${rule}\n`);
-  }
-  return failures === 0 ? 0 : 1;
 }

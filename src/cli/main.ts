@@ -17,6 +17,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   jobs: async () => (await import('./jobs.ts')).jobsCommand,
   bench: async () => (await import('./bench.ts')).benchCommand,
   demo: async () => (await import('./demo.ts')).demoCommand,
+  dashboard: async () => (await import('./dashboard.ts')).dashboardCommand,
 };
 
 /** Every command `main` runs; each must have an entry in COMMAND_SPECS (test/cli_help.test.ts). */

@@ -1,33 +1,49 @@
-/** `jobvisor stats [--json]`: counts by queue, kind and status; oldest pending age. */
-import { countAllJobs } from '../queue/stats.ts';
+/** `jobvisor stats [--json]`: counts by queue, kind and status; oldest pending age; live supervisors. */
+import { InputError } from '../errors.ts';
+import { stats, timeText } from '../queue/admin/index.ts';
 import { parse } from './args.ts';
 import { openContext } from './context.ts';
 import { table } from './table.ts';
 
 export async function statsCommand(argv: string[]): Promise<number> {
-  const { values } = parse(argv, { json: { type: 'boolean' } }, 'stats');
+  const { values, positionals } = parse(argv, { json: { type: 'boolean' } }, 'stats');
+  if (positionals.length > 0) throw new InputError(`stats: unexpected argument ${JSON.stringify(positionals[0])}`);
   const ctx = await openContext({ logTo: 2, logLevel: 'warn' });
   try {
-    const rows = await countAllJobs({ db: ctx.pool, schema: ctx.settings.database.schema });
-    const oldest = rows.reduce<number | null>(
-      (max, r) => (r.oldest_due_s === null ? max : Math.max(max ?? 0, r.oldest_due_s)),
-      null,
-    );
+    const s = await stats({ db: ctx.pool, schema: ctx.settings.database.schema });
     if (values.json) {
-      process.stdout.write(
-        `${JSON.stringify({ counts: rows.map(({ queue, kind, status, count }) => ({ queue, kind, status, count })), oldestPendingSeconds: oldest })}\n`,
-      );
+      process.stdout.write(`${JSON.stringify(s)}\n`);
       return 0;
     }
-    if (rows.length === 0) process.stdout.write('no jobs\n');
+    if (s.counts.length === 0) process.stdout.write('no jobs\n');
     else
       process.stdout.write(
         table(
           ['queue', 'kind', 'status', 'count'],
-          rows.map((r) => [r.queue, r.kind, r.status, String(r.count)]),
+          s.counts.map((r) => [r.queue, r.kind, r.status, String(r.count)]),
         ),
       );
+    const oldest = s.oldestPendingSeconds;
     process.stdout.write(`oldest pending (due): ${oldest === null ? 'none' : `${oldest.toFixed(1)} s`}\n`);
+    if (s.supervisors.length === 0) process.stdout.write('supervisors: none alive\n');
+    else
+      process.stdout.write(
+        `\n${table(
+          ['supervisor', 'host', 'pid', 'version', 'queues', 'in flight', 'last heartbeat'],
+          s.supervisors.map((v) => [
+            v.id,
+            v.host,
+            String(v.pid),
+            v.version,
+            Object.entries(v.queues)
+              .sort(([a], [b]) => a.localeCompare(b))
+              .map(([q, c]) => `${q}:${c}`)
+              .join(' '),
+            String(v.in_flight),
+            timeText(v.heartbeat_at),
+          ]),
+        )}`,
+      );
     return 0;
   } finally {
     await ctx.close();

@@ -4,6 +4,7 @@
  * `duration: true` here, turned into milliseconds on load).
  */
 import { availableParallelism } from 'node:os';
+import { dashboardSchema } from './dashboard.ts';
 import type { QueueInput, QueueSettings, Schedule, ScheduleInput } from './sections.ts';
 import { durationFormat, intIn, timerFormat, validateSchedules } from './validate.ts';
 
@@ -220,6 +221,7 @@ export const schema = {
       default: '5s',
     },
   },
+  dashboard: dashboardSchema,
   log: {
     level: {
       doc: 'pino level.',

@@ -145,7 +145,7 @@ export function allKeys(node: Record<string, unknown>, prefix = ''): string[] {
   });
 }
 
-/** Every key in the files must exist in the schema (convict misses empty objects). */
+/** Every key in the files must exist in the schema (convict misses empty objects); boolean and list keys hold booleans and lists. */
 export function checkUnknownKeys(value: Record<string, unknown>, schema: Record<string, unknown>): void {
   const walk = (v: Record<string, unknown>, node: Record<string, unknown>, prefix: string): void => {
     for (const [key, child] of Object.entries(v)) {
@@ -157,6 +157,11 @@ export function checkUnknownKeys(value: Record<string, unknown>, schema: Record<
           `invalid configuration: unknown key ${JSON.stringify(here)}${near ? ` (did you mean "${near}"?)` : ''}`,
         );
       }
+      // convict would coerce "yes" into true, or parse a string as a list: refuse instead, naming the key.
+      if (isLeaf(spec) && typeof spec.default === 'boolean' && typeof child !== 'boolean')
+        throw new ConfigError(`invalid configuration: ${here} must be true or false, got ${JSON.stringify(child)}`);
+      if (isLeaf(spec) && Array.isArray(spec.default) && !Array.isArray(child))
+        throw new ConfigError(`invalid configuration: ${here} must be a list, got ${JSON.stringify(child)}`);
       if (!isLeaf(spec) && isPlainObject(child)) walk(child, spec, here);
     }
   };

@@ -4,6 +4,10 @@
  * Claims the database no longer gives back were lost (reaped after a pause,
  * cancelled, re-queued): their tasks are stopped and nothing is written for them.
  *
+ * Each beat also refreshes this supervisor's row in the supervisors table
+ * (`beat`): best effort, after the leases; it reports its own failures and
+ * never fails the round (see presence.ts).
+ *
  * A failed round (the database restarting) is retried every second, not after
  * the loops' growing backoff: at 2 × lease/3 the next try would land on or past
  * the lease end, and the reapers would take back every long job in flight.
@@ -25,6 +29,8 @@ export function createHeartbeat(options: {
   /** Claim tokens of the leases that were lost. */
   onLost: (tokens: string[]) => void;
   events: SupervisorEvents;
+  /** Records this supervisor as alive (one small statement per beat); must not throw. */
+  beat?: () => Promise<void>;
 }): Loop {
   return new Loop({
     name: 'heartbeat',
@@ -32,10 +38,12 @@ export function createHeartbeat(options: {
     maxBackoffMs: RETRY_MS,
     run: async () => {
       const held = options.held();
-      if (held.length === 0) return;
-      const kept = await renewLeases(options.store, options.owner, held, options.leaseMs);
-      const lost = held.filter((f) => !kept.has(f.token)).map((f) => f.token);
-      if (lost.length > 0) options.onLost(lost);
+      if (held.length > 0) {
+        const kept = await renewLeases(options.store, options.owner, held, options.leaseMs);
+        const lost = held.filter((f) => !kept.has(f.token)).map((f) => f.token);
+        if (lost.length > 0) options.onLost(lost);
+      }
+      await options.beat?.();
     },
     onError: (err) => options.events.emit('db:error', { loop: 'heartbeat', err }),
   });

@@ -11,6 +11,7 @@
  * rounds of this supervisor, so it cannot stop reaping anywhere.
  */
 import type { Settings } from '../config/index.ts';
+import { expireSupervisors } from '../queue/admin/supervisors.ts';
 import { deleteOldJobs } from '../queue/cleanup.ts';
 import { deadLetterExpired } from '../queue/fallback.ts';
 import { listExpiredLeases, reapExpiredLeases, reapLeases, type ReapedJob } from '../queue/reaper.ts';
@@ -86,6 +87,7 @@ export function createCleanup(store: Store, settings: Settings['cleanup'], event
     name: 'cleanup',
     intervalMs: settings.interval,
     run: async () => {
+      await expireSupervisorRows(store);
       const deadline = Date.now() + cleanupBudgetMs(settings.interval);
       for (;;) {
         const rows = await deleteOldJobs(store, {
@@ -101,6 +103,19 @@ export function createCleanup(store: Store, settings: Settings['cleanup'], event
     onError: (err) => safeEmit(events, 'db:error', { loop: 'cleanup', err }),
   });
 }
+
+/**
+ * Deletes the supervisors table's rows of supervisors that stopped beating
+ * (readers skip them already; this keeps the table small). A database not yet
+ * migrated to that table is not an error of cleanup.
+ */
+async function expireSupervisorRows(store: Store): Promise<void> {
+  await expireSupervisors(store).catch((err: unknown) => {
+    if ((err as { code?: string } | undefined)?.code !== UNDEFINED_TABLE) throw err;
+  });
+}
+
+const UNDEFINED_TABLE = '42P01';
 
 /**
  * How long one cleanup round may keep deleting: half its interval. The other

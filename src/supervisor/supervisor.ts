@@ -25,6 +25,7 @@ import { createHeartbeat } from './heartbeat.ts';
 import { Listener } from './listener.ts';
 import type { Loop } from './loop.ts';
 import { createCleanup, createReaper } from './maintenance.ts';
+import { createPresence, type Presence } from './presence.ts';
 import { createScheduler } from './scheduler.ts';
 import { TaskCatalog } from './task_catalog.ts';
 import { BUILTIN_TASKS_DIR, createThreadPool } from './threads.ts';
@@ -33,6 +34,7 @@ const ABORT_GRACE_MS = 1000;
 /** Every task's options are read this long after start, unless a job needed them earlier. */
 const READ_ALL_TASKS_AFTER_MS = 2000;
 const FLUSH_DEADLINE_MS = 5000;
+const PRESENCE_REMOVE_MS = 2000;
 
 export interface SupervisorOptions {
   settings: Settings;
@@ -60,6 +62,8 @@ export class Supervisor {
   private readonly heartbeat: Loop;
   private readonly listener: Listener;
   private readonly catalog: TaskCatalog;
+  private readonly presence: Presence;
+  private firstBeat: Promise<void> = Promise.resolve();
   private pollTimer: NodeJS.Timeout | undefined;
   private readAllTimer: NodeJS.Timeout | undefined;
   private state: 'created' | 'running' | 'draining' | 'stopped' = 'created';
@@ -128,8 +132,17 @@ export class Supervisor {
         }),
       );
     }
+    this.presence = createPresence({
+      store: this.store,
+      id: this.id,
+      queues: Object.fromEntries(Object.entries(settings.queues).map(([name, q]) => [name, q.concurrency])),
+      leaseMs: settings.jobs.lease,
+      inFlight: () => this.inFlight(),
+      log,
+    });
     this.heartbeat = createHeartbeat({
       store: this.store,
+      beat: () => this.presence.beat(),
       owner: this.id,
       leaseMs: settings.jobs.lease,
       held: () => [...this.dispatcher.fences(), ...this.completer.fences()],
@@ -188,6 +201,7 @@ export class Supervisor {
   async start(): Promise<void> {
     if (this.state !== 'created') return;
     this.state = 'running';
+    this.firstBeat = this.presence.beat();
     this.heartbeat.start();
     for (const loop of this.loops) loop.start();
     await this.listener.start();
@@ -250,6 +264,12 @@ export class Supervisor {
     }
     await this.completer.flush(Date.now() + FLUSH_DEADLINE_MS);
     await this.heartbeat.stop();
+    // Best effort and bounded: a database that is away must not hold the exit.
+    if (wasRunning)
+      await within(
+        this.firstBeat.then(() => this.presence.remove()),
+        PRESENCE_REMOVE_MS,
+      );
     await this.dispatcher.close();
     await this.threads.close({ force: true }).catch(() => {});
     if (this.ownsPool) await this.pool.end().catch(() => {});

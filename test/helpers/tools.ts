@@ -1,6 +1,7 @@
 /**
  * External programs some tests run: promtool and the Prometheus server, from
- * Debian's `prometheus` package. `npm test` installs the package when it can
+ * Debian's `prometheus` package, and Debian's `chromium` (driven by
+ * playwright-core; never a downloaded browser). `npm test` installs the package when it can
  * (test/run.ts); when a program is still missing, the tests that need it are
  * skipped with the reason and the command that installs it, never failed.
  *
@@ -11,7 +12,10 @@ import { spawnSync } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import path from 'node:path';
 
-export const INSTALL_COMMAND = 'sudo apt-get install prometheus';
+/** The command that installs these tools' Debian packages. */
+export function installCommand(tools: Tool[]): string {
+  return `sudo apt-get install ${[...new Set(tools.map((t) => t.debianPackage))].join(' ')}`;
+}
 
 export interface Tool {
   /** Environment variable that names another binary. */
@@ -24,11 +28,13 @@ export interface Tool {
 
 export const PROMTOOL: Tool = { env: 'PROMTOOL', name: 'promtool', debianPackage: 'prometheus' };
 export const PROMETHEUS: Tool = { env: 'PROMETHEUS', name: 'prometheus', debianPackage: 'prometheus' };
+export const CHROMIUM: Tool = { env: 'CHROMIUM', name: 'chromium', debianPackage: 'chromium' };
 
 /** Test files and the tools they need. */
 export const TOOLS_BY_TEST: Record<string, Tool[]> = {
   'grafana.test.ts': [PROMTOOL],
   'prometheus.test.ts': [PROMETHEUS],
+  'dashboard_browser.test.ts': [CHROMIUM],
 };
 
 /** The binary to run, or null when it is on neither the variable nor PATH. */
@@ -41,7 +47,7 @@ export function findTool(tool: Tool, env: NodeJS.ProcessEnv = process.env): stri
 /** For `describe(..., { skip })`: false when the tool is there, else why and how to install it. */
 export function skipUnless(tool: Tool): false | string {
   if (findTool(tool)) return false;
-  return `${tool.name} is not installed: install it with \`${INSTALL_COMMAND}\`, or set ${tool.env} to its path`;
+  return `${tool.name} is not installed: install it with \`${installCommand([tool])}\`, or set ${tool.env} to its path`;
 }
 
 function onPath(name: string, env: NodeJS.ProcessEnv): string | null {

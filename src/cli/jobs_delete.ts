@@ -1,0 +1,56 @@
+/**
+ * `jobvisor jobs delete ID... | --failed [--kind K] [--older-than 7d]`
+ *
+ * Deletes the jobs named, or dead letters (of a kind, finished longer ago than
+ * a duration), in batches of 1,000. A running job is never deleted: its
+ * supervisor still owns it; cancel it first. Asks nothing; prints counts.
+ */
+import { parseDuration } from '../duration.ts';
+import { InputError } from '../errors.ts';
+import { deleteJobs, statusOf, type JobFilter } from '../queue/admin/index.ts';
+import { checkName } from '../queue/validate.ts';
+import { jobIds, parse } from './args.ts';
+import { report, withStore } from './job_store.ts';
+
+export async function deleteCommand(argv: string[]): Promise<number> {
+  const { values, positionals } = parse(
+    argv,
+    { failed: { type: 'boolean' }, kind: { type: 'string' }, 'older-than': { type: 'string' } },
+    'jobs delete',
+  );
+  const kind = values.kind as string | undefined;
+  const olderThan = values['older-than'] as string | undefined;
+  if (values.failed) {
+    if (positionals.length > 0) throw new InputError('jobs delete: give job ids or --failed, not both');
+    const filter: JobFilter = { status: 'failed' };
+    if (kind !== undefined) {
+      checkName('--kind', kind);
+      filter.kind = kind;
+    }
+    if (olderThan !== undefined) filter.olderThan = duration(olderThan);
+    const { changed } = await withStore((store) => deleteJobs(store, { filter }));
+    process.stdout.write(`deleted ${changed} failed job(s)\n`);
+    return 0;
+  }
+  if (kind !== undefined) throw new InputError('jobs delete: --kind goes with --failed');
+  if (olderThan !== undefined) throw new InputError('jobs delete: --older-than goes with --failed');
+  const ids = jobIds(positionals);
+  return withStore(async (store) => {
+    const result = await deleteJobs(store, { ids });
+    return report(
+      'deleted',
+      ids,
+      result.ids ?? [],
+      await statusOf(store, ids),
+      'a running job is never deleted (cancel it first)',
+    );
+  });
+}
+
+function duration(value: string): number {
+  try {
+    return parseDuration(value);
+  } catch (err) {
+    throw new InputError(`jobs delete: --older-than ${(err as Error).message}`);
+  }
+}

@@ -1,0 +1,57 @@
+/** `jobvisor jobs show ID [--json]`: one job, with its payload, owner, lease and timeline (exit 1 when not found). */
+import { InputError } from '../errors.ts';
+import { getJob, timeText, type JobDetail, type Time } from '../queue/admin/index.ts';
+import { jobIds, parse } from './args.ts';
+import { withStore } from './job_store.ts';
+
+export async function showCommand(argv: string[]): Promise<number> {
+  const { values, positionals } = parse(argv, { json: { type: 'boolean' } }, 'jobs show');
+  if (positionals.length > 1) throw new InputError('jobs show: give one job id');
+  const [id] = jobIds(positionals) as [string];
+  const job = await withStore((store) => getJob(store, id));
+  if (!job) {
+    process.stderr.write(`job ${id}: not found\n`);
+    return 1;
+  }
+  process.stdout.write(values.json ? `${JSON.stringify(job)}\n` : describe(job));
+  return 0;
+}
+
+function when(t: Time | null): string {
+  return t === null ? '-' : timeText(t);
+}
+
+/** The human view: fields, then the payload as indented JSON, then the timeline. */
+export function describe(job: JobDetail): string {
+  const fields: Array<[string, string]> = [
+    ['id', job.id],
+    ['kind', job.kind],
+    ['queue', job.queue],
+    ['status', job.status],
+    ['attempts', `${job.attempts}/${job.max_attempts}`],
+    ['priority', String(job.priority)],
+    ['run_at', when(job.run_at)],
+    ['created_at', when(job.created_at)],
+    ['started_at', when(job.started_at)],
+    ['finished_at', when(job.finished_at)],
+    ['owner', job.locked_by ?? '-'],
+    ['lease until', when(job.locked_until)],
+    ['lease token', job.lease_token ?? '-'],
+    ['unique_key', job.unique_key ?? '-'],
+    ['trace', job.trace_context === null ? '-' : JSON.stringify(job.trace_context)],
+    ['last_error', job.last_error ?? '-'],
+  ];
+  const width = Math.max(...fields.map(([k]) => k.length));
+  const lines = fields.map(([k, v]) => `${k.padEnd(width)}  ${indent(v, width + 2)}`);
+  lines.push('payload:', indent(JSON.stringify(job.payload, null, 2), 2, true), 'timeline:');
+  for (const e of job.timeline) {
+    const what = e.attempt === undefined ? e.event : `${e.event} (attempt ${e.attempt})`;
+    lines.push(`  ${when(e.at)}  ${what}${e.error === undefined ? '' : `: ${indent(e.error, 4)}`}`);
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+function indent(text: string, by: number, first = false): string {
+  const pad = ' '.repeat(by);
+  return (first ? pad : '') + text.split('\n').join(`\n${pad}`);
+}

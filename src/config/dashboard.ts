@@ -1,0 +1,51 @@
+/**
+ * The `dashboard` configuration section (`jobvisor dashboard`). Its credentials
+ * are not here: they come only from the environment (JOBVISOR_DASHBOARD_TOKEN
+ * or JOBVISOR_DASHBOARD_TOKEN_FILE), read by src/dashboard/token.ts.
+ */
+
+/** Payload keys shown as `[redacted]` unless configured otherwise. */
+export const DEFAULT_REDACT = ['password', 'token', 'secret', 'authorization'];
+
+function basePathFormat(value: unknown): void {
+  if (typeof value !== 'string' || !/^\/([A-Za-z0-9._~-]+\/)*([A-Za-z0-9._~-]+)?$/.test(value))
+    throw new Error(
+      'must be a URL path starting with "/" (letters, digits, . _ ~ - between slashes), such as "/jobs-ui"',
+    );
+}
+
+function redactFormat(value: unknown): void {
+  if (!Array.isArray(value) || !value.every((k) => typeof k === 'string' && k.length > 0))
+    throw new Error('must be a list of non-empty payload key names');
+}
+
+export const dashboardSchema = {
+  port: {
+    doc: 'Port of the dashboard (0: a free port). Separate from metrics.port, which never shows payloads.',
+    format: 'port',
+    default: 9465,
+    env: 'DASHBOARD_PORT',
+  },
+  host: {
+    doc: 'Address the dashboard binds. A non-loopback address needs JOBVISOR_DASHBOARD_TOKEN(_FILE).',
+    format: String,
+    default: '127.0.0.1',
+  },
+  readOnly: {
+    doc: 'Refuse every action (403); pages only.',
+    format: (v: unknown) => {
+      if (typeof v !== 'boolean') throw new Error('must be true or false');
+    },
+    default: false,
+  },
+  basePath: {
+    doc: 'Path prefix the dashboard is served under (behind an ingress), such as "/jobvisor".',
+    format: basePathFormat,
+    default: '/',
+  },
+  redact: {
+    doc: 'Payload keys shown as [redacted], matched case-insensitively at any depth.',
+    format: redactFormat,
+    default: [...DEFAULT_REDACT],
+  },
+};

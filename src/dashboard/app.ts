@@ -1,0 +1,168 @@
+/**
+ * createDashboard: the dashboard as a request handler to mount in any Node
+ * HTTP server (or Express/Connect, which pass `next`: requests outside
+ * basePath go on to it), and as a web-standard `fetch` handler.
+ *
+ * Every request passes, in order: security headers (a CSP without inline
+ * script or style, no framing, same-origin referrers) → static assets → login
+ * and logout → the credential check → for POSTs, the same-site check and then
+ * read-only mode (403) → the page or action.
+ */
+import { getRequestListener } from '@hono/node-server';
+import { Hono } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import { getCookie } from 'hono/cookie';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type pg from 'pg';
+import type { Schedule } from '../config/index.ts';
+import { DEFAULT_REDACT } from '../config/dashboard.ts';
+import type { Logger } from '../log.ts';
+import { createAuth, SESSION_COOKIE } from './auth.ts';
+import { dashboardDb, DASHBOARD_STATEMENT_TIMEOUT_MS } from './db.ts';
+import { refuseCrossSite } from './origin.ts';
+import { actionRoutes } from './routes/actions.ts';
+import { loginRoutes } from './routes/login.ts';
+import { pageRoutes, STATEMENT_TIMEOUT } from './routes/pages.ts';
+import { SCRIPT, STYLE } from './static.ts';
+import { readDashboardToken } from './token.ts';
+import { messagePage } from './views/message.ts';
+import type { ViewContext } from './views/layout.ts';
+
+export interface DashboardOptions {
+  pool: pg.Pool;
+  /** Path prefix, such as "/jobvisor" (default "/"). */
+  basePath?: string;
+  /** Refuse every action with 403 (default false). */
+  readOnly?: boolean;
+  /**
+   * `{ token }` to require it; `false` for an open dashboard (a loopback
+   * development server). Default: the token of JOBVISOR_DASHBOARD_TOKEN(_FILE);
+   * when neither is set, createDashboard throws rather than serve an open
+   * dashboard by accident.
+   */
+  auth?: { token: string } | false;
+  /** Payload keys shown as [redacted] (default: password, token, secret, authorization). */
+  redact?: string[];
+  /** Cron schedules for the Schedules page (the configuration's `schedules`). */
+  schedules?: Schedule[];
+  /** Database schema of the jobs table (default "jobvisor"). */
+  schema?: string;
+  /** Bound on each statement (default 5,000 ms). */
+  statementTimeoutMs?: number;
+  log?: Logger;
+}
+
+export type DashboardHandler = ((req: IncomingMessage, res: ServerResponse, next?: () => void) => void) & {
+  /** The same dashboard as a web-standard fetch handler. */
+  fetch: (request: Request) => Response | Promise<Response>;
+  basePath: string;
+};
+
+const SECURITY_HEADERS: Record<string, string> = {
+  'Content-Security-Policy':
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+  'X-Content-Type-Options': 'nosniff',
+  'X-Frame-Options': 'DENY',
+  'Referrer-Policy': 'same-origin',
+  'Cache-Control': 'no-store',
+};
+
+/** "/", or "/a/b" without a trailing slash. */
+export function normaliseBasePath(basePath = '/'): string {
+  if (!basePath.startsWith('/') || basePath.includes('//') || /[?#\\]/.test(basePath))
+    throw new TypeError(`basePath must be a path starting with "/", got ${JSON.stringify(basePath)}`);
+  return basePath === '/' ? '/' : basePath.replace(/\/+$/, '');
+}
+
+export function createDashboard(options: DashboardOptions): DashboardHandler {
+  const basePath = normaliseBasePath(options.basePath);
+  const base = basePath === '/' ? '/' : `${basePath}/`;
+  let token: string | null;
+  if (options.auth === false) token = null;
+  else if (options.auth) token = options.auth.token;
+  else {
+    token = readDashboardToken();
+    if (token === null)
+      throw new TypeError(
+        'createDashboard: no JOBVISOR_DASHBOARD_TOKEN(_FILE) is set; pass auth: { token } or, for an open dashboard, auth: false',
+      );
+  }
+  const auth = createAuth(token);
+  const view: ViewContext = { base, readOnly: options.readOnly ?? false, authRequired: auth.required };
+  const db = dashboardDb(
+    options.pool,
+    options.schema ?? 'jobvisor',
+    options.statementTimeoutMs ?? DASHBOARD_STATEMENT_TIMEOUT_MS,
+  );
+
+  const root = new Hono({ strict: false });
+  const app = basePath === '/' ? root : root.basePath(basePath);
+  app.use(async (c, next) => {
+    await next();
+    for (const [k, v] of Object.entries(SECURITY_HEADERS)) c.res.headers.set(k, v);
+  });
+  app.get('/static/app.js', (c) => c.body(SCRIPT, 200, { 'Content-Type': 'text/javascript; charset=utf-8' }));
+  app.get('/static/app.css', (c) => c.body(STYLE, 200, { 'Content-Type': 'text/css; charset=utf-8' }));
+  app.use(bodyLimit({ maxSize: 64 * 1024, onError: (c) => c.text('request body too large', 413) }));
+  // Every state-changing request, login included, must come from a page of this site.
+  app.use(async (c, next) => {
+    if (c.req.method === 'GET' || c.req.method === 'HEAD') return next();
+    const why = refuseCrossSite({
+      origin: c.req.header('origin'),
+      referer: c.req.header('referer'),
+      host: c.req.header('host'),
+      forwardedHost: c.req.header('x-forwarded-host'),
+    });
+    if (why) {
+      options.log?.warn({ reason: why, path: c.req.path }, 'dashboard refused a cross-site request');
+      return c.html(messagePage(view, 'Refused', `This request did not come from the dashboard (${why}).`), 403);
+    }
+    return next();
+  });
+  loginRoutes(app, { view, auth });
+  app.use(async (c, next) => {
+    if (auth.check(c.req.header('authorization'), getCookie(c, SESSION_COOKIE))) return next();
+    if (c.req.method === 'GET' && !c.req.header('authorization')) {
+      const url = new URL(c.req.url);
+      return c.redirect(`${base}login?next=${encodeURIComponent(url.pathname + url.search)}`, 303);
+    }
+    return c.html(messagePage(view, 'Not logged in', 'A valid dashboard token is required.'), 401, {
+      'WWW-Authenticate': 'Bearer realm="jobvisor"',
+    });
+  });
+  app.use(async (c, next) => {
+    if (c.req.method !== 'GET' && c.req.method !== 'HEAD' && view.readOnly)
+      return c.html(messagePage(view, 'Read-only', 'This dashboard is read-only: actions are turned off.'), 403);
+    return next();
+  });
+  pageRoutes(app, {
+    view,
+    db,
+    redact: options.redact ?? DEFAULT_REDACT,
+    schedules: options.schedules ?? [],
+  });
+  actionRoutes(app, { view, db });
+  app.notFound((c) => c.html(messagePage(view, 'Not found', 'There is no such page.'), 404));
+  root.notFound((c) => c.html(messagePage(view, 'Not found', 'There is no such page.'), 404));
+  const onError = (err: Error & { code?: string }, c: Parameters<Parameters<typeof app.onError>[0]>[1]) => {
+    if (err.code === STATEMENT_TIMEOUT)
+      return c.html(
+        messagePage(view, 'Too slow', 'The database did not answer within the dashboard’s statement timeout.'),
+        503,
+      );
+    options.log?.error({ err, path: c.req.path }, 'dashboard request failed');
+    return c.html(messagePage(view, 'Error', 'The request failed; the dashboard log has the details.'), 500);
+  };
+  app.onError(onError);
+  root.onError(onError);
+
+  const listener = getRequestListener(root.fetch);
+  const handler = ((req: IncomingMessage, res: ServerResponse, next?: () => void) => {
+    const path = (req.url ?? '/').split('?', 1)[0] ?? '/';
+    if (next && basePath !== '/' && path !== basePath && !path.startsWith(base)) return next();
+    void listener(req, res);
+  }) as DashboardHandler;
+  handler.fetch = (request: Request) => root.fetch(request);
+  handler.basePath = basePath;
+  return handler;
+}

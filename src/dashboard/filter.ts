@@ -1,0 +1,70 @@
+/**
+ * The job filter as it travels in URLs and forms: the list page's query string
+ * and the bulk actions' form fields use the same names, so a shared link, the
+ * list and "retry everything matching" all mean the same rows.
+ *
+ *   status  pending | running | done | failed | cancelled
+ *   queue   kind    exact names
+ *   id      one or more job ids (comma or space separated)
+ *   key     unique key (exact)
+ *   q       text in the payload
+ *   error   text in the error
+ *   errorPrefix  first line of the error (a dead-letter group)
+ */
+import type { JobFilter } from '../queue/admin/index.ts';
+
+export const FILTER_FIELDS = ['status', 'queue', 'kind', 'id', 'key', 'q', 'error', 'errorPrefix'] as const;
+export type FilterField = (typeof FILTER_FIELDS)[number];
+export type FilterParams = Partial<Record<FilterField, string>>;
+
+export const STATUSES = ['pending', 'running', 'done', 'failed', 'cancelled'] as const;
+
+export class FilterError extends Error {}
+
+/** The non-empty filter fields of a query string or form, trimmed. */
+export function readParams(get: (name: string) => string | undefined): FilterParams {
+  const out: FilterParams = {};
+  for (const f of FILTER_FIELDS) {
+    const v = get(f)?.trim();
+    if (v) out[f] = v;
+  }
+  return out;
+}
+
+/**
+ * The admin API's filter for these parameters.
+ * @throws FilterError for an unknown status or a malformed id.
+ */
+export function toFilter(p: FilterParams): JobFilter {
+  const filter: JobFilter = {};
+  if (p.status) {
+    if (!(STATUSES as readonly string[]).includes(p.status))
+      throw new FilterError(`status must be one of ${STATUSES.join(', ')}`);
+    filter.status = p.status as (typeof STATUSES)[number];
+  }
+  if (p.queue) filter.queue = p.queue;
+  if (p.kind) filter.kind = p.kind;
+  if (p.id) {
+    const ids = p.id.split(/[\s,]+/).filter(Boolean);
+    for (const id of ids)
+      if (!/^\d{1,18}$/.test(id) || BigInt(id) <= 0n) throw new FilterError(`job id must be a positive integer`);
+    filter.ids = ids.map((id) => BigInt(id).toString());
+  }
+  if (p.key) filter.uniqueKey = p.key;
+  if (p.q) filter.payloadText = p.q;
+  if (p.error) filter.errorText = p.error;
+  if (p.errorPrefix) filter.errorPrefix = p.errorPrefix;
+  return filter;
+}
+
+/** The query string of these parameters (without "?"), for links. */
+export function toQuery(p: FilterParams, extra: Record<string, string> = {}): string {
+  const q = new URLSearchParams();
+  for (const f of FILTER_FIELDS) if (p[f]) q.set(f, p[f]);
+  for (const [k, v] of Object.entries(extra)) q.set(k, v);
+  return q.toString();
+}
+
+export function isEmpty(p: FilterParams): boolean {
+  return FILTER_FIELDS.every((f) => !p[f]);
+}

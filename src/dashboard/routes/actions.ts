@@ -1,0 +1,64 @@
+/**
+ * The actions, each a POST form (the same-site check and read-only mode are
+ * applied before these run, in app.ts).
+ *   /jobs/:id/{retry,cancel,run-now,delete}  one job, then back to its page
+ *   /jobs/{retry,cancel,delete}              everything matching the filter
+ * A bulk action without `confirm` answers with a page that states how many jobs
+ * match and posts again with `confirm`; only that second post changes rows.
+ * A bulk action needs at least one filter field: "every job" is never one click.
+ */
+import type { Hono } from 'hono';
+import { cancelJobs, COUNT_CAP, countJobs, deleteJobs, retryJobs, runJobsNow } from '../../queue/admin/index.ts';
+import type { DashboardDb } from '../db.ts';
+import { FilterError, isEmpty, readParams, toFilter, toQuery } from '../filter.ts';
+import { confirmPage } from '../views/confirm.ts';
+import type { ViewContext } from '../views/layout.ts';
+import { messagePage } from '../views/message.ts';
+import { JOB_ID } from './pages.ts';
+
+const ONE = {
+  retry: [retryJobs, 'retried'],
+  cancel: [cancelJobs, 'cancelled'],
+  'run-now': [runJobsNow, 'ran-now'],
+  delete: [deleteJobs, 'deleted'],
+} as const;
+
+const BULK = { retry: ONE.retry, cancel: ONE.cancel, delete: ONE.delete } as const;
+
+export function actionRoutes(app: Hono, deps: { view: ViewContext; db: DashboardDb }): void {
+  const { view, db } = deps;
+
+  for (const [action, [run, done]] of Object.entries(ONE)) {
+    app.post(`/jobs/:id/${action}`, async (c) => {
+      const id = c.req.param('id');
+      if (!JOB_ID.test(id)) return c.html(messagePage(view, 'Not found', `There is no job ${id}.`), 404);
+      const result = await db.use((store) => run(store, { ids: [id] }));
+      const shown = result.changed > 0 ? done : 'unchanged';
+      if (action === 'delete' && result.changed > 0) return c.redirect(`${view.base}jobs?done=deleted`, 303);
+      return c.redirect(`${view.base}jobs/${id}?done=${shown}`, 303);
+    });
+  }
+
+  for (const [action, [run, done]] of Object.entries(BULK)) {
+    app.post(`/jobs/${action}`, async (c) => {
+      const form = await c.req.parseBody();
+      const params = readParams((name) => (typeof form[name] === 'string' ? form[name] : undefined));
+      let filter;
+      try {
+        filter = toFilter(params);
+      } catch (err) {
+        if (err instanceof FilterError) return c.html(messagePage(view, 'Bad filter', err.message), 400);
+        throw err;
+      }
+      if (isEmpty(params))
+        return c.html(messagePage(view, 'Choose a filter', 'A bulk action needs at least one filter field.'), 400);
+      if (typeof form.confirm !== 'string') {
+        // The number the action would change: matching rows in a status it applies to.
+        const total = await db.use((store) => countJobs(store, filter, COUNT_CAP, action as keyof typeof BULK));
+        return c.html(confirmPage(view, action, params, total));
+      }
+      const result = await db.use((store) => run(store, { filter }));
+      return c.redirect(`${view.base}jobs?${toQuery(params, { done, n: String(result.changed) })}`, 303);
+    });
+  }
+}

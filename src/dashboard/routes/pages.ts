@@ -1,0 +1,103 @@
+/** The pages: overview, jobs, one job, dead letters, schedules. Reads only. */
+import type { Hono } from 'hono';
+import type { Schedule } from '../../config/index.ts';
+import {
+  countJobs,
+  deadLetterGroups,
+  getJob,
+  listJobs,
+  overview,
+  scheduleSummaries,
+  throughput,
+} from '../../queue/admin/index.ts';
+import { cached } from '../cache.ts';
+import type { DashboardDb } from '../db.ts';
+import { FilterError, readParams, toFilter } from '../filter.ts';
+import { redactPayload } from '../redact.ts';
+import { deadLettersPage } from '../views/dead_letters.ts';
+import { jobPage } from '../views/job.ts';
+import { jobsPage } from '../views/jobs.ts';
+import { count, type ViewContext } from '../views/layout.ts';
+import { messagePage } from '../views/message.ts';
+import { overviewPage } from '../views/overview.ts';
+import { schedulesPage } from '../views/schedules.ts';
+
+/** How long a throughput chart is reused, per range. */
+export const THROUGHPUT_TTL_MS = { hour: 15_000, day: 60_000 } as const;
+
+/** PostgreSQL's query_canceled: the statement bound was reached. */
+export const STATEMENT_TIMEOUT = '57014';
+
+/** Rows per page of the jobs list. */
+export const PAGE_SIZE = 50;
+
+export const JOB_ID = /^[1-9]\d{0,17}$/;
+
+export function pageRoutes(
+  app: Hono,
+  deps: { view: ViewContext; db: DashboardDb; redact: readonly string[]; schedules: Schedule[] },
+): void {
+  const { view, db } = deps;
+
+  // The charts change slowly (1-minute and 15-minute buckets); the per-queue counts are read on every request.
+  const hour = cached(THROUGHPUT_TTL_MS.hour, () => db.use((store) => throughput(store, 'hour')));
+  const day = cached(THROUGHPUT_TTL_MS.day, () => db.use((store) => throughput(store, 'day')));
+
+  app.get('/', async (c) => {
+    const [o, h, d] = await Promise.all([db.use((store) => overview(store)), hour(), day()]);
+    return c.html(overviewPage(view, { ...o, hour: h, day: d }));
+  });
+
+  app.get('/jobs', async (c) => {
+    const params = readParams((name) => c.req.query(name));
+    let filter;
+    try {
+      filter = toFilter(params);
+    } catch (err) {
+      if (err instanceof FilterError) return c.html(messagePage(view, 'Bad filter', err.message), 400);
+      throw err;
+    }
+    const after = c.req.query('after');
+    // On two connections at once: a text filter makes both scan.
+    const [list, total] = await Promise.all([
+      db.use((store) =>
+        listJobs(store, filter, { limit: PAGE_SIZE, after: after && JOB_ID.test(after) ? after : null }),
+      ),
+      // A count that hits the statement bound (a text filter on a huge table) leaves the list readable.
+      db
+        .use((store) => countJobs(store, filter))
+        .catch((err: Error & { code?: string }) => {
+          if (err.code === STATEMENT_TIMEOUT) return null;
+          throw err;
+        }),
+    ]);
+    const n = Number(c.req.query('n'));
+    return c.html(
+      jobsPage(view, {
+        params,
+        jobs: list.jobs,
+        next: list.next,
+        total,
+        flash: c.req.query('done'),
+        flashDetail: Number.isSafeInteger(n) && n >= 0 ? `${count(n)} job${n === 1 ? '' : 's'} changed.` : undefined,
+      }),
+    );
+  });
+
+  app.get('/jobs/:id', async (c) => {
+    const id = c.req.param('id');
+    const job = JOB_ID.test(id) ? await db.use((store) => getJob(store, id)) : null;
+    if (!job) return c.html(messagePage(view, 'Not found', `There is no job ${id}.`), 404);
+    return c.html(jobPage(view, job, redactPayload(job.payload, deps.redact), c.req.query('done')));
+  });
+
+  app.get('/dead-letters', async (c) => {
+    const groups = await db.use((store) => deadLetterGroups(store));
+    return c.html(deadLettersPage(view, groups));
+  });
+
+  app.get('/schedules', async (c) => {
+    const lines = await db.use((store) => scheduleSummaries(store, deps.schedules));
+    return c.html(schedulesPage(view, lines));
+  });
+}

@@ -1,0 +1,123 @@
+/** The overview page: per-queue counts, the oldest due job, throughput charts, live supervisors. */
+import { html } from 'hono/html';
+import { OVERVIEW_CAP, type SupervisorRow } from '../../queue/admin/index.ts';
+import { throughputChart, type Bucket } from './chart.ts';
+import { age, count, layout, time, type ViewContext } from './layout.ts';
+
+export interface QueueLine {
+  queue: string;
+  pending: number;
+  due: number;
+  running: number;
+  dead: number;
+  doneLastHour: number;
+}
+
+export interface OverviewData {
+  queues: QueueLine[];
+  oldestDueAgeSeconds: number | null;
+  supervisors: SupervisorRow[];
+  /** Some status had more rows than the overview reads: its counts are lower bounds. */
+  capped?: boolean;
+  hour: Bucket[];
+  day: Bucket[];
+}
+
+export function overviewPage(v: ViewContext, d: OverviewData) {
+  const jobs = (q: Record<string, string>) => `${v.base}jobs?${new URLSearchParams(q).toString()}`;
+  const body = html`<div data-refresh="10">
+    <h1>Overview</h1>
+    <p class="actions">
+      <button type="button" id="refresh-toggle" hidden>Pause auto-refresh</button>
+    </p>
+    <div class="cards">
+      <div class="card">Oldest due job waits <b id="oldest-due">${age(d.oldestDueAgeSeconds)}</b></div>
+      <div class="card">
+        Dead letters <b><a href="${v.base}dead-letters">${count(d.queues.reduce((n, q) => n + q.dead, 0))}</a></b>
+      </div>
+      <div class="card">Supervisors alive <b>${d.supervisors.length}</b></div>
+    </div>
+    <h2>Queues</h2>
+    ${
+      d.capped
+        ? html`<p class="muted" id="capped">
+            Some counts are lower bounds: the overview reads at most ${count(OVERVIEW_CAP)} rows per status.
+          </p>`
+        : ''
+    }
+    <table id="queues">
+      <thead>
+        <tr>
+          <th>Queue</th>
+          <th class="num">Pending</th>
+          <th class="num">Due now</th>
+          <th class="num">Running</th>
+          <th class="num">Dead letters</th>
+          <th class="num">Done (last hour)</th>
+        </tr>
+      </thead>
+      <tbody>
+        ${
+          d.queues.length === 0
+            ? html`<tr>
+                <td colspan="6" class="muted">No jobs yet.</td>
+              </tr>`
+            : ''
+        }
+        ${d.queues.map(
+          (q) =>
+            html`<tr>
+              <td><a href="${jobs({ queue: q.queue })}">${q.queue}</a></td>
+              <td class="num"><a href="${jobs({ queue: q.queue, status: 'pending' })}">${count(q.pending)}</a></td>
+              <td class="num">${count(q.due)}</td>
+              <td class="num"><a href="${jobs({ queue: q.queue, status: 'running' })}">${count(q.running)}</a></td>
+              <td class="num"><a href="${jobs({ queue: q.queue, status: 'failed' })}">${count(q.dead)}</a></td>
+              <td class="num">${count(q.doneLastHour)}</td>
+            </tr>`,
+        )}
+      </tbody>
+    </table>
+    <h2>Throughput</h2>
+    ${throughputChart('Last hour, per minute', d.hour)} ${throughputChart('Last day, per 15 minutes', d.day)}
+    <h2>Supervisors</h2>
+    <table id="supervisors">
+      <thead>
+        <tr>
+          <th>Supervisor</th>
+          <th>Host</th>
+          <th>Version</th>
+          <th>Queues</th>
+          <th class="num">In flight</th>
+          <th>Started</th>
+          <th>Last heartbeat</th>
+        </tr>
+      </thead>
+      <tbody>
+        ${
+          d.supervisors.length === 0
+            ? html`<tr>
+                <td colspan="7" class="muted">No supervisor is alive.</td>
+              </tr>`
+            : ''
+        }
+        ${d.supervisors.map(
+          (s) =>
+            html`<tr>
+              <td>${s.id}</td>
+              <td>${s.host} (pid ${s.pid})</td>
+              <td>${s.version}</td>
+              <td>
+                ${Object.entries(s.queues ?? {})
+                  .map(([q, n]) => `${q}×${n}`)
+                  .join(', ')}
+              </td>
+              <td class="num">${count(s.in_flight)}</td>
+              <td>${time(s.started_at)}</td>
+              <td>${time(s.heartbeat_at)}</td>
+            </tr>`,
+        )}
+      </tbody>
+    </table>
+  </div>`;
+  return layout(v, 'Overview', '', body);
+}

@@ -1,0 +1,44 @@
+/**
+ * The admin API: every statement the CLI (`jobvisor jobs …`, `stats`) and the
+ * dashboard need, in one place, so there is no second copy of the SQL.
+ *
+ * Reads meant for the dashboard (overview, listJobs, countJobs, …) are shaped
+ * to stay fast on a table of millions of rows; give them a pool whose
+ * statement_timeout is short (createPool's `statementTimeoutMs`), so a
+ * pathological filter fails instead of holding a connection.
+ */
+export { BULK_BATCH_SIZE, cancelJobs, deleteJobs, retryFailedInBatches, retryJobs, runJobsNow } from './actions.ts';
+export { deadLetterGroups, type DeadLetterGroup } from './dead_letters.ts';
+export { checkIds, containsPattern } from './filter.ts';
+export { getJob, timeline } from './job.ts';
+export { COUNT_CAP, countJobs, listJobs, MAX_PAGE, statusOf } from './list.ts';
+export { overview, OVERVIEW_CAP, type Overview, type QueueOverview } from './overview.ts';
+export { throughput, THROUGHPUT_RANGES, type ThroughputBucket } from './throughput.ts';
+export { nextFireTimes, scheduleSummaries, type ScheduleSummary } from './schedules.ts';
+export { stats, type Stats } from './stats.ts';
+export {
+  beatSupervisor,
+  expireSupervisors,
+  listSupervisors,
+  removeSupervisor,
+  SUPERVISOR_EXPIRY_LEASES,
+  type SupervisorInfo,
+} from './supervisors.ts';
+export {
+  ACTION_STATUSES,
+  JOB_STATUSES,
+  timeText,
+  type AttemptError,
+  type BulkAction,
+  type BulkOptions,
+  type BulkResult,
+  type BulkTarget,
+  type JobDetail,
+  type JobFilter,
+  type JobRow,
+  type JobStatus,
+  type Page,
+  type SupervisorRow,
+  type Time,
+  type TimelineEvent,
+} from './types.ts';

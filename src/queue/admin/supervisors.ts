@@ -1,0 +1,80 @@
+/**
+ * The `supervisors` table: each live supervisor's row, kept by its own
+ * heartbeat (`beatSupervisor`), deleted on clean exit (`removeSupervisor`),
+ * and expired by the reaper (`expireSupervisors`) once it stops beating.
+ *
+ * The beat is an upsert, so a row deleted while its supervisor was paused
+ * (and expired) comes back at the next beat; started_at is then that beat's
+ * time. Readers skip rows past expires_at, whether or not a reaper ran.
+ */
+import { planned, run, type Now, type Store } from '../sql.ts';
+import type { SupervisorRow } from './types.ts';
+
+/** A row expires this many leases after its last beat. */
+export const SUPERVISOR_EXPIRY_LEASES = 3;
+
+export interface SupervisorInfo {
+  id: string;
+  host: string;
+  pid: number;
+  version: string;
+  queues: Record<string, number>;
+  inFlight: number;
+  leaseMs: number;
+}
+
+const BEAT = planned(
+  'supervisor_beat',
+  `
+INSERT INTO jobvisor.supervisors AS s (id, host, pid, version, queues, started_at, heartbeat_at, expires_at, in_flight)
+VALUES ($1, $2, $3, $4, $5::jsonb, coalesce($8::timestamptz, now()), coalesce($8::timestamptz, now()),
+        coalesce($8::timestamptz, now()) + $7::float8 * interval '1 millisecond', $6)
+ON CONFLICT (id) DO UPDATE
+   SET heartbeat_at = excluded.heartbeat_at, expires_at = excluded.expires_at, in_flight = excluded.in_flight,
+       queues = excluded.queues`,
+);
+
+/** Records `info` as alive now: inserts the row, or refreshes its heartbeat and jobs in flight. */
+export async function beatSupervisor(store: Store, info: SupervisorInfo, now: Now = null): Promise<void> {
+  await run(store, BEAT, [
+    info.id,
+    info.host,
+    info.pid,
+    info.version,
+    JSON.stringify(info.queues),
+    info.inFlight,
+    info.leaseMs * SUPERVISOR_EXPIRY_LEASES,
+    now,
+  ]);
+}
+
+const REMOVE = planned('supervisor_remove', `DELETE FROM jobvisor.supervisors WHERE id = $1`);
+
+/** Deletes this supervisor's row (clean exit). */
+export async function removeSupervisor(store: Store, id: string): Promise<void> {
+  await run(store, REMOVE, [id]);
+}
+
+const EXPIRE = planned(
+  'supervisor_expire',
+  `DELETE FROM jobvisor.supervisors WHERE expires_at < coalesce($1::timestamptz, now()) RETURNING id`,
+);
+
+/** Deletes the rows of supervisors that stopped beating. @returns their ids. */
+export async function expireSupervisors(store: Store, now: Now = null): Promise<string[]> {
+  return (await run<{ id: string }>(store, EXPIRE, [now])).map((r) => r.id);
+}
+
+const LIST = planned(
+  'supervisor_list',
+  `
+SELECT id, host, pid, version, queues, started_at, heartbeat_at, in_flight
+  FROM jobvisor.supervisors
+ WHERE expires_at >= coalesce($1::timestamptz, now())
+ ORDER BY host, started_at, id`,
+);
+
+/** The supervisors alive (not expired), by host. */
+export async function listSupervisors(store: Store, now: Now = null): Promise<SupervisorRow[]> {
+  return run<SupervisorRow>(store, LIST, [now]);
+}

@@ -1,0 +1,71 @@
+/**
+ * Throughput for the Overview's chart: jobs done and dead-lettered per time
+ * bucket over the last hour or day, read from the jobs table (finished_at).
+ */
+import { planned, run, type Store } from '../sql.ts';
+
+export interface ThroughputBucket {
+  bucketStart: Date;
+  /** Jobs that finished done in the bucket. */
+  done: number;
+  /** Jobs dead-lettered in the bucket (status failed; retried attempts are not counted). */
+  failed: number;
+}
+
+/** Bucket widths: one minute over the last hour, fifteen minutes over the last day. */
+export const THROUGHPUT_RANGES = {
+  hour: { spanMs: 3_600_000, bucketMs: 60_000 },
+  day: { spanMs: 86_400_000, bucketMs: 900_000 },
+} as const;
+
+// Done = finished − failed − cancelled, each counted through its own index
+// (jobs_finished_idx index-only, jobs_failed_idx, jobs_cancelled_idx), never
+// by reading a heap page per finished row: the last day of a 1 M-row table
+// took 690-830 ms that way, 85 ms this way (see migration 009).
+const BUCKET = `date_bin($2::float8 * interval '1 millisecond', finished_at, timestamptz '1970-01-01 00:00:00+00')`;
+const THROUGHPUT = planned(
+  'admin_throughput',
+  `
+SELECT bucket,
+       (sum(n) FILTER (WHERE what = 'finished') - coalesce(sum(n) FILTER (WHERE what <> 'finished'), 0))::int AS done,
+       coalesce(sum(n) FILTER (WHERE what = 'failed'), 0)::int AS failed
+  FROM (SELECT 'finished' AS what, ${BUCKET} AS bucket, count(*) AS n FROM jobvisor.jobs
+         WHERE status IN ('done', 'cancelled', 'failed') AND finished_at >= $1::timestamptz GROUP BY 2
+        UNION ALL
+        SELECT 'failed', ${BUCKET}, count(*) FROM jobvisor.jobs
+         WHERE status = 'failed' AND finished_at >= $1::timestamptz GROUP BY 2
+        UNION ALL
+        SELECT 'cancelled', ${BUCKET}, count(*) FROM jobvisor.jobs
+         WHERE status = 'cancelled' AND finished_at >= $1::timestamptz GROUP BY 2) AS counts
+ GROUP BY bucket`,
+);
+
+/**
+ * Jobs done and dead-lettered per bucket over the last hour or day, oldest
+ * bucket first, with empty buckets present (zeros). Buckets are aligned to
+ * multiples of their width since the epoch; the last one is still filling.
+ */
+export async function throughput(store: Store, range: 'hour' | 'day', now?: Date): Promise<ThroughputBucket[]> {
+  const { spanMs, bucketMs } = THROUGHPUT_RANGES[range];
+  const end = now ?? (await databaseNow(store));
+  const last = Math.floor(end.getTime() / bucketMs) * bucketMs;
+  const first = last - spanMs + bucketMs;
+  const rows = await run<{ bucket: Date; done: number; failed: number }>(store, THROUGHPUT, [
+    new Date(first),
+    bucketMs,
+  ]);
+  const byStart = new Map(rows.map((r) => [r.bucket.getTime(), r]));
+  const buckets: ThroughputBucket[] = [];
+  for (let t = first; t <= last; t += bucketMs) {
+    const r = byStart.get(t);
+    buckets.push({ bucketStart: new Date(t), done: r?.done ?? 0, failed: r?.failed ?? 0 });
+  }
+  return buckets;
+}
+
+const DATABASE_NOW = planned('admin_now', `SELECT now() AS now`);
+
+async function databaseNow(store: Store): Promise<Date> {
+  const [row] = await run<{ now: Date }>(store, DATABASE_NOW, []);
+  return row?.now ?? new Date();
+}

@@ -1,0 +1,142 @@
+/** Rows and arguments shared by the admin functions (CLI and dashboard). */
+
+/** Job statuses, as the table's CHECK constraint allows them. */
+export const JOB_STATUSES = ['pending', 'running', 'done', 'failed', 'cancelled'] as const;
+export type JobStatus = (typeof JOB_STATUSES)[number];
+
+/**
+ * A timestamp column's value. Plain SQL can store 'infinity' and '-infinity'
+ * (run_at = 'infinity': never due); pg hands those over as ±Infinity numbers,
+ * which have no toISOString() and print as null in JSON, so they are named.
+ */
+export type Time = Date | 'infinity' | '-infinity';
+
+export function time(value: unknown): Time | null {
+  if (value === Number.POSITIVE_INFINITY) return 'infinity';
+  if (value === Number.NEGATIVE_INFINITY) return '-infinity';
+  return value as Date | null;
+}
+
+/** A Time as text: ISO 8601, or 'infinity' / '-infinity'. */
+export function timeText(value: Time): string {
+  return value instanceof Date ? value.toISOString() : value;
+}
+
+/** A job as lists show it. */
+export interface JobRow {
+  id: string;
+  queue: string;
+  kind: string;
+  status: string;
+  priority: number;
+  attempts: number;
+  max_attempts: number;
+  run_at: Time;
+  created_at: Time;
+  started_at: Time | null;
+  finished_at: Time | null;
+  locked_by: string | null;
+  unique_key: string | null;
+  last_error: string | null;
+  payload: unknown;
+}
+
+/** One entry of a job's per-attempt error history (column `errors`). */
+export interface AttemptError {
+  attempt: number;
+  at: string;
+  error: string;
+}
+
+export interface TimelineEvent {
+  at: Time;
+  event: 'created' | 'started' | 'failed' | 'finished';
+  attempt?: number;
+  error?: string;
+}
+
+/** Everything about one job, for `jobs show` and the job page. */
+export interface JobDetail extends JobRow {
+  errors: AttemptError[];
+  locked_until: Time | null;
+  lease_token: string | null;
+  trace_context: Record<string, unknown> | null;
+  /** created, each recorded failure (from `errors`), the latest start, finished; oldest first. */
+  timeline: TimelineEvent[];
+}
+
+/**
+ * Which jobs: every field given must match. Text fields are compared as
+ * given (no wildcards); `payloadText` and `errorText` are substrings, case
+ * insensitive, with `%` and `_` matched literally.
+ */
+export interface JobFilter {
+  ids?: string[];
+  status?: JobStatus;
+  queue?: string;
+  kind?: string;
+  uniqueKey?: string;
+  /** Text in the payload's JSON. */
+  payloadText?: string;
+  /** Text in last_error. */
+  errorText?: string;
+  /** Milliseconds: finished (or, unfinished, created) more than this long ago. */
+  olderThan?: number;
+  /** The first line of last_error, exactly (a dead-letter group). */
+  errorPrefix?: string;
+}
+
+/** Keyset page of a list in id DESC order: `after` is the last id of the previous page. */
+export interface Page {
+  limit: number;
+  after?: string | null;
+}
+
+export type BulkAction = 'retry' | 'cancel' | 'runNow' | 'delete';
+
+/**
+ * The statuses each action applies to (see actions.ts for why). runNow
+ * changes only pending jobs not yet due.
+ */
+export const ACTION_STATUSES: Readonly<Record<BulkAction, readonly JobStatus[]>> = {
+  retry: ['failed', 'cancelled'],
+  cancel: ['pending', 'running'],
+  runNow: ['pending'],
+  delete: ['pending', 'done', 'failed', 'cancelled'],
+};
+
+/** The jobs a bulk action applies to: these ids, or everything matching a filter. */
+export type BulkTarget = { ids: string[] } | { filter: JobFilter };
+
+export interface BulkOptions {
+  /** Rows per statement (default 1,000). */
+  batchSize?: number;
+  /** Change at most this many rows (default: all that match). */
+  limit?: number;
+  /** Called after each batch with the ids it changed. */
+  onBatch?: (ids: string[]) => void;
+}
+
+/**
+ * `matched`: rows of the target in a status the action applies to, when the
+ * action reached them; `changed`: rows it changed (fewer when a row moved on
+ * in between, e.g. was claimed). For an id target, `ids` lists the changed ids.
+ */
+export interface BulkResult {
+  matched: number;
+  changed: number;
+  ids?: string[];
+}
+
+/** A live supervisor, as it last reported itself. */
+export interface SupervisorRow {
+  id: string;
+  host: string;
+  pid: number;
+  version: string;
+  /** Queue name → concurrency. */
+  queues: Record<string, number>;
+  started_at: Date;
+  heartbeat_at: Date;
+  in_flight: number;
+}

@@ -1,0 +1,91 @@
+/**
+ * The admin reads keep their index plans on a table of finished history:
+ * none reads the whole table (except free-text search, which must). The plan
+ * each actually executed comes back from auto_explain as a notice, as in
+ * test/plans.test.ts.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type pg from 'pg';
+import { createPool } from '../src/db/pool.ts';
+import {
+  countJobs,
+  deadLetterGroups,
+  deleteJobs,
+  listJobs,
+  overview,
+  retryJobs,
+  throughput,
+} from '../src/queue/admin/index.ts';
+import type { Store } from '../src/queue/sql.ts';
+import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
+
+let db: TestDatabase;
+let pool: pg.Pool;
+let store: Store;
+const plans: string[] = [];
+
+async function planOf(fn: () => Promise<unknown>): Promise<string> {
+  plans.length = 0;
+  await fn();
+  const text = plans.join('\n');
+  assert.ok(text.length > 0, 'auto_explain reported no plan');
+  return text;
+}
+
+before(async () => {
+  db = await createTestDatabase('admin_plans');
+  pool = createPool(db.url, { max: 1 });
+  pool.on('connect', (client) => client.on('notice', (n) => plans.push(n.message ?? '')));
+  store = { db: pool, schema: 'jobvisor' };
+  await pool.query(`INSERT INTO jobvisor.jobs (kind, queue, status, finished_at, payload)
+                    SELECT 'k' || (i % 5), 'q' || (i % 3), 'done', now() - (200000 - i) * interval '1 second', '{}'
+                      FROM generate_series(1, 200000) AS i`);
+  await pool.query(`INSERT INTO jobvisor.jobs (kind, queue, status, finished_at, last_error)
+                    SELECT 'k' || (i % 5), 'q' || (i % 3), 'failed', now() - i * interval '1 minute', 'boom ' || (i % 7)
+                      FROM generate_series(1, 1000) AS i`);
+  await pool.query(
+    `INSERT INTO jobvisor.jobs (kind, queue) SELECT 'k' || (i % 5), 'q' || (i % 3) FROM generate_series(1, 5000) AS i`,
+  );
+  await pool.query('VACUUM ANALYZE jobvisor.jobs');
+  await pool.query(`LOAD 'auto_explain'`);
+  await pool.query(`SET auto_explain.log_level = notice`);
+  await pool.query(`SET auto_explain.log_nested_statements = on`);
+  await pool.query(`SET auto_explain.log_min_duration = 0`);
+});
+
+after(async () => {
+  await pool?.end();
+  await db?.drop();
+});
+
+describe('admin reads on 206 k rows', () => {
+  it('the overview reads each status through its index, never the table', async () => {
+    const plan = await planOf(() => overview(store));
+    assert.match(plan, /jobs_pending_idx/, plan);
+    assert.match(plan, /jobs_finished_idx/, plan);
+    // The supervisors table is tiny and may be read whole; the jobs table never.
+    assert.doesNotMatch(plan, /Seq Scan on jobs/, plan);
+  });
+
+  it('throughput counts finished rows from jobs_finished_idx alone', async () => {
+    const plan = await planOf(() => throughput(store, 'day'));
+    assert.match(plan, /Index Only Scan using jobs_finished_idx/, plan);
+    assert.doesNotMatch(plan, /Seq Scan/, plan);
+  });
+
+  it('filtered lists, counts, groups and bulk actions by status use the partial indexes', async () => {
+    const checks: Array<[string, () => Promise<unknown>]> = [
+      ['list failed', () => listJobs(store, { status: 'failed' }, { limit: 50 })],
+      ['list pending of a queue', () => listJobs(store, { status: 'pending', queue: 'q1' }, { limit: 50 })],
+      ['count failed of a kind', () => countJobs(store, { status: 'failed', kind: 'k2' })],
+      ['dead-letter groups', () => deadLetterGroups(store)],
+      ['retry a group', () => retryJobs(store, { filter: { status: 'failed', kind: 'k3', errorPrefix: 'boom 1' } })],
+      ['delete old dead letters', () => deleteJobs(store, { filter: { status: 'failed', olderThan: 600 * 60_000 } })],
+    ];
+    for (const [name, fn] of checks) {
+      const plan = await planOf(fn);
+      assert.doesNotMatch(plan, /Seq Scan/, `${name}: ${plan}`);
+    }
+  });
+});

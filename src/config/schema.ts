@@ -114,6 +114,16 @@ export const schema = {
       format: intIn(2, 100 * 1024 * 1024),
       default: 1024 * 1024,
     },
+    maxResultBytes: {
+      doc: "Largest return value a task may leave in the job's result column, in bytes of JSON; a larger one fails the attempt.",
+      format: intIn(2, 100 * 1024 * 1024),
+      default: 64 * 1024,
+    },
+    maxSnoozes: {
+      doc: 'Snoozes (ctx.snooze, SnoozeError) a job may take; the next one dead-letters it.',
+      format: intIn(0, 1_000_000),
+      default: 100,
+    },
   },
   backoff: {
     base: {

@@ -17,13 +17,19 @@ export interface JobRow {
   unique_key: string | null;
   last_error: string | null;
   payload: unknown;
+  /** The task's return value (JSON), set when it succeeded. */
+  result: unknown;
+  /** The last value the task gave ctx.progress(). */
+  progress: unknown;
+  /** Times the job snoozed (not counted in attempts). */
+  snoozes: number;
 }
 
 const LIST_JOBS = prepared(
   'list_jobs',
   `
 SELECT id, queue, kind, status, priority, attempts, max_attempts, run_at, created_at, started_at,
-       finished_at, locked_by, unique_key, last_error, payload
+       finished_at, locked_by, unique_key, last_error, payload, result, progress, snoozes
   FROM jobvisor.jobs
  WHERE ($1::text IS NULL OR status = $1) AND ($2::text IS NULL OR kind = $2) AND ($3::text IS NULL OR queue = $3)
  ORDER BY id DESC

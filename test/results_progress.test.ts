@@ -125,14 +125,20 @@ describe('a task result', () => {
   it('over jobs.maxResultBytes fails the attempt with an error naming the limit', async () => {
     const id = await run('report', { bigResult: 2000 });
     const row = await failedOnce(id);
-    assert.match(row.last_error, /^ResultTooLarge: the task's return value is 2002 bytes of JSON, over jobs.maxResultBytes \(1000\)/);
+    assert.match(
+      row.last_error,
+      /^ResultTooLarge: the task's return value is 2002 bytes of JSON, over jobs.maxResultBytes \(1000\)/,
+    );
     assert.equal(row.result, null);
   });
 
   it('that JSON cannot hold (a BigInt, U+0000) fails the attempt with a clear error', async () => {
     const big = await run('report', { bigint: true });
     const nul = await run('report', { nulResult: true });
-    assert.match((await failedOnce(big)).last_error, /^ResultNotJson: the task's return value cannot be stored as JSON: .*BigInt/);
+    assert.match(
+      (await failedOnce(big)).last_error,
+      /^ResultNotJson: the task's return value cannot be stored as JSON: .*BigInt/,
+    );
     assert.match((await failedOnce(nul)).last_error, /^ResultNotJson: .*U\+0000/);
   });
 });
@@ -167,7 +173,10 @@ describe('ctx.progress', () => {
   it('refuses a value over 4 KiB or not JSON: the attempt fails, naming why', async () => {
     const big = await run('report', { badProgress: 'big' });
     const bigint = await run('report', { badProgress: 'bigint' });
-    assert.match((await failedOnce(big)).last_error, /^ProgressTooLarge: the progress value is 5002 bytes of JSON, over the 4096-byte limit/);
+    assert.match(
+      (await failedOnce(big)).last_error,
+      /^ProgressTooLarge: the progress value is 5002 bytes of JSON, over the 4096-byte limit/,
+    );
     assert.match((await failedOnce(bigint)).last_error, /^ProgressNotJson: /);
   });
 });

@@ -164,7 +164,12 @@ export class Completer implements OutcomeSink {
       writeSplitting(b.snoozedJobs.length, {
         write: (lo, hi) => writeSnoozed(this.writeContext, b, lo, hi),
         alone: (i, err) =>
-          this.alone(b.snoozedJobs[i] as ClaimedJob, b.snoozedMs[i] as number, 'the job snoozed, and recording that', err),
+          this.alone(
+            b.snoozedJobs[i] as ClaimedJob,
+            b.snoozedMs[i] as number,
+            'the job snoozed, and recording that',
+            err,
+          ),
       }),
     ]);
     this.settle(done, b.doneJobs, (i) => this.queued.takeDone(b, i));

@@ -49,7 +49,6 @@ export class ProgressThrottle {
     }
     p.unsent = true;
     p.timer = setTimeout(() => this.due(token, p), p.lastSentAt + PROGRESS_INTERVAL_MS - now);
-    p.timer.unref();
   }
 
   /** The run has ended: its last value, if it reported any; nothing more is sent for it. */

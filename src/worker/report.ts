@@ -63,12 +63,16 @@ export function encodeProgress(value: unknown): string {
 function toJson(value: unknown, code: 'ResultNotJson' | 'ProgressNotJson', what: string): string | undefined {
   let json: string | undefined;
   try {
-    json = JSON.stringify(value) as string | undefined;
+    // undefined for a function, a symbol or undefined itself, whatever its type says.
+    json = JSON.stringify(value);
   } catch (err) {
     const reason = err instanceof Error ? err.message : describe(err);
     throw new ReportError(code, `${what} cannot be stored as JSON: ${reason}`);
   }
   if (json !== undefined && NUL.test(json))
-    throw new ReportError(code, `${what} cannot be stored as JSON: it holds the character U+0000, which PostgreSQL's jsonb refuses`);
+    throw new ReportError(
+      code,
+      `${what} cannot be stored as JSON: it holds the character U+0000, which PostgreSQL's jsonb refuses`,
+    );
   return json;
 }

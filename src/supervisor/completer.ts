@@ -17,7 +17,7 @@
  * unwritten.
  */
 import type { Settings } from '../config/index.ts';
-import { completeJobs, failJobs, releaseJobs, type Reports } from '../queue/complete.ts';
+import { completeJobs, releaseJobs, type Reports } from '../queue/complete.ts';
 import { deadLetterClaimed } from '../queue/fallback.ts';
 import type { Store } from '../queue/sql.ts';
 import type { ClaimedJob, Fence } from '../queue/types.ts';
@@ -26,7 +26,7 @@ import type { Failure, OutcomeSink, Report } from './dispatch/sink.ts';
 import type { JobRef, SupervisorEvents } from './events.ts';
 import { OutcomeBatch } from './outcome_batch.ts';
 import { safeEmit } from './safe_emit.ts';
-import { writeSnoozed, type SnoozeWriteContext } from './snooze_write.ts';
+import { writeFailed, writeSnoozed, type RequeueWriteContext } from './requeue_writes.ts';
 import { writeSplitting, type SplitResult } from './split_write.ts';
 
 const MAX_ERROR_CHARS = 4000;
@@ -48,7 +48,7 @@ export class Completer implements OutcomeSink {
     private readonly events: SupervisorEvents,
   ) {}
 
-  private get writeContext(): SnoozeWriteContext {
+  private get writeContext(): RequeueWriteContext {
     const { store, owner, events, held } = this;
     return { store, owner, events, held, maxSnoozes: this.settings.jobs.maxSnoozes };
   }
@@ -148,7 +148,7 @@ export class Completer implements OutcomeSink {
           this.alone(b.doneJobs[i] as ClaimedJob, b.doneMs[i] as number, 'the job succeeded, but marking it done', err),
       }),
       writeSplitting(b.failedJobs.length, {
-        write: (lo, hi) => this.writeFailed(b, lo, hi),
+        write: (lo, hi) => writeFailed(this.writeContext, b, lo, hi),
         alone: (i, err) =>
           this.alone(
             b.failedJobs[i] as ClaimedJob,
@@ -232,37 +232,6 @@ export class Completer implements OutcomeSink {
     });
     if (written.length) safeEmit(this.events, 'job:completed', { jobs: written, runMs: ms });
     safeEmit(this.events, 'job:fenced', { jobs: jobs.filter((j) => fenced.has(j.id)) });
-  }
-
-  private async writeFailed(b: OutcomeBatch, lo: number, hi: number): Promise<void> {
-    const jobs = b.failedJobs.slice(lo, hi);
-    const errors = b.errors.slice(lo, hi);
-    const rows = await failJobs(this.store, this.owner, {
-      ids: jobs.map((j) => j.id),
-      tokens: jobs.map((j) => j.token),
-      permanent: b.permanent.slice(lo, hi),
-      delaysMs: b.delays.slice(lo, hi),
-      errors,
-    });
-    const status = new Map(rows.map((r) => [r.id, r.status]));
-    const retried = { jobs: [] as JobRef[], runMs: [] as number[], errors: [] as string[] };
-    const dead = { jobs: [] as JobRef[], runMs: [] as number[], errors: [] as string[] };
-    const fenced: JobRef[] = [];
-    jobs.forEach((j, i) => {
-      this.held.delete(j.token);
-      const s = status.get(j.id);
-      const into = s === 'pending' ? retried : s === 'failed' ? dead : undefined;
-      if (!into) {
-        fenced.push(j);
-        return;
-      }
-      into.jobs.push(j);
-      into.runMs.push(b.failedMs[lo + i] as number);
-      into.errors.push(errors[i] as string);
-    });
-    if (retried.jobs.length) safeEmit(this.events, 'job:retried', retried);
-    if (dead.jobs.length) safeEmit(this.events, 'job:dead', dead);
-    if (fenced.length) safeEmit(this.events, 'job:fenced', { jobs: fenced });
   }
 
   private async writeReleased(b: OutcomeBatch, lo: number, hi: number): Promise<void> {

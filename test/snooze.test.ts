@@ -11,7 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { enqueue } from '../src/queue/enqueue.ts';
 import type { Supervisor } from '../src/supervisor/supervisor.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { startSupervisor } from './helpers/inprocess.ts';
+import { nextEvent, startSupervisor } from './helpers/inprocess.ts';
 import { until } from './helpers/poll.ts';
 
 let db: TestDatabase;
@@ -49,7 +49,11 @@ const settled = (id: string, check: (row: Awaited<ReturnType<typeof job>>) => bo
 describe('a task that snoozes', () => {
   for (const how of ['ctx', 'throw'] as const) {
     it(`(${how === 'ctx' ? 'ctx.snooze' : 'throw SnoozeError'}) goes back to pending at now + delay, its attempt given back`, async () => {
-      const { id } = await enqueue(db.pool, 'snooze', { how, delay: '1h' });
+      let id: string | null = null;
+      const snoozedEvent = nextEvent(supervisor, 'job:snoozed', (e) => e.jobs.some((j) => j.id === id));
+      ({ id } = await enqueue(db.pool, 'snooze', { how, delay: '1h' }));
+      const [event] = await snoozedEvent;
+      assert.deepEqual(event.delaysMs, [3_600_000], 'job:snoozed (metrics, logs) after the write');
       const row = await settled(id as string, (r) => r.snoozes === 1, 'snoozed');
       assert.equal(row.status, 'pending');
       assert.equal(row.attempts, 0, 'the snooze did not use an attempt');

@@ -8,6 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { retryJobs } from '../src/queue/admin.ts';
 import { enqueue } from '../src/queue/enqueue.ts';
 import type { Supervisor } from '../src/supervisor/supervisor.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
@@ -87,6 +88,11 @@ describe('a task that snoozes', () => {
     assert.ok(row.finished_at);
     const last = row.errors.at(-1);
     assert.equal(last.error, row.last_error, 'the dead letter is in the history');
+    // `jobs retry` starts it afresh: it may snooze jobs.maxSnoozes times again.
+    await db.pool.query(`UPDATE jobvisor.jobs SET payload = '{"delay": "1h"}' WHERE id = $1`, [id]);
+    assert.deepEqual(await retryJobs({ db: db.pool, schema: 'jobvisor' }, [id as string]), [id]);
+    const again = await settled(id as string, (r) => r.status === 'pending' && r.snoozes === 1, 'snoozed afresh');
+    assert.equal(again.attempts, 0);
   });
 
   it('fails the attempt (and only it) when the delay is not a duration', async () => {

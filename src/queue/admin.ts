@@ -73,13 +73,13 @@ export function timeText(value: Time): string {
   return value instanceof Date ? value.toISOString() : value;
 }
 
-// A retried job starts afresh: attempts back to 0, due now. Only dead letters
+// A retried job starts afresh: attempts and snoozes back to 0, due now. Only dead letters
 // and cancelled jobs can be retried; pending, running and done ones are left alone.
 const RETRY_JOBS = prepared(
   'retry_jobs',
   `
 UPDATE jobvisor.jobs
-   SET status = 'pending', attempts = 0, run_at = now(), finished_at = NULL, locked_until = NULL
+   SET status = 'pending', attempts = 0, snoozes = 0, run_at = now(), finished_at = NULL, locked_until = NULL
  WHERE id = ANY($1::bigint[]) AND status IN ('failed', 'cancelled')
 RETURNING id`,
 );
@@ -106,7 +106,7 @@ WITH batch AS (
    FOR UPDATE SKIP LOCKED
 )
 UPDATE jobvisor.jobs AS j
-   SET status = 'pending', attempts = 0, run_at = now(), finished_at = NULL, locked_until = NULL
+   SET status = 'pending', attempts = 0, snoozes = 0, run_at = now(), finished_at = NULL, locked_until = NULL
   FROM batch
  WHERE j.id = batch.id
 RETURNING j.id`,

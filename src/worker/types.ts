@@ -38,7 +38,7 @@ export interface TaskContext {
    * Stores a small JSON progress value (at most 4 KiB) on the job, for
    * `jobs list --json` and the dashboard. Written at most once a second per
    * job (the newest value wins); never waits for the database.
-   * @throws TypeError-like ReportError when the value is not JSON or too large.
+   * @throws ReportError (ProgressNotJson, ProgressTooLarge) when the value is not JSON or over 4 KiB.
    */
   progress(value: unknown): void;
 }

@@ -5,7 +5,7 @@
  */
 import { availableParallelism } from 'node:os';
 import type { QueueInput, QueueSettings, Schedule, ScheduleInput } from './sections.ts';
-import { durationFormat, intIn, timerFormat, validateSchedules } from './validate.ts';
+import { BYTE_COUNT, durationFormat, intIn, timerFormat, validateSchedules } from './validate.ts';
 
 export * from './sections.ts';
 
@@ -116,7 +116,7 @@ export const schema = {
     },
     maxResultBytes: {
       doc: "Largest return value a task may leave in the job's result column, in bytes of JSON; a larger one fails the attempt.",
-      format: intIn(2, 100 * 1024 * 1024),
+      format: BYTE_COUNT,
       default: 64 * 1024,
     },
     maxSnoozes: {

@@ -15,7 +15,7 @@ import { snoozeJobs } from '../src/queue/snooze.ts';
 import type { Store } from '../src/queue/sql.ts';
 import type { Supervisor } from '../src/supervisor/supervisor.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { startSupervisor } from './helpers/inprocess.ts';
+import { nextEvent, startSupervisor } from './helpers/inprocess.ts';
 import { until } from './helpers/poll.ts';
 import { BIN } from './helpers/supervisor.ts';
 
@@ -168,6 +168,27 @@ describe('ctx.progress', () => {
     const w = await writes(id);
     assert.ok(w.length >= 1 && w.length <= 2, `writes: ${JSON.stringify(w)}`);
     assert.deepEqual(w.at(-1), { value: { i: 99 }, status: 'done' }, 'the last value came with the done write');
+  });
+
+  it('a failing progress write is dropped and reported; the job and the supervisor carry on', async () => {
+    // Refuses progress writes to running rows only: the done write (with the last value) passes.
+    await db.pool.query(`
+      CREATE FUNCTION refuse_progress() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN RAISE EXCEPTION 'progress refused'; END $$;
+      CREATE TRIGGER jobs_refuse_progress BEFORE UPDATE OF progress ON jobvisor.jobs
+        FOR EACH ROW WHEN (NEW.status = 'running' AND NEW.progress @> '{"refuse": true}') EXECUTE FUNCTION refuse_progress();`);
+    try {
+      const refused = nextEvent(supervisor, 'db:error', (e) => e.loop === 'progress');
+      const id = await run('report', { progress: [{ refuse: true }], hold: true, result: 'fine' });
+      const [event] = await refused;
+      assert.match(String((event.err as Error).message), /progress refused/);
+      assert.deepEqual((await job(id)).progress, null, 'nothing written');
+      await db.pool.query('INSERT INTO report_gate VALUES ($1)', [id]);
+      const row = await settledAs(id, 'done');
+      assert.deepEqual([row.result, row.progress], ['fine', { refuse: true }], 'the done write carried the last value');
+    } finally {
+      await db.pool.query('DROP TRIGGER jobs_refuse_progress ON jobvisor.jobs');
+    }
   });
 
   it('refuses a value over 4 KiB or not JSON: the attempt fails, naming why', async () => {

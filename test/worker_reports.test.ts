@@ -66,6 +66,10 @@ describe('encodeResult', () => {
     assert.throws(() => encodeResult(1n, 100), /^ResultNotJson: .*BigInt/);
     assert.throws(() => encodeResult(cycle, 100), /^ResultNotJson: .*circular/i);
     assert.throws(() => encodeResult({ s: 'a\u0000' }, 100), /^ResultNotJson: .*U\+0000/);
+    assert.throws(() => encodeResult({ s: 'a\ud800' }, 100), /^ResultNotJson: .*unpaired UTF-16 surrogate/);
+    assert.throws(() => encodeProgress(['\udc00']), /^ProgressNotJson: .*unpaired UTF-16 surrogate/);
+    assert.equal(encodeResult('😀', 100), '"😀"', 'a paired surrogate is fine');
+    assert.equal(encodeResult('\\ud800', 100), '"\\\\ud800"', 'so is the text \\ud800');
     // An escaped backslash followed by "u0000" is not the character.
     assert.equal(encodeResult('\\u0000', 100), '"\\\\u0000"');
   });

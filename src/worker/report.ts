@@ -11,9 +11,13 @@ import { describe } from './convert.ts';
 /** The largest ctx.progress() value, in bytes of JSON: progress is a small status, not a result. */
 export const MAX_PROGRESS_BYTES = 4096;
 
-// PostgreSQL's jsonb cannot hold the character U+0000 (an escaped \u0000
-// preceded by an even number of backslashes, i.e. not itself escaped).
+// PostgreSQL's jsonb cannot hold the character U+0000, nor an unpaired UTF-16
+// surrogate (JSON.stringify escapes exactly those as \udXXX; paired ones stay
+// raw). Both show as escapes preceded by an even number of backslashes (not
+// themselves escaped text). Caught here, such a value fails its own job; in
+// the batch write it would fail the statement for every row.
 const NUL = /(?<!\\)(?:\\\\)*\\u0000/;
+const LONE_SURROGATE = /(?<!\\)(?:\\\\)*\\ud[89a-f][0-9a-f]{2}/i;
 
 /** Thrown for a value that cannot be stored; `code` is stable. */
 export class ReportError extends Error {
@@ -73,6 +77,11 @@ function toJson(value: unknown, code: 'ResultNotJson' | 'ProgressNotJson', what:
     throw new ReportError(
       code,
       `${what} cannot be stored as JSON: it holds the character U+0000, which PostgreSQL's jsonb refuses`,
+    );
+  if (json !== undefined && LONE_SURROGATE.test(json))
+    throw new ReportError(
+      code,
+      `${what} cannot be stored as JSON: it holds an unpaired UTF-16 surrogate, which PostgreSQL's jsonb refuses`,
     );
   return json;
 }

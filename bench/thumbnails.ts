@@ -249,6 +249,10 @@ async function main(): Promise<void> {
         reports: { dir: work },
         schema: db.settings.database.schema,
       },
+      snooze: () => {
+        throw new Error('the thumbnail task does not snooze');
+      },
+      progress: () => {},
     };
     const thumbsPerJob = WIDTHS.length;
     // Rounds interleave the runs (direct, 1 thread, 2 threads, direct, ...), so a

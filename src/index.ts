@@ -1,7 +1,7 @@
 /** jobvisor's application API. */
 export { enqueue, enqueueMany, validateJob } from './queue/enqueue.ts';
 export type { EnqueueOptions, EnqueueResult, JobSpec, PayloadOf, TaskPayloads } from './queue/enqueue.ts';
-export { PermanentError, RetryLaterError } from './worker/errors.ts';
+export { PermanentError, RetryLaterError, SnoozeError } from './worker/errors.ts';
 export type { JobInfo, Task, TaskContext, TaskOptions } from './worker/types.ts';
 export { setTaskQueueDefault } from './queue/task_defaults.ts';
 export { migrate } from './db/migrate.ts';

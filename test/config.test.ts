@@ -67,6 +67,11 @@ describe('configuration', () => {
       [{ schedules: [{ name: 'x', cron: 'not a cron', kind: 'k' }] }, /schedules\[0\]\.cron/],
       [{ schedules: [{ name: 'x', cron: '* * * * *', kind: 'k', every: 1 }] }, /unknown key "schedules\[0\]\.every"/],
       [{ log: { level: 'loud' } }, /log\.level/],
+      [{ jobs: { maxSnoozes: -1 } }, /jobs\.maxSnoozes/],
+      [{ jobs: { maxSnoozes: 1.5 } }, /jobs\.maxSnoozes/],
+      [{ jobs: { maxResultBytes: '64KiB' } }, /jobs\.maxResultBytes/],
+      [{ jobs: { maxResultBytes: 1 } }, /jobs\.maxResultBytes/],
+      [{ jobs: { maxSnooze: 3 } }, /unknown key "jobs\.maxSnooze".*"jobs\.maxSnoozes"/],
     ];
     for (const [overrides, message] of cases) {
       assert.throws(

@@ -127,6 +127,23 @@ describe('loop health', () => {
     assert.deepEqual(seen, ['failed fetcher:default', 'recovered fetcher:default']);
   });
 
+  it('failed progress writes (best effort) never make a loop failing; a snooze write is a completer success', () => {
+    const events = new SupervisorEvents();
+    let now = 0;
+    const health = new LoopHealth(events, { leaseMs: 1000, now: () => now });
+    for (; now <= 5000; now += 1000) {
+      events.emit('db:error', { loop: 'progress', err: new Error('x') });
+      events.emit('db:error', { loop: 'completer', err: new Error('x') });
+      health.check();
+    }
+    assert.deepEqual(
+      health.failing().map((f) => f.loop),
+      ['completer'],
+    );
+    events.emit('job:snoozed', { jobs: [], runMs: [], delaysMs: [] });
+    assert.deepEqual(health.failing(), []);
+  });
+
   it('the database answering again ends streaks of outage errors, not of other failures', () => {
     const events = new SupervisorEvents();
     let now = 0;

@@ -108,6 +108,50 @@ describe('decideOutcome', () => {
     );
   });
 
+  it('a task that snoozed is snoozed, on any attempt, even the last or with other hints', () => {
+    const snoozed = (snoozeMs: number, permanent = false): RunResult => ({
+      type: 'task-error',
+      runMs: 34,
+      error: { name: 'SnoozeError', message: 'snoozed', permanent, retryInMs: null, snoozeMs },
+    });
+    for (const [attempt, max] of [
+      [1, 3],
+      [3, 3],
+    ] as const)
+      assert.deepEqual(decideOutcome(snoozed(30_000), state(undefined, attempt, max)), {
+        type: 'snooze',
+        runMs: 34,
+        delayMs: 30_000,
+      });
+    assert.deepEqual(decideOutcome(snoozed(0, true), state(undefined)), { type: 'snooze', runMs: 34, delayMs: 0 });
+  });
+
+  it('a snooze gives way to a lost lease (drop), a shutdown (release) and a timeout (failure)', () => {
+    const snoozed: RunResult = {
+      type: 'task-error',
+      runMs: 34,
+      error: { name: 'SnoozeError', message: 'snoozed', permanent: false, retryInMs: null, snoozeMs: 5 },
+    };
+    assert.deepEqual(decideOutcome(snoozed, state('lease-lost')), { type: 'drop' });
+    assert.equal(decideOutcome(snoozed, state('shutdown')).type, 'release');
+    assert.equal(decideOutcome(snoozed, state('timeout')).type, 'retry');
+  });
+
+  it('a success carries what the task reported, and nothing extra when it reported nothing', () => {
+    assert.deepEqual(decideOutcome({ type: 'success', runMs: 1, result: '{"a":1}' }, state(undefined)), {
+      type: 'done',
+      runMs: 1,
+      report: { result: '{"a":1}', progress: undefined },
+    });
+    assert.deepEqual(decideOutcome({ type: 'success', runMs: 1, progress: '7' }, state('timeout')), {
+      type: 'done',
+      runMs: 1,
+      report: { result: undefined, progress: '7' },
+    });
+    assert.deepEqual(decideOutcome({ type: 'success', runMs: 1, result: '1' }, state('lease-lost')), { type: 'drop' });
+    assert.deepEqual(decideOutcome({ type: 'success', runMs: 1 }, state(undefined)), { type: 'done', runMs: 1 });
+  });
+
   it('decides something for every result in every state', () => {
     for (const stop of STOPS)
       for (const result of [success, taskError(), taskError(true, 9), crash, oom, killedForOther])
@@ -116,7 +160,7 @@ describe('decideOutcome', () => {
           [3, 3],
         ] as const) {
           const o = decideOutcome(result, state(stop, attempt, max));
-          assert.ok(['done', 'retry', 'dead', 'release', 'drop'].includes(o.type));
+          assert.ok(['done', 'retry', 'dead', 'release', 'drop', 'snooze'].includes(o.type));
           if (o.type === 'retry') assert.ok(attempt < max && !o.failure.permanent);
         }
   });

@@ -15,7 +15,9 @@ import { deleteOldJobs } from '../src/queue/cleanup.ts';
 import { completeJobs, failJobs, releaseJobs } from '../src/queue/complete.ts';
 import { enqueueMany } from '../src/queue/enqueue.ts';
 import { renewLeases } from '../src/queue/lease.ts';
+import { writeProgress } from '../src/queue/progress.ts';
 import { reapExpiredLeases } from '../src/queue/reaper.ts';
+import { snoozeJobs } from '../src/queue/snooze.ts';
 import type { Store } from '../src/queue/sql.ts';
 import { countActiveJobs } from '../src/queue/stats.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
@@ -92,8 +94,8 @@ describe('hot statements on a table that grew from tiny to a million rows withou
     assert.doesNotMatch(plan, /Seq Scan/, plan);
   });
 
-  it('completes, fails, releases and renews through an index on id', async () => {
-    const jobs = await claimJobs(store, { owner: 'q', queue: 'default', limit: 400, leaseMs: 60_000 });
+  it('completes, fails, releases, renews, snoozes and reports progress through an index on id', async () => {
+    const jobs = await claimJobs(store, { owner: 'q', queue: 'default', limit: 700, leaseMs: 60_000 });
     const part = (k: number) => jobs.slice(k * 100, k * 100 + 100);
     const checks: Array<[string, () => Promise<unknown>]> = [
       [
@@ -134,6 +136,39 @@ describe('hot statements on a table that grew from tiny to a million rows withou
             'q',
             part(3).map((j) => ({ id: j.id, token: j.token })),
             60_000,
+          ),
+      ],
+      [
+        'complete with results',
+        () =>
+          completeJobs(
+            store,
+            'q',
+            part(4).map((j) => j.id),
+            part(4).map((j) => j.token),
+            null,
+            { results: part(4).map(() => '{"ok":true}'), progress: part(4).map(() => null) },
+          ),
+      ],
+      [
+        'snooze',
+        () =>
+          snoozeJobs(
+            store,
+            'q',
+            { ids: part(5).map((j) => j.id), tokens: part(5).map((j) => j.token), delaysMs: part(5).map(() => 1000) },
+            100,
+          ),
+      ],
+      [
+        'progress',
+        () =>
+          writeProgress(
+            store,
+            'q',
+            part(6).map((j) => j.id),
+            part(6).map((j) => j.token),
+            part(6).map(() => '{"step":1}'),
           ),
       ],
     ];

@@ -43,7 +43,11 @@ export function describe(job: JobDetail): string {
   ];
   const width = Math.max(...fields.map(([k]) => k.length));
   const lines = fields.map(([k, v]) => `${k.padEnd(width)}  ${indent(v, width + 2)}`);
-  lines.push('payload:', indent(JSON.stringify(job.payload, null, 2), 2, true), 'timeline:');
+  lines.push('payload:', indent(JSON.stringify(job.payload, null, 2), 2, true));
+  lines.push(`snoozes: ${job.snoozes}`);
+  if (job.progress !== null) lines.push('progress:', indent(JSON.stringify(job.progress, null, 2), 2, true));
+  if (job.result !== null) lines.push('result:', indent(JSON.stringify(job.result, null, 2), 2, true));
+  lines.push('timeline:');
   for (const e of job.timeline) {
     const what = e.attempt === undefined ? e.event : `${e.event} (attempt ${e.attempt})`;
     lines.push(`  ${when(e.at)}  ${what}${e.error === undefined ? '' : `: ${indent(e.error, 4)}`}`);

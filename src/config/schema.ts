@@ -6,7 +6,7 @@
 import { availableParallelism } from 'node:os';
 import { dashboardSchema } from './dashboard.ts';
 import type { QueueInput, QueueSettings, Schedule, ScheduleInput } from './sections.ts';
-import { durationFormat, intIn, timerFormat, validateSchedules } from './validate.ts';
+import { BYTE_COUNT, durationFormat, intIn, timerFormat, validateSchedules } from './validate.ts';
 
 export * from './sections.ts';
 
@@ -114,6 +114,16 @@ export const schema = {
       doc: 'Largest payload enqueue accepts, in bytes of JSON.',
       format: intIn(2, 100 * 1024 * 1024),
       default: 1024 * 1024,
+    },
+    maxResultBytes: {
+      doc: "Largest return value a task may leave in the job's result column, in bytes of JSON; a larger one fails the attempt.",
+      format: BYTE_COUNT,
+      default: 64 * 1024,
+    },
+    maxSnoozes: {
+      doc: 'Snoozes (ctx.snooze, SnoozeError) a job may take; the next one dead-letters it.',
+      format: intIn(0, 1_000_000),
+      default: 100,
     },
   },
   backoff: {

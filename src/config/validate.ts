@@ -3,6 +3,7 @@
  * `schedules` sections (convict cannot describe maps or lists of objects), and
  * the strict key check that names the nearest valid key.
  */
+import convict from 'convict';
 import { CronExpressionParser } from 'cron-parser';
 import { parseDuration } from '../duration.ts';
 import { ConfigError } from '../errors.ts';
@@ -42,6 +43,20 @@ export function intIn(min: number, max: number) {
     }
   };
 }
+
+/**
+ * The name of a convict format for a count of bytes of JSON (2 B to 100 MiB).
+ * A key whose format is a function and whose default is a number has its string
+ * values converted by convict with parseFloat, so "64KiB" in a config file read
+ * as 64 bytes. This format converts only a string of digits (an environment
+ * variable) and leaves anything else for the check to refuse, naming the key.
+ */
+export const BYTE_COUNT = 'jobvisor-byte-count';
+convict.addFormat({
+  name: BYTE_COUNT,
+  validate: intIn(2, 100 * 1024 * 1024),
+  coerce: (v: unknown) => (typeof v === 'string' && /^\s*\d+\s*$/.test(v) ? Number(v) : v),
+});
 
 /** What a queue may set, and how each value is checked. */
 export const QUEUE_FIELDS = {

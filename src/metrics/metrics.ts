@@ -35,6 +35,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
     ),
     completed: counter('jobvisor_jobs_completed_total', 'Jobs that finished successfully in this supervisor.'),
     retried: counter('jobvisor_jobs_retried_total', 'Failed attempts scheduled for a retry by this supervisor.'),
+    snoozed: counter('jobvisor_jobs_snoozed_total', 'Runs that snoozed (put their job back without using an attempt).'),
     deadLettered: counter(
       'jobvisor_jobs_dead_lettered_total',
       'Jobs moved to status failed (dead letter) by this supervisor.',

@@ -48,6 +48,7 @@ export function observeEvents(events: SupervisorEvents, metrics: Metrics, labels
   events.on('job:completed', finished(metrics.completed, 'completed'));
   events.on('job:retried', finished(metrics.retried, 'retried'));
   events.on('job:dead', finished(metrics.deadLettered, 'dead'));
+  events.on('job:snoozed', finished(metrics.snoozed, 'snoozed'));
   events.on('lease:reaped', ({ jobs }) => countBy(jobs, metrics.reaped, 'reaped'));
   events.on('lease:lost', ({ jobs }) => countBy(jobs, metrics.leasesLost, 'lost'));
   events.on('jobs:cleaned', ({ rows }) => {

@@ -21,7 +21,28 @@ const COMPLETE_JOBS = planned(
   `
 WITH u AS (
   UPDATE jobvisor.jobs AS j
-     SET status = 'done', locked_until = NULL, finished_at = coalesce($4::timestamptz, now())
+     SET status = 'done', locked_until = NULL, finished_at = coalesce($4::timestamptz, now()), result = NULL
+   WHERE j.id = ANY($1::bigint[]) AND j.status = 'running' AND j.locked_by = $3
+     AND (j.id::text || ':' || j.lease_token::text) = ANY($2::text[])
+  RETURNING j.id
+)
+SELECT count(*)::int AS written,
+       CASE WHEN count(*) < cardinality($1::bigint[]) THEN array_agg(id)::text[] END AS ids
+  FROM u`,
+);
+
+// The same write for a batch where some task returned a value or left a last
+// progress value: both arrays are aligned with the fence keys, and each row
+// finds its own by its key (not its id: two claims of one job are two keys).
+// A batch of tasks that return nothing never pays for it (COMPLETE_JOBS).
+const COMPLETE_JOBS_REPORTED = planned(
+  'complete_jobs_reported',
+  `
+WITH u AS (
+  UPDATE jobvisor.jobs AS j
+     SET status = 'done', locked_until = NULL, finished_at = coalesce($4::timestamptz, now()),
+         result = ($5::jsonb[])[array_position($2::text[], j.id::text || ':' || j.lease_token::text)],
+         progress = coalesce(($6::jsonb[])[array_position($2::text[], j.id::text || ':' || j.lease_token::text)], j.progress)
    WHERE j.id = ANY($1::bigint[]) AND j.status = 'running' AND j.locked_by = $3
      AND (j.id::text || ':' || j.lease_token::text) = ANY($2::text[])
   RETURNING j.id
@@ -32,7 +53,17 @@ SELECT count(*)::int AS written,
 );
 
 /**
- * Marks jobs done (ids[i] claimed with tokens[i]).
+ * What the runs of a done batch reported, aligned with its ids: each task's
+ * return value and its last unwritten progress value, as JSON text (null: none).
+ */
+export interface Reports {
+  results: Array<string | null>;
+  progress: Array<string | null>;
+}
+
+/**
+ * Marks jobs done (ids[i] claimed with tokens[i]), storing what they reported
+ * when `reports` is given (result NULL otherwise).
  * @returns the ids that were NOT written: fenced off, this owner no longer holds that claim.
  */
 export async function completeJobs(
@@ -41,14 +72,16 @@ export async function completeJobs(
   ids: string[],
   tokens: string[],
   now: Now = null,
+  reports?: Reports,
 ): Promise<Set<string>> {
   if (ids.length === 0) return new Set();
-  const [row] = await run<{ written: number; ids: string[] | null }>(store, COMPLETE_JOBS, [
-    intArray(ids),
-    fenceKeys(ids, tokens),
-    owner,
-    now,
-  ]);
+  const values: unknown[] = [intArray(ids), fenceKeys(ids, tokens), owner, now];
+  if (reports) values.push(reports.results, reports.progress);
+  const [row] = await run<{ written: number; ids: string[] | null }>(
+    store,
+    reports ? COMPLETE_JOBS_REPORTED : COMPLETE_JOBS,
+    values,
+  );
   if (!row || row.written === ids.length) return new Set();
   const written = new Set(row.ids ?? []);
   return new Set(ids.filter((id) => !written.has(id)));
@@ -131,6 +164,6 @@ export async function releaseJobs(store: Store, owner: string, jobs: Fence[]): P
 }
 
 /** The fence keys 'id:token' as a text[] literal (ids and tokens are digits only). */
-function fenceKeys(ids: string[], tokens: string[]): string {
+export function fenceKeys(ids: string[], tokens: string[]): string {
   return textArray(ids.map((id, i) => `${id}:${tokens[i]}`));
 }

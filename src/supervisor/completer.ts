@@ -17,15 +17,16 @@
  * unwritten.
  */
 import type { Settings } from '../config/index.ts';
-import { completeJobs, failJobs, releaseJobs } from '../queue/complete.ts';
+import { completeJobs, releaseJobs, type Reports } from '../queue/complete.ts';
 import { deadLetterClaimed } from '../queue/fallback.ts';
 import type { Store } from '../queue/sql.ts';
 import type { ClaimedJob, Fence } from '../queue/types.ts';
 import { clampDelay, retryDelay } from './backoff.ts';
-import type { Failure, OutcomeSink } from './dispatch/sink.ts';
+import type { Failure, OutcomeSink, Report } from './dispatch/sink.ts';
 import type { JobRef, SupervisorEvents } from './events.ts';
 import { OutcomeBatch } from './outcome_batch.ts';
 import { safeEmit } from './safe_emit.ts';
+import { writeFailed, writeSnoozed, type RequeueWriteContext } from './requeue_writes.ts';
 import { writeSplitting, type SplitResult } from './split_write.ts';
 
 const MAX_ERROR_CHARS = 4000;
@@ -43,9 +44,14 @@ export class Completer implements OutcomeSink {
   constructor(
     private readonly store: Store,
     private readonly owner: string,
-    private readonly settings: Pick<Settings, 'backoff' | 'completer'>,
+    private readonly settings: Pick<Settings, 'backoff' | 'completer'> & { jobs: Pick<Settings['jobs'], 'maxSnoozes'> },
     private readonly events: SupervisorEvents,
   ) {}
+
+  private get writeContext(): RequeueWriteContext {
+    const { store, owner, events, held } = this;
+    return { store, owner, events, held, maxSnoozes: this.settings.jobs.maxSnoozes };
+  }
 
   /** Claims whose outcome is not yet written: the heartbeat keeps their leases. */
   fences(): Fence[] {
@@ -56,9 +62,16 @@ export class Completer implements OutcomeSink {
     return this.held.size;
   }
 
-  done(job: ClaimedJob, runMs: number): void {
-    this.queued.doneJobs.push(job);
-    this.queued.doneMs.push(runMs);
+  done(job: ClaimedJob, runMs: number, report?: Report): void {
+    this.queued.addDone(job, runMs, report);
+    this.added(job);
+  }
+
+  snoozed(job: ClaimedJob, delayMs: number, runMs: number): void {
+    const q = this.queued;
+    q.snoozedJobs.push(job);
+    q.snoozedMs.push(runMs);
+    q.snoozeDelays.push(clampDelay(delayMs));
     this.added(job);
   }
 
@@ -128,14 +141,14 @@ export class Completer implements OutcomeSink {
   }
 
   private async writeBatch(b: OutcomeBatch): Promise<void> {
-    const [done, failed, released] = await Promise.all([
+    const [done, failed, released, snoozed] = await Promise.all([
       writeSplitting(b.doneJobs.length, {
         write: (lo, hi) => this.writeDone(b, lo, hi),
         alone: (i, err) =>
           this.alone(b.doneJobs[i] as ClaimedJob, b.doneMs[i] as number, 'the job succeeded, but marking it done', err),
       }),
       writeSplitting(b.failedJobs.length, {
-        write: (lo, hi) => this.writeFailed(b, lo, hi),
+        write: (lo, hi) => writeFailed(this.writeContext, b, lo, hi),
         alone: (i, err) =>
           this.alone(
             b.failedJobs[i] as ClaimedJob,
@@ -148,11 +161,22 @@ export class Completer implements OutcomeSink {
         write: (lo, hi) => this.writeReleased(b, lo, hi),
         alone: (i, err) => this.alone(b.released[i] as ClaimedJob, 0, 'handing the job back', err),
       }),
+      writeSplitting(b.snoozedJobs.length, {
+        write: (lo, hi) => writeSnoozed(this.writeContext, b, lo, hi),
+        alone: (i, err) =>
+          this.alone(
+            b.snoozedJobs[i] as ClaimedJob,
+            b.snoozedMs[i] as number,
+            'the job snoozed, and recording that',
+            err,
+          ),
+      }),
     ]);
     this.settle(done, b.doneJobs, (i) => this.queued.takeDone(b, i));
     this.settle(failed, b.failedJobs, (i) => this.queued.takeFailed(b, i));
     this.settle(released, b.released, (i) => this.queued.takeReleased(b, i));
-    const retryError = done.retryError ?? failed.retryError ?? released.retryError;
+    this.settle(snoozed, b.snoozedJobs, (i) => this.queued.takeSnoozed(b, i));
+    const retryError = done.retryError ?? failed.retryError ?? released.retryError ?? snoozed.retryError;
     if (retryError !== undefined) {
       this.retryDelayMs = Math.min(5000, Math.max(50, this.retryDelayMs * 2));
       safeEmit(this.events, 'db:error', { loop: 'completer', err: retryError });
@@ -191,6 +215,8 @@ export class Completer implements OutcomeSink {
       this.owner,
       jobs.map((j) => j.id),
       jobs.map((j) => j.token),
+      null,
+      reportsOf(b.doneReports?.slice(lo, hi)),
     );
     for (const j of jobs) this.held.delete(j.token);
     if (fenced.size === 0) {
@@ -206,37 +232,6 @@ export class Completer implements OutcomeSink {
     });
     if (written.length) safeEmit(this.events, 'job:completed', { jobs: written, runMs: ms });
     safeEmit(this.events, 'job:fenced', { jobs: jobs.filter((j) => fenced.has(j.id)) });
-  }
-
-  private async writeFailed(b: OutcomeBatch, lo: number, hi: number): Promise<void> {
-    const jobs = b.failedJobs.slice(lo, hi);
-    const errors = b.errors.slice(lo, hi);
-    const rows = await failJobs(this.store, this.owner, {
-      ids: jobs.map((j) => j.id),
-      tokens: jobs.map((j) => j.token),
-      permanent: b.permanent.slice(lo, hi),
-      delaysMs: b.delays.slice(lo, hi),
-      errors,
-    });
-    const status = new Map(rows.map((r) => [r.id, r.status]));
-    const retried = { jobs: [] as JobRef[], runMs: [] as number[], errors: [] as string[] };
-    const dead = { jobs: [] as JobRef[], runMs: [] as number[], errors: [] as string[] };
-    const fenced: JobRef[] = [];
-    jobs.forEach((j, i) => {
-      this.held.delete(j.token);
-      const s = status.get(j.id);
-      const into = s === 'pending' ? retried : s === 'failed' ? dead : undefined;
-      if (!into) {
-        fenced.push(j);
-        return;
-      }
-      into.jobs.push(j);
-      into.runMs.push(b.failedMs[lo + i] as number);
-      into.errors.push(errors[i] as string);
-    });
-    if (retried.jobs.length) safeEmit(this.events, 'job:retried', retried);
-    if (dead.jobs.length) safeEmit(this.events, 'job:dead', dead);
-    if (fenced.length) safeEmit(this.events, 'job:fenced', { jobs: fenced });
   }
 
   private async writeReleased(b: OutcomeBatch, lo: number, hi: number): Promise<void> {
@@ -276,6 +271,15 @@ export class Completer implements OutcomeSink {
       this.write();
     }
   }
+}
+
+/** The reports of a slice of done runs, or undefined when none of them reported anything. */
+function reportsOf(reports: Array<Report | null> | undefined): Reports | undefined {
+  if (!reports?.some((r) => r !== null)) return undefined;
+  return {
+    results: reports.map((r) => r?.result ?? null),
+    progress: reports.map((r) => r?.progress ?? null),
+  };
 }
 
 /** last_error text: bounded, no NUL (PostgreSQL text cannot hold it). */

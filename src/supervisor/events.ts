@@ -33,6 +33,8 @@ export interface Events {
   'job:completed': [FinishedBatch];
   'job:retried': [FailedBatch];
   'job:dead': [FailedBatch];
+  /** Tasks that snoozed: back to pending after delaysMs, no attempt used. */
+  'job:snoozed': [{ jobs: JobRef[]; runMs: number[]; delaysMs: number[] }];
   'job:released': [{ jobs: JobRef[]; reason: string }];
   /** Outcomes the database refused because this supervisor no longer owned the attempt. */
   'job:fenced': [{ jobs: JobRef[] }];

@@ -33,6 +33,15 @@ export function logEvents(events: SupervisorEvents, log: Logger): void {
       ),
     );
   });
+  events.on('job:snoozed', ({ jobs, delaysMs }) => {
+    if (log.isLevelEnabled('debug'))
+      jobs.forEach((j, i) =>
+        log.debug(
+          { jobId: j.id, kind: j.kind, queue: j.queue, attempt: j.attempt, delayMs: delaysMs[i] },
+          'job snoozed',
+        ),
+      );
+  });
   events.on('job:released', ({ jobs, reason }) =>
     log.info({ jobIds: jobs.map((j) => j.id), reason }, 'jobs handed back'),
   );

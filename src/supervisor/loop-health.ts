@@ -36,6 +36,13 @@ export interface FailingLoop {
   failingMs: number;
 }
 
+/**
+ * Loops whose writes may be dropped by design (progress values: the next one,
+ * or the job's done write, supersedes a lost one). Their errors are logged and
+ * counted, but never make the supervisor unready.
+ */
+const BEST_EFFORT_LOOPS = new Set(['progress']);
+
 /** Default quiet time that ends a streak: the 30 s backoff cap (+20 % jitter) plus a statement bound. */
 export const DEFAULT_QUIET_MS = 75_000;
 
@@ -63,12 +70,15 @@ export class LoopHealth {
     private readonly options: { leaseMs: number; quietMs?: number; now?: () => number },
   ) {
     this.quietMs = options.quietMs ?? DEFAULT_QUIET_MS;
-    events.on('db:error', ({ loop, err }) => this.failed(loop, isOutageError(err)));
+    events.on('db:error', ({ loop, err }) => {
+      if (!BEST_EFFORT_LOOPS.has(loop)) this.failed(loop, isOutageError(err));
+    });
     events.on('job:claimed', ({ queue }) => this.ok(`fetcher:${queue}`));
     const completer = () => this.ok('completer');
     events.on('job:completed', completer);
     events.on('job:retried', completer);
     events.on('job:dead', completer);
+    events.on('job:snoozed', completer);
     events.on('lease:reaped', () => this.ok('reaper'));
     events.on('jobs:cleaned', () => this.ok('cleanup'));
     events.on('schedule:fired', () => this.ok('scheduler'));

@@ -4,10 +4,17 @@
  * `take*` copies one outcome from another batch (a write that must be retried).
  */
 import type { ClaimedJob } from '../queue/types.ts';
+import type { Report } from './dispatch/sink.ts';
 
 export class OutcomeBatch {
   doneJobs: ClaimedJob[] = [];
   doneMs: number[] = [];
+  /**
+   * What each done run reported, aligned with doneJobs; made only once some
+   * run in the batch reported something, so a batch of tasks that return
+   * nothing costs nothing.
+   */
+  doneReports?: Array<Report | null>;
   failedJobs: ClaimedJob[] = [];
   failedMs: number[] = [];
   errors: string[] = [];
@@ -15,14 +22,29 @@ export class OutcomeBatch {
   delays: number[] = [];
   released: ClaimedJob[] = [];
   reasons: string[] = [];
+  snoozedJobs: ClaimedJob[] = [];
+  snoozedMs: number[] = [];
+  snoozeDelays: number[] = [];
 
   get size(): number {
-    return this.doneJobs.length + this.failedJobs.length + this.released.length;
+    return this.doneJobs.length + this.failedJobs.length + this.released.length + this.snoozedJobs.length;
+  }
+
+  addDone(job: ClaimedJob, runMs: number, report: Report | undefined): void {
+    const i = this.doneJobs.push(job) - 1;
+    this.doneMs.push(runMs);
+    if (report) (this.doneReports ??= new Array<Report | null>(i).fill(null)).push(report);
+    else this.doneReports?.push(null);
   }
 
   takeDone(from: OutcomeBatch, i: number): void {
-    this.doneJobs.push(from.doneJobs[i] as ClaimedJob);
-    this.doneMs.push(from.doneMs[i] as number);
+    this.addDone(from.doneJobs[i] as ClaimedJob, from.doneMs[i] as number, from.doneReports?.[i] ?? undefined);
+  }
+
+  takeSnoozed(from: OutcomeBatch, i: number): void {
+    this.snoozedJobs.push(from.snoozedJobs[i] as ClaimedJob);
+    this.snoozedMs.push(from.snoozedMs[i] as number);
+    this.snoozeDelays.push(from.snoozeDelays[i] as number);
   }
 
   takeFailed(from: OutcomeBatch, i: number): void {

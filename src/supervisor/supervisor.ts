@@ -17,6 +17,7 @@ import { createPool } from '../db/pool.ts';
 import type { Logger } from '../log.ts';
 import type { Store } from '../queue/sql.ts';
 import { Completer } from './completer.ts';
+import { ProgressWriter } from './progress_writer.ts';
 import { setTaskQueueDefault } from '../queue/task_defaults.ts';
 import { Dispatcher } from './dispatch/dispatcher.ts';
 import { SupervisorEvents } from './events.ts';
@@ -57,6 +58,7 @@ export class Supervisor {
   private readonly threads: Piscina;
   private readonly dispatcher: Dispatcher;
   private readonly completer: Completer;
+  private readonly progress: ProgressWriter;
   private readonly fetchers = new Map<string, Fetcher>();
   private readonly loops: Loop[];
   private readonly heartbeat: Loop;
@@ -88,6 +90,7 @@ export class Supervisor {
         userTasksDir: settings.tasks.dir,
         databaseUrl: options.databaseUrl,
         dbPoolSize: settings.pool.dbPoolSize,
+        maxResultBytes: settings.jobs.maxResultBytes,
         logLevel: settings.log.level,
         supervisor: this.id,
         taskConfig: { thumbnails: settings.thumbnails, reports: settings.reports, schema: settings.database.schema },
@@ -103,6 +106,7 @@ export class Supervisor {
         this.dispatcher.kindKnown(kind);
       },
     );
+    this.progress = new ProgressWriter(this.store, this.id, this.events);
     this.dispatcher = new Dispatcher({
       pool: this.threads,
       queues: settings.queues,
@@ -112,6 +116,7 @@ export class Supervisor {
       maxPayloadBytes: settings.jobs.maxPayloadBytes,
       events: this.events,
       outcomes: this.completer,
+      progress: (job, json) => this.progress.report(job, json),
       onCapacity: (queue) => this.fetchers.get(queue)?.onCapacity(),
       traits: (kind) => this.catalog.get(kind),
     });
@@ -262,6 +267,7 @@ export class Supervisor {
       this.dispatcher.abortAll();
       await within(this.dispatcher.whenIdle(), ABORT_GRACE_MS + 1000);
     }
+    await this.progress.stop();
     await this.completer.flush(Date.now() + FLUSH_DEADLINE_MS);
     await this.heartbeat.stop();
     // Best effort and bounded: a database that is away must not hold the exit.

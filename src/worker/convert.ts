@@ -50,6 +50,8 @@ function fromError(err: object): TaskError {
     permanent: read(err, 'permanent') === true,
     retryInMs: typeof retryInMs === 'number' && Number.isFinite(retryInMs) && retryInMs >= 0 ? retryInMs : null,
   };
+  const snoozeMs = read(err, 'snoozeMs');
+  if (typeof snoozeMs === 'number' && Number.isFinite(snoozeMs) && snoozeMs >= 0) out.snoozeMs = snoozeMs;
   if (typeof stack === 'string') out.stack = stack.split('\n').slice(0, STACK_LINES).join('\n');
   return out;
 }

@@ -12,12 +12,23 @@ import pino from 'pino';
 import type pg from 'pg';
 import { REDACT_OPTIONS, serializeError } from '../log.ts';
 import { toTaskError } from './convert.ts';
+import { SnoozeError } from './errors.ts';
 import { catchEscapes, currentJob } from './escapes.ts';
 import { createLoader } from './loader.ts';
 import { parsePayload } from './payload.ts';
+import { ProgressThrottle } from './progress.ts';
+import { encodeProgress, encodeResult } from './report.ts';
 import { createTaskPool } from './task_db.ts';
 import { runTask, traceLogFields } from './tracing.ts';
-import type { FromWorker, ResultBatch, SessionTask, TaskError, ToWorker, WorkerSetup } from './protocol.ts';
+import type {
+  FromWorker,
+  ProgressBatch,
+  ResultBatch,
+  SessionTask,
+  TaskError,
+  ToWorker,
+  WorkerSetup,
+} from './protocol.ts';
 import type { JobInfo, TaskConfig, TaskContext } from './types.ts';
 
 const setup = workerData as WorkerSetup;
@@ -58,7 +69,10 @@ class JobRun implements TaskContext {
   readonly started = performance.now();
 
   constructor(
-    private readonly owner: { settle(run: JobRun, error: TaskError | null): boolean },
+    private readonly owner: {
+      settle(run: JobRun, error: TaskError | null): boolean;
+      progress(run: JobRun, json: string): void;
+    },
     readonly token: string,
     readonly id: string,
     readonly kind: string,
@@ -96,6 +110,14 @@ class JobRun implements TaskContext {
     return setup.taskConfig;
   }
 
+  snooze(delay: string | number): never {
+    throw new SnoozeError(delay);
+  }
+
+  progress(value: unknown): void {
+    this.owner.progress(this, encodeProgress(value));
+  }
+
   /** Fails the job from outside its promise (see escapes.ts) and asks the task to stop. */
   fail(error: TaskError): boolean {
     if (!this.owner.settle(this, error)) return false;
@@ -112,6 +134,7 @@ export default function session({ port, queue }: SessionTask): Promise<void> {
   const running = new Map<string, JobRun>();
   inFlight = running;
   let out: ResultBatch = emptyBatch();
+  let progressOut: ProgressBatch | undefined;
   let flushing = false;
   let ended = false;
   let finish!: () => void;
@@ -119,6 +142,11 @@ export default function session({ port, queue }: SessionTask): Promise<void> {
 
   const flush = () => {
     flushing = false;
+    // Before the results: a run's progress is taken while the run is still held.
+    if (progressOut) {
+      port.postMessage(progressOut satisfies FromWorker);
+      progressOut = undefined;
+    }
     if (out.tokens.length > 0) {
       port.postMessage(out satisfies FromWorker);
       out = emptyBatch();
@@ -129,8 +157,25 @@ export default function session({ port, queue }: SessionTask): Promise<void> {
     }
   };
 
-  /** Records a settled job, once; results leave once per turn of the event loop. */
-  const settle = (run: JobRun, error: TaskError | null): boolean => {
+  const wake = () => {
+    if (!flushing) {
+      flushing = true;
+      setImmediate(flush);
+    }
+  };
+
+  const throttle = new ProgressThrottle((token, json) => {
+    progressOut ??= { type: 'progress', tokens: [], values: [] };
+    progressOut.tokens.push(token);
+    progressOut.values.push(json);
+    wake();
+  });
+
+  /**
+   * Records a settled job, once; results leave once per turn of the event loop.
+   * A success carries its return value (JSON text, if any) and its last progress value.
+   */
+  const settle = (run: JobRun, error: TaskError | null, result?: string): boolean => {
     if (running.get(run.token) !== run) return false;
     const i = out.tokens.push(run.token) - 1;
     out.runMs.push(performance.now() - run.started);
@@ -138,14 +183,22 @@ export default function session({ port, queue }: SessionTask): Promise<void> {
       out.errors ??= new Array<TaskError | null>(i).fill(null);
       out.errors.push(error);
     } else out.errors?.push(null);
-    running.delete(run.token);
-    if (!flushing) {
-      flushing = true;
-      setImmediate(flush);
+    const progress = throttle.take(run.token);
+    if (!error) {
+      // Sparse: a batch of runs that report nothing allocates nothing.
+      if (result !== undefined) (out.results ??= [])[i] = result;
+      if (progress !== undefined) (out.progress ??= [])[i] = progress;
     }
+    running.delete(run.token);
+    wake();
     return true;
   };
-  const owner = { settle };
+  const owner = {
+    settle,
+    progress(run: JobRun, json: string): void {
+      if (running.get(run.token) === run) throttle.report(run.token, json);
+    },
+  };
 
   /** Runs one job to its end; never throws. */
   async function execute(run: JobRun, payloadText: string, traceContext?: string): Promise<void> {
@@ -153,8 +206,8 @@ export default function session({ port, queue }: SessionTask): Promise<void> {
       const payload = parsePayload(payloadText);
       // A loaded task runs without a detour through the loader's promise.
       const task = loader.loaded(run.kind) ?? (await loader.get(run.kind));
-      await runTask(task, payload, run, traceContext);
-      settle(run, null);
+      const value = await runTask(task, payload, run, traceContext);
+      settle(run, null, value === undefined ? undefined : encodeResult(value, setup.maxResultBytes));
     } catch (err) {
       settle(run, toTaskError(err));
     }

@@ -2,9 +2,10 @@
  * Errors a task can throw to steer what happens to its job.
  *
  * They cross the thread boundary as plain data, so jobvisor recognises them by
- * their `permanent` / `retryInMs` fields, not by `instanceof`: a task may also set
- * those fields on any error of its own.
+ * their `permanent` / `retryInMs` / `snoozeMs` fields, not by `instanceof`: a task
+ * may also set those fields on any error of its own.
  */
+import { parseDuration } from '../duration.ts';
 
 /** The job cannot succeed by retrying (missing input, corrupt file): dead-letter it now. */
 export class PermanentError extends Error {
@@ -24,5 +25,22 @@ export class RetryLaterError extends Error {
     if (!Number.isFinite(retryInMs) || retryInMs < 0)
       throw new RangeError(`retryInMs must be a finite number >= 0, got ${retryInMs}`);
     this.retryInMs = retryInMs;
+  }
+}
+
+/**
+ * Put this job back to run again after `delay` ("30s", "5m", or ms) without
+ * using an attempt: the task is waiting for something, not failing. The job's
+ * history records the snooze; past `jobs.maxSnoozes` snoozes it is dead-lettered.
+ * `ctx.snooze(delay)` throws one of these.
+ * @throws RangeError naming the value when `delay` is not a duration.
+ */
+export class SnoozeError extends Error {
+  readonly snoozeMs: number;
+  constructor(delay: string | number, options?: { cause?: unknown }) {
+    const ms = parseDuration(delay);
+    super(`snoozed for ${ms} ms`, options);
+    this.name = 'SnoozeError';
+    this.snoozeMs = ms;
   }
 }

@@ -41,6 +41,8 @@ export interface TaskError {
   stack?: string;
   permanent: boolean;
   retryInMs: number | null;
+  /** Set when the task snoozed (SnoozeError): back to pending after this many ms, no attempt used. */
+  snoozeMs?: number;
 }
 
 /** Results of jobs that settled in one turn of the thread's event loop. */
@@ -55,6 +57,23 @@ export interface ResultBatch {
   runMs: number[];
   /** Per index: null for success; present only when some job failed. */
   errors?: Array<TaskError | null>;
+  /**
+   * What a successful run reported, present only when some run did; sparse (a
+   * hole: nothing): its return value as JSON text, and its last progress value.
+   */
+  results?: Array<string | undefined>;
+  progress?: Array<string | undefined>;
+}
+
+/**
+ * Progress values of running jobs (ctx.progress), already throttled in the
+ * thread to one per job per second; the supervisor writes them, fenced.
+ */
+export interface ProgressBatch {
+  type: 'progress';
+  tokens: string[];
+  /** JSON text. */
+  values: string[];
 }
 
 /**
@@ -65,7 +84,7 @@ export interface SessionReady {
   type: 'ready';
 }
 
-export type FromWorker = ResultBatch | SessionReady;
+export type FromWorker = ResultBatch | ProgressBatch | SessionReady;
 
 /** What the Piscina task receives: the session's port and queue. */
 export interface SessionTask {
@@ -79,6 +98,8 @@ export interface WorkerSetup {
   userTasksDir: string;
   databaseUrl: string;
   dbPoolSize: number;
+  /** jobs.maxResultBytes: a return value over it fails its attempt. */
+  maxResultBytes: number;
   logLevel: string;
   supervisor: string;
   taskConfig: {

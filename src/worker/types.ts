@@ -27,6 +27,20 @@ export interface TaskContext {
   db: pg.Pool;
   /** Resolved configuration sections a task may need (thumbnails, reports, ...). */
   config: TaskConfig;
+  /**
+   * Puts the job back to run again after `delay` ("30s", "5m", or ms) without
+   * using an attempt. It throws a SnoozeError, so the task stops here; a task
+   * that catches errors must let it through. Past jobs.maxSnoozes the job is
+   * dead-lettered. A delay that is not a duration throws a RangeError instead.
+   */
+  snooze(delay: string | number): never;
+  /**
+   * Stores a small JSON progress value (at most 4 KiB) on the job, for
+   * `jobs list --json` and the dashboard. Written at most once a second per
+   * job (the newest value wins); never waits for the database.
+   * @throws ReportError (ProgressNotJson, ProgressTooLarge) when the value is not JSON or over 4 KiB.
+   */
+  progress(value: unknown): void;
 }
 
 export interface TaskConfig {

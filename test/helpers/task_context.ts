@@ -6,6 +6,7 @@
 import { Writable } from 'node:stream';
 import pg from 'pg';
 import pino from 'pino';
+import { SnoozeError } from '../../src/worker/errors.ts';
 import type { JobInfo, TaskConfig, TaskContext } from '../../src/worker/types.ts';
 
 export interface TaskContextOptions {
@@ -19,6 +20,8 @@ export interface TaskContextOptions {
   signal?: AbortSignal;
   /** Receives every log line (parsed JSON) at level debug and above. */
   onLog?: (line: Record<string, unknown>) => void;
+  /** Receives every ctx.progress() value. */
+  onProgress?: (value: unknown) => void;
 }
 
 export function taskContext(options: TaskContextOptions = {}): TaskContext {
@@ -45,6 +48,12 @@ export function taskContext(options: TaskContextOptions = {}): TaskContext {
       thumbnails: { dir: '.jobvisor/thumbnails', format: 'webp', ...options.config?.thumbnails },
       reports: { dir: '.jobvisor/reports', ...options.config?.reports },
       schema: options.config?.schema ?? 'jobvisor',
+    },
+    snooze(delay) {
+      throw new SnoozeError(delay);
+    },
+    progress(value) {
+      options.onProgress?.(value);
     },
   };
 }

@@ -88,7 +88,13 @@ export function pageRoutes(
     const id = c.req.param('id');
     const job = JOB_ID.test(id) ? await db.use((store) => getJob(store, id)) : null;
     if (!job) return c.html(messagePage(view, 'Not found', `There is no job ${id}.`), 404);
-    return c.html(jobPage(view, job, redactPayload(job.payload, deps.redact), c.req.query('done')));
+    // A result or progress value may carry what the payload did: redacted alike.
+    const shown = {
+      ...job,
+      result: redactPayload(job.result, deps.redact),
+      progress: redactPayload(job.progress, deps.redact),
+    };
+    return c.html(jobPage(view, shown, redactPayload(job.payload, deps.redact), c.req.query('done')));
   });
 
   app.get('/dead-letters', async (c) => {

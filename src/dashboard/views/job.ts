@@ -81,6 +81,10 @@ export function jobPage(v: ViewContext, job: JobDetail, payload: unknown, flashK
     </table>
     <h2>Payload</h2>
     <pre id="payload">${JSON.stringify(payload, null, 2)}</pre>
+    <h2>Progress</h2>
+    <pre id="progress">${job.progress === null ? '-' : JSON.stringify(job.progress, null, 2)}</pre>
+    <h2>Result</h2>
+    <pre id="result">${job.result === null ? '-' : JSON.stringify(job.result, null, 2)}</pre>
   </div>`;
   return layout(v, `Job ${job.id}`, 'jobs', body);
 }

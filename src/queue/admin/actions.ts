@@ -54,7 +54,7 @@ const RETRY = planned(
   `
 WITH t AS (SELECT id FROM jobvisor.jobs WHERE id = ANY($1::bigint[]) AND status IN ('failed', 'cancelled') ORDER BY id FOR UPDATE)
 UPDATE jobvisor.jobs AS j
-   SET status = 'pending', attempts = 0, run_at = now(), finished_at = NULL, locked_until = NULL
+   SET status = 'pending', attempts = 0, snoozes = 0, run_at = now(), finished_at = NULL, locked_until = NULL
   FROM t
  WHERE j.id = t.id
 RETURNING j.id, j.queue`,

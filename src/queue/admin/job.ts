@@ -37,9 +37,9 @@ export function timeline(job: Omit<JobDetail, 'timeline'>): TimelineEvent[] {
     const at = new Date(e.at);
     events.push({
       at: Number.isNaN(at.getTime()) ? job.created_at : at,
-      event: 'failed',
+      event: e.snooze ? 'snoozed' : 'failed',
       attempt: e.attempt,
-      error: e.error,
+      ...(e.snooze ? { error: `snoozed until ${e.until ?? '?'}` } : { error: e.error ?? '' }),
     });
   }
   if (job.started_at !== null) events.push({ at: job.started_at, event: 'started', attempt: job.attempts });

@@ -15,7 +15,7 @@ import { ACTION_STATUSES, time, type BulkAction, type JobFilter, type JobRow, ty
 export const MAX_PAGE = 10_000;
 
 export const JOB_COLUMNS = `id, queue, kind, status, priority, attempts, max_attempts, run_at, created_at, started_at,
-       finished_at, locked_by, unique_key, last_error, payload`;
+       finished_at, locked_by, unique_key, last_error, payload, result, progress, snoozes`;
 
 const LIST_JOBS = planned(
   'admin_list_jobs',

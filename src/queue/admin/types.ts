@@ -39,18 +39,28 @@ export interface JobRow {
   unique_key: string | null;
   last_error: string | null;
   payload: unknown;
+  /** The task's return value (JSON), set when it succeeded. */
+  result: unknown;
+  /** The last value the task gave ctx.progress(). */
+  progress: unknown;
+  /** Times the job snoozed (not counted in attempts). */
+  snoozes: number;
 }
 
 /** One entry of a job's per-attempt error history (column `errors`). */
 export interface AttemptError {
   attempt: number;
   at: string;
-  error: string;
+  /** Absent on a snooze entry. */
+  error?: string;
+  /** A snooze (ctx.snooze / SnoozeError): put back until `until`, no attempt used. */
+  snooze?: true;
+  until?: string;
 }
 
 export interface TimelineEvent {
   at: Time;
-  event: 'created' | 'started' | 'failed' | 'finished';
+  event: 'created' | 'started' | 'failed' | 'snoozed' | 'finished';
   attempt?: number;
   error?: string;
 }

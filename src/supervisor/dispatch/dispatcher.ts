@@ -55,6 +55,15 @@ export class Dispatcher {
         const run = this.ledger.get(token);
         if (run?.state === 'running') this.settle(run, decideOutcome(result, run));
       },
+      progress: (tokens, values) => {
+        const report = this.options.progress;
+        if (!report) return;
+        for (let i = 0; i < tokens.length; i++) {
+          // A run asked to stop for a lost lease writes nothing; the write is fenced anyway.
+          const run = this.ledger.get(tokens[i] as string);
+          if (run?.state === 'running' && run.stop !== 'lease-lost') report(run.job, values[i] as string);
+        }
+      },
       resultsEnd: () => {
         this.batching = false;
         this.capacityFreed();

@@ -1,6 +1,7 @@
 /** What the dispatcher is built with. */
 import type { Piscina } from 'piscina';
 import type { QueueSettings } from '../../config/index.ts';
+import type { ClaimedJob } from '../../queue/types.ts';
 import type { SupervisorEvents } from '../events.ts';
 import type { OutcomeSink } from './sink.ts';
 
@@ -22,6 +23,8 @@ export interface DispatcherOptions {
   outcomes: OutcomeSink;
   /** Called when a queue has room for more jobs. */
   onCapacity: (queue: string) => void;
+  /** Where a running job's progress values (JSON text) go: the progress writer. */
+  progress?: (job: ClaimedJob, json: string) => void;
   /** jobs.maxPayloadBytes, named in the error of a job whose payload is over it. */
   maxPayloadBytes: number;
   /** How often running jobs are checked against their timeout (default: 250 ms). */

@@ -14,7 +14,11 @@
  *   1. lease-lost → drop: another owner may hold the job; nothing is written.
  *   2. success → done, even after a stop request the task finished anyway.
  *   3. shutdown → release: the job goes back without using an attempt.
- *   4. timeout → a failure naming the timeout (and the killed thread, if so).
+ *   4. timeout → a failure naming the timeout (and the killed thread, if so),
+ *      even when the task snoozed on its way out: a timed-out run used its attempt.
+ *   4a. the task snoozed (SnoozeError) → snooze: back to pending after its
+ *      delay without using an attempt (the completer's SQL dead-letters a job
+ *      past jobs.maxSnoozes).
  *   5. thread killed to stop another run → release (not this job's fault).
  *   6. task error / thread death → a failure; retry or dead as the completer's
  *      SQL will decide it (permanent, or attempts used up → dead).
@@ -22,12 +26,12 @@
  * the database decides with the row's current max_attempts; the label here is
  * the same rule for callers that want to know.
  */
-import type { Failure } from './sink.ts';
+import type { Failure, Report } from './sink.ts';
 
 export type StopReason = 'timeout' | 'lease-lost' | 'shutdown';
 
 export type RunResult =
-  | { type: 'success'; runMs: number }
+  | { type: 'success'; runMs: number; result?: string; progress?: string }
   | { type: 'task-error'; runMs: number; error: TaskFailure }
   | { type: 'thread-died'; runMs: number; cause: unknown; killedToStop: string | null };
 
@@ -37,6 +41,8 @@ export interface TaskFailure {
   message: string;
   permanent: boolean;
   retryInMs: number | null;
+  /** The task snoozed: back after this many ms, no attempt used. */
+  snoozeMs?: number;
 }
 
 /** What the dispatcher knows of the run (a ledger Run is one). */
@@ -47,7 +53,8 @@ export interface RunState {
 }
 
 export type Outcome =
-  | { type: 'done'; runMs: number }
+  | { type: 'done'; runMs: number; report?: Report }
+  | { type: 'snooze'; runMs: number; delayMs: number }
   | { type: 'retry'; failure: Failure }
   | { type: 'dead'; failure: Failure }
   | { type: 'release'; reason: string }
@@ -55,7 +62,10 @@ export type Outcome =
 
 export function decideOutcome(result: RunResult, state: RunState): Outcome {
   if (state.stop === 'lease-lost') return { type: 'drop' };
-  if (result.type === 'success') return { type: 'done', runMs: result.runMs };
+  if (result.type === 'success') {
+    if (result.result === undefined && result.progress === undefined) return { type: 'done', runMs: result.runMs };
+    return { type: 'done', runMs: result.runMs, report: { result: result.result, progress: result.progress } };
+  }
   if (state.stop === 'shutdown') return { type: 'release', reason: 'aborted by shutdown' };
   if (state.stop === 'timeout') {
     const killed = result.type === 'thread-died' ? ' and did not stop; its worker thread was terminated' : '';
@@ -66,6 +76,8 @@ export function decideOutcome(result: RunResult, state: RunState): Outcome {
       retryInMs: null,
     });
   }
+  if (result.type === 'task-error' && result.error.snoozeMs !== undefined)
+    return { type: 'snooze', runMs: result.runMs, delayMs: result.error.snoozeMs };
   if (result.type === 'task-error') {
     const { name, message, permanent, retryInMs } = result.error;
     return failed(state, { runMs: result.runMs, error: `${name}: ${message}`, permanent, retryInMs });

@@ -26,6 +26,8 @@ export interface SessionHandlers {
   result(token: string, result: RunResult): void;
   /** The end of one result batch. */
   resultsEnd(): void;
+  /** Progress values (JSON text) of runs still on the thread, throttled there. */
+  progress(tokens: string[], values: string[]): void;
   /** The Piscina task settled: `err` is the thread's death, or null. */
   ended(session: Session, err: unknown): void;
 }
@@ -57,6 +59,8 @@ export class Session {
       if (message.type === 'ready') {
         this.ready = true;
         handlers.ready(this);
+      } else if (message.type === 'progress') {
+        handlers.progress(message.tokens, message.values);
       } else {
         readResults(message, handlers);
       }
@@ -129,13 +133,17 @@ export class Session {
 }
 
 function readResults(batch: ResultBatch, handlers: SessionHandlers): void {
-  const { tokens, runMs, errors } = batch;
+  const { tokens, runMs, errors, results, progress } = batch;
   for (let i = 0; i < tokens.length; i++) {
     const error = errors?.[i] ?? null;
     const ms = runMs[i] as number;
     handlers.result(
       tokens[i] as string,
-      error ? { type: 'task-error', runMs: ms, error } : { type: 'success', runMs: ms },
+      error
+        ? { type: 'task-error', runMs: ms, error }
+        : results || progress
+          ? { type: 'success', runMs: ms, result: results?.[i], progress: progress?.[i] }
+          : { type: 'success', runMs: ms },
     );
   }
   handlers.resultsEnd();

@@ -16,13 +16,21 @@ export interface Failure {
   retryInMs: number | null;
 }
 
+/** What a successful run reported (JSON text): its return value and its last progress value. */
+export interface Report {
+  result?: string;
+  progress?: string;
+}
+
 /**
  * Where outcomes go: the completer. Each run gets at most one call; a run whose
  * lease was lost gets none (nothing may be written for it).
  */
 export interface OutcomeSink {
-  done(job: ClaimedJob, runMs: number): void;
+  done(job: ClaimedJob, runMs: number, report?: Report): void;
   failed(job: ClaimedJob, failure: Failure): void;
+  /** The task snoozed: back to pending after delayMs without using an attempt. */
+  snoozed(job: ClaimedJob, delayMs: number, runMs: number): void;
   release(job: ClaimedJob, reason: string): void;
 }
 
@@ -30,7 +38,10 @@ export interface OutcomeSink {
 export function report(outcome: Outcome, job: ClaimedJob, sink: OutcomeSink, events: SupervisorEvents): void {
   switch (outcome.type) {
     case 'done':
-      sink.done(job, outcome.runMs);
+      sink.done(job, outcome.runMs, outcome.report);
+      break;
+    case 'snooze':
+      sink.snoozed(job, outcome.delayMs, outcome.runMs);
       break;
     case 'retry':
     case 'dead':

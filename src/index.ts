@@ -9,3 +9,5 @@ export { loadConfig } from './config/index.ts';
 export type { Settings, QueueSettings, Schedule } from './config/index.ts';
 export { Supervisor } from './supervisor/supervisor.ts';
 export { InputError, ConfigError, JobvisorError } from './errors.ts';
+export { pauseQueue, resumeQueue, listQueues } from './queue/pause.ts';
+export type { QueueInfo, QueueApiOptions } from './queue/pause.ts';

@@ -63,6 +63,7 @@ export const COMMAND_SPECS: CommandSpec[] = [
         default: 'jobs.maxAttempts (8)',
       },
       { flag: '--unique-key K', meaning: 'at most one job per (kind, key) while the row exists' },
+      { flag: '--concurrency-key K', meaning: "the key of the queue's per-key limits (perKeyConcurrency, rateLimit.perKey)" },
       { flag: '--json', meaning: 'print { id, duplicate } as JSON' },
     ],
     example: `jobvisor enqueue welcome_email '{"user_id": 1}' --delay 10s`,
@@ -105,6 +106,27 @@ export const COMMAND_SPECS: CommandSpec[] = [
     example: 'jobvisor jobs cancel 42 43',
   },
   {
+    name: 'queues list',
+    args: '[--json]',
+    summary: 'queues with pending or running jobs, or ever paused: active or paused, and their counts',
+    options: [json],
+    example: 'jobvisor queues list',
+  },
+  {
+    name: 'queues pause',
+    args: 'Q',
+    summary: 'stop every supervisor claiming from queue Q within a second (stored: survives restarts); running jobs finish',
+    options: [],
+    example: 'jobvisor queues pause mail',
+  },
+  {
+    name: 'queues resume',
+    args: 'Q',
+    summary: 'let every supervisor claim from queue Q again, at once',
+    options: [],
+    example: 'jobvisor queues resume mail',
+  },
+  {
     name: 'bench',
     args: '[options]',
     summary: 'measure throughput and pickup latency against the configured database (see BENCHMARKS.md)',
@@ -145,7 +167,7 @@ export const COMMAND_SPECS: CommandSpec[] = [
   },
 ];
 
-/** The specs of a command: `jobs` gives all three `jobs …` subcommands. */
+/** The specs of a command: `jobs` gives all its `jobs …` subcommands (likewise `queues`). */
 export function specsFor(name: string): CommandSpec[] {
   return COMMAND_SPECS.filter((c) => c.name === name || c.name.startsWith(`${name} `));
 }

@@ -6,14 +6,23 @@
  * due) and, while the last claim came back full (a backlog), whenever enough
  * capacity has freed up to make a batch worth a round trip. A wake during a
  * claim is remembered and answered right after it.
+ *
+ * A paused fetcher claims nothing; jobs of a claim that was under way when the
+ * pause arrived are handed back, not started. A limited queue (cluster-wide
+ * limits) claims through claimLimited; when the limits, not the pending jobs,
+ * cut a claim short, it tries again when a start frees up (rate limit) or
+ * after LIMITED_RETRY_MS, since a slot freed by another supervisor is not announced.
  */
-import type { QueueSettings } from '../config/index.ts';
+import { isLimited, type QueueSettings } from '../config/sections.ts';
 import { claimJobs, nextDueIn } from '../queue/claim.ts';
+import { claimLimited } from '../queue/claim_limited.ts';
 import type { Store } from '../queue/sql.ts';
 import type { ClaimedJob } from '../queue/types.ts';
 import type { SupervisorEvents } from './events.ts';
 
 export const MAX_CLAIM = 1000;
+/** How soon a limited queue held back by its cluster limits claims again. */
+export const LIMITED_RETRY_MS = 200;
 
 export interface FetcherOptions {
   store: Store;
@@ -26,6 +35,8 @@ export interface FetcherOptions {
   pollIntervalMs: number;
   capacity: () => number;
   deliver: (jobs: ClaimedJob[]) => void;
+  /** Hands back jobs claimed while the queue was being paused (no attempt used). */
+  handBack?: (jobs: ClaimedJob[]) => void;
   events: SupervisorEvents;
 }
 
@@ -36,15 +47,32 @@ export class Fetcher {
   private stopped = false;
   private dueTimer: NodeJS.Timeout | undefined;
   private readonly minBatch: number;
+  private readonly limited: boolean;
+  private paused = false;
+  /** Where the next per-key walk starts. */
+  private cursor: string | null = null;
 
   constructor(private readonly options: FetcherOptions) {
     const { concurrency, prefetch } = options.settings;
-    this.minBatch = Math.max(1, Math.floor((concurrency + prefetch) / 4));
+    this.limited = isLimited(options.settings);
+    this.minBatch = this.limited ? 1 : Math.max(1, Math.floor((concurrency + prefetch) / 4));
+  }
+
+  /** Paused: claim nothing until resumed. Resuming claims at once. */
+  setPaused(paused: boolean): void {
+    if (this.paused === paused) return;
+    this.paused = paused;
+    if (paused) clearTimeout(this.dueTimer);
+    else this.wake();
+  }
+
+  get isPaused(): boolean {
+    return this.paused;
   }
 
   /** Something may be due: claim as soon as possible. */
   wake(): void {
-    if (this.stopped) return;
+    if (this.stopped || this.paused) return;
     if (this.claiming) {
       this.dirty = true;
       return;
@@ -80,27 +108,64 @@ export class Fetcher {
     const limit = Math.min(MAX_CLAIM, this.options.capacity());
     if (limit <= 0) return 0;
     let jobs: ClaimedJob[];
+    let held = false;
     try {
-      jobs = await claimJobs(this.options.store, {
-        owner: this.options.owner,
-        queue: this.options.queue,
-        limit,
-        leaseMs: this.options.leaseMs,
-        maxPayloadBytes: this.options.maxPayloadBytes,
-      });
+      if (this.limited) {
+        const claim = await claimLimited(this.options.store, {
+          owner: this.options.owner,
+          queue: this.options.queue,
+          limit,
+          leaseMs: this.options.leaseMs,
+          maxPayloadBytes: this.options.maxPayloadBytes,
+          limits: this.options.settings,
+          cursor: this.cursor,
+        });
+        jobs = claim.jobs;
+        this.cursor = claim.cursor;
+        held = !claim.full && jobs.length >= claim.budget;
+        if (held) this.retryIn(claim.nextFreeMs ?? LIMITED_RETRY_MS);
+      } else {
+        jobs = await claimJobs(this.options.store, {
+          owner: this.options.owner,
+          queue: this.options.queue,
+          limit,
+          leaseMs: this.options.leaseMs,
+          maxPayloadBytes: this.options.maxPayloadBytes,
+        });
+      }
     } catch (err) {
       this.options.events.emit('db:error', { loop: `fetcher:${this.options.queue}`, err });
       this.backlog = false;
       return 0;
     }
-    this.backlog = jobs.length === limit;
-    if (jobs.length > 0) {
+    if (this.paused && jobs.length > 0) {
+      // Paused while this claim was under way: nothing of it may start.
+      if (this.options.handBack) {
+        this.options.handBack(jobs);
+        return 0;
+      }
+    }
+    this.backlog = jobs.length === limit || held;
+    if (held) {
+      if (jobs.length > 0) {
+        this.options.events.emit('job:claimed', { queue: this.options.queue, count: jobs.length });
+        this.options.deliver(jobs);
+      }
+    } else if (jobs.length > 0) {
       this.options.events.emit('job:claimed', { queue: this.options.queue, count: jobs.length });
       this.options.deliver(jobs);
     } else {
       await this.armDueTimer();
     }
     return jobs.length;
+  }
+
+  /** Held back by a cluster limit: claim again after `ms` (at the latest at the next poll). */
+  private retryIn(ms: number): void {
+    clearTimeout(this.dueTimer);
+    if (this.stopped || this.paused) return;
+    this.dueTimer = setTimeout(() => this.wake(), Math.max(1, Math.min(Math.ceil(ms), this.options.pollIntervalMs)));
+    this.dueTimer.unref();
   }
 
   /** An empty claim: if a delayed job comes due before the next poll, wake then. */

@@ -24,12 +24,15 @@ import { SupervisorEvents } from './events.ts';
 import { Fetcher } from './fetcher.ts';
 import { createHeartbeat } from './heartbeat.ts';
 import { Listener } from './listener.ts';
+import { PauseWatch } from './pause_watch.ts';
 import type { Loop } from './loop.ts';
 import { createCleanup, createReaper } from './maintenance.ts';
 import { createScheduler } from './scheduler.ts';
 import { BUILTIN_TASKS_DIR, createThreadPool } from './threads.ts';
 
 const ABORT_GRACE_MS = 1000;
+/** The fallback read of paused queues when a notification is lost. */
+const PAUSE_POLL_MS = 1000;
 const FLUSH_DEADLINE_MS = 5000;
 
 export interface SupervisorOptions {
@@ -57,6 +60,7 @@ export class Supervisor {
   private readonly loops: Loop[];
   private readonly heartbeat: Loop;
   private readonly listener: Listener;
+  private readonly pauseWatch: PauseWatch;
   private pollTimer: NodeJS.Timeout | undefined;
   private state: 'created' | 'running' | 'draining' | 'stopped' = 'created';
   private stopping: Promise<void> | undefined;
@@ -111,6 +115,9 @@ export class Supervisor {
           pollIntervalMs: settings.poll.interval,
           capacity: () => this.dispatcher.capacity(queue),
           deliver: (jobs) => this.dispatcher.add(jobs),
+          handBack: (jobs) => {
+            for (const job of jobs) this.completer.release(job, 'queue paused');
+          },
           events: this.events,
         }),
       );
@@ -134,10 +141,22 @@ export class Supervisor {
         events: this.events,
       }),
     ];
+    this.pauseWatch = new PauseWatch({
+      store: this.store,
+      queues: [...this.fetchers.keys()],
+      intervalMs: PAUSE_POLL_MS,
+      onPause: (queue) => {
+        this.fetchers.get(queue)?.setPaused(true);
+        this.dispatcher.releaseBuffered(queue);
+      },
+      onResume: (queue) => this.fetchers.get(queue)?.setPaused(false),
+      events: this.events,
+    });
     this.listener = new Listener({
       url: options.databaseUrl,
       db: this.pool,
       onNotify: (queue) => this.wake(queue),
+      onQueueState: () => void this.pauseWatch.refresh().catch(() => {}),
       events: this.events,
     });
   }
@@ -180,6 +199,11 @@ export class Supervisor {
       this.options.log.warn({ err }, 'could not read the task options; every task runs without them');
       this.dispatcher.setTasks(new Map());
     });
+    // Paused queues are known before anything can wake a fetcher (the listener does at once).
+    await this.pauseWatch.refresh().catch((err: unknown) => {
+      this.options.log.warn({ err }, 'could not read which queues are paused; retrying every second');
+    });
+    this.pauseWatch.start();
     this.heartbeat.start();
     for (const loop of this.loops) loop.start();
     await Promise.all([this.listener.start(), options]);
@@ -234,6 +258,7 @@ export class Supervisor {
     await Promise.all([
       ...[...this.fetchers.values()].map((f) => f.stop()),
       this.listener.stop(),
+      this.pauseWatch.stop(),
       ...this.loops.map((l) => l.stop()),
     ]);
     this.dispatcher.drainBuffers();

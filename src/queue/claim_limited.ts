@@ -1,0 +1,207 @@
+/**
+ * Claiming from a limited queue: one short transaction that takes the queue's
+ * advisory lock, then claims with the statement of claim_limited_sql.ts.
+ *
+ * Why a lock and a second statement: under READ COMMITTED a statement's
+ * snapshot is taken when it starts, so a lock taken inside the claim statement
+ * would still count slots as they were before the previous holder committed.
+ * Taken by the statement before, the claim's snapshot sees every earlier claim
+ * of the queue. The lock is transaction-scoped: a supervisor killed mid-claim
+ * loses it with its connection, and its claim rolls back.
+ *
+ * One lock per queue serializes the queue's claims across the cluster (not its
+ * runs): each claim holds it for one statement, about a millisecond, and takes
+ * a batch, so a limited queue still claims thousands of jobs a second.
+ */
+import type pg from 'pg';
+import type { QueueSettings } from '../config/index.ts';
+import type { Db } from '../db/pool.ts';
+import { CLAIM_KEY_LIMITED, CLAIM_QUEUE_LIMITED } from './claim_limited_sql.ts';
+import type { Now, Store } from './sql.ts';
+import type { ClaimedJob } from './types.ts';
+
+/**
+ * Starts are recorded at the claim, and a job starts on its thread a little
+ * later. The delay varies by a few milliseconds, which could put one claim's
+ * last start and a later claim's first starts inside one window. The window
+ * is therefore held this much longer than the period: 2.5 % of it, at most
+ * 25 ms (a 1 s limit runs at up to 97.5 % of its count).
+ */
+export function rateWindowMs(periodMs: number): number {
+  return periodMs + Math.min(25, periodMs * 0.025);
+}
+
+/** Advisory lock namespace of limited claims (the first key of pg_advisory_xact_lock(int, int)). */
+const LOCK_SPACE = 0x6a76_0006;
+
+export interface LimitedClaim {
+  jobs: ClaimedJob[];
+  /** False when the cluster limits left fewer places than asked: more may wait. */
+  full: boolean;
+  /** What the limits allowed this time (≤ the places asked for). */
+  budget: number;
+  /** When a full queue-wide rate window frees a start (ms from now; null: not rate-bound). */
+  nextFreeMs: number | null;
+  /** Where the next per-key walk starts (null: from the first key). */
+  cursor: string | null;
+}
+
+export interface LimitedClaimArgs {
+  owner: string;
+  queue: string;
+  limit: number;
+  leaseMs: number;
+  maxPayloadBytes: number;
+  limits: Pick<QueueSettings, 'globalConcurrency' | 'perKeyConcurrency' | 'rateLimit'>;
+  /** The per-key walk's cursor from the previous claim. */
+  cursor?: string | null;
+  now?: Now;
+}
+
+interface Row {
+  budget: number;
+  next_free_ms: string | null;
+  id: string | null;
+  kind: string;
+  queue: string;
+  token: string;
+  payload: string | null;
+  payload_bytes: number;
+  attempts: number;
+  max_attempts: number;
+  run_at_ms: string;
+  trace_context: string | null;
+  key_index?: number | null;
+  key?: string | null;
+  last_key?: string | null;
+  keys_visited?: number;
+}
+
+/**
+ * Claims up to `limit` due jobs of a limited queue, as many as its cluster-wide
+ * limits leave. Jobs over a limit stay pending with their attempts untouched.
+ * @throws the database's error; the transaction is rolled back and nothing is claimed.
+ */
+export async function claimLimited(store: Store, args: LimitedClaimArgs): Promise<LimitedClaim> {
+  const none = { jobs: [], full: true, budget: 0, nextFreeMs: null, cursor: args.cursor ?? null };
+  if (args.limit <= 0) return none;
+  const { client, release } = await connect(store.db);
+  let failed: unknown;
+  try {
+    await client.query(`BEGIN; SET LOCAL synchronous_commit = off; SELECT pg_advisory_xact_lock(${LOCK_SPACE}, ${lockKey(store.schema, args.queue)})`);
+    const result = await claimLocked({ db: client, schema: store.schema }, args);
+    await client.query('COMMIT');
+    return result;
+  } catch (err) {
+    failed = err;
+    await client.query('ROLLBACK').catch(() => {});
+    throw err;
+  } finally {
+    release(failed);
+  }
+}
+
+async function claimLocked(store: Store, args: LimitedClaimArgs): Promise<LimitedClaim> {
+  const { limits } = args;
+  const rate = limits.rateLimit;
+  const shared = (limit: number) => [
+    args.owner,
+    args.queue,
+    args.leaseMs,
+    limit,
+    args.now ?? null,
+    args.maxPayloadBytes,
+    limits.globalConcurrency ?? null,
+    limits.perKeyConcurrency ?? null,
+    rate?.count ?? null,
+    rate ? rateWindowMs(rate.periodMs) : null,
+    rate?.perKey ?? false,
+  ];
+  if (limits.perKeyConcurrency === undefined && !rate?.perKey) {
+    const rows = await query(store, CLAIM_QUEUE_LIMITED, shared(args.limit));
+    return result(rows, args.limit, 0, null);
+  }
+  const maxKeys = Math.min(5000, 4 * args.limit + 100);
+  const cursor = args.cursor ?? null;
+  let rows = await query(store, CLAIM_KEY_LIMITED, [...shared(args.limit), cursor, maxKeys]);
+  const out = result(rows, args.limit, maxKeys, cursor);
+  // The walk reached the last key with room to spare: go round once more from the first.
+  const visited = rows[0]?.keys_visited ?? 0;
+  const left = out.budget - out.jobs.length;
+  if (cursor === null || visited >= maxKeys || left <= 0) return out;
+  rows = await query(store, CLAIM_KEY_LIMITED, [...shared(left), null, maxKeys]);
+  const more = result(rows, left, maxKeys, null);
+  return { ...more, jobs: [...out.jobs, ...more.jobs], budget: out.budget, full: out.full };
+}
+
+/** The claim's rows as jobs, with what the limits left and where the next per-key walk starts. */
+function result(rows: Row[], limit: number, maxKeys: number, cursor: string | null): LimitedClaim {
+  const meta = rows[0];
+  const budget = meta?.budget ?? 0;
+  const jobs: ClaimedJob[] = [];
+  let lastServed: string | null = null;
+  for (const r of rows) {
+    if (r.id === null) continue;
+    jobs.push({
+      id: r.id,
+      token: r.token,
+      kind: r.kind,
+      queue: r.queue,
+      payload: r.payload,
+      payloadBytes: r.payload_bytes,
+      attempt: r.attempts,
+      maxAttempts: r.max_attempts,
+      runAtMs: Number(r.run_at_ms),
+      traceContext: r.trace_context ?? undefined,
+    });
+    if (r.key !== undefined && r.key !== null) lastServed = r.key;
+  }
+  // Per-key: resume after the last key served when the budget ran out, else
+  // after the last key visited (null once the walk reached the end).
+  let next = cursor;
+  if (meta?.keys_visited !== undefined) {
+    const walkEnded = meta.keys_visited < maxKeys;
+    next = jobs.length >= budget && lastServed !== null ? lastServed : walkEnded ? null : (meta.last_key ?? null);
+  }
+  return {
+    jobs,
+    full: budget >= limit,
+    budget,
+    nextFreeMs: meta?.next_free_ms === null || meta?.next_free_ms === undefined ? null : Number(meta.next_free_ms),
+    cursor: next,
+  };
+}
+
+async function query(store: Store, statement: typeof CLAIM_QUEUE_LIMITED, values: unknown[]): Promise<Row[]> {
+  const { text } = statement(store.schema);
+  return (await store.db.query<Row>({ text, values })).rows;
+}
+
+/** A connection of its own for the transaction: from a pool, or the caller's client as it is. */
+async function connect(db: Db): Promise<{ client: pg.PoolClient | pg.Client; release: (err?: unknown) => void }> {
+  if (isPool(db)) {
+    const client = await db.connect();
+    return { client, release: (err) => client.release(err instanceof Error && isConnectionError(err) ? err : undefined) };
+  }
+  return { client: db, release: () => {} };
+}
+
+function isPool(db: Db): db is pg.Pool {
+  return typeof (db as pg.Pool).totalCount === 'number';
+}
+
+/** A broken connection must not go back to the pool. */
+function isConnectionError(err: Error): boolean {
+  const code = (err as Error & { code?: string }).code ?? '';
+  return code.startsWith('08') || code === '57P01' || !code;
+}
+
+/** 32-bit FNV-1a of schema and queue: the second key of the queue's advisory lock. */
+export function lockKey(schema: string, queue: string): number {
+  let h = 0x811c9dc5;
+  for (const ch of `${schema}\u0000${queue}`) {
+    h ^= ch.codePointAt(0) as number;
+    h = Math.imul(h, 0x01000193);
+  }
+  return h | 0;
+}

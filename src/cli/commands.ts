@@ -63,7 +63,10 @@ export const COMMAND_SPECS: CommandSpec[] = [
         default: 'jobs.maxAttempts (8)',
       },
       { flag: '--unique-key K', meaning: 'at most one job per (kind, key) while the row exists' },
-      { flag: '--concurrency-key K', meaning: "the key of the queue's per-key limits (perKeyConcurrency, rateLimit.perKey)" },
+      {
+        flag: '--concurrency-key K',
+        meaning: "the key of the queue's per-key limits (perKeyConcurrency, rateLimit.perKey)",
+      },
       { flag: '--json', meaning: 'print { id, duplicate } as JSON' },
     ],
     example: `jobvisor enqueue welcome_email '{"user_id": 1}' --delay 10s`,
@@ -115,7 +118,8 @@ export const COMMAND_SPECS: CommandSpec[] = [
   {
     name: 'queues pause',
     args: 'Q',
-    summary: 'stop every supervisor claiming from queue Q within a second (stored: survives restarts); running jobs finish',
+    summary:
+      'stop every supervisor claiming from queue Q within a second (stored: survives restarts); running jobs finish',
     options: [],
     example: 'jobvisor queues pause mail',
   },

@@ -63,7 +63,9 @@ export async function main(argv: string[]): Promise<number> {
     return 2;
   }
   if (wantsHelp(rest))
-    return help((name === 'jobs' || name === 'queues') && rest[0] && !rest[0].startsWith('-') ? `${name} ${rest[0]}` : name);
+    return help(
+      (name === 'jobs' || name === 'queues') && rest[0] && !rest[0].startsWith('-') ? `${name} ${rest[0]}` : name,
+    );
   try {
     return await (
       await load()

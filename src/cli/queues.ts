@@ -37,7 +37,8 @@ async function withDb<T>(fn: (db: Db, options: QueueApiOptions) => Promise<T>): 
 
 async function list(argv: string[]): Promise<number> {
   const { values, positionals } = parse(argv, { json: { type: 'boolean' } }, 'queues list');
-  if (positionals.length > 0) throw new InputError(`queues list: unexpected argument ${JSON.stringify(positionals[0])}`);
+  if (positionals.length > 0)
+    throw new InputError(`queues list: unexpected argument ${JSON.stringify(positionals[0])}`);
   const queues = await withDb(listQueues);
   if (values.json) {
     process.stdout.write(`${JSON.stringify(queues)}\n`);

@@ -29,7 +29,9 @@ export interface RateLimit {
 }
 
 /** A queue as a file gives it: any key may be missing; durations are still text. */
-export type QueueInput = Partial<Omit<QueueSettings, 'timeout' | 'rateLimit' | 'globalConcurrency' | 'perKeyConcurrency'>> & {
+export type QueueInput = Partial<
+  Omit<QueueSettings, 'timeout' | 'rateLimit' | 'globalConcurrency' | 'perKeyConcurrency'>
+> & {
   timeout?: string | number | null;
   globalConcurrency?: number | null;
   perKeyConcurrency?: number | null;

@@ -12,7 +12,10 @@
  * Shared parameters: $1 owner, $2 queue, $3 lease ms, $4 free local places,
  * $5 pinned now (tests; null: the database clock at the statement, after the
  * lock), $6 largest payload sent, $7 globalConcurrency, $8 perKeyConcurrency,
- * $9 rate count, $10 rate window ms (period + guard), $11 rate per key.
+ * $9 rate count, $10 rate window ms (period + guard), $11 rate per key,
+ * $12 how far ahead the claimed jobs are scheduled to start (ms; 0 without a
+ * rate limit). A rate-limited claim records its starts at that moment, `at`,
+ * and the supervisor starts the jobs then (claim_limited.ts says why).
  * Every result has one row even when nothing is claimed: `budget` (what the
  * cluster limits allowed) and `next_free_ms` (when the oldest start in a full
  * queue-wide window leaves it) ride along.
@@ -26,14 +29,15 @@ const SET_RUNNING = `
          lease_token = nextval('jobvisor.lease_token_seq'),
          locked_by = $1,
          locked_until = t.now + $3::float8 * interval '1 millisecond',
-         started_at = t.now
+         started_at = t.at
     FROM t`;
 
 const RETURNED = `j.id, j.kind, j.queue, j.payload, j.attempts, j.max_attempts, j.priority, j.run_at, j.lease_token,
             j.trace_context, j.concurrency_key`;
 
 const COMMON = `
-t AS (SELECT coalesce($5::timestamptz, clock_timestamp()) AS now, $8::int AS per_key),
+n AS (SELECT coalesce($5::timestamptz, clock_timestamp()) AS now, $8::int AS per_key),
+t AS (SELECT now, now + $12::float8 * interval '1 millisecond' AS at FROM n),
 global_room AS (
   SELECT CASE WHEN $7::int IS NULL THEN $4::int
               ELSE $7::int - (SELECT count(*)::int FROM jobvisor.jobs WHERE status = 'running' AND queue = $2) END AS n
@@ -42,29 +46,30 @@ queue_window AS (
   SELECT count(*)::int AS n, min(r.started_at) AS oldest
     FROM jobvisor.rate_starts AS r, t
    WHERE $9::int IS NOT NULL AND NOT $11::bool AND r.queue = $2 AND r.key = ''
-     AND r.started_at > t.now - $10::float8 * interval '1 millisecond'
+     AND r.started_at > t.at - $10::float8 * interval '1 millisecond'
 ),
 budget AS (
   SELECT greatest(0, least($4::int, g.n, CASE WHEN $9::int IS NULL OR $11::bool THEN $4::int ELSE $9::int - w.n END)) AS n,
          CASE WHEN w.oldest IS NOT NULL AND w.n >= $9::int
-              THEN extract(epoch FROM w.oldest + $10::float8 * interval '1 millisecond' - t.now) * 1000 END AS next_free_ms
+              THEN extract(epoch FROM w.oldest + $10::float8 * interval '1 millisecond' - t.at) * 1000 END AS next_free_ms,
+         extract(epoch FROM t.at) * 1000 AS start_at_ms
     FROM global_room AS g, queue_window AS w, t
 )`;
 
 const RECORD_AND_PRUNE = `
 recorded AS (
   INSERT INTO jobvisor.rate_starts (queue, key, started_at)
-  SELECT $2, CASE WHEN $11::bool THEN c.concurrency_key ELSE '' END, t.now
+  SELECT $2, CASE WHEN $11::bool THEN c.concurrency_key ELSE '' END, t.at
     FROM claimed AS c, t
    WHERE $9::int IS NOT NULL AND (NOT $11::bool OR c.concurrency_key IS NOT NULL)
 ),
 pruned AS (
   DELETE FROM jobvisor.rate_starts AS r USING t
-   WHERE $9::int IS NOT NULL AND r.queue = $2 AND r.started_at <= t.now - $10::float8 * interval '1 millisecond'
+   WHERE $9::int IS NOT NULL AND r.queue = $2 AND r.started_at <= t.at - $10::float8 * interval '1 millisecond'
 )`;
 
 const OUTPUT = `
-SELECT b.n AS budget, b.next_free_ms, c.id, c.kind, c.queue, c.lease_token::text AS token,
+SELECT b.n AS budget, b.next_free_ms, b.start_at_ms, c.id, c.kind, c.queue, c.lease_token::text AS token,
        CASE WHEN octet_length(c.payload::text) <= $6 THEN c.payload::text END AS payload,
        octet_length(c.payload::text) AS payload_bytes, c.attempts, c.max_attempts,
        extract(epoch FROM c.run_at) * 1000 AS run_at_ms, c.trace_context::text AS trace_context`;
@@ -95,7 +100,7 @@ ${OUTPUT}
 
 /**
  * Per-key limits (perKeyConcurrency and/or rateLimit.perKey). Extra
- * parameters: $12 the key after which to start (null: the first), $13 how
+ * parameters: $13 the key after which to start (null: the first), $14 how
  * many keys to visit at most.
  *
  * No head-of-line blocking: `keys` walks the distinct keys with pending jobs
@@ -113,13 +118,13 @@ export const CLAIM_KEY_LIMITED = planned(
 WITH RECURSIVE walk(key, i) AS (
   (SELECT concurrency_key, 1 FROM jobvisor.jobs
     WHERE status = 'pending' AND queue = $2 AND concurrency_key IS NOT NULL
-      AND ($12::text IS NULL OR concurrency_key > $12::text)
+      AND ($13::text IS NULL OR concurrency_key > $13::text)
     ORDER BY concurrency_key LIMIT 1)
   UNION ALL
   SELECT (SELECT j.concurrency_key FROM jobvisor.jobs AS j
            WHERE j.status = 'pending' AND j.queue = $2 AND j.concurrency_key IS NOT NULL AND j.concurrency_key > w.key
            ORDER BY j.concurrency_key LIMIT 1), w.i + 1
-    FROM walk AS w WHERE w.key IS NOT NULL AND w.i < $13::int
+    FROM walk AS w WHERE w.key IS NOT NULL AND w.i < $14::int
 ),
 keys AS (SELECT key, i FROM walk WHERE key IS NOT NULL),
 ${COMMON},
@@ -130,7 +135,7 @@ key_running AS (
 key_window AS (
   SELECT r.key, count(*)::int AS n FROM jobvisor.rate_starts AS r, t
    WHERE $11::bool AND r.queue = $2 AND r.key IN (SELECT key FROM keys)
-     AND r.started_at > t.now - $10::float8 * interval '1 millisecond'
+     AND r.started_at > t.at - $10::float8 * interval '1 millisecond'
    GROUP BY 1
 ),
 offers AS (

@@ -192,7 +192,8 @@ async function insertRows(store: Store, rows: Row[], traceContext: string | null
 function checkBatchBytes(rows: Row[], maxBytes: number): void {
   let units = 0;
   for (const r of rows)
-    units += r.payload.length + r.kind.length + r.queue.length + (r.uniqueKey?.length ?? 0) + (r.concurrencyKey?.length ?? 0);
+    units +=
+      r.payload.length + r.kind.length + r.queue.length + (r.uniqueKey?.length ?? 0) + (r.concurrencyKey?.length ?? 0);
   if (units * 3 <= maxBytes) return;
   let bytes = 0;
   for (const r of rows)

@@ -12,6 +12,9 @@
  * limits) claims through claimLimited; when the limits, not the pending jobs,
  * cut a claim short, it tries again when a start frees up (rate limit) or
  * after LIMITED_RETRY_MS, since a slot freed by another supervisor is not announced.
+ * A rate-limited claim names the moment its jobs are to start (see
+ * claim_limited.ts): they are held here until then, counted against the
+ * queue's places, and handed back if the queue is paused or the fetcher stops.
  */
 import { isLimited, type QueueSettings } from '../config/sections.ts';
 import { claimJobs, nextDueIn } from '../queue/claim.ts';
@@ -51,6 +54,9 @@ export class Fetcher {
   private paused = false;
   /** Where the next per-key walk starts. */
   private cursor: string | null = null;
+  /** Rate-limited jobs claimed and held until their scheduled start. */
+  private readonly scheduled = new Map<NodeJS.Timeout, ClaimedJob[]>();
+  private scheduledCount = 0;
 
   constructor(private readonly options: FetcherOptions) {
     const { concurrency, prefetch } = options.settings;
@@ -62,8 +68,10 @@ export class Fetcher {
   setPaused(paused: boolean): void {
     if (this.paused === paused) return;
     this.paused = paused;
-    if (paused) clearTimeout(this.dueTimer);
-    else this.wake();
+    if (paused) {
+      clearTimeout(this.dueTimer);
+      this.handBackScheduled();
+    } else this.wake();
   }
 
   get isPaused(): boolean {
@@ -102,13 +110,42 @@ export class Fetcher {
     this.stopped = true;
     clearTimeout(this.dueTimer);
     await this.claiming;
+    this.handBackScheduled();
+  }
+
+  /** Held jobs go back (or, without a hand-back path, to the dispatcher at once). */
+  private handBackScheduled(): void {
+    for (const [timer, jobs] of this.scheduled) {
+      clearTimeout(timer);
+      this.scheduled.delete(timer);
+      this.scheduledCount -= jobs.length;
+      (this.options.handBack ?? this.options.deliver)(jobs);
+    }
+  }
+
+  /** Delivers `jobs` at `startAtMs` (ms since the epoch), or now if that has passed. */
+  private deliverAt(jobs: ClaimedJob[], startAtMs: number | null): void {
+    const wait = startAtMs === null ? 0 : startAtMs - Date.now();
+    if (wait < 1) {
+      this.options.deliver(jobs);
+      return;
+    }
+    this.scheduledCount += jobs.length;
+    const timer = setTimeout(() => {
+      if (!this.scheduled.delete(timer)) return;
+      this.scheduledCount -= jobs.length;
+      if (this.paused && this.options.handBack) this.options.handBack(jobs);
+      else this.options.deliver(jobs);
+    }, wait);
+    this.scheduled.set(timer, jobs);
   }
 
   private async claim(): Promise<number> {
-    const limit = Math.min(MAX_CLAIM, this.options.capacity());
+    const limit = Math.min(MAX_CLAIM, this.options.capacity() - this.scheduledCount);
     if (limit <= 0) return 0;
     let jobs: ClaimedJob[];
     let held = false;
+    let startAtMs: number | null = null;
     try {
       if (this.limited) {
         const claim = await claimLimited(this.options.store, {
@@ -122,6 +159,7 @@ export class Fetcher {
         });
         jobs = claim.jobs;
         this.cursor = claim.cursor;
+        startAtMs = claim.startAtMs;
         held = !claim.full && jobs.length >= claim.budget;
         if (held) this.retryIn(claim.nextFreeMs ?? LIMITED_RETRY_MS);
       } else {
@@ -146,15 +184,10 @@ export class Fetcher {
       }
     }
     this.backlog = jobs.length === limit || held;
-    if (held) {
-      if (jobs.length > 0) {
-        this.options.events.emit('job:claimed', { queue: this.options.queue, count: jobs.length });
-        this.options.deliver(jobs);
-      }
-    } else if (jobs.length > 0) {
+    if (jobs.length > 0) {
       this.options.events.emit('job:claimed', { queue: this.options.queue, count: jobs.length });
-      this.options.deliver(jobs);
-    } else {
+      this.deliverAt(jobs, startAtMs);
+    } else if (!held) {
       await this.armDueTimer();
     }
     return jobs.length;

@@ -90,7 +90,9 @@ export class Listener {
     client.on('end', () => this.lost(client, new Error('listener connection ended')));
     try {
       await client.connect();
-      await client.query(this.options.onQueueState ? `LISTEN ${CHANNEL}; LISTEN ${QUEUES_CHANNEL}` : `LISTEN ${CHANNEL}`);
+      await client.query(
+        this.options.onQueueState ? `LISTEN ${CHANNEL}; LISTEN ${QUEUES_CHANNEL}` : `LISTEN ${CHANNEL}`,
+      );
     } catch (err) {
       this.lost(client, err);
       return;

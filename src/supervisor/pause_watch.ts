@@ -60,9 +60,7 @@ export class PauseWatch {
       this.reading = undefined;
       if (this.again) {
         this.again = false;
-        void this.refresh().catch((err: unknown) =>
-          this.options.events.emit('db:error', { loop: 'pause-watch', err }),
-        );
+        void this.refresh().catch((err: unknown) => this.options.events.emit('db:error', { loop: 'pause-watch', err }));
       }
     });
     return this.reading;

@@ -7,10 +7,11 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import type { QueueSettings } from '../src/config/index.ts';
-import { claimLimited, rateWindowMs } from '../src/queue/claim_limited.ts';
+import { claimLimited, RATE_START_DELAY_MS, rateWindowMs } from '../src/queue/claim_limited.ts';
 import { enqueueMany, type JobSpec } from '../src/queue/enqueue.ts';
 import { reapExpiredLeases } from '../src/queue/reaper.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
+import { maxStartsInWindow as maxInWindow } from './helpers/flow.ts';
 
 let db: TestDatabase;
 const store = () => ({ db: db.pool, schema: 'jobvisor' });
@@ -139,22 +140,39 @@ describe('perKeyConcurrency', () => {
 });
 
 describe('rateLimit', () => {
-  it('at most count starts in any window of the period (plus the guard); nextFreeMs says when the next frees', async () => {
-    await add(50);
+  it('paces starts one every window/count, from at least the start delay ahead: no window of the period holds more than count', async () => {
+    await add(60);
     const t0 = new Date('2030-01-01T00:00:00Z');
     const at = (ms: number) => new Date(t0.getTime() + ms);
     const rate = { count: 5, periodMs: 1000, perKey: false };
-    assert.equal((await claim({ rateLimit: rate }, 3, { now: at(0) })).jobs.length, 3);
-    assert.equal((await claim({ rateLimit: rate }, 10, { now: at(400) })).jobs.length, 2);
-    const held = await claim({ rateLimit: rate }, 10, { now: at(900) });
-    assert.equal(held.jobs.length, 0);
-    assert.ok(held.nextFreeMs !== null && Math.abs(held.nextFreeMs - (rateWindowMs(1000) - 900)) < 1);
-    // The first three leave the window at 1025 ms; the two of 400 ms stay until 1425.
-    assert.equal((await claim({ rateLimit: rate }, 10, { now: at(1000) })).jobs.length, 0);
-    assert.equal((await claim({ rateLimit: rate }, 10, { now: at(1026) })).jobs.length, 3);
-    assert.equal((await claim({ rateLimit: rate }, 10, { now: at(1426) })).jobs.length, 2);
+    const step = rateWindowMs(1000) / 5;
+    const starts: number[] = [];
+    for (const [when, places] of [
+      [0, 3],
+      [400, 10],
+      [450, 10],
+      [460, 10],
+      [2000, 2],
+      [2100, 10],
+      [5000, 10],
+    ] as const) {
+      const got = await claim({ rateLimit: rate }, places, { now: at(when) });
+      got.startAtMs.forEach((s) => assert.ok(s - t0.getTime() >= when + RATE_START_DELAY_MS - 0.001));
+      starts.push(...got.startAtMs.map((s) => s - t0.getTime()));
+      if (when === 450) assert.equal(got.jobs.length, 1, 'the one slot left within the horizon');
+      if (when === 460) {
+        assert.equal(got.jobs.length, 0, 'a full horizon hands out nothing');
+        assert.ok(got.nextFreeMs !== null && got.nextFreeMs > 0);
+      }
+    }
+    const sorted = [...starts].sort((x, y) => x - y);
+    for (let i = 1; i < sorted.length; i++)
+      assert.ok((sorted[i] as number) - (sorted[i - 1] as number) >= step - 0.001);
+    assert.deepEqual(sorted.slice(0, 3), [50, 50 + step, 50 + 2 * step]);
+    assert.ok(maxInWindow(sorted, 1000) <= 5);
+    assert.equal(starts.length, 3 + 4 + 1 + 0 + 2 + 4 + 5);
     const { rows } = await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM jobvisor.rate_starts');
-    assert.equal(rows[0]?.n, 5, 'starts older than the window are pruned');
+    assert.ok((rows[0]?.n ?? 0) <= 5, 'starts older than the window are pruned');
   });
 
   it('perKey: one window per key', async () => {

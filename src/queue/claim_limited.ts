@@ -24,17 +24,26 @@ import type { ClaimedJob } from './types.ts';
  * A rate limit counts starts, but the database sees claims. From a claim to
  * the task's first line takes a commit, a round trip and a thread hand-off:
  * measured with three supervisors on two busy cores, 14 ms at the median and
- * 79 ms at worst, varying from job to job. A full window claimed at once then
- * started spread over that time, and a 1-s window of the starts tasks saw
- * held 300 of a 200 limit although every 1-s window of claims held 200.
+ * 79 ms at worst, and a hundred jobs handed to one thread at once start over
+ * tens of milliseconds. A full window claimed at once and started that way put
+ * 300 starts into one 1-s window of the times tasks saw, under a limit of 200,
+ * although every 1-s window of claims held 200.
  *
- * So a rate-limited claim schedules its jobs' start RATE_START_DELAY_MS ahead,
- * records that moment as their start, and the supervisor holds the jobs until
- * then (fetcher.ts): the starts tasks see are the recorded ones plus the
- * timer's jitter. The window is held a little longer than the period for that
- * jitter: 2.5 % of it, at most 25 ms (a 1-s limit runs at up to 97.5 %).
+ * So a rate-limited claim gives each job a start time at least
+ * RATE_START_DELAY_MS ahead and records that as its start; the supervisor
+ * holds each job until its time (fetcher.ts). A queue-wide limit also paces
+ * the starts, one every (period + guard) / count, so a late timer moves one
+ * start, not a window's worth. The guard, 2.5 % of the period and at most
+ * 25 ms, absorbs the timers' jitter (a 1-s limit runs at up to 97.5 %).
  */
 export const RATE_START_DELAY_MS = 50;
+
+/**
+ * A queue-wide rate limit hands out start slots at most this far ahead: a
+ * claim takes up to a second's worth, which the supervisor holds until each
+ * slot comes (well within the shortest lease, 3 s, so no lease ends unrenewed).
+ */
+export const PACING_HORIZON_MS = 1000;
 
 export function rateWindowMs(periodMs: number): number {
   return periodMs + Math.min(25, periodMs * 0.025);
@@ -53,8 +62,8 @@ export interface LimitedClaim {
   nextFreeMs: number | null;
   /** Where the next per-key walk starts (null: from the first key). */
   cursor: string | null;
-  /** Rate-limited: when the jobs are to start, ms since the epoch by the database's clock (else null). */
-  startAtMs: number | null;
+  /** When each job (same order) is to start, ms since the epoch by the database's clock. */
+  startAtMs: number[];
 }
 
 export interface LimitedClaimArgs {
@@ -72,7 +81,7 @@ export interface LimitedClaimArgs {
 interface Row {
   budget: number;
   next_free_ms: string | null;
-  start_at_ms: string;
+  start_at_ms: string | null;
   id: string | null;
   kind: string;
   queue: string;
@@ -95,7 +104,7 @@ interface Row {
  * @throws the database's error; the transaction is rolled back and nothing is claimed.
  */
 export async function claimLimited(store: Store, args: LimitedClaimArgs): Promise<LimitedClaim> {
-  const none = { jobs: [], full: true, budget: 0, nextFreeMs: null, cursor: args.cursor ?? null, startAtMs: null };
+  const none = { jobs: [], full: true, budget: 0, nextFreeMs: null, cursor: args.cursor ?? null, startAtMs: [] };
   if (args.limit <= 0) return none;
   const { client, release } = await connect(store.db);
   let failed: unknown;
@@ -131,29 +140,37 @@ async function claimLocked(store: Store, args: LimitedClaimArgs): Promise<Limite
     rate ? rateWindowMs(rate.periodMs) : null,
     rate?.perKey ?? false,
     rate ? RATE_START_DELAY_MS : 0,
+    rate ? Math.min(PACING_HORIZON_MS, rateWindowMs(rate.periodMs)) : 0,
   ];
   if (limits.perKeyConcurrency === undefined && !rate?.perKey) {
     const rows = await query(store, CLAIM_QUEUE_LIMITED, shared(args.limit));
-    return result(rows, args.limit, 0, null, rate !== undefined);
+    return result(rows, args.limit, 0, null);
   }
   const maxKeys = Math.min(5000, 4 * args.limit + 100);
   const cursor = args.cursor ?? null;
   let rows = await query(store, CLAIM_KEY_LIMITED, [...shared(args.limit), cursor, maxKeys]);
-  const out = result(rows, args.limit, maxKeys, cursor, rate !== undefined);
+  const out = result(rows, args.limit, maxKeys, cursor);
   // The walk reached the last key with room to spare: go round once more from the first.
   const visited = rows[0]?.keys_visited ?? 0;
   const left = out.budget - out.jobs.length;
   if (cursor === null || visited >= maxKeys || left <= 0) return out;
   rows = await query(store, CLAIM_KEY_LIMITED, [...shared(left), null, maxKeys]);
-  const more = result(rows, left, maxKeys, null, rate !== undefined);
-  return { ...more, jobs: [...out.jobs, ...more.jobs], budget: out.budget, full: out.full };
+  const more = result(rows, left, maxKeys, null);
+  return {
+    ...more,
+    jobs: [...out.jobs, ...more.jobs],
+    startAtMs: [...out.startAtMs, ...more.startAtMs],
+    budget: out.budget,
+    full: out.full,
+  };
 }
 
 /** The claim's rows as jobs, with what the limits left and where the next per-key walk starts. */
-function result(rows: Row[], limit: number, maxKeys: number, cursor: string | null, rated: boolean): LimitedClaim {
+function result(rows: Row[], limit: number, maxKeys: number, cursor: string | null): LimitedClaim {
   const meta = rows[0];
   const budget = meta?.budget ?? 0;
   const jobs: ClaimedJob[] = [];
+  const startAtMs: number[] = [];
   let lastServed: string | null = null;
   for (const r of rows) {
     if (r.id === null) continue;
@@ -169,6 +186,7 @@ function result(rows: Row[], limit: number, maxKeys: number, cursor: string | nu
       runAtMs: Number(r.run_at_ms),
       traceContext: r.trace_context ?? undefined,
     });
+    startAtMs.push(Number(r.start_at_ms));
     if (r.key !== undefined && r.key !== null) lastServed = r.key;
   }
   // Per-key: resume after the last key served when the budget ran out, else
@@ -184,7 +202,7 @@ function result(rows: Row[], limit: number, maxKeys: number, cursor: string | nu
     budget,
     nextFreeMs: meta?.next_free_ms === null || meta?.next_free_ms === undefined ? null : Number(meta.next_free_ms),
     cursor: next,
-    startAtMs: meta === undefined || !rated ? null : Number(meta.start_at_ms),
+    startAtMs,
   };
 }
 

@@ -14,53 +14,68 @@
  * lock), $6 largest payload sent, $7 globalConcurrency, $8 perKeyConcurrency,
  * $9 rate count, $10 rate window ms (period + guard), $11 rate per key,
  * $12 how far ahead the claimed jobs are scheduled to start (ms; 0 without a
- * rate limit). A rate-limited claim records its starts at that moment, `at`,
- * and the supervisor starts the jobs then (claim_limited.ts says why).
+ * rate limit), $13 how far ahead a queue-wide rate limit hands out start slots.
+ *
+ * Rate limits record each job's start as a row of rate_starts, at the moment
+ * the job is scheduled to start; the supervisor starts it then
+ * (claim_limited.ts says why). A queue-wide limit paces: the k-th job of a
+ * claim starts at the next free slot + k × window/count, so any window of the
+ * period holds at most `count` starts however they fall. A per-key limit
+ * counts each key's starts within the window before it, since keys are many
+ * and each has few starts.
  * Every result has one row even when nothing is claimed: `budget` (what the
- * cluster limits allowed) and `next_free_ms` (when the oldest start in a full
- * queue-wide window leaves it) ride along.
+ * cluster limits allowed) and `next_free_ms` (when half the pacing horizon is
+ * free again) ride along.
  */
 import { planned } from './sql.ts';
 
-const SET_RUNNING = `
+const STEP = `($10::float8 / $9::int) * interval '1 millisecond'`;
+
+/** Marks the jobs of `source` (id, seq: their order in the claim) running; a paced queue's start is its slot. */
+function setRunning(source: string): string {
+  return `
   UPDATE jobvisor.jobs AS j
      SET status = 'running',
          attempts = least(j.attempts, 2147483646) + 1,
          lease_token = nextval('jobvisor.lease_token_seq'),
          locked_by = $1,
          locked_until = t.now + $3::float8 * interval '1 millisecond',
-         started_at = t.at
-    FROM t`;
-
-const RETURNED = `j.id, j.kind, j.queue, j.payload, j.attempts, j.max_attempts, j.priority, j.run_at, j.lease_token,
-            j.trace_context, j.concurrency_key`;
+         started_at = coalesce(b.first_slot + ((SELECT s.seq FROM ${source} AS s WHERE s.id = j.id) - 1) * ${STEP}, t.at)
+    FROM t, budget AS b
+   WHERE j.id = ANY (ARRAY(SELECT id FROM ${source})) AND j.status = 'pending'
+  RETURNING j.id, j.kind, j.queue, j.payload, j.attempts, j.max_attempts, j.priority, j.run_at, j.lease_token,
+            j.trace_context, j.concurrency_key, j.started_at`;
+}
 
 const COMMON = `
-n AS (SELECT coalesce($5::timestamptz, clock_timestamp()) AS now, $8::int AS per_key),
-t AS (SELECT now, now + $12::float8 * interval '1 millisecond' AS at FROM n),
+t AS (
+  SELECT now, now + $12::float8 * interval '1 millisecond' AS at, $8::int AS per_key
+    FROM (SELECT coalesce($5::timestamptz, clock_timestamp()) AS now) AS n
+),
 global_room AS (
   SELECT CASE WHEN $7::int IS NULL THEN $4::int
               ELSE $7::int - (SELECT count(*)::int FROM jobvisor.jobs WHERE status = 'running' AND queue = $2) END AS n
 ),
-queue_window AS (
-  SELECT count(*)::int AS n, min(r.started_at) AS oldest
-    FROM jobvisor.rate_starts AS r, t
-   WHERE $9::int IS NOT NULL AND NOT $11::bool AND r.queue = $2 AND r.key = ''
-     AND r.started_at > t.at - $10::float8 * interval '1 millisecond'
+paced AS (
+  SELECT CASE WHEN $9::int IS NOT NULL AND NOT $11::bool THEN
+           greatest(t.at, (SELECT max(r.started_at) FROM jobvisor.rate_starts AS r WHERE r.queue = $2 AND r.key = '')
+                          + ${STEP}) END AS first_slot
+    FROM t
 ),
 budget AS (
-  SELECT greatest(0, least($4::int, g.n, CASE WHEN $9::int IS NULL OR $11::bool THEN $4::int ELSE $9::int - w.n END)) AS n,
-         CASE WHEN w.oldest IS NOT NULL AND w.n >= $9::int
-              THEN extract(epoch FROM w.oldest + $10::float8 * interval '1 millisecond' - t.at) * 1000 END AS next_free_ms,
-         extract(epoch FROM t.at) * 1000 AS start_at_ms
-    FROM global_room AS g, queue_window AS w, t
+  SELECT greatest(0, least($4::int, g.n, CASE WHEN p.first_slot IS NULL THEN $4::int
+           ELSE ceil(extract(epoch FROM t.at + $13::float8 * interval '1 millisecond' - p.first_slot) * 1000
+                     / ($10::float8 / $9::int))::int END)) AS n,
+         extract(epoch FROM p.first_slot - t.at) * 1000 - $13::float8 / 2 AS next_free_ms,
+         p.first_slot
+    FROM global_room AS g, paced AS p, t
 )`;
 
 const RECORD_AND_PRUNE = `
 recorded AS (
   INSERT INTO jobvisor.rate_starts (queue, key, started_at)
-  SELECT $2, CASE WHEN $11::bool THEN c.concurrency_key ELSE '' END, t.at
-    FROM claimed AS c, t
+  SELECT $2, CASE WHEN $11::bool THEN c.concurrency_key ELSE '' END, c.started_at
+    FROM claimed AS c
    WHERE $9::int IS NOT NULL AND (NOT $11::bool OR c.concurrency_key IS NOT NULL)
 ),
 pruned AS (
@@ -69,38 +84,38 @@ pruned AS (
 )`;
 
 const OUTPUT = `
-SELECT b.n AS budget, b.next_free_ms, b.start_at_ms, c.id, c.kind, c.queue, c.lease_token::text AS token,
+SELECT b.n AS budget, b.next_free_ms, c.id, c.kind, c.queue, c.lease_token::text AS token,
        CASE WHEN octet_length(c.payload::text) <= $6 THEN c.payload::text END AS payload,
        octet_length(c.payload::text) AS payload_bytes, c.attempts, c.max_attempts,
-       extract(epoch FROM c.run_at) * 1000 AS run_at_ms, c.trace_context::text AS trace_context`;
+       extract(epoch FROM c.run_at) * 1000 AS run_at_ms, c.trace_context::text AS trace_context,
+       extract(epoch FROM c.started_at) * 1000 AS start_at_ms`;
 
 /**
  * Queue-wide limits only (globalConcurrency and/or a queue-wide rate limit):
- * the plain claim's shape, with LIMIT set to what the limits leave.
+ * the plain claim's candidates, with LIMIT set to what the limits leave.
  */
 export const CLAIM_QUEUE_LIMITED = planned(
   'claim_queue_limited',
   `
 WITH ${COMMON},
-claimed AS (
-  ${SET_RUNNING}
-   WHERE j.id = ANY (ARRAY(
-           SELECT id FROM jobvisor.jobs, t
-            WHERE status = 'pending' AND queue = $2 AND run_at <= t.now
-            ORDER BY priority, run_at, id
-            LIMIT (SELECT n FROM budget)
-            FOR UPDATE SKIP LOCKED))
-  RETURNING ${RETURNED}
+chosen AS (
+  SELECT id, row_number() OVER (ORDER BY priority, run_at, id) AS seq
+    FROM (SELECT id, priority, run_at FROM jobvisor.jobs, t
+           WHERE status = 'pending' AND queue = $2 AND run_at <= t.now
+           ORDER BY priority, run_at, id
+           LIMIT (SELECT n FROM budget)
+           FOR UPDATE SKIP LOCKED) AS due
 ),
+claimed AS (${setRunning('chosen')}),
 ${RECORD_AND_PRUNE}
 ${OUTPUT}
   FROM budget AS b LEFT JOIN claimed AS c ON true
- ORDER BY c.priority, c.run_at, c.id`,
+ ORDER BY c.started_at, c.priority, c.run_at, c.id`,
 );
 
 /**
  * Per-key limits (perKeyConcurrency and/or rateLimit.perKey). Extra
- * parameters: $13 the key after which to start (null: the first), $14 how
+ * parameters: $14 the key after which to start (null: the first), $15 how
  * many keys to visit at most.
  *
  * No head-of-line blocking: `keys` walks the distinct keys with pending jobs
@@ -118,13 +133,13 @@ export const CLAIM_KEY_LIMITED = planned(
 WITH RECURSIVE walk(key, i) AS (
   (SELECT concurrency_key, 1 FROM jobvisor.jobs
     WHERE status = 'pending' AND queue = $2 AND concurrency_key IS NOT NULL
-      AND ($13::text IS NULL OR concurrency_key > $13::text)
+      AND ($14::text IS NULL OR concurrency_key > $14::text)
     ORDER BY concurrency_key LIMIT 1)
   UNION ALL
   SELECT (SELECT j.concurrency_key FROM jobvisor.jobs AS j
            WHERE j.status = 'pending' AND j.queue = $2 AND j.concurrency_key IS NOT NULL AND j.concurrency_key > w.key
            ORDER BY j.concurrency_key LIMIT 1), w.i + 1
-    FROM walk AS w WHERE w.key IS NOT NULL AND w.i < $14::int
+    FROM walk AS w WHERE w.key IS NOT NULL AND w.i < $15::int
 ),
 keys AS (SELECT key, i FROM walk WHERE key IS NOT NULL),
 ${COMMON},
@@ -155,15 +170,13 @@ offers AS (
            WHERE status = 'pending' AND queue = $2 AND concurrency_key IS NULL AND run_at <= t.now
            ORDER BY priority, run_at, id LIMIT $4::int) AS keyless
 ),
-chosen AS (SELECT id, i FROM offers ORDER BY rn, i LIMIT (SELECT n FROM budget)),
-claimed AS (
-  ${SET_RUNNING}
-   WHERE j.id = ANY (ARRAY(SELECT id FROM chosen)) AND j.status = 'pending'
-  RETURNING ${RETURNED}
+chosen AS (
+  SELECT id, i, row_number() OVER (ORDER BY rn, i) AS seq FROM offers ORDER BY rn, i LIMIT (SELECT n FROM budget)
 ),
+claimed AS (${setRunning('chosen')}),
 ${RECORD_AND_PRUNE}
 ${OUTPUT}, ch.i AS key_index, c.concurrency_key AS key,
        (SELECT key FROM keys ORDER BY i DESC LIMIT 1) AS last_key, (SELECT count(*)::int FROM keys) AS keys_visited
   FROM budget AS b LEFT JOIN claimed AS c ON true LEFT JOIN chosen AS ch ON ch.id = c.id
- ORDER BY ch.i`,
+ ORDER BY c.started_at, ch.seq`,
 );

@@ -123,9 +123,20 @@ export class Fetcher {
     }
   }
 
-  /** Delivers `jobs` at `startAtMs` (ms since the epoch), or now if that has passed. */
-  private deliverAt(jobs: ClaimedJob[], startAtMs: number | null): void {
-    const wait = startAtMs === null ? 0 : startAtMs - Date.now();
+  /** Delivers each job at its start time (ms since the epoch; same order), at once if that has passed. */
+  private deliverAt(jobs: ClaimedJob[], startAtMs: number[]): void {
+    const now = Date.now();
+    const groups = new Map<number, ClaimedJob[]>();
+    jobs.forEach((job, i) => {
+      const at = Math.max(0, Math.round((startAtMs[i] ?? now) - now));
+      const group = groups.get(at) ?? [];
+      group.push(job);
+      groups.set(at, group);
+    });
+    for (const [wait, group] of groups) this.deliverIn(group, wait);
+  }
+
+  private deliverIn(jobs: ClaimedJob[], wait: number): void {
     if (wait < 1) {
       this.options.deliver(jobs);
       return;
@@ -145,7 +156,7 @@ export class Fetcher {
     if (limit <= 0) return 0;
     let jobs: ClaimedJob[];
     let held = false;
-    let startAtMs: number | null = null;
+    let startAtMs: number[] = [];
     try {
       if (this.limited) {
         const claim = await claimLimited(this.options.store, {
@@ -161,7 +172,8 @@ export class Fetcher {
         this.cursor = claim.cursor;
         startAtMs = claim.startAtMs;
         held = !claim.full && jobs.length >= claim.budget;
-        if (held) this.retryIn(claim.nextFreeMs ?? LIMITED_RETRY_MS);
+        const nextFree = claim.nextFreeMs !== null && claim.nextFreeMs > 0 ? claim.nextFreeMs : LIMITED_RETRY_MS;
+        if (held) this.retryIn(nextFree);
       } else {
         jobs = await claimJobs(this.options.store, {
           owner: this.options.owner,

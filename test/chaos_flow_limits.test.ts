@@ -4,6 +4,7 @@
  * the assertions are computed from those records:
  *   - globalConcurrency 3 over two supervisors: at most 3 runs at once;
  *   - perKeyConcurrency 1 over 50 keys, three supervisors: at most 1 run per key at once;
+ *   - a hot key with 10,000 pending jobs enqueued first does not delay five other keys;
  *   - kill -9 of a supervisor holding both slots of globalConcurrency 2: nothing
  *     else starts until its leases expire and are reaped, then its slots come
  *     back and every job finishes (no slot leaks);
@@ -102,6 +103,27 @@ describe('cluster-wide limits', () => {
     assert.equal(Math.max(...byKey.values()), 1, table);
     assert.ok(maxOverlap(runs, Date.now()) > 1, 'different keys did run at once');
     assert.ok(new Set(runs.map((r) => r.pid)).size >= 2, 'more than one supervisor ran them');
+  });
+
+  it('no head-of-line blocking: 10,000 pending jobs of one hot key, enqueued first, do not delay other keys', async () => {
+    const hot: JobSpec[] = [];
+    for (let i = 0; i < 10_000; i++)
+      hot.push({ kind: 'flow_record', queue: 'keyed', payload: { ms: 5, key: 'hot' }, concurrencyKey: 'hot' });
+    await enqueueMany(db.pool, hot);
+    const cold: JobSpec[] = [];
+    for (let i = 0; i < 5; i++)
+      cold.push({ kind: 'flow_record', queue: 'keyed', payload: { key: `cold-${i}` }, concurrencyKey: `cold-${i}` });
+    await enqueueMany(db.pool, cold);
+    await waitFor(
+      'every cold key ran',
+      async () =>
+        (await countOf("SELECT count(*)::int AS n FROM flow_runs WHERE key LIKE 'cold-%' AND ended IS NOT NULL")) === 5,
+      30_000,
+    );
+    const hotRuns = await countOf("SELECT count(*)::int AS n FROM flow_runs WHERE key = 'hot'");
+    await db.pool.query("UPDATE jobvisor.jobs SET status = 'cancelled' WHERE queue = 'keyed' AND status = 'pending'");
+    console.log(`head of line: the five other keys ran while the hot key ran ${hotRuns} of its 10,000`);
+    assert.ok(hotRuns < 100, `the other keys waited for ${hotRuns} runs of the hot key`);
   });
 
   it('kill -9 of the supervisor holding every slot: the limit holds until its leases are reaped, then the slots come back', async () => {

@@ -137,7 +137,7 @@ export const COMMAND_SPECS: CommandSpec[] = [
     options: [
       {
         flag: '--scenario LIST',
-        meaning: 'comma-separated: burst, cold, startup, enqueue, process, processes, pickup, deep, sustained',
+        meaning: 'comma-separated: burst, cold, startup, enqueue, process, processes, pickup, deep, sustained, limits',
         default: 'burst,cold,startup,pickup',
       },
       { flag: '--burst-jobs LIST', meaning: 'jobs in each one-statement burst', default: '20000,100000' },

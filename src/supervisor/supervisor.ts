@@ -24,6 +24,7 @@ import { SupervisorEvents } from './events.ts';
 import { Fetcher } from './fetcher.ts';
 import { createHeartbeat } from './heartbeat.ts';
 import { Listener } from './listener.ts';
+import { wakeLimitedOnOutcomes } from './limited_wake.ts';
 import { PauseWatch } from './pause_watch.ts';
 import type { Loop } from './loop.ts';
 import { createCleanup, createReaper } from './maintenance.ts';
@@ -122,6 +123,7 @@ export class Supervisor {
         }),
       );
     }
+    wakeLimitedOnOutcomes(this.events, settings.queues, (queue) => this.fetchers.get(queue)?.onCapacity());
     this.heartbeat = createHeartbeat({
       store: this.store,
       owner: this.id,

@@ -168,7 +168,8 @@ describe('rateLimit', () => {
     const sorted = [...starts].sort((x, y) => x - y);
     for (let i = 1; i < sorted.length; i++)
       assert.ok((sorted[i] as number) - (sorted[i - 1] as number) >= step - 0.001);
-    assert.deepEqual(sorted.slice(0, 3), [50, 50 + step, 50 + 2 * step]);
+    const d = RATE_START_DELAY_MS;
+    assert.deepEqual(sorted.slice(0, 3), [d, d + step, d + 2 * step]);
     assert.ok(maxInWindow(sorted, 1000) <= 5);
     assert.equal(starts.length, 3 + 4 + 1 + 0 + 2 + 4 + 5);
     const { rows } = await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM jobvisor.rate_starts');

@@ -36,8 +36,8 @@ describe('flow-control configuration', () => {
     assert.deepEqual(s.queues.keyed?.rateLimit, { count: 5, periodMs: 60_000, perKey: true });
     assert.equal(s.queues.plain?.prefetch, 400);
     assert.ok(!('rateLimit' in (s.queues.plain ?? {})) && !('globalConcurrency' in (s.queues.plain ?? {})));
-    assert.equal(isLimited(s.queues.plain!), false);
-    assert.equal(isLimited(s.queues.crm!), true);
+    assert.equal(isLimited(s.queues.plain), false);
+    assert.equal(isLimited(s.queues.crm), true);
   });
 
   const bad: Array<[string, Record<string, unknown>, RegExp]> = [

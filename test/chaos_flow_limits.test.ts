@@ -192,9 +192,11 @@ describe('cluster-wide limits', () => {
     const first = Math.min(...runs.map((r) => r.started));
     const inTen = runs.filter((r) => r.started >= first + 500 && r.started < first + 10_500);
     // A supervisor starves of CPU at times (the test machine is shared): a run it
-    // starts more than the limiter's guard (25 ms) after its slot is late, and is
-    // counted apart. Every on-time start keeps the window.
-    const onTime = runs.filter((r) => r.started - r.scheduled <= 25);
+    // starts more than 20 ms after its slot is late, and is counted apart. Every
+    // on-time start keeps the window: the slots are (1 s + 25 ms) / 200 apart, so
+    // a 1-s window of on-time starts holds the slots of at most 1,020 ms (the
+    // 5 ms left cover Date.now()'s whole milliseconds).
+    const onTime = runs.filter((r) => r.started - r.scheduled <= 20);
     const late = runs.length - onTime.length;
     const worstOnTime = maxStartsInWindow(
       onTime.map((r) => r.started),

@@ -2,8 +2,9 @@
  * Pause and resume with real supervisor processes: a pause during a burst
  * stops every start of that queue within 1 s of pauseQueue returning (claimed
  * jobs not yet started are handed back, attempts untouched); the pause
- * survives a restart; resume runs the rest; stats, the CLI and the
- * jobvisor_queue_paused metric show it.
+ * survives a restart; resume runs the rest; a pause whose notification is
+ * lost is found by the poll; stats, the CLI and the jobvisor_queue_paused
+ * metric show it.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -55,6 +56,18 @@ async function countOf(sql: string, values: unknown[] = []): Promise<number> {
 }
 
 describe('pause and resume', () => {
+  it('the CLI pauses and resumes by name and refuses a bad one', async () => {
+    const paused = await runCliInProcess(db.url, ['queues', 'pause', 'reports']);
+    assert.equal(paused.code, 0, paused.stderr);
+    assert.equal((await listQueues(db.pool)).find((q) => q.queue === 'reports')?.paused, true);
+    assert.equal((await runCliInProcess(db.url, ['queues', 'resume', 'reports'])).code, 0);
+    assert.equal((await listQueues(db.pool)).find((q) => q.queue === 'reports')?.paused, false);
+    const bad = await runCliInProcess(db.url, ['queues', 'pause', 'no.dots']);
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /queue "no\.dots" is not valid/);
+    assert.equal((await runCliInProcess(db.url, ['queues', 'pause'])).code, 2);
+  });
+
   it('a pause during a burst: nothing starts more than 1 s after it returns; it survives a restart; resume runs the rest', async () => {
     const [a, b] = await Promise.all([supervisor(), supervisor()]);
     const jobs: JobSpec[] = [];
@@ -120,17 +133,29 @@ describe('pause and resume', () => {
       async () => /jobvisor_queue_paused\{queue="mail"\} 0/.test((await httpGet(c.metricsPort, '/metrics')).body),
       5000,
     );
-  });
 
-  it('the CLI pauses and resumes by name and refuses a bad one', async () => {
-    const paused = await runCliInProcess(db.url, ['queues', 'pause', 'reports']);
-    assert.equal(paused.code, 0, paused.stderr);
-    assert.equal((await listQueues(db.pool)).find((q) => q.queue === 'reports')?.paused, true);
-    assert.equal((await runCliInProcess(db.url, ['queues', 'resume', 'reports'])).code, 0);
-    assert.equal((await listQueues(db.pool)).find((q) => q.queue === 'reports')?.paused, false);
-    const bad = await runCliInProcess(db.url, ['queues', 'pause', 'no.dots']);
-    assert.equal(bad.code, 2);
-    assert.match(bad.stderr, /queue "no\.dots" is not valid/);
-    assert.equal((await runCliInProcess(db.url, ['queues', 'pause'])).code, 2);
+    // A lost notification (the trigger off): the once-a-second read still finds the pause.
+    await db.pool.query('ALTER TABLE jobvisor.queues DISABLE TRIGGER queues_notify');
+    try {
+      await db.pool.query("UPDATE jobvisor.queues SET paused = true WHERE queue = 'mail'");
+      await waitFor(
+        'the poll found the pause',
+        async () => /jobvisor_queue_paused\{queue="mail"\} 1/.test((await httpGet(c.metricsPort, '/metrics')).body),
+        5000,
+      );
+    } finally {
+      await db.pool.query('ALTER TABLE jobvisor.queues ENABLE TRIGGER queues_notify');
+    }
+    const mailRuns = await countOf("SELECT count(*)::int AS n FROM flow_runs WHERE queue = 'mail'");
+    await enqueueMany(db.pool, [
+      { kind: 'flow_record', queue: 'mail', payload: {} },
+      { kind: 'flow_record', queue: 'other', payload: {} },
+    ]);
+    await waitFor(
+      "the other queue's second job ran",
+      async () => (await countOf("SELECT count(*)::int AS n FROM flow_runs WHERE queue = 'other'")) === 2,
+      20_000,
+    );
+    assert.equal(await countOf("SELECT count(*)::int AS n FROM flow_runs WHERE queue = 'mail'"), mailRuns);
   });
 });

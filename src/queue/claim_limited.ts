@@ -65,6 +65,8 @@ export interface LimitedClaim {
   nextFreeMs: number | null;
   /** Where the next per-key walk starts (null: from the first key). */
   cursor: string | null;
+  /** Keys with pending jobs were left unserved (at their limit, or not yet due): try again later. */
+  keysWaiting: boolean;
   /** When each job (same order) is to start, ms since the epoch by the database's clock. */
   startAtMs: number[];
 }
@@ -107,7 +109,15 @@ interface Row {
  * @throws the database's error; the transaction is rolled back and nothing is claimed.
  */
 export async function claimLimited(store: Store, args: LimitedClaimArgs): Promise<LimitedClaim> {
-  const none = { jobs: [], full: true, budget: 0, nextFreeMs: null, cursor: args.cursor ?? null, startAtMs: [] };
+  const none = {
+    jobs: [],
+    full: true,
+    budget: 0,
+    nextFreeMs: null,
+    cursor: args.cursor ?? null,
+    startAtMs: [],
+    keysWaiting: false,
+  };
   if (args.limit <= 0) return none;
   const { client, release } = await connect(store.db);
   let failed: unknown;
@@ -163,6 +173,7 @@ async function claimLocked(store: Store, args: LimitedClaimArgs): Promise<Limite
     ...more,
     jobs: [...out.jobs, ...more.jobs],
     startAtMs: [...out.startAtMs, ...more.startAtMs],
+    keysWaiting: out.keysWaiting || more.keysWaiting,
     budget: out.budget,
     full: out.full,
   };
@@ -206,6 +217,7 @@ function result(rows: Row[], limit: number, maxKeys: number, cursor: string | nu
     nextFreeMs: meta?.next_free_ms === null || meta?.next_free_ms === undefined ? null : Number(meta.next_free_ms),
     cursor: next,
     startAtMs,
+    keysWaiting: (meta?.keys_visited ?? 0) > 0 && jobs.length < budget,
   };
 }
 

@@ -178,7 +178,9 @@ export class Fetcher {
         jobs = claim.jobs;
         this.cursor = claim.cursor;
         startAtMs = claim.startAtMs;
-        held = !claim.full && jobs.length >= claim.budget;
+        // Cut short by a cluster limit, or keys at their limit: not "nothing due", so
+        // no due-time timer (it would fire at once and spin); claim again later.
+        held = (!claim.full && jobs.length >= claim.budget) || claim.keysWaiting;
         const nextFree = claim.nextFreeMs !== null && claim.nextFreeMs > 0 ? claim.nextFreeMs : LIMITED_RETRY_MS;
         if (held) this.retryIn(nextFree);
       } else {

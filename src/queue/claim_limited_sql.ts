@@ -29,26 +29,14 @@
  */
 import { planned } from './sql.ts';
 
-const STEP = `($10::float8 / $9::int) * interval '1 millisecond'`;
-
-/** Marks the jobs of `source` (id, seq: their order in the claim) running; a paced queue's start is its slot. */
-function setRunning(source: string): string {
-  return `
-  UPDATE jobvisor.jobs AS j
-     SET status = 'running',
-         attempts = least(j.attempts, 2147483646) + 1,
-         lease_token = nextval('jobvisor.lease_token_seq'),
-         locked_by = $1,
-         locked_until = t.now + $3::float8 * interval '1 millisecond',
-         started_at = coalesce(b.first_slot + ((SELECT s.seq FROM ${source} AS s WHERE s.id = j.id) - 1) * ${STEP}, t.at)
-    FROM t, budget AS b
-   WHERE j.id = ANY (ARRAY(SELECT id FROM ${source})) AND j.status = 'pending'
-  RETURNING j.id, j.kind, j.queue, j.payload, j.attempts, j.max_attempts, j.priority, j.run_at, j.lease_token,
-            j.trace_context, j.concurrency_key, j.started_at`;
-}
-
-const COMMON = `
-t AS (
+/**
+ * Queue-wide limits only (globalConcurrency and/or a queue-wide rate limit):
+ * the plain claim's candidates, with LIMIT set to what the limits leave.
+ */
+export const CLAIM_QUEUE_LIMITED = planned(
+  'claim_queue_limited',
+  `
+WITH t AS (
   SELECT now, now + $12::float8 * interval '1 millisecond' AS at, $8::int AS per_key
     FROM (SELECT coalesce($5::timestamptz, clock_timestamp()) AS now) AS n
 ),
@@ -59,7 +47,7 @@ global_room AS (
 paced AS (
   SELECT CASE WHEN $9::int IS NOT NULL AND NOT $11::bool THEN
            greatest(t.at, (SELECT max(r.started_at) FROM jobvisor.rate_starts AS r WHERE r.queue = $2 AND r.key = '')
-                          + ${STEP}) END AS first_slot
+                          + ($10::float8 / $9::int) * interval '1 millisecond') END AS first_slot
     FROM t
 ),
 budget AS (
@@ -69,9 +57,28 @@ budget AS (
          extract(epoch FROM p.first_slot - t.at) * 1000 - $13::float8 / 2 AS next_free_ms,
          p.first_slot
     FROM global_room AS g, paced AS p, t
-)`;
-
-const RECORD_AND_PRUNE = `
+),
+chosen AS (
+  SELECT id, row_number() OVER (ORDER BY priority, run_at, id) AS seq
+    FROM (SELECT id, priority, run_at FROM jobvisor.jobs, t
+           WHERE status = 'pending' AND queue = $2 AND run_at <= t.now
+           ORDER BY priority, run_at, id
+           LIMIT (SELECT n FROM budget)
+           FOR UPDATE SKIP LOCKED) AS due
+),
+claimed AS (
+  UPDATE jobvisor.jobs AS j
+     SET status = 'running',
+         attempts = least(j.attempts, 2147483646) + 1,
+         lease_token = nextval('jobvisor.lease_token_seq'),
+         locked_by = $1,
+         locked_until = t.now + $3::float8 * interval '1 millisecond',
+         started_at = coalesce(b.first_slot + ((SELECT s.seq FROM chosen AS s WHERE s.id = j.id) - 1) * ($10::float8 / $9::int) * interval '1 millisecond', t.at)
+    FROM t, budget AS b
+   WHERE j.id = ANY (ARRAY(SELECT id FROM chosen)) AND j.status = 'pending'
+  RETURNING j.id, j.kind, j.queue, j.payload, j.attempts, j.max_attempts, j.priority, j.run_at, j.lease_token,
+            j.trace_context, j.concurrency_key, j.started_at
+),
 recorded AS (
   INSERT INTO jobvisor.rate_starts (queue, key, started_at)
   SELECT $2, CASE WHEN $11::bool THEN c.concurrency_key ELSE '' END, c.started_at
@@ -81,34 +88,12 @@ recorded AS (
 pruned AS (
   DELETE FROM jobvisor.rate_starts AS r USING t
    WHERE $9::int IS NOT NULL AND r.queue = $2 AND r.started_at <= t.at - $10::float8 * interval '1 millisecond'
-)`;
-
-const OUTPUT = `
+)
 SELECT b.n AS budget, b.next_free_ms, c.id, c.kind, c.queue, c.lease_token::text AS token,
        CASE WHEN octet_length(c.payload::text) <= $6 THEN c.payload::text END AS payload,
        octet_length(c.payload::text) AS payload_bytes, c.attempts, c.max_attempts,
        extract(epoch FROM c.run_at) * 1000 AS run_at_ms, c.trace_context::text AS trace_context,
-       extract(epoch FROM c.started_at) * 1000 AS start_at_ms`;
-
-/**
- * Queue-wide limits only (globalConcurrency and/or a queue-wide rate limit):
- * the plain claim's candidates, with LIMIT set to what the limits leave.
- */
-export const CLAIM_QUEUE_LIMITED = planned(
-  'claim_queue_limited',
-  `
-WITH ${COMMON},
-chosen AS (
-  SELECT id, row_number() OVER (ORDER BY priority, run_at, id) AS seq
-    FROM (SELECT id, priority, run_at FROM jobvisor.jobs, t
-           WHERE status = 'pending' AND queue = $2 AND run_at <= t.now
-           ORDER BY priority, run_at, id
-           LIMIT (SELECT n FROM budget)
-           FOR UPDATE SKIP LOCKED) AS due
-),
-claimed AS (${setRunning('chosen')}),
-${RECORD_AND_PRUNE}
-${OUTPUT}
+       extract(epoch FROM c.started_at) * 1000 AS start_at_ms
   FROM budget AS b LEFT JOIN claimed AS c ON true
  ORDER BY c.started_at, c.priority, c.run_at, c.id`,
 );
@@ -142,7 +127,28 @@ WITH RECURSIVE walk(key, i) AS (
     FROM walk AS w WHERE w.key IS NOT NULL AND w.i < $15::int
 ),
 keys AS (SELECT key, i FROM walk WHERE key IS NOT NULL),
-${COMMON},
+t AS (
+  SELECT now, now + $12::float8 * interval '1 millisecond' AS at, $8::int AS per_key
+    FROM (SELECT coalesce($5::timestamptz, clock_timestamp()) AS now) AS n
+),
+global_room AS (
+  SELECT CASE WHEN $7::int IS NULL THEN $4::int
+              ELSE $7::int - (SELECT count(*)::int FROM jobvisor.jobs WHERE status = 'running' AND queue = $2) END AS n
+),
+paced AS (
+  SELECT CASE WHEN $9::int IS NOT NULL AND NOT $11::bool THEN
+           greatest(t.at, (SELECT max(r.started_at) FROM jobvisor.rate_starts AS r WHERE r.queue = $2 AND r.key = '')
+                          + ($10::float8 / $9::int) * interval '1 millisecond') END AS first_slot
+    FROM t
+),
+budget AS (
+  SELECT greatest(0, least($4::int, g.n, CASE WHEN p.first_slot IS NULL THEN $4::int
+           ELSE ceil(extract(epoch FROM t.at + $13::float8 * interval '1 millisecond' - p.first_slot) * 1000
+                     / ($10::float8 / $9::int))::int END)) AS n,
+         extract(epoch FROM p.first_slot - t.at) * 1000 - $13::float8 / 2 AS next_free_ms,
+         p.first_slot
+    FROM global_room AS g, paced AS p, t
+),
 key_running AS (
   SELECT concurrency_key AS key, count(*)::int AS n FROM jobvisor.jobs
    WHERE status = 'running' AND queue = $2 AND concurrency_key IN (SELECT key FROM keys) GROUP BY 1
@@ -173,9 +179,34 @@ offers AS (
 chosen AS (
   SELECT id, i, row_number() OVER (ORDER BY rn, i) AS seq FROM offers ORDER BY rn, i LIMIT (SELECT n FROM budget)
 ),
-claimed AS (${setRunning('chosen')}),
-${RECORD_AND_PRUNE}
-${OUTPUT}, ch.i AS key_index, c.concurrency_key AS key,
+claimed AS (
+  UPDATE jobvisor.jobs AS j
+     SET status = 'running',
+         attempts = least(j.attempts, 2147483646) + 1,
+         lease_token = nextval('jobvisor.lease_token_seq'),
+         locked_by = $1,
+         locked_until = t.now + $3::float8 * interval '1 millisecond',
+         started_at = coalesce(b.first_slot + ((SELECT s.seq FROM chosen AS s WHERE s.id = j.id) - 1) * ($10::float8 / $9::int) * interval '1 millisecond', t.at)
+    FROM t, budget AS b
+   WHERE j.id = ANY (ARRAY(SELECT id FROM chosen)) AND j.status = 'pending'
+  RETURNING j.id, j.kind, j.queue, j.payload, j.attempts, j.max_attempts, j.priority, j.run_at, j.lease_token,
+            j.trace_context, j.concurrency_key, j.started_at
+),
+recorded AS (
+  INSERT INTO jobvisor.rate_starts (queue, key, started_at)
+  SELECT $2, CASE WHEN $11::bool THEN c.concurrency_key ELSE '' END, c.started_at
+    FROM claimed AS c
+   WHERE $9::int IS NOT NULL AND (NOT $11::bool OR c.concurrency_key IS NOT NULL)
+),
+pruned AS (
+  DELETE FROM jobvisor.rate_starts AS r USING t
+   WHERE $9::int IS NOT NULL AND r.queue = $2 AND r.started_at <= t.at - $10::float8 * interval '1 millisecond'
+)
+SELECT b.n AS budget, b.next_free_ms, c.id, c.kind, c.queue, c.lease_token::text AS token,
+       CASE WHEN octet_length(c.payload::text) <= $6 THEN c.payload::text END AS payload,
+       octet_length(c.payload::text) AS payload_bytes, c.attempts, c.max_attempts,
+       extract(epoch FROM c.run_at) * 1000 AS run_at_ms, c.trace_context::text AS trace_context,
+       extract(epoch FROM c.started_at) * 1000 AS start_at_ms, ch.i AS key_index, c.concurrency_key AS key,
        (SELECT key FROM keys ORDER BY i DESC LIMIT 1) AS last_key, (SELECT count(*)::int FROM keys) AS keys_visited
   FROM budget AS b LEFT JOIN claimed AS c ON true LEFT JOIN chosen AS ch ON ch.id = c.id
  ORDER BY c.started_at, ch.seq`,

@@ -50,3 +50,5 @@ export type {
 } from './queue/admin/index.ts';
 export { createDashboard } from './dashboard/app.ts';
 export type { DashboardHandler, DashboardOptions } from './dashboard/app.ts';
+export { pauseQueue, resumeQueue, listQueues } from './queue/pause.ts';
+export type { QueueInfo, QueueApiOptions } from './queue/pause.ts';

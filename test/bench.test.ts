@@ -38,7 +38,7 @@ describe('jobvisor bench', () => {
       '--processes',
       '2',
       '--scenario',
-      'burst,cold,startup,enqueue,process,processes,pickup,deep,sustained',
+      'burst,cold,startup,enqueue,process,processes,pickup,deep,sustained,limits',
       '--deep-pending',
       '3000',
       '--deep-done',
@@ -64,8 +64,10 @@ describe('jobvisor bench', () => {
       'pickup p99',
       'claim+complete of 50',
       'sustained',
+      'limits 300',
     ])
       assert.ok(scenarios.has(s), `scenario ${s} reported`);
+    assert.equal(rows.filter((row) => row.scenario === 'limits 300').length, 6, 'every flow-control variant ran');
     const burstSystems = rows.filter((row) => row.scenario === 'burst 300').map((row) => row.system);
     assert.deepEqual(burstSystems.sort(), [
       'jobvisor concurrency-only',

@@ -8,7 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { retryJobs } from '../src/queue/admin.ts';
+import { retryJobs } from '../src/queue/admin/index.ts';
 import { enqueue } from '../src/queue/enqueue.ts';
 import type { Supervisor } from '../src/supervisor/supervisor.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
@@ -90,7 +90,7 @@ describe('a task that snoozes', () => {
     assert.equal(last.error, row.last_error, 'the dead letter is in the history');
     // `jobs retry` starts it afresh: it may snooze jobs.maxSnoozes times again.
     await db.pool.query(`UPDATE jobvisor.jobs SET payload = '{"delay": "1h"}' WHERE id = $1`, [id]);
-    assert.deepEqual(await retryJobs({ db: db.pool, schema: 'jobvisor' }, [id as string]), [id]);
+    assert.equal((await retryJobs({ db: db.pool, schema: 'jobvisor' }, { ids: [id as string] })).changed, 1);
     const again = await settled(id as string, (r) => r.status === 'pending' && r.snoozes === 1, 'snoozed afresh');
     assert.equal(again.attempts, 0);
   });

@@ -54,6 +54,7 @@ const SCENARIOS = [
   'processes',
   'deep',
   'sustained',
+  'limits',
 ] as const;
 const DEFAULT_SCENARIOS = 'burst,cold,startup,pickup';
 

@@ -6,7 +6,7 @@
  * Variants of one scenario run round-robin (run 1 of each, then run 2, …) so
  * that load from anything else on the machine falls on all alike.
  *
- *   jobvisor bench [--scenario burst,cold,startup,pickup,enqueue,process,processes,deep,sustained]
+ *   jobvisor bench [--scenario burst,cold,startup,pickup,enqueue,process,processes,deep,sustained,limits]
  *                  [--burst-jobs 20000,100000] [--configs concurrency-only,tuned]
  *                  [--jobs 20000] [--concurrency 50] [--processes 3] [--runs 3]
  *                  [--threads 1] [--jobs-per-thread 50] [--prefetch 2000] [--samples 200]
@@ -15,6 +15,7 @@
  */
 import { cpus, totalmem } from 'node:os';
 import { BURST_CONFIGS, burst } from './burst.ts';
+import { LIMITS_VARIANTS, limitsBurst } from './limits.ts';
 import { createBenchDatabase, type BenchDatabase } from './database.ts';
 import { deepVersusShallow } from './deep.ts';
 import { enqueueJobvisor, enqueueUnnest } from './enqueue.ts';
@@ -123,6 +124,16 @@ export async function runBench(argv: string[]): Promise<number> {
           for (const p of peers) variants.push({ system: p, measure: () => peer(p, 'burst', n), extra: { jobs: n } });
           await roundRobin(`burst ${n}`, 'jobs/s', variants);
         }
+      } else if (scenario === 'limits') {
+        await roundRobin(
+          `limits ${jobs}`,
+          'jobs/s',
+          Object.entries(LIMITS_VARIANTS).map(([name, variant]) => ({
+            system: `jobvisor ${name}`,
+            measure: () => fresh('limits', (db) => limitsBurst(db, jobs, variant)),
+            extra: { jobs, queue: variant.queue, keys: variant.keys },
+          })),
+        );
       } else if (scenario === 'cold') {
         const entry = entryAvailable('dist') ? 'dist' : 'checkout';
         await roundRobin(`cold ${jobs}`, 'jobs/s', [

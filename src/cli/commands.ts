@@ -63,6 +63,10 @@ export const COMMAND_SPECS: CommandSpec[] = [
         default: 'jobs.maxAttempts (8)',
       },
       { flag: '--unique-key K', meaning: 'at most one job per (kind, key) while the row exists' },
+      {
+        flag: '--concurrency-key K',
+        meaning: "the key of the queue's per-key limits (perKeyConcurrency, rateLimit.perKey)",
+      },
       { flag: '--json', meaning: 'print { id, duplicate } as JSON' },
     ],
     example: `jobvisor enqueue welcome_email '{"user_id": 1}' --delay 10s`,
@@ -70,7 +74,7 @@ export const COMMAND_SPECS: CommandSpec[] = [
   {
     name: 'stats',
     args: '[--json]',
-    summary: 'job counts by queue, kind and status; the oldest pending job’s age; the supervisors alive',
+    summary: 'job counts by queue, kind and status; the oldest pending job’s age; paused queues; the supervisors alive',
     options: [json],
     example: 'jobvisor stats --json',
   },
@@ -130,13 +134,35 @@ export const COMMAND_SPECS: CommandSpec[] = [
     example: 'jobvisor jobs delete --failed --kind thumbnail --older-than 7d',
   },
   {
+    name: 'queues list',
+    args: '[--json]',
+    summary: 'queues with pending or running jobs, or ever paused: active or paused, and their counts',
+    options: [json],
+    example: 'jobvisor queues list',
+  },
+  {
+    name: 'queues pause',
+    args: 'Q',
+    summary:
+      'stop every supervisor claiming from queue Q within a second (stored: survives restarts); running jobs finish',
+    options: [],
+    example: 'jobvisor queues pause mail',
+  },
+  {
+    name: 'queues resume',
+    args: 'Q',
+    summary: 'let every supervisor claim from queue Q again, at once',
+    options: [],
+    example: 'jobvisor queues resume mail',
+  },
+  {
     name: 'bench',
     args: '[options]',
     summary: 'measure throughput and pickup latency against the configured database (see BENCHMARKS.md)',
     options: [
       {
         flag: '--scenario LIST',
-        meaning: 'comma-separated: burst, cold, startup, enqueue, process, processes, pickup, deep, sustained',
+        meaning: 'comma-separated: burst, cold, startup, enqueue, process, processes, pickup, deep, sustained, limits',
         default: 'burst,cold,startup,pickup',
       },
       { flag: '--burst-jobs LIST', meaning: 'jobs in each one-statement burst', default: '20000,100000' },
@@ -189,7 +215,7 @@ export const COMMAND_SPECS: CommandSpec[] = [
   },
 ];
 
-/** The specs of a command: `jobs` gives every `jobs …` subcommand. */
+/** The specs of a command: `jobs` gives all its `jobs …` subcommands (likewise `queues`). */
 export function specsFor(name: string): CommandSpec[] {
   return COMMAND_SPECS.filter((c) => c.name === name || c.name.startsWith(`${name} `));
 }

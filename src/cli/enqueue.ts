@@ -1,6 +1,6 @@
 /**
  * `jobvisor enqueue KIND [JSON] [--queue Q] [--priority N] [--run-at ISO | --delay 10s]
- *                   [--max-attempts N] [--unique-key K] [--json]`
+ *                   [--max-attempts N] [--unique-key K] [--concurrency-key K] [--json]`
  * Prints the new job's id. A duplicate unique key is reported as skipped (exit 0).
  * Without --queue the job goes to the task's `options.queue` (see task_options.ts).
  * Every argument is checked before connecting: bad input writes nothing.
@@ -23,6 +23,7 @@ export async function enqueueCommand(argv: string[]): Promise<number> {
       delay: { type: 'string' },
       'max-attempts': { type: 'string' },
       'unique-key': { type: 'string' },
+      'concurrency-key': { type: 'string' },
       json: { type: 'boolean' },
     },
     'enqueue',
@@ -48,6 +49,7 @@ export async function enqueueCommand(argv: string[]): Promise<number> {
     delay: values.delay as string | undefined,
     maxAttempts: integer('--max-attempts', values['max-attempts'] as string | undefined, 1, 1000),
     uniqueKey: values['unique-key'] as string | undefined,
+    concurrencyKey: values['concurrency-key'] as string | undefined,
   };
   if (options.runAt !== undefined && options.delay !== undefined)
     throw new InputError('enqueue: give --run-at or --delay, not both');

@@ -15,6 +15,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   enqueue: async () => (await import('./enqueue.ts')).enqueueCommand,
   stats: async () => (await import('./stats.ts')).statsCommand,
   jobs: async () => (await import('./jobs.ts')).jobsCommand,
+  queues: async () => (await import('./queues.ts')).queuesCommand,
   bench: async () => (await import('./bench.ts')).benchCommand,
   demo: async () => (await import('./demo.ts')).demoCommand,
   dashboard: async () => (await import('./dashboard.ts')).dashboardCommand,
@@ -62,7 +63,10 @@ export async function main(argv: string[]): Promise<number> {
     process.stderr.write(`jobvisor: unknown command ${JSON.stringify(name)} (run jobvisor --help)\n`);
     return 2;
   }
-  if (wantsHelp(rest)) return help(name === 'jobs' && rest[0] && !rest[0].startsWith('-') ? `jobs ${rest[0]}` : name);
+  if (wantsHelp(rest))
+    return help(
+      (name === 'jobs' || name === 'queues') && rest[0] && !rest[0].startsWith('-') ? `${name} ${rest[0]}` : name,
+    );
   try {
     return await (
       await load()

@@ -1,6 +1,7 @@
-/** `jobvisor stats [--json]`: counts by queue, kind and status; oldest pending age; live supervisors. */
+/** `jobvisor stats [--json]`: counts by queue, kind and status; oldest pending age; paused queues; live supervisors. */
 import { InputError } from '../errors.ts';
 import { stats, timeText } from '../queue/admin/index.ts';
+import { pausedQueues } from '../queue/pause.ts';
 import { parse } from './args.ts';
 import { openContext } from './context.ts';
 import { table } from './table.ts';
@@ -10,9 +11,11 @@ export async function statsCommand(argv: string[]): Promise<number> {
   if (positionals.length > 0) throw new InputError(`stats: unexpected argument ${JSON.stringify(positionals[0])}`);
   const ctx = await openContext({ logTo: 2, logLevel: 'warn' });
   try {
-    const s = await stats({ db: ctx.pool, schema: ctx.settings.database.schema });
+    const store = { db: ctx.pool, schema: ctx.settings.database.schema };
+    const s = await stats(store);
+    const paused = [...(await pausedQueues(store))].sort();
     if (values.json) {
-      process.stdout.write(`${JSON.stringify(s)}\n`);
+      process.stdout.write(`${JSON.stringify({ ...s, pausedQueues: paused })}\n`);
       return 0;
     }
     if (s.counts.length === 0) process.stdout.write('no jobs\n');
@@ -25,6 +28,7 @@ export async function statsCommand(argv: string[]): Promise<number> {
       );
     const oldest = s.oldestPendingSeconds;
     process.stdout.write(`oldest pending (due): ${oldest === null ? 'none' : `${oldest.toFixed(1)} s`}\n`);
+    if (paused.length > 0) process.stdout.write(`paused queues: ${paused.join(', ')}\n`);
     if (s.supervisors.length === 0) process.stdout.write('supervisors: none alive\n');
     else
       process.stdout.write(

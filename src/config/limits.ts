@@ -6,6 +6,7 @@
  * reach is reported in one line naming the effective limit and the key to change.
  */
 import { QUEUE_DEFAULTS, type QueueInput, type QueueSettings } from './schema.ts';
+import { isLimited, type RateLimit, type RateLimitInput } from './sections.ts';
 import { parseDuration } from '../duration.ts';
 
 export interface QueueLimits {
@@ -31,10 +32,16 @@ export function defaultPrefetch(concurrency: number, jobsPerThread: number): num
   return jobsPerThread > 1 ? Math.min(2000, 40 * concurrency) : 0;
 }
 
+/** A rate limit with its period in ms (loaded settings already have it so). */
+function rateLimitOf(rate: RateLimitInput | RateLimit): RateLimit {
+  const periodMs = 'periodMs' in rate ? rate.periodMs : parseDuration(rate.period);
+  return { count: rate.count, periodMs, perKey: rate.perKey ?? false };
+}
+
 /** Pure: resolves queue defaults and derives `jobsPerThread`; reports what cannot be reached. */
 export function effectiveQueueLimits(settings: {
   pool: { maxThreads: number };
-  queues: Record<string, QueueInput>;
+  queues: Record<string, QueueInput | QueueSettings>;
 }): QueueLimits {
   const threads = settings.pool.maxThreads;
   const queues: Record<string, QueueSettings> = {};
@@ -44,12 +51,20 @@ export function effectiveQueueLimits(settings: {
     const concurrency = given.concurrency ?? QUEUE_DEFAULTS.concurrency;
     const jobsPerThread = given.jobsPerThread ?? Math.ceil(concurrency / threads);
     const timeout = given.timeout ?? QUEUE_DEFAULTS.timeout;
-    queues[name] = {
+    const resolved: QueueSettings = {
       concurrency,
       jobsPerThread,
-      prefetch: given.prefetch ?? defaultPrefetch(concurrency, jobsPerThread),
+      prefetch: 0,
       timeout: timeout === null ? null : parseDuration(timeout),
     };
+    // Limits appear only when set, so an unlimited queue's settings are what they always were.
+    if (given.globalConcurrency != null) resolved.globalConcurrency = given.globalConcurrency;
+    if (given.perKeyConcurrency != null) resolved.perKeyConcurrency = given.perKeyConcurrency;
+    if (given.rateLimit != null) resolved.rateLimit = rateLimitOf(given.rateLimit);
+    // A limited queue claims only what it can start now: a job claimed ahead
+    // would hold a cluster-wide slot (or a rate-limit start) while it waits here.
+    resolved.prefetch = isLimited(resolved) ? 0 : (given.prefetch ?? defaultPrefetch(concurrency, jobsPerThread));
+    queues[name] = resolved;
     const limit = Math.min(concurrency, threads * jobsPerThread);
     limits[name] = limit;
     if (limit < concurrency) {

@@ -13,10 +13,42 @@ export interface QueueSettings {
   prefetch: number;
   /** Per-queue timeout override in ms (null = jobs.timeout). */
   timeout: number | null;
+  /** Jobs of this queue running at once across all supervisors (absent: no limit). */
+  globalConcurrency?: number;
+  /** Jobs with the same concurrency key running at once across all supervisors (absent: no limit). */
+  perKeyConcurrency?: number;
+  /** At most `count` starts in any window of `periodMs`, across all supervisors (absent: no limit). */
+  rateLimit?: RateLimit;
 }
 
-/** A queue as a file gives it: any key may be missing; the timeout is still text. */
-export type QueueInput = Partial<Omit<QueueSettings, 'timeout'>> & { timeout?: string | number | null };
+export interface RateLimit {
+  count: number;
+  periodMs: number;
+  /** One window per concurrency key instead of one for the queue. */
+  perKey: boolean;
+}
+
+/** A queue as a file gives it: any key may be missing; durations are still text. */
+export type QueueInput = Partial<
+  Omit<QueueSettings, 'timeout' | 'rateLimit' | 'globalConcurrency' | 'perKeyConcurrency'>
+> & {
+  timeout?: string | number | null;
+  globalConcurrency?: number | null;
+  perKeyConcurrency?: number | null;
+  rateLimit?: RateLimitInput | RateLimit | null;
+};
+
+/** A rate limit as a file gives it (period still text). */
+export interface RateLimitInput {
+  count: number;
+  period: string | number;
+  perKey?: boolean;
+}
+
+/** Whether any flow-control limit applies to the queue (it then claims with its own statement). */
+export function isLimited(q: QueueSettings): boolean {
+  return q.globalConcurrency !== undefined || q.perKeyConcurrency !== undefined || q.rateLimit !== undefined;
+}
 
 /**
  * The one set of queue defaults, for `default` and every other queue.

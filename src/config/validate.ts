@@ -64,8 +64,31 @@ export const QUEUE_FIELDS = {
   jobsPerThread: intIn(1, 1000),
   prefetch: intIn(0, 10_000),
   timeout: (v: unknown) => (v === null ? undefined : durationFormat(v)),
+  globalConcurrency: nullOr(intIn(1, 1_000_000)),
+  perKeyConcurrency: nullOr(intIn(1, 1_000_000)),
 } as const;
-const QUEUE_KEYS = Object.keys(QUEUE_FIELDS);
+
+/** Keys that make a queue limited: its claimed jobs hold cluster-wide slots, so none are claimed ahead. */
+const LIMIT_KEYS = ['globalConcurrency', 'perKeyConcurrency', 'rateLimit'] as const;
+
+function nullOr(check: (v: unknown) => void) {
+  return (v: unknown): void => (v === null ? undefined : check(v));
+}
+
+/** `{ count, period, perKey? }` (or null): at most count starts in any window of period. */
+function checkRateLimit(where: string, value: unknown): void {
+  if (value === null || value === undefined) return;
+  if (!isPlainObject(value)) throw new Error(`${where} must be an object such as { "count": 100, "period": "1s" }`);
+  checkKeys(where, value, RATE_LIMIT_KEYS);
+  if (value.count === undefined) throw new Error(`${where}.count is missing`);
+  guard(`${where}.count`, () => intIn(1, 1_000_000)(value.count));
+  if (value.period === undefined) throw new Error(`${where}.period is missing (a duration such as "1s")`);
+  guard(`${where}.period`, () => timerFormat(1)(value.period));
+  if (value.perKey !== undefined && typeof value.perKey !== 'boolean')
+    throw new Error(`${where}.perKey must be true or false, got ${JSON.stringify(value.perKey)}`);
+}
+const RATE_LIMIT_KEYS = ['count', 'period', 'perKey'];
+const QUEUE_KEYS = [...Object.keys(QUEUE_FIELDS), 'rateLimit'];
 const SCHEDULE_KEYS = ['name', 'cron', 'kind', 'payload', 'queue', 'priority', 'timezone'] as const;
 
 function checkKeys(where: string, value: Record<string, unknown>, allowed: readonly string[]): void {
@@ -94,6 +117,12 @@ export function validateQueues(value: unknown): void {
     checkKeys(`queues.${name}`, q, QUEUE_KEYS);
     for (const [key, check] of Object.entries(QUEUE_FIELDS))
       if (q[key] !== undefined) guard(`queues.${name}.${key}`, () => check(q[key]));
+    checkRateLimit(`queues.${name}.rateLimit`, q.rateLimit);
+    const limit = LIMIT_KEYS.find((k) => q[k] !== undefined && q[k] !== null);
+    if (limit && typeof q.prefetch === 'number' && q.prefetch > 0)
+      throw new Error(
+        `queues.${name}.prefetch must be 0 (or unset) when queues.${name}.${limit} is set: a job claimed ahead holds a cluster-wide slot while it waits`,
+      );
   }
 }
 

@@ -76,6 +76,11 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
       'Worker threads terminated over 5 s ago that have not died (blocked in a synchronous call).',
     ),
     poolQueueLength: gauge('jobvisor_pool_queue_length', 'Batches waiting in the pool for a free thread.'),
+    queuePaused: gauge(
+      'jobvisor_queue_paused',
+      '1 while the queue is paused (jobvisor queues pause), as this supervisor last read it; 0 otherwise.',
+      ['queue'],
+    ),
     draining: gauge('jobvisor_supervisor_draining', '1 while this supervisor is shutting down.'),
     info: gauge('jobvisor_supervisor_info', 'Always 1; labels identify the supervisor.', ['supervisor', 'version']),
     databaseGaugesUp: gauge(

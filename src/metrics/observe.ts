@@ -8,7 +8,7 @@ import { UNBOUNDED_LABELS, type LabelSet } from './labels.ts';
 import type { Metrics } from './metrics.ts';
 
 /**
- * Each gauge has one writer: pool queue length and draining are written here;
+ * Each gauge has one writer: pool queue length, draining and paused queues are written here;
  * threads, busy threads, jobs in flight and failing loops at scrape time.
  */
 export function observeEvents(events: SupervisorEvents, metrics: Metrics, labels: LabelSet = UNBOUNDED_LABELS): void {
@@ -59,5 +59,7 @@ export function observeEvents(events: SupervisorEvents, metrics: Metrics, labels
     if (!e.duplicate) child(metrics.scheduleFires, 'fired', e.queue, e.kind).inc();
   });
   events.on('supervisor:draining', () => metrics.draining.set(1));
+  events.on('queue:paused', ({ queue }) => metrics.queuePaused.labels(labels.queue(queue)).set(1));
+  events.on('queue:resumed', ({ queue }) => metrics.queuePaused.labels(labels.queue(queue)).set(0));
   events.on('db:error', ({ loop }) => metrics.dbErrors.labels(loop).inc());
 }

@@ -34,6 +34,7 @@ export const COPY_THRESHOLD = 500;
 /** A validated job, ready for INSERT or COPY. */
 interface Row extends CopyRow {
   uniqueKey: string | null;
+  concurrencyKey: string | null;
 }
 
 /** A value for an error message: one line, bounded, and never a throw itself. */
@@ -95,20 +96,14 @@ function toRow(
       throw new InputError(`delay ${(err as Error).message}`);
     }
   }
-  let uniqueKey: string | null = null;
-  if (options.uniqueKey !== undefined && options.uniqueKey !== null) {
-    if (typeof options.uniqueKey !== 'string' || options.uniqueKey.length === 0 || options.uniqueKey.length > 1000)
-      throw new InputError('uniqueKey must be a string of 1 to 1000 characters');
-    if (options.uniqueKey.includes('\u0000') || !options.uniqueKey.isWellFormed())
-      throw new InputError('uniqueKey contains a NUL character or invalid UTF-16');
-    uniqueKey = options.uniqueKey;
-  }
+  const uniqueKey = checkKey('uniqueKey', options.uniqueKey);
+  const concurrencyKey = checkKey('concurrencyKey', options.concurrencyKey);
   const text = checkPayload(
     'payload',
     payload === undefined ? {} : payload,
     maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
   );
-  return { queue, kind, payload: text, priority, maxAttempts, runAt, delayMs, uniqueKey };
+  return { queue, kind, payload: text, priority, maxAttempts, runAt, delayMs, uniqueKey, concurrencyKey };
 }
 
 /**
@@ -124,11 +119,13 @@ export function validateJob(kind: string, payload: unknown, options: Omit<Enqueu
 const INSERT_JOBS = planned(
   'insert_jobs',
   `
-INSERT INTO jobvisor.jobs (queue, kind, payload, priority, max_attempts, run_at, unique_key, trace_context)
+INSERT INTO jobvisor.jobs (queue, kind, payload, priority, max_attempts, run_at, unique_key, trace_context, concurrency_key)
 SELECT j.queue, j.kind, j.payload, j.priority, coalesce(j.max_attempts, 8),
-       coalesce(j.run_at, now() + coalesce(j.delay_ms, 0) * interval '1 millisecond'), j.unique_key, $9::jsonb
-  FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::int[], $5::int[], $6::timestamptz[], $7::float8[], $8::text[])
-       AS j(queue, kind, payload, priority, max_attempts, run_at, delay_ms, unique_key)
+       coalesce(j.run_at, now() + coalesce(j.delay_ms, 0) * interval '1 millisecond'), j.unique_key, $9::jsonb,
+       j.concurrency_key
+  FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::int[], $5::int[], $6::timestamptz[], $7::float8[], $8::text[],
+              $10::text[])
+       AS j(queue, kind, payload, priority, max_attempts, run_at, delay_ms, unique_key, concurrency_key)
 ON CONFLICT (kind, unique_key) WHERE unique_key IS NOT NULL DO NOTHING
 RETURNING id, kind, unique_key`,
 );
@@ -153,6 +150,7 @@ async function insertRows(store: Store, rows: Row[], traceContext: string | null
     rows.map((r) => r.delayMs),
     rows.map((r) => r.uniqueKey),
     traceContext,
+    rows.map((r) => r.concurrencyKey),
   ]);
   // Rows come back in insertion order; keyed rows are matched by key so that
   // skipped duplicates can report the id of the job that already exists.
@@ -193,7 +191,9 @@ async function insertRows(store: Store, rows: Row[], traceContext: string | null
  */
 function checkBatchBytes(rows: Row[], maxBytes: number): void {
   let units = 0;
-  for (const r of rows) units += r.payload.length + r.kind.length + r.queue.length + (r.uniqueKey?.length ?? 0);
+  for (const r of rows)
+    units +=
+      r.payload.length + r.kind.length + r.queue.length + (r.uniqueKey?.length ?? 0) + (r.concurrencyKey?.length ?? 0);
   if (units * 3 <= maxBytes) return;
   let bytes = 0;
   for (const r of rows)
@@ -201,11 +201,22 @@ function checkBatchBytes(rows: Row[], maxBytes: number): void {
       Buffer.byteLength(r.payload) +
       Buffer.byteLength(r.kind) +
       Buffer.byteLength(r.queue) +
-      (r.uniqueKey === null ? 0 : Buffer.byteLength(r.uniqueKey));
+      (r.uniqueKey === null ? 0 : Buffer.byteLength(r.uniqueKey)) +
+      (r.concurrencyKey === null ? 0 : Buffer.byteLength(r.concurrencyKey));
   if (bytes > maxBytes)
     throw new InputError(
       `jobs: the batch is ${bytes} bytes, over the enqueueMany limit of ${maxBytes} bytes (maxBatchBytes); split it`,
     );
+}
+
+/** A key option (uniqueKey, concurrencyKey): 1 to 1000 characters of well-formed text, or none. */
+function checkKey(name: string, value: unknown): string | null {
+  if (value === undefined || value === null) return null;
+  if (typeof value !== 'string' || value.length === 0 || value.length > 1000)
+    throw new InputError(`${name} must be a string of 1 to 1000 characters`);
+  if (value.includes('\u0000') || !value.isWellFormed())
+    throw new InputError(`${name} contains a NUL character or invalid UTF-16`);
+  return value;
 }
 
 function keyOf(kind: string, key: string): string {
@@ -256,7 +267,7 @@ export async function enqueueMany(
   }
   checkBatchBytes(rows, options.maxBatchBytes ?? DEFAULT_MAX_BATCH_BYTES);
   const schema = options.schema ?? 'jobvisor';
-  if (rows.length >= COPY_THRESHOLD && rows.every((r) => r.uniqueKey === null)) {
+  if (rows.length >= COPY_THRESHOLD && rows.every((r) => r.uniqueKey === null && r.concurrencyKey === null)) {
     const ids = await copyRows(db, schema, rows, (s) => qualify(COPY_JOBS, s), captureTraceContext());
     return ids.map((id) => ({ id, duplicate: false }));
   }

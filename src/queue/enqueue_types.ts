@@ -24,6 +24,8 @@ export interface EnqueueOptions {
   maxAttempts?: number;
   /** At most one job per (kind, uniqueKey) while the row exists; a duplicate is skipped. */
   uniqueKey?: string;
+  /** Groups jobs for the queue's per-key limits (perKeyConcurrency, rateLimit.perKey); column concurrency_key. */
+  concurrencyKey?: string;
   /** Schema of the jobs table; default "jobvisor". */
   schema?: string;
   /** Largest payload accepted, in bytes of JSON; default 1 MiB. */

@@ -50,6 +50,10 @@ export interface Events {
   'schedule:fired': [
     { name: string; kind: string; queue: string; fireTime: Date; jobId: string | null; duplicate: boolean },
   ];
+  /** A served queue is paused (also its state at start): nothing more of it is claimed here. */
+  'queue:paused': [{ queue: string }];
+  /** A served queue is not paused (also its state at start). */
+  'queue:resumed': [{ queue: string }];
   'listener:connected': [{ reconnect: boolean }];
   'listener:lost': [{ error: string }];
   'db:error': [{ loop: string; err: unknown }];

@@ -6,14 +6,26 @@
  * due) and, while the last claim came back full (a backlog), whenever enough
  * capacity has freed up to make a batch worth a round trip. A wake during a
  * claim is remembered and answered right after it.
+ *
+ * A paused fetcher claims nothing; jobs of a claim that was under way when the
+ * pause arrived are handed back, not started. A limited queue (cluster-wide
+ * limits) claims through claimLimited; when the limits, not the pending jobs,
+ * cut a claim short, it tries again when a start frees up (rate limit) or
+ * after LIMITED_RETRY_MS, since a slot freed by another supervisor is not announced.
+ * A rate-limited claim names the moment its jobs are to start (see
+ * claim_limited.ts): they are held here until then, counted against the
+ * queue's places, and handed back if the queue is paused or the fetcher stops.
  */
-import type { QueueSettings } from '../config/index.ts';
+import { isLimited, type QueueSettings } from '../config/sections.ts';
 import { claimJobs, nextDueIn } from '../queue/claim.ts';
+import { claimLimited } from '../queue/claim_limited.ts';
 import type { Store } from '../queue/sql.ts';
 import type { ClaimedJob } from '../queue/types.ts';
 import type { SupervisorEvents } from './events.ts';
 
 export const MAX_CLAIM = 1000;
+/** How soon a limited queue held back by its cluster limits claims again. */
+export const LIMITED_RETRY_MS = 200;
 
 export interface FetcherOptions {
   store: Store;
@@ -26,6 +38,8 @@ export interface FetcherOptions {
   pollIntervalMs: number;
   capacity: () => number;
   deliver: (jobs: ClaimedJob[]) => void;
+  /** Hands back jobs claimed while the queue was being paused (no attempt used). */
+  handBack?: (jobs: ClaimedJob[]) => void;
   events: SupervisorEvents;
 }
 
@@ -36,15 +50,37 @@ export class Fetcher {
   private stopped = false;
   private dueTimer: NodeJS.Timeout | undefined;
   private readonly minBatch: number;
+  private readonly limited: boolean;
+  private paused = false;
+  /** Where the next per-key walk starts. */
+  private cursor: string | null = null;
+  /** Rate-limited jobs claimed and held until their scheduled start. */
+  private readonly scheduled = new Map<NodeJS.Timeout, ClaimedJob[]>();
+  private scheduledCount = 0;
 
   constructor(private readonly options: FetcherOptions) {
     const { concurrency, prefetch } = options.settings;
+    this.limited = isLimited(options.settings);
     this.minBatch = Math.max(1, Math.floor((concurrency + prefetch) / 4));
+  }
+
+  /** Paused: claim nothing until resumed. Resuming claims at once. */
+  setPaused(paused: boolean): void {
+    if (this.paused === paused) return;
+    this.paused = paused;
+    if (paused) {
+      clearTimeout(this.dueTimer);
+      this.handBackScheduled();
+    } else this.wake();
+  }
+
+  get isPaused(): boolean {
+    return this.paused;
   }
 
   /** Something may be due: claim as soon as possible. */
   wake(): void {
-    if (this.stopped) return;
+    if (this.stopped || this.paused) return;
     if (this.claiming) {
       this.dirty = true;
       return;
@@ -74,33 +110,116 @@ export class Fetcher {
     this.stopped = true;
     clearTimeout(this.dueTimer);
     await this.claiming;
+    this.handBackScheduled();
+  }
+
+  /** Held jobs go back (or, without a hand-back path, to the dispatcher at once). */
+  private handBackScheduled(): void {
+    for (const [timer, jobs] of this.scheduled) {
+      clearTimeout(timer);
+      this.scheduled.delete(timer);
+      this.scheduledCount -= jobs.length;
+      (this.options.handBack ?? this.options.deliver)(jobs);
+    }
+  }
+
+  /** Delivers each job at its start time (ms since the epoch; same order), at once if that has passed. */
+  private deliverAt(jobs: ClaimedJob[], startAtMs: number[]): void {
+    if (startAtMs.length === 0) {
+      this.options.deliver(jobs);
+      return;
+    }
+    const now = Date.now();
+    const groups = new Map<number, ClaimedJob[]>();
+    jobs.forEach((job, i) => {
+      const at = Math.max(0, Math.round((startAtMs[i] ?? now) - now));
+      const group = groups.get(at) ?? [];
+      group.push(job);
+      groups.set(at, group);
+    });
+    for (const [wait, group] of groups) this.deliverIn(group, wait);
+  }
+
+  private deliverIn(jobs: ClaimedJob[], wait: number): void {
+    if (wait < 1) {
+      this.options.deliver(jobs);
+      return;
+    }
+    this.scheduledCount += jobs.length;
+    const timer = setTimeout(() => {
+      if (!this.scheduled.delete(timer)) return;
+      this.scheduledCount -= jobs.length;
+      if (this.paused && this.options.handBack) this.options.handBack(jobs);
+      else this.options.deliver(jobs);
+    }, wait);
+    this.scheduled.set(timer, jobs);
   }
 
   private async claim(): Promise<number> {
-    const limit = Math.min(MAX_CLAIM, this.options.capacity());
+    // Jobs held for their start slot wait beside the running ones, up to `concurrency`
+    // of them: counted as running, a 10 ms hold idled every place for 10 ms per claim.
+    const heldOver = Math.max(0, this.scheduledCount - this.options.settings.concurrency);
+    const limit = Math.min(MAX_CLAIM, this.options.capacity() - heldOver);
     if (limit <= 0) return 0;
     let jobs: ClaimedJob[];
+    let held = false;
+    let startAtMs: number[] = [];
     try {
-      jobs = await claimJobs(this.options.store, {
-        owner: this.options.owner,
-        queue: this.options.queue,
-        limit,
-        leaseMs: this.options.leaseMs,
-        maxPayloadBytes: this.options.maxPayloadBytes,
-      });
+      if (this.limited) {
+        const claim = await claimLimited(this.options.store, {
+          owner: this.options.owner,
+          queue: this.options.queue,
+          limit,
+          leaseMs: this.options.leaseMs,
+          maxPayloadBytes: this.options.maxPayloadBytes,
+          limits: this.options.settings,
+          cursor: this.cursor,
+        });
+        jobs = claim.jobs;
+        this.cursor = claim.cursor;
+        startAtMs = claim.startAtMs;
+        // Cut short by a cluster limit, or keys at their limit: not "nothing due", so
+        // no due-time timer (it would fire at once and spin); claim again later.
+        held = (!claim.full && jobs.length >= claim.budget) || claim.keysWaiting;
+        const nextFree = claim.nextFreeMs !== null && claim.nextFreeMs > 0 ? claim.nextFreeMs : LIMITED_RETRY_MS;
+        if (held) this.retryIn(nextFree);
+      } else {
+        jobs = await claimJobs(this.options.store, {
+          owner: this.options.owner,
+          queue: this.options.queue,
+          limit,
+          leaseMs: this.options.leaseMs,
+          maxPayloadBytes: this.options.maxPayloadBytes,
+        });
+      }
     } catch (err) {
       this.options.events.emit('db:error', { loop: `fetcher:${this.options.queue}`, err });
       this.backlog = false;
       return 0;
     }
-    this.backlog = jobs.length === limit;
+    if (this.paused && jobs.length > 0) {
+      // Paused while this claim was under way: nothing of it may start.
+      if (this.options.handBack) {
+        this.options.handBack(jobs);
+        return 0;
+      }
+    }
+    this.backlog = jobs.length === limit || held;
     if (jobs.length > 0) {
       this.options.events.emit('job:claimed', { queue: this.options.queue, count: jobs.length });
-      this.options.deliver(jobs);
-    } else {
+      this.deliverAt(jobs, startAtMs);
+    } else if (!held) {
       await this.armDueTimer();
     }
     return jobs.length;
+  }
+
+  /** Held back by a cluster limit: claim again after `ms` (at the latest at the next poll). */
+  private retryIn(ms: number): void {
+    clearTimeout(this.dueTimer);
+    if (this.stopped || this.paused) return;
+    this.dueTimer = setTimeout(() => this.wake(), Math.max(1, Math.min(Math.ceil(ms), this.options.pollIntervalMs)));
+    this.dueTimer.unref();
   }
 
   /** An empty claim: if a delayed job comes due before the next poll, wake then. */

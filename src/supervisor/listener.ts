@@ -14,6 +14,8 @@ import { jittered } from './loop.ts';
 import type { SupervisorEvents } from './events.ts';
 
 export const CHANNEL = 'jobvisor_jobs';
+/** Pause and resume (migration 006's trigger on jobvisor.queues); the payload is the queue. */
+export const QUEUES_CHANNEL = 'jobvisor_queues';
 
 export interface ListenerOptions {
   url: string;
@@ -21,6 +23,8 @@ export interface ListenerOptions {
   db: Db;
   /** A notification's payload: the queue with new or re-queued jobs ('' when unknown). */
   onNotify: (queue: string) => void;
+  /** A queue was paused or resumed ('' after a reconnect: anything may have changed). */
+  onQueueState?: (queue: string) => void;
   events: SupervisorEvents;
   checkIntervalMs?: number;
   pingTimeoutMs?: number;
@@ -71,6 +75,10 @@ export class Listener {
     this.client = client;
     client.on('notification', (msg) => {
       const payload = msg.payload ?? '';
+      if (msg.channel === QUEUES_CHANNEL) {
+        this.options.onQueueState?.(payload);
+        return;
+      }
       if (this.pingToken !== undefined && payload === `ping:${this.pingToken}`) {
         this.pingToken = undefined;
         clearTimeout(this.pingTimer);
@@ -82,7 +90,9 @@ export class Listener {
     client.on('end', () => this.lost(client, new Error('listener connection ended')));
     try {
       await client.connect();
-      await client.query(`LISTEN ${CHANNEL}`);
+      await client.query(
+        this.options.onQueueState ? `LISTEN ${CHANNEL}; LISTEN ${QUEUES_CHANNEL}` : `LISTEN ${CHANNEL}`,
+      );
     } catch (err) {
       this.lost(client, err);
       return;
@@ -92,7 +102,8 @@ export class Listener {
     this.options.events.emit('listener:connected', { reconnect: this.everConnected });
     this.everConnected = true;
     this.reconnects = 0;
-    // Jobs committed while we were not listening were never announced.
+    // Jobs committed (and pauses) while we were not listening were never announced.
+    this.options.onQueueState?.('');
     this.options.onNotify('');
   }
 

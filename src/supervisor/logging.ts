@@ -67,6 +67,7 @@ export function logEvents(events: SupervisorEvents, log: Logger): void {
   events.on('listener:connected', ({ reconnect }) =>
     reconnect ? log.info('listener reconnected') : log.debug('listening for new jobs'),
   );
+  events.on('queue:paused', ({ queue }) => log.info({ queue }, 'queue paused: claiming nothing from it'));
   events.on('listener:lost', ({ error }) => log.warn({ error }, 'listener connection lost, reconnecting'));
   events.on('db:error', ({ loop, err }) => log.warn({ loop, err }, 'database error'));
 }

@@ -24,6 +24,8 @@ import { SupervisorEvents } from './events.ts';
 import { Fetcher } from './fetcher.ts';
 import { createHeartbeat } from './heartbeat.ts';
 import { Listener } from './listener.ts';
+import { wakeLimitedOnOutcomes } from './limited_wake.ts';
+import { PauseWatch } from './pause_watch.ts';
 import type { Loop } from './loop.ts';
 import { createCleanup, createReaper } from './maintenance.ts';
 import { createPresence, type Presence } from './presence.ts';
@@ -34,6 +36,8 @@ import { BUILTIN_TASKS_DIR, createThreadPool } from './threads.ts';
 const ABORT_GRACE_MS = 1000;
 /** Every task's options are read this long after start, unless a job needed them earlier. */
 const READ_ALL_TASKS_AFTER_MS = 2000;
+/** The fallback read of paused queues when a notification is lost. */
+const PAUSE_POLL_MS = 1000;
 const FLUSH_DEADLINE_MS = 5000;
 const PRESENCE_REMOVE_MS = 2000;
 
@@ -66,6 +70,7 @@ export class Supervisor {
   private readonly catalog: TaskCatalog;
   private readonly presence: Presence;
   private firstBeat: Promise<void> = Promise.resolve();
+  private readonly pauseWatch: PauseWatch;
   private pollTimer: NodeJS.Timeout | undefined;
   private readAllTimer: NodeJS.Timeout | undefined;
   private state: 'created' | 'running' | 'draining' | 'stopped' = 'created';
@@ -133,6 +138,9 @@ export class Supervisor {
           pollIntervalMs: settings.poll.interval,
           capacity: () => this.dispatcher.capacity(queue),
           deliver: (jobs) => this.dispatcher.add(jobs),
+          handBack: (jobs) => {
+            for (const job of jobs) this.completer.release(job, 'queue paused');
+          },
           events: this.events,
         }),
       );
@@ -145,6 +153,7 @@ export class Supervisor {
       inFlight: () => this.inFlight(),
       log,
     });
+    wakeLimitedOnOutcomes(this.events, settings.queues, (queue) => this.fetchers.get(queue)?.onCapacity());
     this.heartbeat = createHeartbeat({
       store: this.store,
       beat: () => this.presence.beat(),
@@ -165,10 +174,22 @@ export class Supervisor {
         events: this.events,
       }),
     ];
+    this.pauseWatch = new PauseWatch({
+      store: this.store,
+      queues: [...this.fetchers.keys()],
+      intervalMs: PAUSE_POLL_MS,
+      onPause: (queue) => {
+        this.fetchers.get(queue)?.setPaused(true);
+        this.dispatcher.releaseBuffered(queue);
+      },
+      onResume: (queue) => this.fetchers.get(queue)?.setPaused(false),
+      events: this.events,
+    });
     this.listener = new Listener({
       url: options.databaseUrl,
       db: this.pool,
       onNotify: (queue) => this.wake(queue),
+      onQueueState: () => void this.pauseWatch.refresh().catch(() => {}),
       events: this.events,
     });
   }
@@ -207,6 +228,11 @@ export class Supervisor {
     if (this.state !== 'created') return;
     this.state = 'running';
     this.firstBeat = this.presence.beat();
+    // Paused queues are known before anything can wake a fetcher (the listener does at once).
+    await this.pauseWatch.refresh().catch((err: unknown) => {
+      this.options.log.warn({ err }, 'could not read which queues are paused; retrying every second');
+    });
+    this.pauseWatch.start();
     this.heartbeat.start();
     for (const loop of this.loops) loop.start();
     await this.listener.start();
@@ -259,6 +285,7 @@ export class Supervisor {
     await Promise.all([
       ...[...this.fetchers.values()].map((f) => f.stop()),
       this.listener.stop(),
+      this.pauseWatch.stop(),
       ...this.loops.map((l) => l.stop()),
     ]);
     this.dispatcher.drainBuffers();

@@ -161,6 +161,11 @@ export class Dispatcher {
     this.endIdleSessions(true);
   }
 
+  /** A queue was paused: its claimed jobs not yet started are handed back now; running ones go on. */
+  releaseBuffered(queue: string): void {
+    for (const run of this.ledger.takeBuffered(queue)) this.settle(run, { type: 'release', reason: 'queue paused' });
+  }
+
   /** Resolves when no job is held (or at once). */
   whenIdle(): Promise<void> {
     if (this.ledger.size === 0) return Promise.resolve();

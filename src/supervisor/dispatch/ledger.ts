@@ -131,9 +131,10 @@ export class RunLedger {
   }
 
   /** Every buffered run, taken out of the buffers (shutdown). */
-  takeBuffered(): Run[] {
+  takeBuffered(queue?: string): Run[] {
     const taken: Run[] = [];
-    for (const buffer of this.buffers.values()) taken.push(...buffer.splice(0));
+    for (const [name, buffer] of this.buffers)
+      if (queue === undefined || name === queue) taken.push(...buffer.splice(0));
     return taken;
   }
 

@@ -1,0 +1,50 @@
+/**
+ * Scenario "limits": claim throughput of a queue under each flow-control
+ * limit, beside the same queue without one. Like "burst": a warm supervisor,
+ * then N no-op jobs in one statement (with concurrency keys where a variant
+ * needs them), timed until all are done. Every variant claims without
+ * prefetch, as a limited queue does, so the figures differ by the limit alone.
+ */
+import type { BenchDatabase } from './database.ts';
+import { configuredSupervisor } from './harness.ts';
+import { waitAllDone, WARM_UP } from './process.ts';
+import { enqueueMany } from '../queue/enqueue.ts';
+
+interface LimitsVariant {
+  queue: Record<string, unknown>;
+  /** Distinct concurrency keys of the burst (0: none). */
+  keys: number;
+}
+
+const BASE = { concurrency: 50, jobsPerThread: 50, prefetch: 0 };
+
+export const LIMITS_VARIANTS: Record<string, LimitsVariant> = {
+  'no limit': { queue: BASE, keys: 0 },
+  'globalConcurrency 50': { queue: { ...BASE, globalConcurrency: 50 }, keys: 0 },
+  'perKeyConcurrency 1, 100 keys': { queue: { ...BASE, perKeyConcurrency: 1 }, keys: 100 },
+  'perKeyConcurrency 1, 10,000 keys': { queue: { ...BASE, perKeyConcurrency: 1 }, keys: 10_000 },
+  'rateLimit 100,000/s (its cost)': { queue: { ...BASE, rateLimit: { count: 100_000, period: '1s' } }, keys: 0 },
+  'rateLimit 2,000/s': { queue: { ...BASE, rateLimit: { count: 2000, period: '1s' } }, keys: 0 },
+};
+
+export async function limitsBurst(db: BenchDatabase, jobs: number, variant: LimitsVariant): Promise<number> {
+  const supervisor = configuredSupervisor(db.url, { queues: { default: variant.queue }, pool: { maxThreads: 1 } });
+  await supervisor.start();
+  try {
+    await enqueueMany(
+      db.pool,
+      Array.from({ length: WARM_UP }, (_, i) => ({ kind: 'noop', payload: { i } })),
+    );
+    await waitAllDone(db, WARM_UP);
+    await db.pool.query(
+      `INSERT INTO jobvisor.jobs (kind, payload, concurrency_key)
+       SELECT 'noop', '{}', CASE WHEN $2::int > 0 THEN 'k' || (i % $2::int) END FROM generate_series(1, $1::int) AS i`,
+      [jobs, variant.keys],
+    );
+    const t0 = performance.now();
+    await waitAllDone(db, WARM_UP + jobs);
+    return jobs / ((performance.now() - t0) / 1000);
+  } finally {
+    await supervisor.stop();
+  }
+}

@@ -1,0 +1,213 @@
+/**
+ * The claim statements of a limited queue (globalConcurrency, perKeyConcurrency
+ * or rateLimit). They run inside claimLimited's transaction, after it has taken
+ * the queue's advisory lock, so each sees every earlier claim of the queue
+ * committed: two supervisors can never both take the last free slot.
+ *
+ * Held slots are counted from the jobs table itself (running rows), never from
+ * a counter a crash could leak: a killed supervisor's rows hold their slots
+ * until the reaper returns them, then the slots are free. Rate-limit starts are
+ * rows of jobvisor.rate_starts written by the same statement that claims.
+ *
+ * Shared parameters: $1 owner, $2 queue, $3 lease ms, $4 free local places,
+ * $5 pinned now (tests; null: the database clock at the statement, after the
+ * lock), $6 largest payload sent, $7 globalConcurrency, $8 perKeyConcurrency,
+ * $9 rate count, $10 rate window ms (period + guard), $11 rate per key,
+ * $12 how far ahead the claimed jobs are scheduled to start (ms; 0 without a
+ * rate limit), $13 how far ahead a queue-wide rate limit hands out start slots.
+ *
+ * Rate limits record each job's start as a row of rate_starts, at the moment
+ * the job is scheduled to start; the supervisor starts it then
+ * (claim_limited.ts says why). A queue-wide limit paces: the k-th job of a
+ * claim starts at the next free slot + k × window/count, so any window of the
+ * period holds at most `count` starts however they fall. A per-key limit
+ * counts each key's starts within the window before it, since keys are many
+ * and each has few starts.
+ * Every result has one row even when nothing is claimed: `budget` (what the
+ * cluster limits allowed) and `next_free_ms` (when half the pacing horizon is
+ * free again) ride along.
+ */
+import { planned } from './sql.ts';
+
+/**
+ * Queue-wide limits only (globalConcurrency and/or a queue-wide rate limit):
+ * the plain claim's candidates, with LIMIT set to what the limits leave.
+ */
+export const CLAIM_QUEUE_LIMITED = planned(
+  'claim_queue_limited',
+  `
+WITH t AS (
+  SELECT now, now + $12::float8 * interval '1 millisecond' AS at, $8::int AS per_key
+    FROM (SELECT coalesce($5::timestamptz, clock_timestamp()) AS now) AS n
+),
+global_room AS (
+  SELECT CASE WHEN $7::int IS NULL THEN $4::int
+              ELSE $7::int - (SELECT count(*)::int FROM jobvisor.jobs WHERE status = 'running' AND queue = $2) END AS n
+),
+paced AS (
+  SELECT CASE WHEN $9::int IS NOT NULL AND NOT $11::bool THEN
+           greatest(t.at, (SELECT max(r.started_at) FROM jobvisor.rate_starts AS r WHERE r.queue = $2 AND r.key = '')
+                          + ($10::float8 / $9::int) * interval '1 millisecond') END AS first_slot
+    FROM t
+),
+budget AS (
+  SELECT greatest(0, least($4::int, g.n, CASE WHEN p.first_slot IS NULL THEN $4::int
+           ELSE ceil(extract(epoch FROM t.at + $13::float8 * interval '1 millisecond' - p.first_slot) * 1000
+                     / ($10::float8 / $9::int))::int END)) AS n,
+         extract(epoch FROM p.first_slot - t.at) * 1000 - $13::float8 / 2 AS next_free_ms,
+         p.first_slot
+    FROM global_room AS g, paced AS p, t
+),
+chosen AS (
+  SELECT id, row_number() OVER (ORDER BY priority, run_at, id) AS seq
+    FROM (SELECT id, priority, run_at FROM jobvisor.jobs, t
+           WHERE status = 'pending' AND queue = $2 AND run_at <= t.now
+           ORDER BY priority, run_at, id
+           LIMIT (SELECT n FROM budget)
+           FOR UPDATE SKIP LOCKED) AS due
+),
+claimed AS (
+  UPDATE jobvisor.jobs AS j
+     SET status = 'running',
+         attempts = least(j.attempts, 2147483646) + 1,
+         lease_token = nextval('jobvisor.lease_token_seq'),
+         locked_by = $1,
+         locked_until = t.now + $3::float8 * interval '1 millisecond',
+         started_at = coalesce(b.first_slot + ((SELECT s.seq FROM chosen AS s WHERE s.id = j.id) - 1) * ($10::float8 / $9::int) * interval '1 millisecond', t.at)
+    FROM t, budget AS b
+   WHERE j.id = ANY (ARRAY(SELECT id FROM chosen)) AND j.status = 'pending'
+  RETURNING j.id, j.kind, j.queue, j.payload, j.attempts, j.max_attempts, j.priority, j.run_at, j.lease_token,
+            j.trace_context, j.concurrency_key, j.started_at
+),
+recorded AS (
+  INSERT INTO jobvisor.rate_starts (queue, key, started_at)
+  SELECT $2, CASE WHEN $11::bool THEN c.concurrency_key ELSE '' END, c.started_at
+    FROM claimed AS c
+   WHERE $9::int IS NOT NULL AND (NOT $11::bool OR c.concurrency_key IS NOT NULL)
+),
+pruned AS (
+  DELETE FROM jobvisor.rate_starts AS r USING t
+   WHERE $9::int IS NOT NULL AND r.queue = $2 AND r.started_at <= t.at - $10::float8 * interval '1 millisecond'
+)
+SELECT b.n AS budget, b.next_free_ms, c.id, c.kind, c.queue, c.lease_token::text AS token,
+       CASE WHEN octet_length(c.payload::text) <= $6 THEN c.payload::text END AS payload,
+       octet_length(c.payload::text) AS payload_bytes, c.attempts, c.max_attempts,
+       extract(epoch FROM c.run_at) * 1000 AS run_at_ms, c.trace_context::text AS trace_context,
+       extract(epoch FROM c.started_at) * 1000 AS start_at_ms
+  FROM budget AS b LEFT JOIN claimed AS c ON true
+ ORDER BY c.started_at, c.priority, c.run_at, c.id`,
+);
+
+/**
+ * Per-key limits (perKeyConcurrency and/or rateLimit.perKey). Extra
+ * parameters: $14 the key after which to start (null: the first), $15 how
+ * many keys to visit at most.
+ *
+ * No head-of-line blocking: `keys` walks the distinct keys with pending jobs
+ * through jobs_pending_key_idx, one index probe per key (a loose index scan),
+ * so a key with 10,000 pending jobs costs one step like any other; each key
+ * then offers its first jobs in claim order, as many as its limits leave. The
+ * offers are taken round robin (every key's first job, then every key's
+ * second, ...), keys in the order visited; jobs without a key have no per-key
+ * limit and take part as one more key. The walk resumes after the last key
+ * served (claimLimited keeps the cursor), so every key gets its turn.
+ */
+export const CLAIM_KEY_LIMITED = planned(
+  'claim_key_limited',
+  `
+WITH RECURSIVE walk(key, i) AS (
+  (SELECT concurrency_key, 1 FROM jobvisor.jobs
+    WHERE status = 'pending' AND queue = $2 AND concurrency_key IS NOT NULL
+      AND ($14::text IS NULL OR concurrency_key > $14::text)
+    ORDER BY concurrency_key LIMIT 1)
+  UNION ALL
+  SELECT (SELECT j.concurrency_key FROM jobvisor.jobs AS j
+           WHERE j.status = 'pending' AND j.queue = $2 AND j.concurrency_key IS NOT NULL AND j.concurrency_key > w.key
+           ORDER BY j.concurrency_key LIMIT 1), w.i + 1
+    FROM walk AS w WHERE w.key IS NOT NULL AND w.i < $15::int
+),
+keys AS (SELECT key, i FROM walk WHERE key IS NOT NULL),
+t AS (
+  SELECT now, now + $12::float8 * interval '1 millisecond' AS at, $8::int AS per_key
+    FROM (SELECT coalesce($5::timestamptz, clock_timestamp()) AS now) AS n
+),
+global_room AS (
+  SELECT CASE WHEN $7::int IS NULL THEN $4::int
+              ELSE $7::int - (SELECT count(*)::int FROM jobvisor.jobs WHERE status = 'running' AND queue = $2) END AS n
+),
+paced AS (
+  SELECT CASE WHEN $9::int IS NOT NULL AND NOT $11::bool THEN
+           greatest(t.at, (SELECT max(r.started_at) FROM jobvisor.rate_starts AS r WHERE r.queue = $2 AND r.key = '')
+                          + ($10::float8 / $9::int) * interval '1 millisecond') END AS first_slot
+    FROM t
+),
+budget AS (
+  SELECT greatest(0, least($4::int, g.n, CASE WHEN p.first_slot IS NULL THEN $4::int
+           ELSE ceil(extract(epoch FROM t.at + $13::float8 * interval '1 millisecond' - p.first_slot) * 1000
+                     / ($10::float8 / $9::int))::int END)) AS n,
+         extract(epoch FROM p.first_slot - t.at) * 1000 - $13::float8 / 2 AS next_free_ms,
+         p.first_slot
+    FROM global_room AS g, paced AS p, t
+),
+key_running AS (
+  SELECT concurrency_key AS key, count(*)::int AS n FROM jobvisor.jobs
+   WHERE status = 'running' AND queue = $2 AND concurrency_key IN (SELECT key FROM keys) GROUP BY 1
+),
+key_window AS (
+  SELECT r.key, count(*)::int AS n FROM jobvisor.rate_starts AS r, t
+   WHERE $11::bool AND r.queue = $2 AND r.key IN (SELECT key FROM keys)
+     AND r.started_at > t.at - $10::float8 * interval '1 millisecond'
+   GROUP BY 1
+),
+offers AS (
+  SELECT o.id, k.i, row_number() OVER (PARTITION BY k.i ORDER BY o.priority, o.run_at, o.id) AS rn
+    FROM keys AS k
+    LEFT JOIN key_running AS kr ON kr.key = k.key
+    LEFT JOIN key_window AS kw ON kw.key = k.key,
+    LATERAL (SELECT j.id, j.priority, j.run_at FROM jobvisor.jobs AS j, t
+              WHERE j.status = 'pending' AND j.queue = $2 AND j.concurrency_key = k.key AND j.run_at <= t.now
+              ORDER BY j.priority, j.run_at, j.id
+              LIMIT greatest(0, least($4::int,
+                                      coalesce($8::int - coalesce(kr.n, 0), $4::int),
+                                      CASE WHEN $11::bool THEN $9::int - coalesce(kw.n, 0) ELSE $4::int END))) AS o
+  UNION ALL
+  SELECT id, 0, row_number() OVER (ORDER BY priority, run_at, id)
+    FROM (SELECT id, priority, run_at FROM jobvisor.jobs, t
+           WHERE status = 'pending' AND queue = $2 AND concurrency_key IS NULL AND run_at <= t.now
+           ORDER BY priority, run_at, id LIMIT $4::int) AS keyless
+),
+chosen AS (
+  SELECT id, i, row_number() OVER (ORDER BY rn, i) AS seq FROM offers ORDER BY rn, i LIMIT (SELECT n FROM budget)
+),
+claimed AS (
+  UPDATE jobvisor.jobs AS j
+     SET status = 'running',
+         attempts = least(j.attempts, 2147483646) + 1,
+         lease_token = nextval('jobvisor.lease_token_seq'),
+         locked_by = $1,
+         locked_until = t.now + $3::float8 * interval '1 millisecond',
+         started_at = coalesce(b.first_slot + ((SELECT s.seq FROM chosen AS s WHERE s.id = j.id) - 1) * ($10::float8 / $9::int) * interval '1 millisecond', t.at)
+    FROM t, budget AS b
+   WHERE j.id = ANY (ARRAY(SELECT id FROM chosen)) AND j.status = 'pending'
+  RETURNING j.id, j.kind, j.queue, j.payload, j.attempts, j.max_attempts, j.priority, j.run_at, j.lease_token,
+            j.trace_context, j.concurrency_key, j.started_at
+),
+recorded AS (
+  INSERT INTO jobvisor.rate_starts (queue, key, started_at)
+  SELECT $2, CASE WHEN $11::bool THEN c.concurrency_key ELSE '' END, c.started_at
+    FROM claimed AS c
+   WHERE $9::int IS NOT NULL AND (NOT $11::bool OR c.concurrency_key IS NOT NULL)
+),
+pruned AS (
+  DELETE FROM jobvisor.rate_starts AS r USING t
+   WHERE $9::int IS NOT NULL AND r.queue = $2 AND r.started_at <= t.at - $10::float8 * interval '1 millisecond'
+)
+SELECT b.n AS budget, b.next_free_ms, c.id, c.kind, c.queue, c.lease_token::text AS token,
+       CASE WHEN octet_length(c.payload::text) <= $6 THEN c.payload::text END AS payload,
+       octet_length(c.payload::text) AS payload_bytes, c.attempts, c.max_attempts,
+       extract(epoch FROM c.run_at) * 1000 AS run_at_ms, c.trace_context::text AS trace_context,
+       extract(epoch FROM c.started_at) * 1000 AS start_at_ms, ch.i AS key_index, c.concurrency_key AS key,
+       (SELECT key FROM keys ORDER BY i DESC LIMIT 1) AS last_key, (SELECT count(*)::int FROM keys) AS keys_visited
+  FROM budget AS b LEFT JOIN claimed AS c ON true LEFT JOIN chosen AS ch ON ch.id = c.id
+ ORDER BY c.started_at, ch.seq`,
+);

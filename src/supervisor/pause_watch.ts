@@ -1,0 +1,86 @@
+/**
+ * Which of this supervisor's queues are paused, from `jobvisor.queues`.
+ *
+ * Re-read on every notification of jobvisor_queues (a pause or resume
+ * commits and tells every supervisor at once) and every `intervalMs` as the
+ * fallback when a notification is lost: a tiny table, one read a second.
+ * Each change is applied once: paused → onPause(queue), resumed → onResume.
+ * The first read reports every served queue's state ('queue:paused' or
+ * 'queue:resumed'), so the paused gauge starts right.
+ */
+import { pausedQueues } from '../queue/pause.ts';
+import type { Store } from '../queue/sql.ts';
+import type { SupervisorEvents } from './events.ts';
+import { Loop } from './loop.ts';
+
+export interface PauseWatchOptions {
+  store: Store;
+  queues: readonly string[];
+  intervalMs: number;
+  onPause: (queue: string) => void;
+  onResume: (queue: string) => void;
+  events: SupervisorEvents;
+}
+
+export class PauseWatch {
+  private paused: Set<string> | undefined;
+  private readonly loop: Loop;
+  private reading: Promise<void> | undefined;
+  private again = false;
+
+  constructor(private readonly options: PauseWatchOptions) {
+    this.loop = new Loop({
+      name: 'pause-watch',
+      intervalMs: options.intervalMs,
+      run: () => this.refresh(),
+      onError: (err) => options.events.emit('db:error', { loop: 'pause-watch', err }),
+    });
+  }
+
+  isPaused(queue: string): boolean {
+    return this.paused?.has(queue) ?? false;
+  }
+
+  start(): void {
+    this.loop.start();
+  }
+
+  async stop(): Promise<void> {
+    await this.loop.stop();
+    await this.reading?.catch(() => {});
+  }
+
+  /** Reads the paused set now and applies what changed; a call during a read reads once more after it. */
+  refresh(): Promise<void> {
+    if (this.reading) {
+      this.again = true;
+      return this.reading;
+    }
+    this.reading = this.read().finally(() => {
+      this.reading = undefined;
+      if (this.again) {
+        this.again = false;
+        void this.refresh().catch((err: unknown) => this.options.events.emit('db:error', { loop: 'pause-watch', err }));
+      }
+    });
+    return this.reading;
+  }
+
+  private async read(): Promise<void> {
+    const now = await pausedQueues(this.options.store);
+    const before = this.paused;
+    this.paused = now;
+    for (const queue of this.options.queues) {
+      const was = before?.has(queue);
+      const is = now.has(queue);
+      if (was === is) continue;
+      if (is) {
+        this.options.onPause(queue);
+        this.options.events.emit('queue:paused', { queue });
+      } else {
+        if (was) this.options.onResume(queue);
+        this.options.events.emit('queue:resumed', { queue });
+      }
+    }
+  }
+}

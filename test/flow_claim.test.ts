@@ -1,0 +1,194 @@
+/**
+ * The limited claim statements against a real PostgreSQL: what each limit
+ * lets through, that jobs over a limit keep their attempts, that a hot key
+ * does not hold back other keys, that concurrent claimers never share the
+ * last slot, and that a crashed holder's slots return when its lease is reaped.
+ */
+import assert from 'node:assert/strict';
+import { after, before, beforeEach, describe, it } from 'node:test';
+import type { QueueSettings } from '../src/config/index.ts';
+import { claimLimited, RATE_START_DELAY_MS, rateWindowMs } from '../src/queue/claim_limited.ts';
+import { enqueueMany, type JobSpec } from '../src/queue/enqueue.ts';
+import { reapExpiredLeases } from '../src/queue/reaper.ts';
+import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
+import { maxStartsInWindow as maxInWindow } from './helpers/flow.ts';
+
+let db: TestDatabase;
+const store = () => ({ db: db.pool, schema: 'jobvisor' });
+
+before(async () => {
+  db = await createTestDatabase('flow_claim');
+});
+after(async () => {
+  await db.drop();
+});
+beforeEach(async () => {
+  await db.pool.query('TRUNCATE jobvisor.jobs, jobvisor.rate_starts');
+});
+
+type Limits = Pick<QueueSettings, 'globalConcurrency' | 'perKeyConcurrency' | 'rateLimit'>;
+
+function claim(limits: Limits, limit: number, extra: { owner?: string; now?: Date; cursor?: string | null } = {}) {
+  return claimLimited(store(), {
+    owner: extra.owner ?? 'test-owner',
+    queue: 'q',
+    limit,
+    leaseMs: 60_000,
+    maxPayloadBytes: 1 << 20,
+    limits,
+    cursor: extra.cursor ?? null,
+    now: extra.now ?? null,
+  });
+}
+
+async function add(n: number, key?: (i: number) => string | undefined): Promise<void> {
+  const jobs: JobSpec[] = [];
+  for (let i = 0; i < n; i++) jobs.push({ kind: 'k', queue: 'q', payload: { i }, concurrencyKey: key?.(i) });
+  await enqueueMany(db.pool, jobs);
+}
+
+async function running(): Promise<number> {
+  const { rows } = await db.pool.query<{ n: number }>(
+    "SELECT count(*)::int AS n FROM jobvisor.jobs WHERE status = 'running'",
+  );
+  return rows[0]?.n ?? 0;
+}
+
+describe('globalConcurrency', () => {
+  it('claims only up to the limit across claimers; a finished job frees its slot; waiting jobs keep attempt 0', async () => {
+    await add(10);
+    const a = await claim({ globalConcurrency: 3 }, 10, { owner: 'a' });
+    assert.equal(a.jobs.length, 3);
+    assert.equal(a.full, false, 'the limit, not the local places, cut the claim');
+    const b = await claim({ globalConcurrency: 3 }, 10, { owner: 'b' });
+    assert.equal(b.jobs.length, 0);
+    await db.pool.query("UPDATE jobvisor.jobs SET status = 'done' WHERE id = $1", [a.jobs[0]?.id]);
+    const c = await claim({ globalConcurrency: 3 }, 10, { owner: 'b' });
+    assert.equal(c.jobs.length, 1);
+    const { rows } = await db.pool.query<{ attempts: number }>(
+      "SELECT attempts FROM jobvisor.jobs WHERE status = 'pending'",
+    );
+    assert.equal(rows.length, 6);
+    assert.ok(rows.every((r) => r.attempts === 0));
+  });
+
+  it('ten claimers at once never hold more than the limit', async () => {
+    await add(200);
+    for (let round = 0; round < 5; round++) {
+      await Promise.all(Array.from({ length: 10 }, (_, i) => claim({ globalConcurrency: 7 }, 5, { owner: `o${i}` })));
+      assert.equal(await running(), 7);
+    }
+  });
+
+  it("a crashed holder's slots stay taken until its lease is reaped, then come back", async () => {
+    await add(5);
+    const t0 = new Date();
+    const held = await claimLimited(store(), {
+      owner: 'crashed',
+      queue: 'q',
+      limit: 2,
+      leaseMs: 1000,
+      maxPayloadBytes: 1 << 20,
+      limits: { globalConcurrency: 2 },
+      now: t0,
+    });
+    assert.equal(held.jobs.length, 2);
+    assert.equal((await claim({ globalConcurrency: 2 }, 5, { now: new Date(t0.getTime() + 500) })).jobs.length, 0);
+    // Lease over but not yet reaped: still held (the holder may only be slow).
+    assert.equal((await claim({ globalConcurrency: 2 }, 5, { now: new Date(t0.getTime() + 1500) })).jobs.length, 0);
+    const reaped = await reapExpiredLeases(store(), 100, new Date(t0.getTime() + 1500));
+    assert.equal(reaped.length, 2);
+    const after = await claim({ globalConcurrency: 2 }, 5, { now: new Date(t0.getTime() + 1600) });
+    assert.equal(after.jobs.length, 2);
+    assert.equal(await running(), 2);
+  });
+});
+
+describe('perKeyConcurrency', () => {
+  it('a hot key with 10,000 jobs enqueued first does not hold back the other keys', async () => {
+    await add(10_000, () => 'hot');
+    await add(5, (i) => `cold-${i}`);
+    const first = await claim({ perKeyConcurrency: 1 }, 10);
+    const keys = await keysOf(first.jobs.map((j) => j.id));
+    assert.deepEqual(keys.sort(), ['cold-0', 'cold-1', 'cold-2', 'cold-3', 'cold-4', 'hot']);
+    const second = await claim({ perKeyConcurrency: 1 }, 10);
+    assert.equal(second.jobs.length, 0, 'every key is at its limit');
+  });
+
+  it('serves keys round robin from where the last claim stopped', async () => {
+    await add(30, (i) => `k${String(i % 10).padStart(2, '0')}`);
+    const a = await claim({ perKeyConcurrency: 2 }, 4);
+    const keysA = await keysOf(a.jobs.map((j) => j.id));
+    assert.deepEqual(keysA.sort(), ['k00', 'k01', 'k02', 'k03']);
+    const b = await claim({ perKeyConcurrency: 2 }, 4, { cursor: a.cursor });
+    const keysB = await keysOf(b.jobs.map((j) => j.id));
+    assert.deepEqual(keysB.sort(), ['k04', 'k05', 'k06', 'k07']);
+    const c = await claim({ perKeyConcurrency: 2 }, 4, { cursor: b.cursor });
+    const keysC = await keysOf(c.jobs.map((j) => j.id));
+    assert.deepEqual(keysC.sort(), ['k08', 'k08', 'k09', 'k09'], 'later keys first, up to their limit');
+    const d = await claim({ perKeyConcurrency: 2 }, 4, { cursor: c.cursor });
+    const keysD = await keysOf(d.jobs.map((j) => j.id));
+    assert.deepEqual(keysD.sort(), ['k00', 'k01', 'k02', 'k03'], 'then round to the first keys again');
+  });
+
+  it('jobs without a key have no per-key limit', async () => {
+    await add(5);
+    await add(5, () => 'x');
+    const got = await claim({ perKeyConcurrency: 1 }, 20);
+    assert.equal(got.jobs.length, 6);
+  });
+});
+
+describe('rateLimit', () => {
+  it('paces starts one every window/count, from at least the start delay ahead: no window of the period holds more than count', async () => {
+    await add(60);
+    const t0 = new Date('2030-01-01T00:00:00Z');
+    const at = (ms: number) => new Date(t0.getTime() + ms);
+    const rate = { count: 5, periodMs: 1000, perKey: false };
+    const step = rateWindowMs(1000) / 5;
+    const starts: number[] = [];
+    for (const [when, places] of [
+      [0, 3],
+      [400, 10],
+      [450, 10],
+      [460, 10],
+      [2000, 2],
+      [2100, 10],
+      [5000, 10],
+    ] as const) {
+      const got = await claim({ rateLimit: rate }, places, { now: at(when) });
+      got.startAtMs.forEach((s) => assert.ok(s - t0.getTime() >= when + RATE_START_DELAY_MS - 0.001));
+      starts.push(...got.startAtMs.map((s) => s - t0.getTime()));
+      if (when === 450) assert.equal(got.jobs.length, 1, 'the one slot left within the horizon');
+      if (when === 460) {
+        assert.equal(got.jobs.length, 0, 'a full horizon hands out nothing');
+        assert.ok(got.nextFreeMs !== null && got.nextFreeMs > 0);
+      }
+    }
+    const sorted = [...starts].sort((x, y) => x - y);
+    for (let i = 1; i < sorted.length; i++)
+      assert.ok((sorted[i] as number) - (sorted[i - 1] as number) >= step - 0.001);
+    const d = RATE_START_DELAY_MS;
+    assert.deepEqual(sorted.slice(0, 3), [d, d + step, d + 2 * step]);
+    assert.ok(maxInWindow(sorted, 1000) <= 5);
+    assert.equal(starts.length, 3 + 4 + 1 + 0 + 2 + 4 + 5);
+    const { rows } = await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM jobvisor.rate_starts');
+    assert.ok((rows[0]?.n ?? 0) <= 5, 'starts older than the window are pruned');
+  });
+
+  it('perKey: one window per key', async () => {
+    await add(20, (i) => `k${i % 2}`);
+    const rate = { count: 3, periodMs: 60_000, perKey: true };
+    const got = await claim({ rateLimit: rate }, 20);
+    assert.equal(got.jobs.length, 6);
+    assert.equal((await claim({ rateLimit: rate }, 20)).jobs.length, 0);
+  });
+});
+
+async function keysOf(ids: string[]): Promise<string[]> {
+  const { rows } = await db.pool.query<{ concurrency_key: string }>(
+    'SELECT concurrency_key FROM jobvisor.jobs WHERE id = ANY($1::bigint[])',
+    [ids],
+  );
+  return rows.map((r) => r.concurrency_key);
+}

@@ -34,7 +34,7 @@ describe('flow-control configuration', () => {
     assert.equal(s.queues.crm?.perKeyConcurrency, 1);
     assert.equal(s.queues.crm?.globalConcurrency, 4);
     assert.deepEqual(s.queues.keyed?.rateLimit, { count: 5, periodMs: 60_000, perKey: true });
-    assert.equal(s.queues.plain?.prefetch, 400);
+    assert.equal(s.queues.plain?.prefetch, 800);
     assert.ok(!('rateLimit' in (s.queues.plain ?? {})) && !('globalConcurrency' in (s.queues.plain ?? {})));
     assert.equal(isLimited(s.queues.plain), false);
     assert.equal(isLimited(s.queues.crm), true);

@@ -14,7 +14,7 @@
  * reason and the install command. JOBVISOR_TEST_INSTALL=0 forbids the install.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
@@ -41,6 +41,11 @@ async function main(): Promise<number> {
     process.stdout.write('linting (npm run lint)…\n');
     const lint = spawnSync('npm', ['run', '--silent', 'lint'], { cwd: root, stdio: 'inherit' });
     if (lint.status !== 0) return 1;
+  }
+  const missing = files.filter((f) => !existsSync(f));
+  if (missing.length > 0) {
+    process.stderr.write(`no such test file: ${missing.join(', ')}\n`);
+    return 2;
   }
   const log = createLogger({ level: 'warn', fd: 2 });
   const given = process.env.JOBVISOR_TEST_DATABASE_URL || process.env.DATABASE_URL;

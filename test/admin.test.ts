@@ -325,6 +325,9 @@ describe('bulk actions', () => {
     await other.connect();
     try {
       await other.query('BEGIN');
+      // Only the cancel's backend checks for the deadlock (a check runs deadlock_timeout
+      // after a backend starts waiting; whichever runs it first is aborted).
+      await other.query("SET LOCAL deadlock_timeout = '60s'");
       await other.query('SELECT 1 FROM jobvisor.jobs WHERE id = $1 FOR UPDATE', [b]);
       // The bulk cancel locks a, then waits for b; the other transaction then wants a.
       const cancel = cancelJobs(store, { ids: [a!, b!] });
@@ -338,8 +341,8 @@ describe('bulk actions', () => {
           ).rows[0].n as number,
         (n) => n === 1,
       );
-      // The cancel waited first, so its deadlock check runs first and aborts it; the other
-      // transaction gets a, commits, and the cancel's second try takes both.
+      // The cancel's deadlock check aborts it; the other transaction gets a, commits,
+      // and the cancel's second try takes both.
       await other.query('SELECT 1 FROM jobvisor.jobs WHERE id = $1 FOR UPDATE', [a]);
       await other.query('COMMIT');
       const r = await cancel;

@@ -112,10 +112,15 @@ describe('CPU-heavy jobs on the pool', () => {
       })),
     );
     const ids = [...burners, ...thumbs];
-    await waitForJobs(ids, (s) => s.filter((x) => x === 'running').length === THREADS, 30_000);
-    // This scrape also starts a fresh event-loop delay window (prom-client resets it per scrape).
-    const first = await get('/metrics');
-    assert.equal(metric(first.body, 'jobvisor_pool_threads_busy'), THREADS, 'every thread is busy');
+    // Claimed is not yet on a thread (a thread boots and reads the task first): wait
+    // for the pool to say every thread is busy. The last scrape also starts a fresh
+    // event-loop delay window (prom-client resets it per scrape).
+    await until(
+      'every thread busy',
+      async () => metric((await get('/metrics')).body, 'jobvisor_pool_threads_busy'),
+      (busy) => busy === THREADS,
+      30_000,
+    );
 
     const healthz: number[] = [];
     const renewals = new Map<string, Set<number>>();

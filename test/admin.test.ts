@@ -26,6 +26,7 @@ import {
   throughput,
   type JobFilter,
 } from '../src/queue/admin/index.ts';
+import { pauseQueue } from '../src/queue/pause.ts';
 import type { Store } from '../src/queue/sql.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { until } from './helpers/poll.ts';
@@ -40,7 +41,7 @@ before(async () => {
   store = { db: db.pool, schema: 'jobvisor' };
 });
 beforeEach(async () => {
-  await db.pool.query('TRUNCATE jobvisor.jobs, jobvisor.supervisors');
+  await db.pool.query('TRUNCATE jobvisor.jobs, jobvisor.supervisors, jobvisor.queues');
 });
 after(async () => {
   await db.drop();
@@ -445,8 +446,8 @@ describe('throughput and overview', () => {
     );
     const o = await overview(store, now);
     assert.deepEqual(o.queues, [
-      { queue: 'a', pending: 2, due: 1, running: 1, dead: 0, doneLastHour: 1 },
-      { queue: 'b', pending: 2, due: 1, running: 0, dead: 1, doneLastHour: 0 },
+      { queue: 'a', pending: 2, due: 1, running: 1, dead: 0, doneLastHour: 1, paused: false },
+      { queue: 'b', pending: 2, due: 1, running: 0, dead: 1, doneLastHour: 0, paused: false },
     ]);
     assert.equal(o.oldestDueAgeSeconds, 30);
     assert.equal(o.capped, false);
@@ -461,6 +462,17 @@ describe('throughput and overview', () => {
     assert.deepEqual(
       o.supervisors.map((s) => [s.id, s.queues, s.in_flight]),
       [['h:1:a', { a: 5 }, 1]],
+    );
+    // Paused queues are marked, and one paused before it held a job is listed too.
+    await pauseQueue(db.pool, 'b');
+    await pauseQueue(db.pool, 'aa');
+    assert.deepEqual(
+      (await overview(store, now)).queues.map((q) => [q.queue, q.pending, q.paused]),
+      [
+        ['a', 2, false],
+        ['aa', 0, true],
+        ['b', 3, true],
+      ],
     );
   });
 });

@@ -10,9 +10,8 @@
  *     back and every job finishes (no slot leaks);
  *   - rateLimit 200/s over three supervisors: every sliding 1-s window of
  *     starts holds at most 200 (the starts as scheduled, and the starts tasks
- *     saw that came on time), and the rate over 10 s is at least 90 % of the
- *     limit. Ten seconds rather than thirty: ten full windows already follow
- *     each other with a deep backlog, and the suite's time is shared.
+ *     saw that came on time), and the rate over 30 s is at least 90 % of the
+ *     limit.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -27,6 +26,8 @@ let db: TestDatabase;
 const everyone: SpawnedSupervisor[] = [];
 
 const LEASE_MS = 3000;
+/** How long the rate-limit case measures, as the flow-control contract asks. */
+const RATE_SECONDS = 30;
 const CONFIG = {
   pool: { maxThreads: 1, dbPoolSize: 10 },
   queues: {
@@ -169,19 +170,20 @@ describe('cluster-wide limits', () => {
     working.push(await supervisor());
   });
 
-  it('rateLimit 200/s over three supervisors for 10 s: every sliding 1-s window holds at most 200 starts; the rate is ≥ 90 %', async () => {
+  it(`rateLimit 200/s over three supervisors for ${RATE_SECONDS} s: every sliding 1-s window holds at most 200 starts; the rate is ≥ 90 %`, async () => {
     const jobs: JobSpec[] = [];
-    for (let i = 0; i < 2600; i++) jobs.push({ kind: 'flow_record', queue: 'rated', payload: {} });
+    // A deep backlog: more than the limit lets start in the measured span.
+    for (let i = 0; i < 200 * (RATE_SECONDS + 3); i++) jobs.push({ kind: 'flow_record', queue: 'rated', payload: {} });
     await enqueueMany(db.pool, jobs);
     await waitFor(
-      '10 s of starts',
+      `${RATE_SECONDS} s of starts`,
       async () => {
         const { rows } = await db.pool.query<{ span: string | null }>(
           "SELECT max(started) - min(started) AS span FROM flow_runs WHERE queue = 'rated'",
         );
-        return Number(rows[0]?.span ?? 0) >= 11_000;
+        return Number(rows[0]?.span ?? 0) >= (RATE_SECONDS + 1) * 1000;
       },
-      60_000,
+      (RATE_SECONDS + 30) * 1000,
     );
     // Each run's start as the task saw it, beside the start its claim scheduled (jobs.started_at).
     const { rows } = await db.pool.query<{ started: string; scheduled: string; pid: number }>(
@@ -190,7 +192,7 @@ describe('cluster-wide limits', () => {
     );
     const runs = rows.map((r) => ({ started: Number(r.started), scheduled: Number(r.scheduled), pid: r.pid }));
     const first = Math.min(...runs.map((r) => r.started));
-    const inTen = runs.filter((r) => r.started >= first + 500 && r.started < first + 10_500);
+    const inSpan = runs.filter((r) => r.started >= first + 500 && r.started < first + 500 + RATE_SECONDS * 1000);
     // A supervisor starves of CPU at times (the test machine is shared): a run it
     // starts more than 20 ms after its slot is late, and is counted apart. Every
     // on-time start keeps the window: the slots are (1 s + 25 ms) / 200 apart, so
@@ -212,14 +214,18 @@ describe('cluster-wide limits', () => {
     );
     const lags = runs.map((r) => r.started - r.scheduled).sort((x, y) => x - y);
     console.log(
-      `rateLimit 200/s: ${inTen.length} starts in 10 s (${(inTen.length / 20).toFixed(1)} %); busiest 1-s window: ` +
+      `rateLimit 200/s: ${inSpan.length} starts in ${RATE_SECONDS} s (${(inSpan.length / (2 * RATE_SECONDS)).toFixed(1)} %); busiest 1-s window: ` +
         `${worstScheduled} scheduled, ${worstOnTime} on-time task starts, ${worstAll} with ${late} late ones; ` +
         `slot to task start p50 ${lags[Math.floor(lags.length / 2)]?.toFixed(1)} ms, max ${lags.at(-1)?.toFixed(1)} ms; ` +
         `supervisors ${new Set(runs.map((r) => r.pid)).size}`,
     );
     assert.ok(worstScheduled <= 200, `busiest 1-s window of scheduled starts held ${worstScheduled}`);
     assert.ok(worstOnTime <= 200, `busiest 1-s window of on-time task starts held ${worstOnTime}`);
-    assert.ok(inTen.length >= 1800, `at least 90 % of 2,000 in 10 s, got ${inTen.length}`);
+    const expected = 200 * RATE_SECONDS;
+    assert.ok(
+      inSpan.length >= 0.9 * expected,
+      `at least 90 % of ${expected} in ${RATE_SECONDS} s, got ${inSpan.length}`,
+    );
     assert.equal(new Set(runs.map((r) => r.pid)).size, 3, 'all three supervisors started jobs');
   });
 });

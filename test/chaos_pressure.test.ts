@@ -441,7 +441,12 @@ describe('chaos: pressure', () => {
       summary(urgentPickup).p50 < 1000,
       `another queue kept its pickup time: ${JSON.stringify(summary(urgentPickup))} ms`,
     );
-    assert.ok(summary(urgentPickup).p50 * 5 < summary(pickup).p50, "and far better than the storm's own queue");
+    // Half the storm queue's median at most: a queue stuck behind the storm would wait as
+    // long as the storm's own jobs (measured 3.4× to more than 5× apart on two cores).
+    assert.ok(
+      summary(urgentPickup).p50 * 2 < summary(pickup).p50,
+      `and far better than the storm's own queue: ${summary(urgentPickup).p50} against ${summary(pickup).p50} ms`,
+    );
     // Same queue: FIFO by due time, so a new job waits behind the retries already due (bounded by the storm).
     assert.ok(
       summary(pickup).max < stormMs + 5000,

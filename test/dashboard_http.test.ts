@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { DEFAULT_REDACT } from '../src/config/dashboard.ts';
+import { pauseQueue, resumeQueue } from '../src/queue/pause.ts';
 import { BIN, writeConfig } from './helpers/supervisor.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { seedDeadLetters, serveTestDashboard, TEST_TOKEN, type ServedDashboard } from './helpers/dashboard.ts';
@@ -183,6 +184,21 @@ describe('dashboard pages and bounds', () => {
   after(async () => {
     await d?.close();
     await t?.drop();
+  });
+
+  it('marks a paused queue on the overview, and unmarks it on resume', async () => {
+    const row = async () => {
+      const html = await (await fetch(d.url, { headers: bearer })).text();
+      return /<tr>\s*<td>\s*<a href="[^"]*queue=held[^"]*">held<\/a>(.*?)<\/td>/s.exec(html)?.[1] ?? null;
+    };
+    await pauseQueue(t.pool, 'held');
+    assert.match(
+      (await row()) ?? '',
+      /class="status status-paused"[^>]*>paused</,
+      'the paused queue is listed and marked',
+    );
+    await resumeQueue(t.pool, 'held');
+    assert.equal(await row(), null, 'a resumed queue without jobs is not listed');
   });
 
   it('lists each schedule with its next fire times and the last fire’s job', async () => {

@@ -70,6 +70,7 @@ a { color:var(--accent); }
 .status { display:inline-block; padding:0 .45rem; border-radius:9px; font-size:.8rem; background:#eaecf0; }
 .status-failed { background:#fee4e2; color:var(--bad); } .status-done { background:#dcfae6; color:var(--ok); }
 .status-running { background:#d1e9ff; color:#175cd3; } .status-pending { background:#fef0c7; color:#93370d; }
+.status-paused { background:#f4ebff; color:#6941c6; }
 .err { color:var(--bad); white-space:pre-wrap; word-break:break-word; font-family:ui-monospace, monospace; font-size:.8rem; }
 pre { background:#fff; border:1px solid var(--line); padding:.8rem; overflow:auto; font-size:.85rem; }
 form.filters { display:flex; flex-wrap:wrap; gap:.5rem; align-items:end; margin-bottom:.8rem; }

@@ -11,6 +11,7 @@ export interface QueueLine {
   running: number;
   dead: number;
   doneLastHour: number;
+  paused?: boolean;
 }
 
 export interface OverviewData {
@@ -67,7 +68,15 @@ export function overviewPage(v: ViewContext, d: OverviewData) {
         ${d.queues.map(
           (q) =>
             html`<tr>
-              <td><a href="${jobs({ queue: q.queue })}">${q.queue}</a></td>
+              <td>
+                <a href="${jobs({ queue: q.queue })}">${q.queue}</a>${
+                  q.paused
+                    ? html` <span class="status status-paused" title="paused cluster-wide: no job of it starts"
+                        >paused</span
+                      >`
+                    : ''
+                }
+              </td>
               <td class="num"><a href="${jobs({ queue: q.queue, status: 'pending' })}">${count(q.pending)}</a></td>
               <td class="num">${count(q.due)}</td>
               <td class="num"><a href="${jobs({ queue: q.queue, status: 'running' })}">${count(q.running)}</a></td>

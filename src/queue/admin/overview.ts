@@ -11,6 +11,7 @@
  * bounds, and `capped` says so. Sent unnamed, so no plan made on a tiny table
  * is reused on a large one.
  */
+import { pausedQueues } from '../pause.ts';
 import { planned, run, type Now, type Store } from '../sql.ts';
 import { listSupervisors } from './supervisors.ts';
 import type { SupervisorRow } from './types.ts';
@@ -25,6 +26,8 @@ export interface QueueOverview {
   /** Dead letters (status failed). */
   dead: number;
   doneLastHour: number;
+  /** Paused cluster-wide (`jobvisor queues pause`): supervisors claim none of its jobs. */
+  paused: boolean;
 }
 
 export interface Overview {
@@ -98,10 +101,18 @@ export async function overview(store: Store, now: Now = null, options: { cap?: n
   const cap = Math.max(1, Math.floor(options.cap ?? OVERVIEW_CAP));
   // One after another, not together: the store may be one client (a
   // transaction, a request's connection), where pg 8 deprecates queued queries.
-  const queues = await run<QueueOverview>(store, QUEUE_COUNTS, [now, cap + 1]);
+  const counted = await run<Omit<QueueOverview, 'paused'>>(store, QUEUE_COUNTS, [now, cap + 1]);
+  const paused = await pausedQueues(store);
+  // A paused queue is listed even when it holds no jobs: the pause is what an operator looks for.
+  const idle = [...paused]
+    .filter((queue) => !counted.some((q) => q.queue === queue))
+    .map((queue) => ({ queue, pending: 0, due: 0, running: 0, dead: 0, doneLastHour: 0 }));
+  const queues = [...counted, ...idle]
+    .map((q) => ({ ...q, paused: paused.has(q.queue) }))
+    .sort((a, b) => (a.queue < b.queue ? -1 : a.queue > b.queue ? 1 : 0));
   const oldest = await run<{ s: number | null }>(store, OLDEST_DUE, [now]);
   const supervisors = await listSupervisors(store, now);
-  const total = (key: keyof Omit<QueueOverview, 'queue' | 'due'>) => queues.reduce((n, q) => n + q[key], 0);
+  const total = (key: 'pending' | 'running' | 'dead' | 'doneLastHour') => queues.reduce((n, q) => n + q[key], 0);
   const capped = (['pending', 'running', 'dead', 'doneLastHour'] as const).some((k) => total(k) > cap);
   return { queues, oldestDueAgeSeconds: oldest[0]?.s ?? null, supervisors, capped };
 }

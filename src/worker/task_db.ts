@@ -9,7 +9,14 @@
  * slot. Statements themselves are not bounded: a task's own long query is its
  * business, and its job timeout stops it.
  */
-import pg from 'pg';
+import { createRequire } from 'node:module';
+import type pg from 'pg';
+
+// pg is loaded when a task first uses ctx.db, not when the thread boots: it is a
+// third of a thread's start-up (about 30 ms), which every new thread and the
+// first job of a new pod would otherwise wait for. A CommonJS require keeps
+// ctx.db synchronous (and is what OpenTelemetry's pg instrumentation patches).
+const requireModule = createRequire(import.meta.url);
 
 export const TASK_DB_CONNECT_TIMEOUT_MS = 10_000;
 export const TASK_DB_IDLE_IN_TRANSACTION_MS = 60_000;
@@ -38,7 +45,8 @@ export function createTaskPool(options: {
       { code: 'task_db_timeout' },
     );
   };
-  class TaskPool extends pg.Pool {
+  const { Pool } = requireModule('pg') as typeof pg;
+  class TaskPool extends Pool {
     // pg.Pool.query() goes through connect() too, so both report the clearer error.
     override connect(): Promise<pg.PoolClient>;
     override connect(callback: ConnectCallback): void;

@@ -58,7 +58,8 @@ SELECT c.id, c.kind, c.queue, c.lease_token::text AS token,
  ORDER BY c.priority, c.run_at, c.id`,
 );
 
-interface ClaimRow {
+/** A claimed row as every claim statement returns it. */
+export interface ClaimRow {
   id: string;
   kind: string;
   queue: string;
@@ -92,7 +93,12 @@ export async function claimJobs(
     args.now ?? null,
     args.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
   ]);
-  return rows.map((r) => ({
+  return rows.map(claimedJob);
+}
+
+/** A claimed row as the job the dispatcher runs. */
+export function claimedJob(r: ClaimRow): ClaimedJob {
+  return {
     id: r.id,
     token: r.token,
     kind: r.kind,
@@ -103,7 +109,7 @@ export async function claimJobs(
     maxAttempts: r.max_attempts,
     runAtMs: Number(r.run_at_ms),
     traceContext: r.trace_context ?? undefined,
-  }));
+  };
 }
 
 /** jobs.maxPayloadBytes' default: what a claim accepts when the caller names no limit. */

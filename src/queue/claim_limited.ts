@@ -18,6 +18,7 @@
 import type pg from 'pg';
 import type { QueueSettings } from '../config/index.ts';
 import type { Db } from '../db/pool.ts';
+import { claimedJob, type ClaimRow } from './claim.ts';
 import { CLAIM_KEY_LIMITED, CLAIM_QUEUE_LIMITED } from './claim_limited_sql.ts';
 import type { Now, Store } from './sql.ts';
 import type { ClaimedJob } from './types.ts';
@@ -88,20 +89,12 @@ export interface LimitedClaimArgs {
   now?: Now;
 }
 
-interface Row {
+/** A claimed row (id null: nothing claimed, the limits ride along alone). */
+interface Row extends Omit<ClaimRow, 'id'> {
+  id: string | null;
   budget: number;
   next_free_ms: string | null;
   start_at_ms: string | null;
-  id: string | null;
-  kind: string;
-  queue: string;
-  token: string;
-  payload: string | null;
-  payload_bytes: number;
-  attempts: number;
-  max_attempts: number;
-  run_at_ms: string;
-  trace_context: string | null;
   key_index?: number | null;
   key?: string | null;
   last_key?: string | null;
@@ -192,18 +185,7 @@ function result(rows: Row[], limit: number, maxKeys: number, cursor: string | nu
   let lastServed: string | null = null;
   for (const r of rows) {
     if (r.id === null) continue;
-    jobs.push({
-      id: r.id,
-      token: r.token,
-      kind: r.kind,
-      queue: r.queue,
-      payload: r.payload,
-      payloadBytes: r.payload_bytes,
-      attempt: r.attempts,
-      maxAttempts: r.max_attempts,
-      runAtMs: Number(r.run_at_ms),
-      traceContext: r.trace_context ?? undefined,
-    });
+    jobs.push(claimedJob({ ...r, id: r.id }));
     startAtMs.push(Number(r.start_at_ms));
     if (r.key !== undefined && r.key !== null) lastServed = r.key;
   }

@@ -29,6 +29,32 @@
  */
 import { planned } from './sql.ts';
 
+// Both statements claim `chosen` with its start slots, record rate-limit starts
+// and prune those out of every window, the same way.
+const CLAIM_CHOSEN = `claimed AS (
+  UPDATE jobvisor.jobs AS j
+     SET status = 'running',
+         attempts = least(j.attempts, 2147483646) + 1,
+         lease_token = nextval('jobvisor.lease_token_seq'),
+         locked_by = $1,
+         locked_until = t.now + $3::float8 * interval '1 millisecond',
+         started_at = coalesce(b.first_slot + ((SELECT s.seq FROM chosen AS s WHERE s.id = j.id) - 1) * ($10::float8 / $9::int) * interval '1 millisecond', t.at)
+    FROM t, budget AS b
+   WHERE j.id = ANY (ARRAY(SELECT id FROM chosen)) AND j.status = 'pending'
+  RETURNING j.id, j.kind, j.queue, j.payload, j.attempts, j.max_attempts, j.priority, j.run_at, j.lease_token,
+            j.trace_context, j.concurrency_key, j.started_at
+),
+recorded AS (
+  INSERT INTO jobvisor.rate_starts (queue, key, started_at)
+  SELECT $2, CASE WHEN $11::bool THEN c.concurrency_key ELSE '' END, c.started_at
+    FROM claimed AS c
+   WHERE $9::int IS NOT NULL AND (NOT $11::bool OR c.concurrency_key IS NOT NULL)
+),
+pruned AS (
+  DELETE FROM jobvisor.rate_starts AS r USING t
+   WHERE $9::int IS NOT NULL AND r.queue = $2 AND r.started_at <= t.at - $10::float8 * interval '1 millisecond'
+)`;
+
 /**
  * Queue-wide limits only (globalConcurrency and/or a queue-wide rate limit):
  * the plain claim's candidates, with LIMIT set to what the limits leave.
@@ -66,29 +92,7 @@ chosen AS (
            LIMIT (SELECT n FROM budget)
            FOR UPDATE SKIP LOCKED) AS due
 ),
-claimed AS (
-  UPDATE jobvisor.jobs AS j
-     SET status = 'running',
-         attempts = least(j.attempts, 2147483646) + 1,
-         lease_token = nextval('jobvisor.lease_token_seq'),
-         locked_by = $1,
-         locked_until = t.now + $3::float8 * interval '1 millisecond',
-         started_at = coalesce(b.first_slot + ((SELECT s.seq FROM chosen AS s WHERE s.id = j.id) - 1) * ($10::float8 / $9::int) * interval '1 millisecond', t.at)
-    FROM t, budget AS b
-   WHERE j.id = ANY (ARRAY(SELECT id FROM chosen)) AND j.status = 'pending'
-  RETURNING j.id, j.kind, j.queue, j.payload, j.attempts, j.max_attempts, j.priority, j.run_at, j.lease_token,
-            j.trace_context, j.concurrency_key, j.started_at
-),
-recorded AS (
-  INSERT INTO jobvisor.rate_starts (queue, key, started_at)
-  SELECT $2, CASE WHEN $11::bool THEN c.concurrency_key ELSE '' END, c.started_at
-    FROM claimed AS c
-   WHERE $9::int IS NOT NULL AND (NOT $11::bool OR c.concurrency_key IS NOT NULL)
-),
-pruned AS (
-  DELETE FROM jobvisor.rate_starts AS r USING t
-   WHERE $9::int IS NOT NULL AND r.queue = $2 AND r.started_at <= t.at - $10::float8 * interval '1 millisecond'
-)
+${CLAIM_CHOSEN}
 SELECT b.n AS budget, b.next_free_ms, c.id, c.kind, c.queue, c.lease_token::text AS token,
        CASE WHEN octet_length(c.payload::text) <= $6 THEN c.payload::text END AS payload,
        octet_length(c.payload::text) AS payload_bytes, c.attempts, c.max_attempts,
@@ -179,29 +183,7 @@ offers AS (
 chosen AS (
   SELECT id, i, row_number() OVER (ORDER BY rn, i) AS seq FROM offers ORDER BY rn, i LIMIT (SELECT n FROM budget)
 ),
-claimed AS (
-  UPDATE jobvisor.jobs AS j
-     SET status = 'running',
-         attempts = least(j.attempts, 2147483646) + 1,
-         lease_token = nextval('jobvisor.lease_token_seq'),
-         locked_by = $1,
-         locked_until = t.now + $3::float8 * interval '1 millisecond',
-         started_at = coalesce(b.first_slot + ((SELECT s.seq FROM chosen AS s WHERE s.id = j.id) - 1) * ($10::float8 / $9::int) * interval '1 millisecond', t.at)
-    FROM t, budget AS b
-   WHERE j.id = ANY (ARRAY(SELECT id FROM chosen)) AND j.status = 'pending'
-  RETURNING j.id, j.kind, j.queue, j.payload, j.attempts, j.max_attempts, j.priority, j.run_at, j.lease_token,
-            j.trace_context, j.concurrency_key, j.started_at
-),
-recorded AS (
-  INSERT INTO jobvisor.rate_starts (queue, key, started_at)
-  SELECT $2, CASE WHEN $11::bool THEN c.concurrency_key ELSE '' END, c.started_at
-    FROM claimed AS c
-   WHERE $9::int IS NOT NULL AND (NOT $11::bool OR c.concurrency_key IS NOT NULL)
-),
-pruned AS (
-  DELETE FROM jobvisor.rate_starts AS r USING t
-   WHERE $9::int IS NOT NULL AND r.queue = $2 AND r.started_at <= t.at - $10::float8 * interval '1 millisecond'
-)
+${CLAIM_CHOSEN}
 SELECT b.n AS budget, b.next_free_ms, c.id, c.kind, c.queue, c.lease_token::text AS token,
        CASE WHEN octet_length(c.payload::text) <= $6 THEN c.payload::text END AS payload,
        octet_length(c.payload::text) AS payload_bytes, c.attempts, c.max_attempts,

@@ -1,11 +1,13 @@
 /**
  * The fetcher of one queue: claims due jobs into the dispatcher, up to the
- * queue's free capacity, one claim statement at a time.
+ * queue's free capacity.
  *
  * It claims when woken (a notification, the poll timer, a delayed job coming
  * due) and, while the last claim came back full (a backlog), whenever enough
- * capacity has freed up to make a batch worth a round trip. A wake during a
- * claim is remembered and answered right after it.
+ * capacity has freed up to make a batch worth a round trip. During a backlog
+ * a second claim may run beside the first (two at most, each counting what the
+ * other may bring, delivered in the order they started); otherwise a wake
+ * during a claim is remembered and answered right after it.
  *
  * A paused fetcher claims nothing; jobs of a claim that was under way when the
  * pause arrived are handed back, not started. A limited queue (cluster-wide

@@ -20,15 +20,19 @@ export async function runCliInProcess(
   const saved = { ...process.env };
   Object.assign(process.env, { DATABASE_URL: databaseUrl, JOBVISOR_CONFIG: '', NODE_ENV: 'test', ...env });
   const out = { stdout: '', stderr: '' };
-  const capture = (key: 'stdout' | 'stderr') =>
-    ((chunk: string | Uint8Array) => {
-      out[key] += String(chunk);
-      return true;
-    }) as typeof process.stdout.write;
   const original = {
     stdout: process.stdout.write.bind(process.stdout),
     stderr: process.stderr.write.bind(process.stderr),
   };
+  // The CLI writes text. The test runner's own report (binary, written by this
+  // process while a test awaits the CLI) passes through: captured, a test's
+  // result would never reach the runner.
+  const capture = (key: 'stdout' | 'stderr') =>
+    ((chunk: string | Uint8Array, ...rest: unknown[]) => {
+      if (typeof chunk !== 'string') return (original[key] as (...a: unknown[]) => boolean)(chunk, ...rest);
+      out[key] += chunk;
+      return true;
+    }) as typeof process.stdout.write;
   process.stdout.write = capture('stdout');
   process.stderr.write = capture('stderr');
   try {

@@ -48,13 +48,13 @@ WITH claimed AS (
             LIMIT $4
             FOR UPDATE SKIP LOCKED))
      AND (SELECT set_config('synchronous_commit', 'off', true)) = 'off'
-  RETURNING id, kind, queue, payload, attempts, max_attempts, priority, run_at, lease_token, trace_context
+  RETURNING id, kind, queue, payload::text AS text, attempts, max_attempts, priority, run_at, lease_token, trace_context
 )
 SELECT c.id, c.kind, c.queue, c.lease_token::text AS token,
-       CASE WHEN octet_length(p.text) <= $6 THEN p.text END AS payload, octet_length(p.text) AS payload_bytes,
+       CASE WHEN octet_length(c.text) <= $6 THEN c.text END AS payload, octet_length(c.text) AS payload_bytes,
        c.attempts, c.max_attempts, extract(epoch FROM c.run_at) * 1000 AS run_at_ms,
        c.trace_context::text AS trace_context
-  FROM claimed AS c, LATERAL (SELECT c.payload::text AS text) AS p
+  FROM claimed AS c
  ORDER BY c.priority, c.run_at, c.id`,
 );
 

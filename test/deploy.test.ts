@@ -11,7 +11,10 @@
  *   port, security context, the Secret reference shared by pods and KEDA, CPU and
  *   memory against pool.maxThreads, database connections against max_connections,
  *   the KEDA query run against a real migrated database, and the PrometheusRule
- *   generated from grafana/alerts.yml.
+ *   generated from grafana/alerts.yml;
+ * - the optional dashboard Component (deploy/kubernetes/dashboard) built next to the
+ *   base: its image, token file, Service and NetworkPolicy selectors, probes answered by
+ *   the real dashboard, and its connections added to the budget.
  */
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -20,13 +23,17 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import pg from 'pg';
 import ts from 'typescript';
 import { parse as parseYaml, parseAllDocuments } from 'yaml';
 import { loadConfig, type Settings } from '../src/config/index.ts';
+import { createDashboard, normaliseBasePath } from '../src/dashboard/app.ts';
+import { checkExposure } from '../src/dashboard/server.ts';
 import { createTestDatabase } from './helpers/db.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const base = path.join(root, 'deploy/kubernetes');
+const dashboardComponent = path.join(base, 'dashboard');
 const generator = path.join(base, 'gen-prometheusrule.mjs');
 
 /** PostgreSQL's default max_connections and superuser_reserved_connections. */
@@ -94,6 +101,40 @@ function quantity(value: string | number): number {
   return Number(m[1]) * (m[2] ? (units[m[2]] as number) : 1);
 }
 
+/** "Kind/name: message" for each document that fails its schema. */
+async function schemaErrors(docs: Doc[]): Promise<string[]> {
+  const errors: string[] = [];
+  for (const doc of docs) {
+    const mod = (await import(modelModule(doc))) as Record<string, new (data: unknown) => { validate(): void }>;
+    const Model = mod[doc.kind];
+    assert.ok(Model, `${modelModule(doc)} exports ${doc.kind}`);
+    try {
+      new Model(doc).validate();
+    } catch (err) {
+      errors.push(`${doc.kind}/${doc.metadata.name}: ${(err as Error).message}`);
+    }
+  }
+  return errors;
+}
+
+/**
+ * Database connections of the supervisors at KEDA's maximum during a rollout, plus
+ * KEDA's and the migration Job's, as `parts` for the message and their `total`.
+ */
+function supervisorConnections(docs: Doc[], settings: Settings): { total: number; parts: string } {
+  const deployment = docs.find((d) => d.kind === 'Deployment' && d.metadata.name === 'jobvisor');
+  const scaled = docs.find((d) => d.kind === 'ScaledObject');
+  assert.ok(deployment && scaled, 'the supervisor Deployment and its ScaledObject');
+  const surge = deployment.spec.strategy.rollingUpdate.maxSurge as number;
+  // + 1 LISTEN connection, + 1 for the readiness probe.
+  const perReplica = settings.database.poolSize + 2 + settings.pool.maxThreads * settings.pool.dbPoolSize;
+  const migrate = settings.database.poolSize;
+  return {
+    total: (scaled.spec.maxReplicaCount + surge) * perReplica + KEDA_CONNECTIONS + migrate,
+    parts: `(${scaled.spec.maxReplicaCount} replicas + ${surge} surge) × ${perReplica} + KEDA ${KEDA_CONNECTIONS} + migrate ${migrate}`,
+  };
+}
+
 describe('deploy/kubernetes', () => {
   let docs: Doc[] = [];
   let settings: Settings;
@@ -140,12 +181,7 @@ describe('deploy/kubernetes', () => {
   });
 
   test('every document validates against its schema', async () => {
-    for (const doc of docs) {
-      const mod = (await import(modelModule(doc))) as Record<string, new (data: unknown) => { validate(): void }>;
-      const Model = mod[doc.kind];
-      assert.ok(Model, `${modelModule(doc)} exports ${doc.kind}`);
-      assert.doesNotThrow(() => new Model(doc).validate(), `${doc.kind}/${doc.metadata.name}`);
-    }
+    assert.deepEqual(await schemaErrors(docs), []);
   });
 
   test('the schema validator rejects a broken document', async () => {
@@ -369,15 +405,10 @@ describe('deploy/kubernetes', () => {
   });
 
   test('database connections fit max_connections at full scale', () => {
-    const scaled = find('ScaledObject');
-    const surge = find('Deployment').spec.strategy.rollingUpdate.maxSurge as number;
-    // + 1 LISTEN connection, + 1 for the readiness probe.
-    const perReplica = settings.database.poolSize + 2 + settings.pool.maxThreads * settings.pool.dbPoolSize;
-    const migrate = settings.database.poolSize;
-    const total = (scaled.spec.maxReplicaCount + surge) * perReplica + KEDA_CONNECTIONS + migrate;
+    const { total, parts } = supervisorConnections(docs, settings);
     assert.ok(
       total <= MAX_CONNECTIONS - RESERVED_CONNECTIONS,
-      `(${scaled.spec.maxReplicaCount} replicas + ${surge} surge) × ${perReplica} + KEDA ${KEDA_CONNECTIONS} + migrate ${migrate} = ${total} > ${MAX_CONNECTIONS - RESERVED_CONNECTIONS}`,
+      `${parts} = ${total} > ${MAX_CONNECTIONS - RESERVED_CONNECTIONS}`,
     );
   });
 
@@ -403,6 +434,281 @@ describe('deploy/kubernetes', () => {
     const out = path.join(scratch, 'rule.yaml');
     execFileSync(process.execPath, [generator, '--alerts', changed, '--out', out]);
     assert.equal((parseYaml(readFileSync(out, 'utf8')) as Doc).spec.groups[0].rules[0].for, '6m');
+  });
+});
+
+/** Whether every label of `selector` is on `labels` (an empty selector selects every pod). */
+function selects(selector: Record<string, string>, labels: Record<string, string>): boolean {
+  return Object.entries(selector).every(([k, v]) => labels[k] === v);
+}
+
+/** The pod labels an object selects by, or undefined for kinds that select no pods. */
+function podSelector(doc: Doc): Record<string, string> | undefined {
+  const labelSelector = (s: Json): Record<string, string> => {
+    assert.equal(
+      s.matchExpressions,
+      undefined,
+      `${doc.kind}/${doc.metadata.name}: matchExpressions are not checked here`,
+    );
+    return s.matchLabels ?? {};
+  };
+  switch (doc.kind) {
+    case 'Service':
+      return doc.spec.selector;
+    case 'Deployment':
+    case 'PodDisruptionBudget':
+      return labelSelector(doc.spec.selector);
+    case 'NetworkPolicy':
+      return labelSelector(doc.spec.podSelector);
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * Ways the dashboard pod could expose or miss its token; [] when the token is read
+ * from key `token` of Secret `secretName`, mounted read-only as a file and named by
+ * JOBVISOR_DASHBOARD_TOKEN_FILE.
+ */
+function tokenProblems(pod: Json, secretName: string): string[] {
+  const c = pod.containers.find((x: Json) => x.name === 'dashboard');
+  const env: Json[] = c.env ?? [];
+  const problems: string[] = [];
+  if (c.envFrom) problems.push('envFrom puts a whole Secret or ConfigMap in the environment');
+  if (env.some((e) => e.name === 'JOBVISOR_DASHBOARD_TOKEN'))
+    problems.push('JOBVISOR_DASHBOARD_TOKEN is set: the token would be an environment value');
+  const file = env.find((e) => e.name === 'JOBVISOR_DASHBOARD_TOKEN_FILE')?.value;
+  if (typeof file !== 'string') return [...problems, 'JOBVISOR_DASHBOARD_TOKEN_FILE is not a literal path'];
+  const mount = (c.volumeMounts as Json[])
+    .filter((m) => file.startsWith(`${m.mountPath}/`))
+    .sort((a, b) => b.mountPath.length - a.mountPath.length)[0];
+  if (!mount) return [...problems, `${file} is on no volume`];
+  if (mount.readOnly !== true) problems.push(`${mount.mountPath} is writable`);
+  if (mount.subPath !== undefined) problems.push(`${mount.mountPath} uses subPath`);
+  const secret = pod.volumes.find((v: Json) => v.name === mount.name)?.secret;
+  if (secret?.secretName !== secretName) return [...problems, `${file} is not on a volume of Secret ${secretName}`];
+  const relative = path.posix.relative(mount.mountPath, file);
+  const key = secret.items ? secret.items.find((i: Json) => i.path === relative)?.key : relative;
+  if (key !== 'token') problems.push(`${file} is key ${key ?? '(none)'} of ${secretName}, not token`);
+  return problems;
+}
+
+describe('deploy/kubernetes/dashboard', () => {
+  let docs: Doc[] = [];
+  let baseDocs: Doc[] = [];
+  let settings: Settings;
+  const scratch = mkdtempSync(path.join(tmpdir(), 'jobvisor-deploy-dashboard-'));
+  const id = (d: Doc) => `${d.kind}/${d.metadata.name}`;
+
+  /** An overlay of the base with the dashboard Component, as the README shows it; `extra` is more YAML. */
+  const build = (extra = ''): Doc[] => {
+    const dir = mkdtempSync(path.join(scratch, 'overlay-'));
+    writeFileSync(
+      path.join(dir, 'kustomization.yaml'),
+      [
+        'apiVersion: kustomize.config.k8s.io/v1beta1',
+        'kind: Kustomization',
+        `resources: [${path.relative(dir, base)}]`,
+        `components: [${path.relative(dir, dashboardComponent)}]`,
+        extra,
+      ].join('\n'),
+    );
+    return parseAllDocuments(run('kubectl', ['kustomize', dir])).map((d) => d.toJS() as Doc);
+  };
+  const find = (kind: string, name: string, from = docs): Doc => {
+    const doc = from.find((d) => d.kind === kind && d.metadata.name === name);
+    assert.ok(doc, `no ${kind} named ${name} in the kustomize output`);
+    return doc;
+  };
+  const added = () => docs.filter((d) => !baseDocs.some((b) => id(b) === id(d)));
+  const dashboard = () => find('Deployment', 'jobvisor-dashboard');
+  const pod = (deployment = dashboard()): Json => deployment.spec.template.spec;
+  const container = (deployment = dashboard()): Json => pod(deployment).containers[0];
+  const supervisors = () => find('Deployment', 'jobvisor');
+  const podLabels = (workload: Doc): Record<string, string> => workload.spec.template.metadata.labels;
+
+  before(() => {
+    baseDocs = parseAllDocuments(run('kubectl', ['kustomize', base])).map((d) => d.toJS() as Doc);
+    docs = build();
+    const configMap = docs.find((d) => d.kind === 'ConfigMap');
+    const file = path.join(scratch, 'config.json');
+    writeFileSync(file, configMap?.data?.['config.json'] ?? '');
+    settings = loadConfig({ env: { NODE_ENV: 'production', JOBVISOR_CONFIG: file } });
+  });
+
+  after(() => rmSync(scratch, { recursive: true, force: true }));
+
+  test('the Component adds a Deployment, a Service and a NetworkPolicy, and changes nothing of the base', () => {
+    assert.deepEqual(added().map(id).sort(), [
+      'Deployment/jobvisor-dashboard',
+      'NetworkPolicy/jobvisor-dashboard',
+      'Service/jobvisor-dashboard',
+    ]);
+    for (const doc of baseDocs) assert.deepEqual(find(doc.kind, doc.metadata.name), doc, `${id(doc)} as in the base`);
+    for (const doc of added()) {
+      assert.equal(doc.metadata.labels?.['app.kubernetes.io/name'], 'jobvisor', `${id(doc)} carries the app label`);
+      assert.equal(doc.metadata.labels?.['app.kubernetes.io/part-of'], 'jobvisor', id(doc));
+      assert.equal(doc.metadata.labels?.['app.kubernetes.io/component'], 'dashboard', id(doc));
+    }
+    assert.ok(!docs.some((d) => d.kind === 'Secret'), 'the token Secret is not shipped');
+    // Built on its own it has no supervisor Deployment to take the image from: it stops.
+    assert.throws(() => run('kubectl', ['kustomize', dashboardComponent]), /nothing selected by Deployment/);
+  });
+
+  test('every added object validates against its schema, with no unknown field', async () => {
+    assert.deepEqual(await schemaErrors(added()), []);
+    assert.deepEqual(unknownFields(added(), scratch), []);
+    const broken = structuredClone(find('Service', 'jobvisor-dashboard'));
+    broken.spec.ports[0].port = 'http';
+    assert.match((await schemaErrors([broken])).join('\n'), /port must be integer/);
+  });
+
+  test("the Deployment runs `dashboard --host 0.0.0.0` with the supervisors' image, which an overlay's images: changes for both", () => {
+    assert.deepEqual(container().args, ['dashboard', '--host', '0.0.0.0']);
+    assert.throws(() => checkExposure('0.0.0.0', null), /without credentials/, 'so it cannot start without the token');
+    assert.equal(container().image, container(supervisors()).image);
+    assert.equal(container().image, container(find('Deployment', 'jobvisor', baseDocs)).image);
+    const moved = build(
+      'images:\n  - name: localhost/jobvisor\n    newName: registry.example/jobvisor\n    newTag: 9.9.9\n',
+    );
+    for (const name of ['jobvisor', 'jobvisor-dashboard'])
+      assert.equal(container(find('Deployment', name, moved)).image, 'registry.example/jobvisor:9.9.9', name);
+  });
+
+  test('the pod runs like the supervisors: same user, read-only root, no token, same database key and ConfigMap', () => {
+    assert.deepEqual(pod().securityContext, pod(supervisors()).securityContext);
+    assert.deepEqual(container().securityContext, container(supervisors()).securityContext);
+    assert.equal(container().securityContext.readOnlyRootFilesystem, true);
+    assert.equal(pod().automountServiceAccountToken, false);
+    assert.equal(pod().serviceAccountName, pod(supervisors()).serviceAccountName);
+    const tmp = container().volumeMounts.find((m: Json) => m.mountPath === '/tmp');
+    assert.ok(pod().volumes.find((v: Json) => v.name === tmp?.name)?.emptyDir, '/tmp is an emptyDir');
+    const env = (d: Doc, name: string) => container(d).env.find((e: Json) => e.name === name);
+    assert.deepEqual(env(dashboard(), 'DATABASE_URL'), env(supervisors(), 'DATABASE_URL'), 'the runtime (DML) key');
+    assert.equal(env(dashboard(), 'DATABASE_URL').valueFrom.secretKeyRef.key, 'url');
+    assert.deepEqual(env(dashboard(), 'JOBVISOR_CONFIG'), env(supervisors(), 'JOBVISOR_CONFIG'));
+    assert.equal(env(dashboard(), 'NODE_ENV')?.value, 'production', 'DATABASE_URL is required, never the dev server');
+    const configVolume = (d: Doc) => pod(d).volumes.find((v: Json) => v.configMap)?.configMap.name;
+    assert.match(configVolume(dashboard()), /^jobvisor-config-[a-z0-9]+$/, 'the hashed ConfigMap name');
+    assert.equal(configVolume(dashboard()), configVolume(supervisors()));
+    const { requests, limits } = container().resources;
+    assert.ok(quantity(requests.cpu) <= 0.25 && quantity(requests.memory) <= 512 * 2 ** 20, 'small requests');
+    assert.equal(quantity(requests.memory), quantity(limits.memory), 'memory request = limit');
+    assert.equal(limits.cpu, undefined);
+  });
+
+  test('the token comes from the Secret as a file through JOBVISOR_DASHBOARD_TOKEN_FILE, never as an env value', () => {
+    assert.deepEqual(tokenProblems(pod(), 'jobvisor-dashboard'), []);
+    const literal = structuredClone(pod());
+    literal.containers[0].env.push({ name: 'JOBVISOR_DASHBOARD_TOKEN', value: 'f'.repeat(64) });
+    assert.match(tokenProblems(literal, 'jobvisor-dashboard').join('\n'), /JOBVISOR_DASHBOARD_TOKEN is set/);
+    const fromEnv = structuredClone(pod());
+    fromEnv.containers[0].envFrom = [{ secretRef: { name: 'jobvisor-dashboard' } }];
+    assert.match(tokenProblems(fromEnv, 'jobvisor-dashboard').join('\n'), /envFrom/);
+    const otherSecret = structuredClone(pod());
+    otherSecret.volumes.find((v: Json) => v.secret).secret.secretName = 'jobvisor-database';
+    assert.match(tokenProblems(otherSecret, 'jobvisor-dashboard').join('\n'), /not on a volume of Secret/);
+  });
+
+  test('the dashboard Service is ClusterIP and selects the dashboard pods only; nothing of the base selects them', () => {
+    const service = find('Service', 'jobvisor-dashboard');
+    assert.equal(service.spec.type, 'ClusterIP');
+    assert.deepEqual(
+      service.spec.ports.map((p: Json) => [p.name, p.port, p.targetPort]),
+      [['http', settings.dashboard.port, 'http']],
+    );
+    const port = container().ports.find((p: Json) => p.name === 'http');
+    assert.equal(port?.containerPort, settings.dashboard.port, 'the container port is dashboard.port');
+    const workloads = docs.filter((d) => d.kind === 'Deployment' || d.kind === 'Job');
+    const selected = (selector: Record<string, string>) =>
+      workloads.filter((w) => selects(selector, podLabels(w))).map(id);
+    assert.deepEqual(selected(podSelector(service) ?? {}), ['Deployment/jobvisor-dashboard']);
+    assert.deepEqual(selected(podSelector(dashboard()) ?? {}), ['Deployment/jobvisor-dashboard'], 'own selector');
+    // Of the base, only its NetworkPolicy (every jobvisor pod) selects them.
+    for (const doc of baseDocs) {
+      const selector = podSelector(doc);
+      if (selector === undefined || doc.kind === 'NetworkPolicy') continue;
+      assert.ok(!selects(selector, podLabels(dashboard())), `${id(doc)} does not select the dashboard pods`);
+    }
+    assert.ok(
+      !selects(find('ServiceMonitor', 'jobvisor').spec.selector.matchLabels, service.metadata.labels ?? {}),
+      'the ServiceMonitor does not scrape the dashboard',
+    );
+    // The check above notices a supervisor Service that selects by app name only.
+    assert.ok(selects({ 'app.kubernetes.io/name': 'jobvisor' }, podLabels(dashboard())));
+  });
+
+  test('the probes ask the named port for the login form, which the real dashboard answers 200 without credentials', async () => {
+    const c = container();
+    const loginPath = `${normaliseBasePath(settings.dashboard.basePath).replace(/\/$/, '')}/login`;
+    for (const probe of ['readinessProbe', 'livenessProbe']) {
+      assert.deepEqual([c[probe].httpGet.path, c[probe].httpGet.port], [loginPath, 'http'], probe);
+      assert.ok(
+        c.ports.some((p: Json) => p.name === c[probe].httpGet.port),
+        `${probe}: the port exists`,
+      );
+    }
+    // Never connects: the login form needs no database.
+    const pool = new pg.Pool({ connectionString: 'postgres://nobody@127.0.0.1:1/none' });
+    try {
+      const serve = (basePath: string) => createDashboard({ pool, basePath, auth: { token: 'a'.repeat(32) } });
+      const get = async (basePath: string, url: string) =>
+        (await serve(basePath).fetch(new Request(`http://10.0.0.1:9465${url}`, { redirect: 'manual' }))).status;
+      for (const probe of ['readinessProbe', 'livenessProbe'])
+        assert.equal(await get(settings.dashboard.basePath, c[probe].httpGet.path as string), 200, probe);
+      assert.equal(await get(settings.dashboard.basePath, '/'), 303, 'pages need the token');
+      assert.equal(
+        await get('/jobvisor', c.readinessProbe.httpGet.path as string),
+        404,
+        'basePath and probes go together',
+      );
+    } finally {
+      await pool.end();
+    }
+  });
+
+  test('the NetworkPolicy selects the dashboard pods, admits labelled peers to the dashboard port, lets out DNS and PostgreSQL', () => {
+    const policy = find('NetworkPolicy', 'jobvisor-dashboard');
+    assert.ok(selects(podSelector(policy) ?? {}, podLabels(dashboard())), 'selects the dashboard pods');
+    assert.ok(!selects(podSelector(policy) ?? {}, podLabels(supervisors())), 'not the supervisors');
+    assert.deepEqual(policy.spec.policyTypes, ['Ingress', 'Egress']);
+    assert.equal(policy.spec.ingress.length, 1);
+    const [ingress] = policy.spec.ingress;
+    assert.deepEqual(ingress.ports, [{ port: 'http', protocol: 'TCP' }]);
+    for (const peer of ingress.from) {
+      assert.ok(peer.namespaceSelector && peer.podSelector, 'labelled pods of labelled namespaces, not everyone');
+      assert.ok(Object.keys(peer.namespaceSelector.matchLabels ?? {}).length > 0, 'not every namespace');
+      assert.ok(Object.keys(peer.podSelector.matchLabels ?? {}).length > 0, 'not every pod');
+    }
+    const egressPorts = policy.spec.egress.flatMap((r: Json) => r.ports.map((p: Json) => `${p.protocol}/${p.port}`));
+    assert.deepEqual(egressPorts.sort(), ['TCP/53', 'TCP/5432', 'UDP/53']);
+    // Policies add up: any other that selects the dashboard pods opens none of their ports.
+    const ports = container().ports.flatMap((p: Json) => [p.name, p.containerPort]);
+    for (const other of docs.filter((d) => d.kind === 'NetworkPolicy' && d !== policy)) {
+      if (!selects(podSelector(other) ?? {}, podLabels(dashboard()))) continue;
+      const opened = (other.spec.ingress ?? []).flatMap((r: Json) =>
+        (r.ports ?? [{ port: 'every' }]).map((p: Json) => p.port),
+      );
+      assert.deepEqual(
+        opened.filter((p: Json) => p === 'every' || ports.includes(p)),
+        [],
+        `${id(other)} opens no dashboard port`,
+      );
+    }
+  });
+
+  test('database connections still fit max_connections with the dashboard', () => {
+    const source = readFileSync(path.join(root, 'src/cli/dashboard.ts'), 'utf8');
+    const poolSize = Number(/const DASHBOARD_POOL_SIZE = (\d+);/.exec(source)?.[1]);
+    assert.ok(poolSize > 0, 'src/cli/dashboard.ts declares DASHBOARD_POOL_SIZE');
+    const { total, parts } = supervisorConnections(docs, settings);
+    // During a rollout the old and the surge pods are both up. (The command's context pool stays unused.)
+    const pods = dashboard().spec.replicas + dashboard().spec.strategy.rollingUpdate.maxSurge;
+    const all = total + pods * poolSize;
+    assert.ok(
+      all <= MAX_CONNECTIONS - RESERVED_CONNECTIONS,
+      `${parts} + dashboard ${pods} × ${poolSize} = ${all} > ${MAX_CONNECTIONS - RESERVED_CONNECTIONS}`,
+    );
   });
 });
 

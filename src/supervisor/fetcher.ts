@@ -1,13 +1,11 @@
 /**
  * The fetcher of one queue: claims due jobs into the dispatcher, up to the
- * queue's free capacity.
+ * queue's free capacity, one claim statement at a time.
  *
  * It claims when woken (a notification, the poll timer, a delayed job coming
  * due) and, while the last claim came back full (a backlog), whenever enough
- * capacity has freed up to make a batch worth a round trip. During a backlog
- * a second claim may run beside the first (two at most, each counting what the
- * other may bring, delivered in the order they started); otherwise a wake
- * during a claim is remembered and answered right after it.
+ * capacity has freed up to make a batch worth a round trip. A wake during a
+ * claim is remembered and answered right after it.
  *
  * A paused fetcher claims nothing; jobs of a claim that was under way when the
  * pause arrived are handed back, not started. A limited queue (cluster-wide
@@ -46,12 +44,7 @@ export interface FetcherOptions {
 }
 
 export class Fetcher {
-  /** The claim statements under way (two at most, and a second only during a backlog). */
-  private readonly claiming = new Set<Promise<number>>();
-  /** Places the claims under way may fill. */
-  private reserved = 0;
-  /** Settles once the latest claim has delivered its jobs (or failed). */
-  private delivered: Promise<void> = Promise.resolve();
+  private claiming: Promise<number> | undefined;
   private dirty = false;
   private backlog = false;
   private stopped = false;
@@ -88,52 +81,35 @@ export class Fetcher {
   /** Something may be due: claim as soon as possible. */
   wake(): void {
     if (this.stopped || this.paused) return;
-    if (this.claiming.size > 0 && !this.mayOverlap()) {
+    if (this.claiming) {
       this.dirty = true;
       return;
     }
-    const claiming: Promise<number> = this.claim().finally(() => {
-      this.claiming.delete(claiming);
-      if (this.dirty && !this.stopped && this.claiming.size === 0) {
+    this.claiming = this.claim().finally(() => {
+      this.claiming = undefined;
+      if (this.dirty && !this.stopped) {
         this.dirty = false;
         this.wake();
       }
     });
-    this.claiming.add(claiming);
-  }
-
-  /**
-   * A second claim may start while one is under way: only during a backlog of a
-   * queue without cluster limits (those claim one at a time under a lock), and
-   * with room for a batch beside what the first may bring. Two statements keep
-   * two server processes busy where one left a core idle between round trips.
-   */
-  private mayOverlap(): boolean {
-    return (
-      this.claiming.size < 2 &&
-      this.backlog &&
-      !this.limited &&
-      this.options.capacity() - this.reserved >= this.minBatch
-    );
   }
 
   /** Capacity freed up: claim again only if there is a backlog and room for a batch. */
   onCapacity(): void {
-    if (this.backlog && this.options.capacity() - this.reserved >= this.minBatch) this.wake();
+    if (this.backlog && this.options.capacity() >= this.minBatch) this.wake();
   }
 
   /** Claims once and returns how many jobs it got (tests drive the fetcher with this). */
   async runOnce(): Promise<number> {
-    await Promise.all(this.claiming);
+    await this.claiming;
     this.wake();
-    const [claim] = this.claiming;
-    return (await claim) ?? 0;
+    return (await this.claiming) ?? 0;
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.dueTimer);
-    await Promise.all(this.claiming);
+    await this.claiming;
     this.handBackScheduled();
   }
 
@@ -183,24 +159,8 @@ export class Fetcher {
     // Jobs held for their start slot wait beside the running ones, up to `concurrency`
     // of them: counted as running, a 10 ms hold idled every place for 10 ms per claim.
     const heldOver = Math.max(0, this.scheduledCount - this.options.settings.concurrency);
-    const limit = Math.min(MAX_CLAIM, this.options.capacity() - heldOver - this.reserved);
+    const limit = Math.min(MAX_CLAIM, this.options.capacity() - heldOver);
     if (limit <= 0) return 0;
-    this.reserved += limit;
-    // Overlapping claims deliver in the order they started, so a later claim's
-    // (lower-priority) jobs never overtake an earlier claim's.
-    const earlier = this.delivered;
-    let done!: () => void;
-    this.delivered = new Promise((resolve) => (done = resolve));
-    try {
-      return await this.claimUpTo(limit, earlier);
-    } finally {
-      this.reserved -= limit;
-      // Never before the earlier claim, even when this one failed without delivering.
-      void earlier.then(done);
-    }
-  }
-
-  private async claimUpTo(limit: number, earlier: Promise<void>): Promise<number> {
     let jobs: ClaimedJob[];
     let held = false;
     let startAtMs: number[] = [];
@@ -237,7 +197,6 @@ export class Fetcher {
       this.backlog = false;
       return 0;
     }
-    await earlier;
     if (this.paused && jobs.length > 0) {
       // Paused while this claim was under way: nothing of it may start.
       if (this.options.handBack) {

@@ -198,7 +198,7 @@ export class Dispatcher {
       if (this.pumpQueue(queue)) starved = true;
     }
     this.nextQueue = (this.nextQueue + 1) % Math.max(1, names.length);
-    this.sessions.flushAll((token) => this.ledger.get(token)?.job);
+    this.sessions.flushAll();
     this.endIdleSessions(starved);
   }
 

@@ -47,6 +47,8 @@ export class Session {
   private readonly port: MessagePort;
   private readonly controller = new AbortController();
   private outbox: JobBatch = emptyBatch();
+  /** The jobs of the outbox, in its order (not sent: the 'job:started' report reads them). */
+  private outJobs: ClaimedJob[] = [];
 
   constructor(
     readonly queue: string,
@@ -78,6 +80,7 @@ export class Session {
   send(job: ClaimedJob, exclusive: boolean): void {
     this.running.add(job.token);
     if (exclusive) this.exclusive++;
+    this.outJobs.push(job);
     const out = this.outbox;
     out.ids.push(job.id);
     out.tokens.push(job.token);
@@ -89,14 +92,16 @@ export class Session {
     if (job.traceContext !== undefined) (out.traceContexts ??= [])[out.ids.length - 1] = job.traceContext;
   }
 
-  /** Sends the queued jobs; returns their tokens (empty when none). */
-  flush(): readonly string[] {
+  /** Sends the queued jobs; returns them (empty when none). */
+  flush(): ClaimedJob[] {
+    const jobs = this.outJobs;
+    if (jobs.length === 0) return jobs;
     const batch = this.outbox;
-    if (batch.tokens.length === 0) return batch.tokens;
     this.outbox = emptyBatch();
+    this.outJobs = [];
     this.port.postMessage({ type: 'run', ...batch } satisfies ToWorker);
     if (this.ending) this.port.postMessage({ type: 'end' } satisfies ToWorker);
-    return batch.tokens;
+    return jobs;
   }
 
   /** The run has left this thread (its outcome is decided). */

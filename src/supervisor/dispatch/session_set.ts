@@ -8,8 +8,7 @@
  * task, unless another queue waits for a thread.
  */
 import type { Piscina } from 'piscina';
-import type { ClaimedJob } from '../../queue/types.ts';
-import type { JobRef, SupervisorEvents } from '../events.ts';
+import type { SupervisorEvents } from '../events.ts';
 import { Session, type SessionHandlers } from './session.ts';
 
 export class SessionSet implements Iterable<Session> {
@@ -42,21 +41,13 @@ export class SessionSet implements Iterable<Session> {
   }
 
   /** Sends every session's queued runs, then reports them as 'job:started'. */
-  flushAll(jobOf: (token: string) => ClaimedJob | undefined): void {
+  flushAll(): void {
     const report = this.events.listenerCount('job:started') > 0;
     const now = Date.now();
     for (const s of this.sessions) {
-      const tokens = s.flush();
-      if (!report || tokens.length === 0) continue;
-      const refs: JobRef[] = [];
-      const waits: number[] = [];
-      for (const token of tokens) {
-        const job = jobOf(token);
-        if (!job) continue;
-        refs.push(job);
-        waits.push(now - job.runAtMs);
-      }
-      this.events.emit('job:started', { jobs: refs, waitMs: waits });
+      const jobs = s.flush();
+      if (!report || jobs.length === 0) continue;
+      this.events.emit('job:started', { jobs, waitMs: jobs.map((job) => now - job.runAtMs) });
     }
   }
 

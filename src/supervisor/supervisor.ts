@@ -30,6 +30,7 @@ import type { Loop } from './loop.ts';
 import { createCleanup, createReaper } from './maintenance.ts';
 import { createPresence, type Presence } from './presence.ts';
 import { createScheduler } from './scheduler.ts';
+import { OptionsReader } from './options_reader.ts';
 import { TaskCatalog } from './task_catalog.ts';
 import { BUILTIN_TASKS_DIR, createThreadPool } from './threads.ts';
 
@@ -68,6 +69,7 @@ export class Supervisor {
   private readonly heartbeat: Loop;
   private readonly listener: Listener;
   private readonly catalog: TaskCatalog;
+  private readonly optionsReader: OptionsReader;
   private readonly presence: Presence;
   private firstBeat: Promise<void> = Promise.resolve();
   private readonly pauseWatch: PauseWatch;
@@ -103,13 +105,19 @@ export class Supervisor {
     });
     this.threads.on('error', (err: unknown) => log.error({ err }, 'worker pool error'));
     this.completer = new Completer(this.store, this.id, settings, this.events);
+    const taskDirs = [settings.tasks.dir, BUILTIN_TASKS_DIR].filter(Boolean);
+    this.optionsReader = new OptionsReader(taskDirs);
+    // Booting beside the rest of start-up (the database, the listener, the probes),
+    // the options thread is ready when the first job's kind is read.
+    this.optionsReader.warm();
     this.catalog = new TaskCatalog(
-      [settings.tasks.dir, BUILTIN_TASKS_DIR].filter(Boolean),
+      taskDirs,
       (problem) => log.warn(problem),
       (kind, options) => {
         this.useTaskQueue(kind, options?.queue);
         this.dispatcher.kindKnown(kind);
       },
+      (kind) => this.optionsReader.read(kind),
     );
     this.progress = new ProgressWriter(this.store, this.id, this.events);
     this.dispatcher = new Dispatcher({
@@ -305,6 +313,7 @@ export class Supervisor {
       );
     await this.dispatcher.close();
     await this.threads.close({ force: true }).catch(() => {});
+    await this.optionsReader.close();
     if (this.ownsPool) await this.pool.end().catch(() => {});
     this.state = 'stopped';
     if (wasRunning) this.events.emit('supervisor:stopped', { supervisor: this.id });

@@ -7,9 +7,14 @@
  * work from dist/, 0.5 s from sources) in front of the first job of any kind.
  * Now the first job of a kind waits only for its own module; the other kinds
  * are read later (readAll), for the queue defaults and warnings they carry.
- * Each kind is imported once, and its problems are reported once.
+ * Each kind is read once, and its problems are reported once. The supervisor
+ * reads them in a thread of its own (options_reader.ts), never on its main thread.
  */
 import { discoverTaskOptions, readTaskOptions, type ResolvedTaskOptions } from '../worker/task_options.ts';
+import type { OptionsRead } from './options_reader.ts';
+
+/** Reads one kind's options; the default imports its module in this thread. */
+export type ReadOptions = (kind: string) => Promise<OptionsRead>;
 
 export class TaskCatalog {
   /** Options by kind; null when the kind declares none (or cannot be read). */
@@ -21,6 +26,7 @@ export class TaskCatalog {
     private readonly onProblem: (message: string) => void,
     /** Called each time a kind becomes known. */
     private readonly onKnown: (kind: string, options: ResolvedTaskOptions | null) => void,
+    private readonly readOptions: ReadOptions = (kind) => readHere(dirs, kind),
   ) {}
 
   /** The kind's options, null when it declares none; undefined while unknown (reading starts now). */
@@ -34,9 +40,8 @@ export class TaskCatalog {
   read(kind: string): Promise<ResolvedTaskOptions | null> {
     let pending = this.reading.get(kind);
     if (!pending) {
-      // readTaskOptions reports a module it cannot read and resolves undefined.
-      pending = readTaskOptions(this.dirs, kind, this.onProblem).then((found) => {
-        const options = found ?? null;
+      pending = this.readOptions(kind).then(({ options, problems }) => {
+        for (const problem of problems) this.onProblem(problem);
         this.known.set(kind, options);
         this.onKnown(kind, options);
         return options;
@@ -50,4 +55,11 @@ export class TaskCatalog {
   readAll(): Promise<Map<string, ResolvedTaskOptions>> {
     return discoverTaskOptions(this.dirs, this.onProblem, (kind) => this.read(kind));
   }
+}
+
+async function readHere(dirs: readonly string[], kind: string): Promise<OptionsRead> {
+  const problems: string[] = [];
+  // readTaskOptions reports a module it cannot read and resolves undefined.
+  const options = await readTaskOptions(dirs, kind, (problem) => problems.push(problem));
+  return { options: options ?? null, problems };
 }

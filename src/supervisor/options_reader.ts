@@ -1,0 +1,106 @@
+/**
+ * Reads task options in a thread of its own (worker/options_thread.ts), so that
+ * importing a task's module never blocks the supervisor's main thread.
+ *
+ * The thread starts at warm() (the supervisor's start) or with the first read,
+ * and ends after IDLE_MS without one
+ * (options are read once per kind: a handful of reads at start, then rarely);
+ * the next read starts a new one. It never keeps the process alive. If it dies
+ * (a module that crashes its thread on import), the reads in flight answer
+ * "no options" with the reason as a problem, and the next read starts afresh:
+ * the jobs of such a kind still run, and fail, as they always did.
+ */
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import type { ResolvedTaskOptions } from '../worker/task_options.ts';
+import type { OptionsAnswer, OptionsRequest } from '../worker/options_thread.ts';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+/** How long an idle options thread is kept. */
+export const IDLE_MS = 10_000;
+
+export interface OptionsRead {
+  options: ResolvedTaskOptions | null;
+  problems: string[];
+}
+
+function threadFile(): string {
+  const compiled = path.join(here, '../worker/options_thread.js');
+  return existsSync(compiled) ? compiled : path.join(here, '../worker/tsx-options-thread.mjs');
+}
+
+export class OptionsReader {
+  private worker: Worker | undefined;
+  private nextId = 0;
+  private readonly waiting = new Map<number, (read: OptionsRead) => void>();
+  private idleTimer: NodeJS.Timeout | undefined;
+  private closed = false;
+
+  constructor(private readonly dirs: readonly string[]) {}
+
+  /** The kind's options (null: none declared, or unreadable, with the reason in problems). */
+  read(kind: string): Promise<OptionsRead> {
+    if (this.closed) return Promise.resolve({ options: null, problems: [] });
+    clearTimeout(this.idleTimer);
+    const worker = (this.worker ??= this.start());
+    const id = this.nextId++;
+    return new Promise((resolve) => {
+      this.waiting.set(id, resolve);
+      worker.postMessage({ id, kind } satisfies OptionsRequest);
+    });
+  }
+
+  /** Starts the thread now, so that the first read does not wait for it to boot. */
+  warm(): void {
+    if (this.closed || this.worker) return;
+    this.worker = this.start();
+    this.idleLater(this.worker);
+  }
+
+  /** Ends the thread (supervisor shutdown); later reads answer "no options". */
+  async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.idleTimer);
+    const worker = this.worker;
+    this.worker = undefined;
+    this.fail('the supervisor is stopping');
+    await worker?.terminate();
+  }
+
+  private start(): Worker {
+    const worker = new Worker(threadFile(), { workerData: { dirs: [...this.dirs] } });
+    worker.unref();
+    worker.on('message', (answer: OptionsAnswer) => {
+      const resolve = this.waiting.get(answer.id);
+      this.waiting.delete(answer.id);
+      resolve?.({ options: answer.options, problems: answer.problems });
+      if (this.waiting.size === 0) this.idleLater(worker);
+    });
+    worker.on('error', (err) => this.lost(worker, `the task options thread failed: ${err.message}`));
+    worker.on('exit', (code) => this.lost(worker, `the task options thread exited with code ${code}`));
+    return worker;
+  }
+
+  private idleLater(worker: Worker): void {
+    clearTimeout(this.idleTimer);
+    this.idleTimer = setTimeout(() => {
+      if (this.worker !== worker || this.waiting.size > 0) return;
+      this.worker = undefined;
+      void worker.terminate();
+    }, IDLE_MS);
+    this.idleTimer.unref();
+  }
+
+  private lost(worker: Worker, why: string): void {
+    if (this.worker !== worker) return;
+    this.worker = undefined;
+    this.fail(why);
+  }
+
+  private fail(why: string): void {
+    for (const resolve of this.waiting.values()) resolve({ options: null, problems: [`${why}; options ignored`] });
+    this.waiting.clear();
+  }
+}

@@ -50,6 +50,15 @@ describe('queues sharing threads', () => {
       (rows) => rows.length >= backlog.length + 1,
       60_000,
     );
+    // A task records its span before its outcome is written: wait for the outcomes too.
+    await until(
+      'every outcome written',
+      async () =>
+        (await db.pool.query("SELECT count(*)::int AS n FROM jobvisor.jobs WHERE status IN ('pending', 'running')"))
+          .rows[0].n as number,
+      (n) => n === 0,
+      30_000,
+    );
     const odd = await db.pool.query(
       "SELECT id, status, attempts, last_error FROM jobvisor.jobs WHERE attempts > 1 OR status <> 'done' LIMIT 5",
     );

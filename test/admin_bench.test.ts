@@ -4,26 +4,18 @@
  * Speed is not asserted (BENCHMARKS.md reports it).
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
 import { adminQuery } from './helpers/db.ts';
+import { runProcess } from './helpers/cli.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 function benchAdmin(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'bench/admin.ts'), ...args], {
-      cwd: root,
-      env: { ...process.env, DATABASE_URL: process.env.JOBVISOR_TEST_DATABASE_URL as string },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+  return runProcess(process.execPath, ['--import', 'tsx', path.join(root, 'bench/admin.ts'), ...args], {
+    cwd: root,
+    env: { ...process.env, DATABASE_URL: process.env.JOBVISOR_TEST_DATABASE_URL },
   });
 }
 

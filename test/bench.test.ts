@@ -4,22 +4,14 @@
  * here (it is measured and reported by `jobvisor bench`, see BENCHMARKS.md).
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { describe, it } from 'node:test';
 import { BIN } from './helpers/supervisor.ts';
+import { runProcess } from './helpers/cli.ts';
 
 function bench(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const server = process.env.JOBVISOR_TEST_DATABASE_URL as string;
-    const child = spawn(process.execPath, [BIN, 'bench', ...args], {
-      env: { ...process.env, DATABASE_URL: server, JOBVISOR_CONFIG: '' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+  const server = process.env.JOBVISOR_TEST_DATABASE_URL as string;
+  return runProcess(process.execPath, [BIN, 'bench', ...args], {
+    env: { ...process.env, DATABASE_URL: server, JOBVISOR_CONFIG: '' },
   });
 }
 

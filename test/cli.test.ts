@@ -3,26 +3,16 @@
  * Bad input exits 2 with one line naming the problem and writes nothing.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { runCliInProcess, type CliRun as Run } from './helpers/cli.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { BIN, writeConfig } from './helpers/supervisor.ts';
+import { writeConfig } from './helpers/supervisor.ts';
+import { runCli } from './helpers/cli.ts';
 
 let db: TestDatabase;
 
 function jobvisor(args: string[], env: Record<string, string> = {}): Promise<Run> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
-      env: { ...process.env, DATABASE_URL: db.url, JOBVISOR_CONFIG: '', NODE_ENV: 'test', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
-  });
+  return runCli(db.url, args, env);
 }
 
 const jobvisorInProcess = (args: string[], env: Record<string, string> = {}) => runCliInProcess(db.url, args, env);

@@ -8,11 +8,10 @@
  * broken config file, an unreachable database.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { int, nested, NASTY_STRINGS, pick, randomJson, randomString, type Random } from './helpers/chaos/hostile.ts';
 import { prng, report } from './helpers/chaos/measure.ts';
-import { runCliInProcess, type CliRun as Run } from './helpers/cli.ts';
+import { runCli, runCliInProcess, runProcess, type CliRun as Run } from './helpers/cli.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { BIN, writeConfig } from './helpers/supervisor.ts';
 
@@ -32,27 +31,16 @@ after(async () => {
 const inProcess = (argv: string[]) => runCliInProcess(db.url, argv, { LOG_LEVEL: 'warn' });
 
 function spawned(argv: string[], env: Record<string, string> = {}, shell?: string): Promise<Run> {
-  return new Promise((resolve) => {
-    const fullEnv = {
-      ...process.env,
-      DATABASE_URL: db.url,
-      JOBVISOR_CONFIG: '',
-      NODE_ENV: 'test',
-      LOG_LEVEL: 'warn',
-      ...env,
-    };
-    const child = shell
-      ? spawn('/bin/sh', ['-c', shell], {
-          env: { ...fullEnv, NODE: process.execPath, BIN },
-          stdio: ['ignore', 'pipe', 'pipe'],
-        })
-      : spawn(process.execPath, [BIN, ...argv], { env: fullEnv, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
-  });
+  const fullEnv = {
+    ...process.env,
+    DATABASE_URL: db.url,
+    JOBVISOR_CONFIG: '',
+    NODE_ENV: 'test',
+    LOG_LEVEL: 'warn',
+    ...env,
+  };
+  if (shell) return runProcess('/bin/sh', ['-c', shell], { env: { ...fullEnv, NODE: process.execPath, BIN } });
+  return runCli(db.url, argv, { LOG_LEVEL: 'warn', ...env });
 }
 
 /** Everything the command could change, in one value. */

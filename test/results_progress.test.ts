@@ -6,7 +6,6 @@
  * under it -- can write no result, progress or snooze.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { completeJobs } from '../src/queue/complete.ts';
 import { enqueue } from '../src/queue/enqueue.ts';
@@ -17,7 +16,7 @@ import type { Supervisor } from '../src/supervisor/supervisor.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { nextEvent, startSupervisor } from './helpers/inprocess.ts';
 import { until } from './helpers/poll.ts';
-import { BIN } from './helpers/supervisor.ts';
+import { runCli } from './helpers/cli.ts';
 
 let db: TestDatabase;
 let supervisor: Supervisor;
@@ -73,19 +72,7 @@ const failedOnce = (id: string) =>
   );
 const run = async (kind: string, payload: unknown) => (await enqueue(db.pool, kind, payload)).id as string;
 
-function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
-      env: { ...process.env, DATABASE_URL: db.url, JOBVISOR_CONFIG: '', NODE_ENV: 'test' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const cli = (args: string[]) => runCli(db.url, args);
 
 describe('a task result', () => {
   it('is stored as JSON and shown by jobs list --json, with progress and snoozes', async () => {

@@ -12,9 +12,8 @@ import { enqueue } from '../src/queue/enqueue.ts';
 import { defaultQueueOf, setTaskQueueDefault } from '../src/queue/task_defaults.ts';
 import { BUILTIN_TASKS_DIR } from '../src/supervisor/threads.ts';
 import { discoverTaskOptions, parseTaskOptions } from '../src/worker/task_options.ts';
-import { spawn } from 'node:child_process';
-import { BIN } from './helpers/supervisor.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
+import { runCli } from './helpers/cli.ts';
 
 let db: TestDatabase;
 let dir: string;
@@ -93,18 +92,7 @@ describe('task options', () => {
   it('jobvisor enqueue reads the task options for its default queue, if config serves it', async () => {
     // A real process: importing the task takes long enough that an in-process run
     // would capture the test runner's own output.
-    const run = (args: string[], env: Record<string, string> = {}) =>
-      new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-        const child = spawn(process.execPath, [BIN, ...args], {
-          env: { ...process.env, DATABASE_URL: db.url, JOBVISOR_CONFIG: '', NODE_ENV: 'test', ...env },
-          stdio: ['ignore', 'pipe', 'pipe'],
-        });
-        let stdout = '';
-        let stderr = '';
-        child.stdout.on('data', (d) => (stdout += d));
-        child.stderr.on('data', (d) => (stderr += d));
-        child.on('exit', (code) => resolve({ code, stdout, stderr }));
-      });
+    const run = (args: string[], env: Record<string, string> = {}) => runCli(db.url, args, env);
     const payload = '{"source":"/x.jpg","widths":[10]}';
     const builtIn = await run(['enqueue', 'thumbnail', payload]);
     assert.equal(builtIn.code, 0, builtIn.stderr);

@@ -3,7 +3,9 @@
  * where a process start per case would dominate the run. Environment and
  * stdout/stderr are swapped in for the call and restored after it.
  */
+import { spawn } from 'node:child_process';
 import { main } from '../../src/cli/main.ts';
+import { BIN } from './supervisor.ts';
 
 export interface CliRun {
   code: number | null;
@@ -11,7 +13,30 @@ export interface CliRun {
   stderr: string;
 }
 
-/** Runs `jobvisor ...args` against `databaseUrl`; `env` adds to a test environment. */
+/** Runs a child process to its exit, collecting what it printed. */
+export function runProcess(
+  command: string,
+  args: string[],
+  options: { env: NodeJS.ProcessEnv; cwd?: string },
+): Promise<CliRun> {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** Runs `jobvisor ...args` as a child process against `databaseUrl`; `env` adds to a test environment. */
+export function runCli(databaseUrl: string, args: string[], env: Record<string, string> = {}): Promise<CliRun> {
+  return runProcess(process.execPath, [BIN, ...args], {
+    env: { ...process.env, DATABASE_URL: databaseUrl, JOBVISOR_CONFIG: '', NODE_ENV: 'test', ...env },
+  });
+}
+
+/** Runs `jobvisor ...args` against `databaseUrl` in this process; `env` adds to a test environment. */
 export async function runCliInProcess(
   databaseUrl: string,
   args: string[],

@@ -15,6 +15,7 @@ import type { Supervisor } from '../src/supervisor/supervisor.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { startSupervisor } from './helpers/inprocess.ts';
 import { until } from './helpers/poll.ts';
+import { GATE_TABLES, gateRunsOf, tellGate } from './helpers/gate.ts';
 
 let db: TestDatabase;
 let supervisor: Supervisor;
@@ -23,9 +24,7 @@ let store: Store;
 before(async () => {
   db = await createTestDatabase('hardening_fence');
   store = { db: db.pool, schema: 'jobvisor' };
-  await db.pool.query(`
-    CREATE TABLE gate_runs (run serial PRIMARY KEY, job_id bigint, attempt int, started timestamptz DEFAULT clock_timestamp(), ended timestamptz, how text);
-    CREATE TABLE gate_actions (run int PRIMARY KEY, action text);
+  await db.pool.query(`${GATE_TABLES}
     CREATE TABLE executions (job_id bigint, attempt int, pid int, finished boolean DEFAULT false, at timestamptz DEFAULT clock_timestamp());`);
   supervisor = startSupervisor(db.url, {
     queues: { default: { concurrency: 10, jobsPerThread: 10 } },
@@ -45,10 +44,8 @@ after(async () => {
 const job = async (id: string) =>
   (await db.pool.query('SELECT id, status, attempts, last_error, errors FROM jobvisor.jobs WHERE id = $1', [id]))
     .rows[0];
-const runsOf = async (id: string) =>
-  (await db.pool.query('SELECT * FROM gate_runs WHERE job_id = $1 ORDER BY run', [id])).rows;
-const tell = (run: number, action: 'done' | 'fail') =>
-  db.pool.query('INSERT INTO gate_actions (run, action) VALUES ($1, $2)', [run, action]);
+const runsOf = (id: string) => gateRunsOf(db.pool, id);
+const tell = (run: number, action: 'done' | 'fail') => tellGate(db.pool, run, action);
 
 /** Both runs of a re-queued job, once the second has started; they never overlap. */
 async function twoRuns(id: string) {

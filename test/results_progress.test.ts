@@ -17,6 +17,7 @@ import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { nextEvent, startSupervisor } from './helpers/inprocess.ts';
 import { until } from './helpers/poll.ts';
 import { runCli } from './helpers/cli.ts';
+import { GATE_TABLES, gateRunsOf, tellGate } from './helpers/gate.ts';
 
 let db: TestDatabase;
 let supervisor: Supervisor;
@@ -27,8 +28,7 @@ before(async () => {
   store = { db: db.pool, schema: 'jobvisor' };
   await db.pool.query(`
     CREATE TABLE report_gate (job_id bigint);
-    CREATE TABLE gate_runs (run serial PRIMARY KEY, job_id bigint, attempt int, started timestamptz DEFAULT clock_timestamp(), ended timestamptz, how text);
-    CREATE TABLE gate_actions (run int PRIMARY KEY, action text);
+    ${GATE_TABLES}
     -- Every write that changes a job's progress, whoever makes it.
     CREATE TABLE progress_writes (job_id bigint, value jsonb, status text);
     CREATE FUNCTION log_progress() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -227,10 +227,8 @@ describe('the fence', () => {
     assert.equal((await job(id)).attempts, 0);
   });
 
-  const runsOf = async (id: string) =>
-    (await db.pool.query('SELECT * FROM gate_runs WHERE job_id = $1 ORDER BY run', [id])).rows;
-  const tell = (gateRun: number, action: 'done' | 'snooze') =>
-    db.pool.query('INSERT INTO gate_actions (run, action) VALUES ($1, $2)', [gateRun, action]);
+  const runsOf = (id: string) => gateRunsOf(db.pool, id);
+  const tell = (gateRun: number, action: 'done' | 'snooze') => tellGate(db.pool, gateRun, action);
 
   for (const action of ['done', 'snooze'] as const) {
     it(`a run whose job was re-queued under it cannot ${action === 'done' ? 'store its result and progress' : 'snooze the new run'}`, async () => {

@@ -20,10 +20,9 @@ import { until } from './helpers/chaos/measure.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { createRunsTable, maxOverlap, maxOverlapByKey, maxStartsInWindow, readRuns } from './helpers/flow.ts';
 import { FIXTURE_TASKS } from './helpers/inprocess.ts';
-import { spawnSupervisor, type SpawnedSupervisor } from './helpers/supervisor.ts';
+import { SupervisorFleet, type SpawnedSupervisor } from './helpers/supervisor.ts';
 
 let db: TestDatabase;
-const everyone: SpawnedSupervisor[] = [];
 
 const LEASE_MS = 3000;
 /** How long the rate-limit case measures, as the flow-control contract asks. */
@@ -41,16 +40,13 @@ const CONFIG = {
   poll: { interval: '1s' },
 };
 
-async function supervisor(): Promise<SpawnedSupervisor> {
-  const s = await spawnSupervisor({
-    databaseUrl: db.url,
-    tasksDir: FIXTURE_TASKS,
-    config: CONFIG,
-    readyTimeoutMs: 60_000,
-  });
-  everyone.push(s);
-  return s;
-}
+const fleet = new SupervisorFleet(() => ({
+  databaseUrl: db.url,
+  tasksDir: FIXTURE_TASKS,
+  config: CONFIG,
+  readyTimeoutMs: 60_000,
+}));
+const supervisor = () => fleet.start();
 
 const waitFor = (what: string, check: () => Promise<boolean>, timeoutMs: number) =>
   until(what, check, (ok) => ok, timeoutMs, 100);
@@ -71,7 +67,7 @@ before(async () => {
   working = await Promise.all([supervisor(), supervisor(), supervisor()]);
 });
 after(async () => {
-  await Promise.all(everyone.map((s) => s.stop('SIGKILL')));
+  await fleet.kill();
   await db.drop();
 });
 

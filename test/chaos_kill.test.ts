@@ -15,7 +15,7 @@ import { enqueueMany, type JobSpec } from '../src/queue/enqueue.ts';
 import { count, prng, report, statusCounts, summary, until } from './helpers/chaos/measure.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { FIXTURE_TASKS } from './helpers/inprocess.ts';
-import { spawnSupervisor, type SpawnedSupervisor } from './helpers/supervisor.ts';
+import { SupervisorFleet, type SpawnedSupervisor } from './helpers/supervisor.ts';
 
 const JOBS = 10_000;
 const USERS = 1000;
@@ -24,7 +24,6 @@ const MAX_KILLS = 8;
 const LEASE = '6s';
 
 let db: TestDatabase;
-const everyone: SpawnedSupervisor[] = [];
 
 const CONFIG = {
   pool: { maxThreads: 1, dbPoolSize: 5 },
@@ -38,17 +37,14 @@ const CONFIG = {
   shutdown: { grace: '5s' },
 };
 
-async function supervisor(): Promise<SpawnedSupervisor> {
-  const s = await spawnSupervisor({
-    databaseUrl: db.url,
-    tasksDir: FIXTURE_TASKS,
-    config: CONFIG,
-    env: { WELCOME_EMAIL_SEND_MS: '40' },
-    readyTimeoutMs: 60_000,
-  });
-  everyone.push(s);
-  return s;
-}
+const fleet = new SupervisorFleet(() => ({
+  databaseUrl: db.url,
+  tasksDir: FIXTURE_TASKS,
+  config: CONFIG,
+  env: { WELCOME_EMAIL_SEND_MS: '40' },
+  readyTimeoutMs: 60_000,
+}));
+const supervisor = () => fleet.start();
 
 before(async () => {
   db = await createTestDatabase('chaos_kill');
@@ -61,7 +57,7 @@ before(async () => {
 });
 
 after(async () => {
-  await Promise.all(everyone.map((s) => s.stop('SIGKILL')));
+  await fleet.kill();
   await db.drop();
 });
 
@@ -170,7 +166,7 @@ describe('chaos: kill -9 storm', () => {
     // "welcome email sent" lines by process: the send (a log line inside the
     // transaction that records it) repeats only if its process died before commit.
     const sendsByUser = new Map<number, Array<{ pid: number }>>();
-    for (const s of everyone) {
+    for (const s of fleet.members) {
       for (const line of s.logs) {
         if (line.msg !== 'welcome email sent') continue;
         const list = sendsByUser.get(Number(line.userId)) ?? [];

@@ -11,10 +11,9 @@ import { enqueue } from '../src/queue/enqueue.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { FIXTURE_TASKS } from './helpers/inprocess.ts';
 import { until } from './helpers/poll.ts';
-import { spawnSupervisor, type SpawnedSupervisor } from './helpers/supervisor.ts';
+import { SupervisorFleet } from './helpers/supervisor.ts';
 
 let db: TestDatabase;
-const everyone: SpawnedSupervisor[] = [];
 
 const CONFIG = {
   pool: { maxThreads: 1 },
@@ -25,16 +24,13 @@ const CONFIG = {
   shutdown: { grace: '5s' },
 };
 
-async function supervisor(): Promise<SpawnedSupervisor> {
-  const s = await spawnSupervisor({
-    databaseUrl: db.url,
-    tasksDir: FIXTURE_TASKS,
-    config: CONFIG,
-    readyTimeoutMs: 60_000,
-  });
-  everyone.push(s);
-  return s;
-}
+const fleet = new SupervisorFleet(() => ({
+  databaseUrl: db.url,
+  tasksDir: FIXTURE_TASKS,
+  config: CONFIG,
+  readyTimeoutMs: 60_000,
+}));
+const supervisor = () => fleet.start();
 
 before(async () => {
   db = await createTestDatabase('chaos_reports');
@@ -42,14 +38,7 @@ before(async () => {
 });
 
 after(async () => {
-  for (const s of everyone) {
-    try {
-      process.kill(s.pid, 'SIGCONT');
-    } catch {
-      // already gone
-    }
-    await s.stop('SIGKILL').catch(() => {});
-  }
+  await fleet.kill();
   await db.drop();
 });
 

@@ -15,13 +15,12 @@ import { runCliInProcess } from './helpers/cli.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { createRunsTable, readRuns } from './helpers/flow.ts';
 import { FIXTURE_TASKS } from './helpers/inprocess.ts';
-import { spawnSupervisor, type SpawnedSupervisor } from './helpers/supervisor.ts';
+import { SupervisorFleet } from './helpers/supervisor.ts';
 
 const waitFor = (what: string, check: () => Promise<boolean>, timeoutMs: number) =>
   until(what, check, (ok) => ok, timeoutMs);
 
 let db: TestDatabase;
-const everyone: SpawnedSupervisor[] = [];
 
 const CONFIG = {
   pool: { maxThreads: 1, dbPoolSize: 5 },
@@ -30,23 +29,20 @@ const CONFIG = {
   poll: { interval: '1s' },
 };
 
-async function supervisor(): Promise<SpawnedSupervisor> {
-  const s = await spawnSupervisor({
-    databaseUrl: db.url,
-    tasksDir: FIXTURE_TASKS,
-    config: CONFIG,
-    readyTimeoutMs: 60_000,
-  });
-  everyone.push(s);
-  return s;
-}
+const fleet = new SupervisorFleet(() => ({
+  databaseUrl: db.url,
+  tasksDir: FIXTURE_TASKS,
+  config: CONFIG,
+  readyTimeoutMs: 60_000,
+}));
+const supervisor = () => fleet.start();
 
 before(async () => {
   db = await createTestDatabase('flow_pause');
   await createRunsTable(db.pool);
 });
 after(async () => {
-  await Promise.all(everyone.map((s) => s.stop('SIGKILL')));
+  await fleet.kill();
   await db.drop();
 });
 

@@ -57,6 +57,37 @@ export function writeConfig(config: Record<string, unknown>): string {
   return file;
 }
 
+/**
+ * Supervisors of one test file, started alike (`options` is read at each start,
+ * so it may name a database made later) and all SIGKILLed by kill(), stopped
+ * ones first resumed.
+ */
+export class SupervisorFleet {
+  /** Every supervisor started, in order, alive or not. */
+  readonly members: SpawnedSupervisor[] = [];
+
+  constructor(private readonly options: () => SpawnOptions) {}
+
+  async start(): Promise<SpawnedSupervisor> {
+    const s = await spawnSupervisor(this.options());
+    this.members.push(s);
+    return s;
+  }
+
+  async kill(): Promise<void> {
+    await Promise.all(
+      this.members.map((s) => {
+        try {
+          process.kill(s.pid, 'SIGCONT');
+        } catch {
+          // already gone
+        }
+        return s.stop('SIGKILL').catch(() => {});
+      }),
+    );
+  }
+}
+
 export async function spawnSupervisor(options: SpawnOptions): Promise<SpawnedSupervisor> {
   const config = { metrics: { port: 0, host: '127.0.0.1' }, ...options.config };
   const child = spawn(process.execPath, [BIN, 'start', ...(options.args ?? [])], {

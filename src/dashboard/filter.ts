@@ -57,6 +57,22 @@ export function toFilter(p: FilterParams): JobFilter {
   return filter;
 }
 
+/**
+ * A query string's or form's filter: its fields, and the admin API's filter
+ * for them, or why they make none (shown as a 400 page).
+ */
+export function readFilter(
+  get: (name: string) => string | undefined,
+): { params: FilterParams; filter: JobFilter } | { error: string } {
+  const params = readParams(get);
+  try {
+    return { params, filter: toFilter(params) };
+  } catch (err) {
+    if (err instanceof FilterError) return { error: err.message };
+    throw err;
+  }
+}
+
 /** The query string of these parameters (without "?"), for links. */
 export function toQuery(p: FilterParams, extra: Record<string, string> = {}): string {
   const q = new URLSearchParams();

@@ -10,7 +10,7 @@
 import type { Hono } from 'hono';
 import { cancelJobs, COUNT_CAP, countJobs, deleteJobs, retryJobs, runJobsNow } from '../../queue/admin/index.ts';
 import type { DashboardDb } from '../db.ts';
-import { FilterError, isEmpty, readParams, toFilter, toQuery } from '../filter.ts';
+import { isEmpty, readFilter, toQuery } from '../filter.ts';
 import { confirmPage } from '../views/confirm.ts';
 import type { ViewContext } from '../views/layout.ts';
 import { messagePage } from '../views/message.ts';
@@ -42,14 +42,9 @@ export function actionRoutes(app: Hono, deps: { view: ViewContext; db: Dashboard
   for (const [action, [run, done]] of Object.entries(BULK)) {
     app.post(`/jobs/${action}`, async (c) => {
       const form = await c.req.parseBody();
-      const params = readParams((name) => (typeof form[name] === 'string' ? form[name] : undefined));
-      let filter;
-      try {
-        filter = toFilter(params);
-      } catch (err) {
-        if (err instanceof FilterError) return c.html(messagePage(view, 'Bad filter', err.message), 400);
-        throw err;
-      }
+      const read = readFilter((name) => (typeof form[name] === 'string' ? form[name] : undefined));
+      if ('error' in read) return c.html(messagePage(view, 'Bad filter', read.error), 400);
+      const { params, filter } = read;
       if (isEmpty(params))
         return c.html(messagePage(view, 'Choose a filter', 'A bulk action needs at least one filter field.'), 400);
       if (typeof form.confirm !== 'string') {

@@ -12,7 +12,7 @@ import {
 } from '../../queue/admin/index.ts';
 import { cached } from '../cache.ts';
 import type { DashboardDb } from '../db.ts';
-import { FilterError, readParams, toFilter } from '../filter.ts';
+import { readFilter } from '../filter.ts';
 import { redactPayload } from '../redact.ts';
 import { deadLettersPage } from '../views/dead_letters.ts';
 import { jobPage } from '../views/job.ts';
@@ -49,14 +49,9 @@ export function pageRoutes(
   });
 
   app.get('/jobs', async (c) => {
-    const params = readParams((name) => c.req.query(name));
-    let filter;
-    try {
-      filter = toFilter(params);
-    } catch (err) {
-      if (err instanceof FilterError) return c.html(messagePage(view, 'Bad filter', err.message), 400);
-      throw err;
-    }
+    const read = readFilter((name) => c.req.query(name));
+    if ('error' in read) return c.html(messagePage(view, 'Bad filter', read.error), 400);
+    const { params, filter } = read;
     const after = c.req.query('after');
     // On two connections at once: a text filter makes both scan.
     const [list, total] = await Promise.all([

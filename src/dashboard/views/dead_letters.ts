@@ -1,15 +1,8 @@
 /** Dead letters grouped by kind and the first line of the error, each group retryable at once. */
 import { html } from 'hono/html';
+import type { DeadLetterGroup } from '../../queue/admin/index.ts';
 import { toQuery } from '../filter.ts';
 import { count, layout, time, type ViewContext } from './layout.ts';
-
-export interface DeadLetterGroup {
-  kind: string;
-  errorPrefix: string;
-  count: number;
-  firstSeen: Date;
-  lastSeen: Date;
-}
 
 export function deadLettersPage(v: ViewContext, groups: DeadLetterGroup[]) {
   const body = html`<h1>Dead letters</h1>

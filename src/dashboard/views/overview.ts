@@ -1,25 +1,11 @@
 /** The overview page: per-queue counts, the oldest due job, throughput charts, live supervisors. */
 import { html } from 'hono/html';
-import { OVERVIEW_CAP, type SupervisorRow } from '../../queue/admin/index.ts';
+import { OVERVIEW_CAP, type Overview } from '../../queue/admin/index.ts';
 import { throughputChart, type Bucket } from './chart.ts';
 import { age, count, layout, time, type ViewContext } from './layout.ts';
 
-export interface QueueLine {
-  queue: string;
-  pending: number;
-  due: number;
-  running: number;
-  dead: number;
-  doneLastHour: number;
-  paused?: boolean;
-}
-
-export interface OverviewData {
-  queues: QueueLine[];
-  oldestDueAgeSeconds: number | null;
-  supervisors: SupervisorRow[];
-  /** Some status had more rows than the overview reads: its counts are lower bounds. */
-  capped?: boolean;
+/** The admin overview and the two throughput charts. */
+export interface OverviewData extends Overview {
   hour: Bucket[];
   day: Bucket[];
 }

@@ -5,13 +5,17 @@
  * re-queued meanwhile) therefore changes nothing when it wakes.
  *
  * Shape: no join. The rows are found through `id = ANY($ids)` (an index scan)
- * and the fence is checked against `'id:token' = ANY($keys)`, which
- * PostgreSQL evaluates with a hash table. Joining `unnest($ids, $attempts)`
- * instead let the planner, misled by stale statistics on running rows, pick a
- * nested loop that rescanned the array for every row: 250 completions took
- * 25–35 ms instead of 2.5 ms in a running benchmark (auto_explain).
+ * and the fence is checked against `lease_token = ANY($tokens)`, which
+ * PostgreSQL evaluates with a hash table. Every claim draws its token from one
+ * sequence, so a token names exactly one claim of one job: the token alone is
+ * the fence (it used to be the text 'id:token', built and hashed per row; the
+ * bigint compare made a batch of 1,000 completions about 5 % cheaper).
+ * Joining `unnest($ids, $tokens)` instead let the planner, misled by stale
+ * statistics on running rows, pick a nested loop that rescanned the array for
+ * every row: 250 completions took 25–35 ms instead of 2.5 ms in a running
+ * benchmark (auto_explain).
  */
-import { intArray, planned, run, textArray, type Now, type Store } from './sql.ts';
+import { intArray, planned, run, type Now, type Store } from './sql.ts';
 import type { Fence } from './types.ts';
 
 // Answers with a count; the ids come back only when some row was fenced off
@@ -23,7 +27,7 @@ WITH u AS (
   UPDATE jobvisor.jobs AS j
      SET status = 'done', locked_until = NULL, finished_at = coalesce($4::timestamptz, now()), result = NULL
    WHERE j.id = ANY($1::bigint[]) AND j.status = 'running' AND j.locked_by = $3
-     AND (j.id::text || ':' || j.lease_token::text) = ANY($2::text[])
+     AND j.lease_token = ANY($2::bigint[])
   RETURNING j.id
 )
 SELECT count(*)::int AS written,
@@ -32,8 +36,8 @@ SELECT count(*)::int AS written,
 );
 
 // The same write for a batch where some task returned a value or left a last
-// progress value: both arrays are aligned with the fence keys, and each row
-// finds its own by its key (not its id: two claims of one job are two keys).
+// progress value: both arrays are aligned with the tokens, and each row finds
+// its own by its token (not its id: two claims of one job are two tokens).
 // A batch of tasks that return nothing never pays for it (COMPLETE_JOBS).
 const COMPLETE_JOBS_REPORTED = planned(
   'complete_jobs_reported',
@@ -41,10 +45,10 @@ const COMPLETE_JOBS_REPORTED = planned(
 WITH u AS (
   UPDATE jobvisor.jobs AS j
      SET status = 'done', locked_until = NULL, finished_at = coalesce($4::timestamptz, now()),
-         result = ($5::jsonb[])[array_position($2::text[], j.id::text || ':' || j.lease_token::text)],
-         progress = coalesce(($6::jsonb[])[array_position($2::text[], j.id::text || ':' || j.lease_token::text)], j.progress)
+         result = ($5::jsonb[])[array_position($2::bigint[], j.lease_token)],
+         progress = coalesce(($6::jsonb[])[array_position($2::bigint[], j.lease_token)], j.progress)
    WHERE j.id = ANY($1::bigint[]) AND j.status = 'running' AND j.locked_by = $3
-     AND (j.id::text || ':' || j.lease_token::text) = ANY($2::text[])
+     AND j.lease_token = ANY($2::bigint[])
   RETURNING j.id
 )
 SELECT count(*)::int AS written,
@@ -75,7 +79,7 @@ export async function completeJobs(
   reports?: Reports,
 ): Promise<Set<string>> {
   if (ids.length === 0) return new Set();
-  const values: unknown[] = [intArray(ids), fenceKeys(ids, tokens), owner, now];
+  const values: unknown[] = [intArray(ids), intArray(tokens), owner, now];
   if (reports) values.push(reports.results, reports.progress);
   const [row] = await run<{ written: number; ids: string[] | null }>(
     store,
@@ -100,7 +104,7 @@ UPDATE jobvisor.jobs AS j
        last_error = ($5::text[])[array_position($1::bigint[], j.id)],
        errors = jobvisor.append_error(j.errors, j.attempts, coalesce($7::timestamptz, now()), ($5::text[])[array_position($1::bigint[], j.id)])
  WHERE j.id = ANY($1::bigint[]) AND j.status = 'running' AND j.locked_by = $6
-   AND (j.id::text || ':' || j.lease_token::text) = ANY($2::text[])
+   AND j.lease_token = ANY($2::bigint[])
 RETURNING j.id, j.status`,
 );
 
@@ -118,7 +122,7 @@ export async function failJobs(
   if (f.ids.length === 0) return [];
   return run(store, FAIL_JOBS, [
     intArray(f.ids),
-    fenceKeys(f.ids, f.tokens),
+    intArray(f.tokens),
     f.permanent,
     f.delaysMs,
     f.errors,
@@ -145,7 +149,7 @@ const RELEASE_JOBS = planned(
 UPDATE jobvisor.jobs AS j
    SET status = 'pending', attempts = greatest(j.attempts - 1, 0), locked_until = NULL
  WHERE j.id = ANY($1::bigint[]) AND j.status = 'running' AND j.locked_by = $3
-   AND (j.id::text || ':' || j.lease_token::text) = ANY($2::text[])
+   AND j.lease_token = ANY($2::bigint[])
 RETURNING j.id`,
 );
 
@@ -154,16 +158,8 @@ export async function releaseJobs(store: Store, owner: string, jobs: Fence[]): P
   if (jobs.length === 0) return [];
   const rows = await run<{ id: string }>(store, RELEASE_JOBS, [
     intArray(jobs.map((j) => j.id)),
-    fenceKeys(
-      jobs.map((j) => j.id),
-      jobs.map((j) => j.token),
-    ),
+    intArray(jobs.map((j) => j.token)),
     owner,
   ]);
   return rows.map((r) => r.id);
-}
-
-/** The fence keys 'id:token' as a text[] literal (ids and tokens are digits only). */
-export function fenceKeys(ids: string[], tokens: string[]): string {
-  return textArray(ids.map((id, i) => `${id}:${tokens[i]}`));
 }

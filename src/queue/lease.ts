@@ -3,10 +3,10 @@
  * Only `locked_until` changes and no index covers it, so the update stays HOT.
  *
  * Fenced like every write after a claim: a lease is renewed only for the claim
- * that holds it ('id:token'), so a run whose job was cancelled and claimed
+ * that holds it (its token), so a run whose job was cancelled and claimed
  * again meanwhile -- even by this same supervisor -- learns that it lost it.
  */
-import { intArray, planned, run, textArray, type Now, type Store } from './sql.ts';
+import { intArray, planned, run, type Now, type Store } from './sql.ts';
 import type { Fence } from './types.ts';
 
 const RENEW_LEASES = planned(
@@ -15,7 +15,7 @@ const RENEW_LEASES = planned(
 UPDATE jobvisor.jobs AS j
    SET locked_until = coalesce($4::timestamptz, now()) + $3::float8 * interval '1 millisecond'
  WHERE j.id = ANY($1::bigint[]) AND j.status = 'running' AND j.locked_by = $2
-   AND (j.id::text || ':' || j.lease_token::text) = ANY($5::text[])
+   AND j.lease_token = ANY($5::bigint[])
 RETURNING j.lease_token::text AS token`,
 );
 
@@ -36,7 +36,7 @@ export async function renewLeases(
     owner,
     leaseMs,
     now,
-    textArray(held.map((f) => `${f.id}:${f.token}`)),
+    intArray(held.map((f) => f.token)),
   ]);
   return new Set(rows.map((r) => r.token));
 }

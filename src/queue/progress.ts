@@ -1,21 +1,20 @@
 /**
  * Progress reports: the last value each running task gave ctx.progress(),
  * written in one statement per batch and fenced like every write after a claim
- * ('id:token', owner, running): a run that lost its claim changes nothing.
+ * (claim token, owner, running): a run that lost its claim changes nothing.
  * Values are looked up by fence key (two claims of one job are two keys).
  * Throttling (one write per second per job) is the worker thread's; see
  * worker/progress.ts.
  */
 import { intArray, planned, run, type Store } from './sql.ts';
-import { fenceKeys } from './complete.ts';
 
 const WRITE_PROGRESS = planned(
   'write_progress',
   `
 UPDATE jobvisor.jobs AS j
-   SET progress = ($3::jsonb[])[array_position($2::text[], j.id::text || ':' || j.lease_token::text)]
+   SET progress = ($3::jsonb[])[array_position($2::bigint[], j.lease_token)]
  WHERE j.id = ANY($1::bigint[]) AND j.status = 'running' AND j.locked_by = $4
-   AND (j.id::text || ':' || j.lease_token::text) = ANY($2::text[])
+   AND j.lease_token = ANY($2::bigint[])
 RETURNING j.id`,
 );
 
@@ -31,6 +30,6 @@ export async function writeProgress(
   values: string[],
 ): Promise<string[]> {
   if (ids.length === 0) return [];
-  const rows = await run<{ id: string }>(store, WRITE_PROGRESS, [intArray(ids), fenceKeys(ids, tokens), values, owner]);
+  const rows = await run<{ id: string }>(store, WRITE_PROGRESS, [intArray(ids), intArray(tokens), values, owner]);
   return rows.map((r) => r.id);
 }

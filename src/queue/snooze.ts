@@ -1,6 +1,6 @@
 /**
  * Snoozes: a task put its job back (ctx.snooze, SnoozeError) to run again at
- * now + delay. Fenced like every write after a claim ('id:token', owner,
+ * now + delay. Fenced like every write after a claim (claim token, owner,
  * running), so a run that lost its claim changes nothing.
  *
  * A snooze is not an attempt: the claim's increment of `attempts` is given back
@@ -11,7 +11,6 @@
  * Delays are looked up by fence key, not id: two claims of one job are two keys.
  */
 import { intArray, planned, run, type Now, type Store } from './sql.ts';
-import { fenceKeys } from './complete.ts';
 
 const SNOOZE_JOBS = planned(
   'snooze_jobs',
@@ -20,10 +19,10 @@ WITH s AS (
   SELECT j.id, j.snoozes >= $4::int AS over,
          coalesce($6::timestamptz, now()) AS at,
          coalesce($6::timestamptz, now())
-           + ($3::float8[])[array_position($2::text[], j.id::text || ':' || j.lease_token::text)] * interval '1 millisecond' AS until
+           + ($3::float8[])[array_position($2::bigint[], j.lease_token)] * interval '1 millisecond' AS until
     FROM jobvisor.jobs AS j
    WHERE j.id = ANY($1::bigint[]) AND j.status = 'running' AND j.locked_by = $5
-     AND (j.id::text || ':' || j.lease_token::text) = ANY($2::text[])
+     AND j.lease_token = ANY($2::bigint[])
      FOR UPDATE OF j
 )
 UPDATE jobvisor.jobs AS j
@@ -65,5 +64,5 @@ export async function snoozeJobs(
   now: Now = null,
 ): Promise<Array<{ id: string; status: 'pending' | 'failed'; error: string | null }>> {
   if (s.ids.length === 0) return [];
-  return run(store, SNOOZE_JOBS, [intArray(s.ids), fenceKeys(s.ids, s.tokens), s.delaysMs, maxSnoozes, owner, now]);
+  return run(store, SNOOZE_JOBS, [intArray(s.ids), intArray(s.tokens), s.delaysMs, maxSnoozes, owner, now]);
 }

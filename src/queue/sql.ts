@@ -79,8 +79,3 @@ export type Now = Date | null;
 export function intArray(values: ReadonlyArray<string | number>): string {
   return `{${values.join(',')}}`;
 }
-
-/** A text[] literal of values made of digits and ':' only (no quoting needed). */
-export function textArray(values: readonly string[]): string {
-  return `{${values.join(',')}}`;
-}

@@ -22,14 +22,17 @@ function load(overrides: Record<string, unknown>) {
 }
 
 describe('effectiveQueueLimits', () => {
-  it('derives jobsPerThread so that concurrency fits in the threads', () => {
+  it('lets a queue that sets only concurrency share one thread, so all of it runs', () => {
     const r = effectiveQueueLimits({ pool: { maxThreads: 2 }, queues: { default: { concurrency: 50 } } });
-    assert.equal(r.queues.default?.jobsPerThread, 25);
+    assert.equal(r.queues.default?.jobsPerThread, 50);
     assert.equal(r.limits.default, 50);
     assert.deepEqual(r.warnings, []);
     const odd = effectiveQueueLimits({ pool: { maxThreads: 4 }, queues: { q: { concurrency: 9 } } });
-    assert.equal(odd.queues.q?.jobsPerThread, 3);
+    assert.equal(odd.queues.q?.jobsPerThread, 9);
     assert.equal(odd.limits.q, 9);
+    const one = effectiveQueueLimits({ pool: { maxThreads: 4 }, queues: { q: { concurrency: 1 } } });
+    assert.equal(one.queues.q?.jobsPerThread, 1);
+    assert.equal(one.queues.q?.prefetch, 0, 'a job per thread claims nothing ahead');
   });
 
   it('says in one line when explicit settings cannot reach concurrency, naming the limit and the key', () => {
@@ -72,7 +75,7 @@ describe('effectiveQueueLimits', () => {
 describe('queues in the configuration', () => {
   it('a queue with only concurrency gets it, whatever its name', () => {
     const s = load({ pool: { maxThreads: 2 }, queues: { default: { concurrency: 50 }, mail: { concurrency: 50 } } });
-    assert.equal(s.queues.default?.jobsPerThread, 25);
+    assert.equal(s.queues.default?.jobsPerThread, 50);
     assert.deepEqual(s.queues.mail, s.queues.default);
   });
 

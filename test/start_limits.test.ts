@@ -34,9 +34,9 @@ describe('start-up limits', () => {
     );
     assert.equal(line.level, 40, 'a warning');
     const warnings = supervisor.logs.filter((l) => /concurrency is \d+, but at most/.test(String(l.msg)));
-    assert.equal(warnings.length, 1, 'the mail queue derives jobsPerThread 25 and reaches 50');
+    assert.equal(warnings.length, 1, 'the mail queue derives jobsPerThread 50 and reaches 50');
     const ready = await supervisor.waitForLog(/^ready$/, 10_000);
     const queues = ready.queues as Record<string, { jobsPerThread: number }>;
-    assert.equal(queues.mail?.jobsPerThread, 25);
+    assert.equal(queues.mail?.jobsPerThread, 50);
   });
 });

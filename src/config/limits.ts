@@ -1,9 +1,18 @@
 /**
  * What a queue's `concurrency` really allows. A queue runs at most
  * `pool.maxThreads × jobsPerThread` jobs at once, so a `concurrency` above that
- * would be silently cut. Unset, `jobsPerThread` is derived so that
- * `concurrency` fits in the threads (I/O-style sharing); set, a limit it cannot
- * reach is reported in one line naming the effective limit and the key to change.
+ * would be silently cut. Unset, `jobsPerThread` is `concurrency`: a queue's jobs
+ * share one thread (I/O-style; one Node thread serves many awaits), and a task
+ * that keeps a core busy says so itself (`exclusiveThread`) and gets a thread of
+ * its own wherever it is queued. Set, a limit it cannot reach is reported in one
+ * line naming the effective limit and the key to change.
+ *
+ * Why one thread and not `concurrency ÷ maxThreads`: on 2 cores, 50 no-op jobs
+ * spread over two threads (25 each) ran a 20,000-job burst at 38,000-41,000
+ * jobs/s with 330 ms of supervisor CPU; on one thread at 45,000-46,000 with
+ * 230 ms (interleaved runs, BENCHMARKS.md). Two threads each get half-size
+ * batches, so every job costs more messages and wake-ups, and the second core
+ * is taken from PostgreSQL.
  */
 import { QUEUE_DEFAULTS, type QueueInput, type QueueSettings } from './schema.ts';
 import { isLimited, type RateLimit, type RateLimitInput } from './sections.ts';
@@ -38,7 +47,7 @@ function rateLimitOf(rate: RateLimitInput | RateLimit): RateLimit {
   return { count: rate.count, periodMs, perKey: rate.perKey ?? false };
 }
 
-/** Pure: resolves queue defaults and derives `jobsPerThread`; reports what cannot be reached. */
+/** Pure: resolves queue defaults (`jobsPerThread` unset: `concurrency`); reports what cannot be reached. */
 export function effectiveQueueLimits(settings: {
   pool: { maxThreads: number };
   queues: Record<string, QueueInput | QueueSettings>;
@@ -49,7 +58,7 @@ export function effectiveQueueLimits(settings: {
   const warnings: string[] = [];
   for (const [name, given] of Object.entries(settings.queues)) {
     const concurrency = given.concurrency ?? QUEUE_DEFAULTS.concurrency;
-    const jobsPerThread = given.jobsPerThread ?? Math.ceil(concurrency / threads);
+    const jobsPerThread = given.jobsPerThread ?? concurrency;
     const timeout = given.timeout ?? QUEUE_DEFAULTS.timeout;
     const resolved: QueueSettings = {
       concurrency,

@@ -53,7 +53,7 @@ export function isLimited(q: QueueSettings): boolean {
 /**
  * The one set of queue defaults, for `default` and every other queue.
  * `jobsPerThread` and `prefetch` have none: unset, they are derived from
- * `concurrency` and the number of threads (see limits.ts).
+ * `concurrency` (see limits.ts).
  */
 export const QUEUE_DEFAULTS = { concurrency: 10, timeout: null } as const;
 

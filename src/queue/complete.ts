@@ -120,15 +120,7 @@ export async function failJobs(
   now: Now = null,
 ): Promise<Array<{ id: string; status: 'pending' | 'failed' }>> {
   if (f.ids.length === 0) return [];
-  return run(store, FAIL_JOBS, [
-    intArray(f.ids),
-    intArray(f.tokens),
-    f.permanent,
-    f.delaysMs,
-    f.errors,
-    owner,
-    now,
-  ]);
+  return run(store, FAIL_JOBS, [intArray(f.ids), intArray(f.tokens), f.permanent, f.delaysMs, f.errors, owner, now]);
 }
 
 /** Failed attempts as parallel arrays: ids[i], claimed with tokens[i], failed with errors[i]. */

@@ -10,6 +10,7 @@ import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { context, ROOT_CONTEXT, trace } from '@opentelemetry/api';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { enqueue, enqueueMany } from '../src/queue/enqueue.ts';
@@ -19,8 +20,10 @@ import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { FIXTURE_TASKS } from './helpers/inprocess.ts';
 import { until } from './helpers/poll.ts';
 import { attr, startOtlpReceiver, type OtlpReceiver, type OtlpSpan } from './helpers/otlp.ts';
+import { runProcess } from './helpers/cli.ts';
 import { spawnSupervisor, type SpawnedSupervisor } from './helpers/supervisor.ts';
 
+const root = fileURLToPath(new URL('..', import.meta.url));
 const SPAN_KIND_CONSUMER = 5;
 const STATUS_ERROR = 2;
 
@@ -392,5 +395,26 @@ describe('trace context values', () => {
     assert.equal(tracingWanted({ OTEL_TRACES_EXPORTER: 'otlp' }), true);
     assert.equal(tracingWanted({ OTEL_TRACES_EXPORTER: 'none', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c' }), false);
     assert.equal(tracingWanted({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c', OTEL_SDK_DISABLED: 'true' }), false);
+  });
+
+  it('an untraced process never loads the API: not to enqueue, nor to run or log a job in a worker thread', async () => {
+    // A fresh process (this one has a provider registered): the modules a worker
+    // thread and an enqueuing application load, then what they call per job.
+    const script = `
+      import { createRequire } from 'node:module';
+      await import(${JSON.stringify(path.join(root, 'src/queue/enqueue.ts'))});
+      await import(${JSON.stringify(path.join(root, 'src/tracing/sdk.ts'))});
+      const { captureTraceContext } = await import(${JSON.stringify(path.join(root, 'src/tracing/context.ts'))});
+      const { runTask, traceLogFields } = await import(${JSON.stringify(path.join(root, 'src/worker/tracing.ts'))});
+      const ran = await runTask((p) => p, 'ran', { id: '1', kind: 'k', queue: 'q', attempt: 1, signal: new AbortController().signal }, undefined);
+      const loaded = Object.keys(createRequire(import.meta.url).cache).filter((k) => k.includes('@opentelemetry'));
+      console.log(JSON.stringify({ capture: captureTraceContext(), fields: traceLogFields(), ran, loaded }));`;
+    const { code, stdout, stderr } = await runProcess(
+      process.execPath,
+      ['--import', 'tsx', '--input-type=module', '-e', script],
+      { env: { ...process.env, OTEL_EXPORTER_OTLP_ENDPOINT: '' }, cwd: root },
+    );
+    assert.equal(code, 0, stderr);
+    assert.deepEqual(JSON.parse(stdout), { capture: null, fields: {}, ran: 'ran', loaded: [] });
   });
 });

@@ -5,13 +5,14 @@
  * traces hold the run spans (worker/tracing.ts). Subscribed only when the SDK
  * is on, so an untraced supervisor has no listener at all.
  */
-import { ROOT_CONTEXT, SpanKind, trace, type Attributes } from '@opentelemetry/api';
+import type { Attributes } from '@opentelemetry/api';
+import { otelApi } from '../tracing/api.ts';
 import type { JobRef, SupervisorEvents } from './events.ts';
 
-const tracer = () => trace.getTracer('jobvisor');
-
-function instant(name: string, kind: SpanKind, attributes: Attributes): void {
-  tracer().startSpan(name, { kind, attributes }, ROOT_CONTEXT).end();
+/** A span of no duration, a root of its own, of kind CLIENT (a call to the database). */
+function instant(name: string, attributes: Attributes): void {
+  const { ROOT_CONTEXT, SpanKind, trace } = otelApi();
+  trace.getTracer('jobvisor').startSpan(name, { kind: SpanKind.CLIENT, attributes }, ROOT_CONTEXT).end();
 }
 
 /** The queue all jobs share, or undefined for a mixed batch. */
@@ -22,7 +23,7 @@ function queueOf(jobs: JobRef[]): string | undefined {
 
 export function traceEvents(events: SupervisorEvents, supervisor: string): () => void {
   const onClaimed = ({ queue, count }: { queue: string; count: number }) =>
-    instant(`jobvisor.claim ${queue}`, SpanKind.CLIENT, {
+    instant(`jobvisor.claim ${queue}`, {
       'messaging.system': 'jobvisor',
       'messaging.operation.type': 'receive',
       'messaging.operation.name': 'claim',
@@ -34,7 +35,7 @@ export function traceEvents(events: SupervisorEvents, supervisor: string): () =>
     (name: string) =>
     ({ jobs }: { jobs: JobRef[] }) => {
       const queue = queueOf(jobs);
-      instant('jobvisor.complete', SpanKind.CLIENT, {
+      instant('jobvisor.complete', {
         'messaging.system': 'jobvisor',
         'messaging.operation.type': 'settle',
         'messaging.operation.name': 'complete',

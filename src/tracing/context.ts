@@ -4,13 +4,18 @@
  * in `jobs.trace_context`. Written here from the active span (no propagator
  * needed: the format is fixed), and read back in the worker thread.
  *
- * Only `@opentelemetry/api` is used. Without an SDK there is never an active
- * span, so capturing costs one context look-up and returns null.
+ * Only `@opentelemetry/api` is used, loaded when first needed (api.ts).
+ * Without a registered context manager there is never an active span, so
+ * capturing costs one property look-up and returns null.
  */
-import { context, createTraceState, isSpanContextValid, trace, type SpanContext } from '@opentelemetry/api';
+import type { SpanContext } from '@opentelemetry/api';
+import { otelApi, otelRegistered } from './api.ts';
 
 /** The active span's context as the JSON text of a trace_context value, or null. */
 export function captureTraceContext(): string | null {
+  // No context manager registered: no span can be active (and the API stays unloaded).
+  if (!otelRegistered('context')) return null;
+  const { context, isSpanContextValid, trace } = otelApi();
   const span = trace.getSpan(context.active());
   if (span === undefined) return null;
   const sc = span.spanContext();
@@ -44,6 +49,7 @@ export function parseTraceContext(text: string | null | undefined): SpanContext 
   const [, version, traceId, spanId, flags, rest] = m as unknown as [string, string, string, string, string, string?];
   // Version ff is invalid; version 00 has exactly four fields.
   if (version === 'ff' || (version === '00' && rest !== undefined)) return null;
+  const { createTraceState, isSpanContextValid } = otelApi();
   const sc: SpanContext = { traceId, spanId, traceFlags: parseInt(flags, 16) & 0xff, isRemote: true };
   if (!isSpanContextValid(sc)) return null;
   if (typeof tracestate === 'string' && tracestate.length > 0 && tracestate.length <= 512)

@@ -7,7 +7,7 @@
  * worker/traced-entry.ts. Where a tracer provider is already registered (the
  * user's own SDK, set up in a preload module), that one is kept.
  */
-import { isSpanContextValid, ROOT_CONTEXT, trace } from '@opentelemetry/api';
+import { otelApi, otelRegistered } from './api.ts';
 
 export type Env = Record<string, string | undefined>;
 
@@ -27,11 +27,13 @@ export function tracingWanted(env: Env): boolean {
 }
 
 /**
- * Whether a tracer provider is registered in this thread. A span from the
- * no-op provider has an invalid context; the probe span is never ended, so it
+ * Whether a tracer provider is registered in this thread (without loading the
+ * API when nothing is registered; see api.ts). A span from the no-op provider has an invalid context; the probe span is never ended, so it
  * is never exported.
  */
 export function tracerRegistered(): boolean {
+  if (!otelRegistered('trace')) return false;
+  const { isSpanContextValid, ROOT_CONTEXT, trace } = otelApi();
   return isSpanContextValid(trace.getTracer('jobvisor').startSpan('jobvisor.probe', {}, ROOT_CONTEXT).spanContext());
 }
 
@@ -99,7 +101,7 @@ export async function startTracing(
   });
   sdk.start();
   startedHere = true;
-  const provider = trace.getTracerProvider() as { getDelegate?: () => { forceFlush?: () => Promise<void> } };
+  const provider = otelApi().trace.getTracerProvider() as { getDelegate?: () => { forceFlush?: () => Promise<void> } };
   return {
     state: 'started',
     tracing: {

@@ -10,9 +10,10 @@
  * ran it. Each attempt is its own span, a sibling under the same parent.
  *
  * Without a tracer provider in this thread the task is called directly: no
- * span, no context, no closure.
+ * span, no context, no closure, and the API is never loaded (tracing/api.ts).
  */
-import { context, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Span, type Tracer } from '@opentelemetry/api';
+import type { Span, Tracer } from '@opentelemetry/api';
+import { otelApi, otelRegistered } from '../tracing/api.ts';
 import { parseTraceContext } from '../tracing/context.ts';
 import { tracerRegistered } from '../tracing/sdk.ts';
 
@@ -51,6 +52,7 @@ async function runInSpan<R extends RunInfo>(
   run: R,
   traceContext: string | undefined,
 ): Promise<unknown> {
+  const { context, ROOT_CONTEXT, SpanKind, trace } = otelApi();
   const remote = parseTraceContext(traceContext);
   const parent = remote ? trace.setSpanContext(ROOT_CONTEXT, remote) : ROOT_CONTEXT;
   tracer ??= trace.getTracer('jobvisor');
@@ -89,11 +91,13 @@ function fail(span: Span, err: unknown, run: RunInfo): void {
   span.setAttribute('jobvisor.outcome', reason?.name === 'TimeoutError' ? 'timeout' : aborted ? 'aborted' : 'failed');
   if (err instanceof Error) span.recordException(err);
   else span.recordException({ name: 'NonError', message: String(err) });
-  span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });
+  span.setStatus({ code: otelApi().SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });
 }
 
 /** pino mixin: the active span's ids on every line written inside a task. */
 export function traceLogFields(): Record<string, string> {
+  if (!otelRegistered('context')) return {};
+  const { context, trace } = otelApi();
   const span = trace.getSpan(context.active());
   if (span === undefined) return {};
   const sc = span.spanContext();

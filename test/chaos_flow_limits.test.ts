@@ -19,8 +19,7 @@ import { enqueueMany, type JobSpec } from '../src/queue/enqueue.ts';
 import { until } from './helpers/chaos/measure.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { createRunsTable, maxOverlap, maxOverlapByKey, maxStartsInWindow, readRuns } from './helpers/flow.ts';
-import { FIXTURE_TASKS } from './helpers/inprocess.ts';
-import { SupervisorFleet, type SpawnedSupervisor } from './helpers/supervisor.ts';
+import { fixtureFleet, type SpawnedSupervisor } from './helpers/supervisor.ts';
 
 let db: TestDatabase;
 
@@ -40,12 +39,7 @@ const CONFIG = {
   poll: { interval: '1s' },
 };
 
-const fleet = new SupervisorFleet(() => ({
-  databaseUrl: db.url,
-  tasksDir: FIXTURE_TASKS,
-  config: CONFIG,
-  readyTimeoutMs: 60_000,
-}));
+const fleet = fixtureFleet(() => db.url, CONFIG);
 const supervisor = () => fleet.start();
 
 const waitFor = (what: string, check: () => Promise<boolean>, timeoutMs: number) =>

@@ -14,8 +14,7 @@ import { after, before, describe, it } from 'node:test';
 import { enqueueMany, type JobSpec } from '../src/queue/enqueue.ts';
 import { count, prng, report, statusCounts, summary, until } from './helpers/chaos/measure.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { FIXTURE_TASKS } from './helpers/inprocess.ts';
-import { SupervisorFleet, type SpawnedSupervisor } from './helpers/supervisor.ts';
+import { fixtureFleet, type SpawnedSupervisor } from './helpers/supervisor.ts';
 
 const JOBS = 10_000;
 const USERS = 1000;
@@ -37,13 +36,7 @@ const CONFIG = {
   shutdown: { grace: '5s' },
 };
 
-const fleet = new SupervisorFleet(() => ({
-  databaseUrl: db.url,
-  tasksDir: FIXTURE_TASKS,
-  config: CONFIG,
-  env: { WELCOME_EMAIL_SEND_MS: '40' },
-  readyTimeoutMs: 60_000,
-}));
+const fleet = fixtureFleet(() => db.url, CONFIG, { WELCOME_EMAIL_SEND_MS: '40' });
 const supervisor = () => fleet.start();
 
 before(async () => {

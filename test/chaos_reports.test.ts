@@ -9,9 +9,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { enqueue } from '../src/queue/enqueue.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { FIXTURE_TASKS } from './helpers/inprocess.ts';
 import { until } from './helpers/poll.ts';
-import { SupervisorFleet } from './helpers/supervisor.ts';
+import { fixtureFleet } from './helpers/supervisor.ts';
 
 let db: TestDatabase;
 
@@ -24,12 +23,7 @@ const CONFIG = {
   shutdown: { grace: '5s' },
 };
 
-const fleet = new SupervisorFleet(() => ({
-  databaseUrl: db.url,
-  tasksDir: FIXTURE_TASKS,
-  config: CONFIG,
-  readyTimeoutMs: 60_000,
-}));
+const fleet = fixtureFleet(() => db.url, CONFIG);
 const supervisor = () => fleet.start();
 
 before(async () => {

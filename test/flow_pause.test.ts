@@ -14,8 +14,7 @@ import { httpGet, until } from './helpers/chaos/measure.ts';
 import { runCliInProcess } from './helpers/cli.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { createRunsTable, readRuns } from './helpers/flow.ts';
-import { FIXTURE_TASKS } from './helpers/inprocess.ts';
-import { SupervisorFleet } from './helpers/supervisor.ts';
+import { fixtureFleet } from './helpers/supervisor.ts';
 
 const waitFor = (what: string, check: () => Promise<boolean>, timeoutMs: number) =>
   until(what, check, (ok) => ok, timeoutMs);
@@ -29,12 +28,7 @@ const CONFIG = {
   poll: { interval: '1s' },
 };
 
-const fleet = new SupervisorFleet(() => ({
-  databaseUrl: db.url,
-  tasksDir: FIXTURE_TASKS,
-  config: CONFIG,
-  readyTimeoutMs: 60_000,
-}));
+const fleet = fixtureFleet(() => db.url, CONFIG);
 const supervisor = () => fleet.start();
 
 before(async () => {

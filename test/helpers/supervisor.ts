@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { FIXTURE_TASKS } from './inprocess.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const BIN = path.join(root, 'bin/jobvisor.js');
@@ -86,6 +87,24 @@ export class SupervisorFleet {
       }),
     );
   }
+}
+
+/**
+ * A fleet running the fixture tasks with `config` (and `env`), against the
+ * database `url()` names when each starts (it may be made later).
+ */
+export function fixtureFleet(
+  url: () => string,
+  config: Record<string, unknown>,
+  env?: Record<string, string>,
+): SupervisorFleet {
+  return new SupervisorFleet(() => ({
+    databaseUrl: url(),
+    tasksDir: FIXTURE_TASKS,
+    config,
+    env,
+    readyTimeoutMs: 60_000,
+  }));
 }
 
 export async function spawnSupervisor(options: SpawnOptions): Promise<SpawnedSupervisor> {

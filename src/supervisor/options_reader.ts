@@ -10,26 +10,13 @@
  * "no options" with the reason as a problem, and the next read starts afresh:
  * the jobs of such a kind still run, and fail, as they always did.
  */
-import { existsSync } from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import type { ResolvedTaskOptions } from '../worker/task_options.ts';
+import type { OptionsRead } from '../worker/task_options.ts';
 import type { OptionsAnswer, OptionsRequest } from '../worker/options_thread.ts';
+import { threadModule } from './threads.ts';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
 /** How long an idle options thread is kept. */
 export const IDLE_MS = 10_000;
-
-export interface OptionsRead {
-  options: ResolvedTaskOptions | null;
-  problems: string[];
-}
-
-function threadFile(): string {
-  const compiled = path.join(here, '../worker/options_thread.js');
-  return existsSync(compiled) ? compiled : path.join(here, '../worker/tsx-options-thread.mjs');
-}
 
 export class OptionsReader {
   private worker: Worker | undefined;
@@ -70,7 +57,9 @@ export class OptionsReader {
   }
 
   private start(): Worker {
-    const worker = new Worker(threadFile(), { workerData: { dirs: [...this.dirs] } });
+    const worker = new Worker(threadModule('options_thread.js', 'tsx-options-thread.mjs'), {
+      workerData: { dirs: [...this.dirs] },
+    });
     worker.unref();
     worker.on('message', (answer: OptionsAnswer) => {
       const resolve = this.waiting.get(answer.id);

@@ -14,14 +14,15 @@ import { threadWatch } from './thread_watch.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
-/**
- * The compiled worker, or the tsx bootstrap when running from sources. With
- * `traced`, the entry that starts the OpenTelemetry SDK in the thread first.
- */
+/** A thread's module in src/worker: compiled (dist/), or its tsx bootstrap when running from sources. */
+export function threadModule(compiled: string, bootstrap: string): string {
+  const file = path.join(here, '../worker', compiled);
+  return existsSync(file) ? file : path.join(here, '../worker', bootstrap);
+}
+
+/** The worker entry. With `traced`, the one that starts the OpenTelemetry SDK in the thread first. */
 export function workerFilename(traced = false): string {
-  const compiled = path.join(here, traced ? '../worker/traced-entry.js' : '../worker/entry.js');
-  if (existsSync(compiled)) return compiled;
-  return path.join(here, traced ? '../worker/tsx-traced-entry.mjs' : '../worker/tsx-entry.mjs');
+  return traced ? threadModule('traced-entry.js', 'tsx-traced-entry.mjs') : threadModule('entry.js', 'tsx-entry.mjs');
 }
 
 export const BUILTIN_TASKS_DIR = path.join(here, '../tasks');

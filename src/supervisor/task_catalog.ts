@@ -10,8 +10,12 @@
  * Each kind is read once, and its problems are reported once. The supervisor
  * reads them in a thread of its own (options_reader.ts), never on its main thread.
  */
-import { discoverTaskOptions, readTaskOptions, type ResolvedTaskOptions } from '../worker/task_options.ts';
-import type { OptionsRead } from './options_reader.ts';
+import {
+  discoverTaskOptions,
+  readOptionsOf,
+  type OptionsRead,
+  type ResolvedTaskOptions,
+} from '../worker/task_options.ts';
 
 /** Reads one kind's options; the default imports its module in this thread. */
 export type ReadOptions = (kind: string) => Promise<OptionsRead>;
@@ -26,7 +30,7 @@ export class TaskCatalog {
     private readonly onProblem: (message: string) => void,
     /** Called each time a kind becomes known. */
     private readonly onKnown: (kind: string, options: ResolvedTaskOptions | null) => void,
-    private readonly readOptions: ReadOptions = (kind) => readHere(dirs, kind),
+    private readonly readOptions: ReadOptions = (kind) => readOptionsOf(dirs, kind),
   ) {}
 
   /** The kind's options, null when it declares none; undefined while unknown (reading starts now). */
@@ -55,11 +59,4 @@ export class TaskCatalog {
   readAll(): Promise<Map<string, ResolvedTaskOptions>> {
     return discoverTaskOptions(this.dirs, this.onProblem, (kind) => this.read(kind));
   }
-}
-
-async function readHere(dirs: readonly string[], kind: string): Promise<OptionsRead> {
-  const problems: string[] = [];
-  // readTaskOptions reports a module it cannot read and resolves undefined.
-  const options = await readTaskOptions(dirs, kind, (problem) => problems.push(problem));
-  return { options: options ?? null, problems };
 }

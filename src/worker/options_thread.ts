@@ -9,32 +9,22 @@
  * Messages: { id, kind } in; { id, options, problems } out, one per request.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { readTaskOptions, type ResolvedTaskOptions } from './task_options.ts';
+import { readOptionsOf, type OptionsRead } from './task_options.ts';
 
 export interface OptionsRequest {
   id: number;
   kind: string;
 }
 
-export interface OptionsAnswer {
+export interface OptionsAnswer extends OptionsRead {
   id: number;
-  options: ResolvedTaskOptions | null;
-  problems: string[];
 }
 
 const port = parentPort;
 const { dirs } = workerData as { dirs: string[] };
 
 port?.on('message', (request: OptionsRequest) => {
-  const problems: string[] = [];
-  const answer = (options: ResolvedTaskOptions | null) =>
-    port.postMessage({ id: request.id, options, problems } satisfies OptionsAnswer);
-  // readTaskOptions reports what it cannot read through `problems` and resolves undefined.
-  readTaskOptions(dirs, request.kind, (problem) => problems.push(problem)).then(
-    (options) => answer(options ?? null),
-    (err: unknown) => {
-      problems.push(`task ${request.kind}: ${String(err)}; its options are ignored`);
-      answer(null);
-    },
+  void readOptionsOf(dirs, request.kind).then((read) =>
+    port.postMessage({ id: request.id, ...read } satisfies OptionsAnswer),
   );
 });

@@ -61,6 +61,25 @@ export function parseTaskOptions(file: string, value: unknown): ResolvedTaskOpti
   return resolved;
 }
 
+/** One kind's options (null: none declared, or unreadable) and what could not be read. */
+export interface OptionsRead {
+  options: ResolvedTaskOptions | null;
+  problems: string[];
+}
+
+/** Reads one kind's options, collecting what cannot be read as problems; never rejects. */
+export async function readOptionsOf(dirs: readonly string[], kind: string): Promise<OptionsRead> {
+  const problems: string[] = [];
+  try {
+    // readTaskOptions reports a module it cannot read and resolves undefined.
+    const options = await readTaskOptions(dirs, kind, (problem) => problems.push(problem));
+    return { options: options ?? null, problems };
+  } catch (err) {
+    problems.push(`task ${kind}: ${String(err)}; its options are ignored`);
+    return { options: null, problems };
+  }
+}
+
 /** The options of one kind, or undefined when its module declares none (or cannot be read). */
 export async function readTaskOptions(
   dirs: readonly string[],

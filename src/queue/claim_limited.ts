@@ -185,7 +185,7 @@ function result(rows: Row[], limit: number, maxKeys: number, cursor: string | nu
   let lastServed: string | null = null;
   for (const r of rows) {
     if (r.id === null) continue;
-    jobs.push(claimedJob({ ...r, id: r.id }));
+    jobs.push(claimedJob(r as ClaimRow)); // its id is not null (checked above)
     startAtMs.push(Number(r.start_at_ms));
     if (r.key !== undefined && r.key !== null) lastServed = r.key;
   }

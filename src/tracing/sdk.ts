@@ -28,8 +28,9 @@ export function tracingWanted(env: Env): boolean {
 
 /**
  * Whether a tracer provider is registered in this thread (without loading the
- * API when nothing is registered; see api.ts). A span from the no-op provider has an invalid context; the probe span is never ended, so it
- * is never exported.
+ * API when nothing is registered; see api.ts). A span from the no-op provider
+ * has an invalid context; the probe span is never ended, so it is never
+ * exported.
  */
 export function tracerRegistered(): boolean {
   if (!otelRegistered('trace')) return false;

@@ -114,6 +114,41 @@ describe('splitting a refused batch (pure)', () => {
     );
   });
 
+  it('writes at most maxRows rows per statement, and starts none after a retryable error', async () => {
+    const statements: Array<[number, number]> = [];
+    const r = await writeSplitting(26, {
+      maxRows: 10,
+      write: (lo, hi) => Promise.resolve(void statements.push([lo, hi])),
+      alone: () => Promise.reject(new Error('no row is refused')),
+    });
+    assert.deepEqual(statements, [
+      [0, 10],
+      [10, 20],
+      [20, 26],
+    ]);
+    assert.deepEqual(r, { unwritten: [], abandoned: [] });
+
+    statements.length = 0;
+    const lost = await writeSplitting(26, {
+      maxRows: 10,
+      write: (lo, hi) => {
+        statements.push([lo, hi]);
+        return lo === 10
+          ? Promise.reject(Object.assign(new Error('reset'), { code: 'ECONNRESET' }))
+          : Promise.resolve();
+      },
+      alone: () => Promise.reject(new Error('no fallback for a connection error')),
+    });
+    assert.deepEqual(statements, [
+      [0, 10],
+      [10, 20],
+    ]);
+    assert.deepEqual(
+      lost.unwritten,
+      [...Array(16).keys()].map((i) => i + 10),
+    );
+  });
+
   it('keeps the batch for connection, overload and timeout errors, splits for row errors', () => {
     const e = (code: string) => Object.assign(new Error(code), { code });
     for (const code of ['ECONNRESET', '57P01', '40001', '57014', '53100', '42883', '42703', '3F000'])
@@ -231,6 +266,36 @@ describe('the completer', () => {
     await completer.flush(Date.now() + 200);
     assert.equal(await count(`queue = 'q_listener' AND status = 'done'`), 3);
     assert.deepEqual(seen.fenced, []);
+  });
+});
+
+describe('completer.batchSize', () => {
+  it('caps the rows of every statement, also for outcomes that gathered during a write', async () => {
+    const events = new SupervisorEvents();
+    const small = new Completer(store, 'sup-a', testSettings({ completer: { batchSize: 10 } }), events);
+    const perStatement: number[] = [];
+    events.on('job:completed', (b) => perStatement.push(b.jobs.length));
+    const jobs = await claimed(
+      'q_batch_size',
+      Array.from({ length: 35 }, (_, i) => ({ i })),
+    );
+    // The tenth outcome starts a write; the other 25 gather while it is in flight.
+    for (const job of jobs) small.done(job, 1);
+    await until(
+      'all outcomes written',
+      () => Promise.resolve(small.size),
+      (n) => n === 0,
+      15_000,
+    );
+    assert.equal(await count(`queue = 'q_batch_size' AND status = 'done'`), 35);
+    assert.equal(
+      perStatement.reduce((a, b) => a + b, 0),
+      35,
+    );
+    assert.ok(
+      perStatement.every((n) => n <= 10),
+      `rows per statement: ${perStatement.join(', ')}`,
+    );
   });
 });
 

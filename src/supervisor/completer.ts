@@ -2,8 +2,11 @@
  * The completer: outcomes in, batched fenced writes out.
  *
  * Outcomes wait at most `flushIntervalMs` (or until `batchSize` are queued) and
- * are written with one statement per kind of write, one batch in flight at a
- * time. Until its outcome is written a job stays in `fences()`, so the
+ * are written per kind of write in statements of at most `batchSize` rows, one
+ * batch in flight at a time. Outcomes that gathered during a long write leave
+ * together when it returns, still cut into statements of `batchSize`: a
+ * statement of 5,000 rows would hold its row locks and its share of the WAL
+ * flush longer than a user who set the limit asked for. Until its outcome is written a job stays in `fences()`, so the
  * heartbeat keeps its lease.
  *
  * A failed write is classified with keepsBatch (isRetryableDbError, plus
@@ -141,13 +144,16 @@ export class Completer implements OutcomeSink {
   }
 
   private async writeBatch(b: OutcomeBatch): Promise<void> {
+    const maxRows = this.settings.completer.batchSize;
     const [done, failed, released, snoozed] = await Promise.all([
       writeSplitting(b.doneJobs.length, {
+        maxRows,
         write: (lo, hi) => this.writeDone(b, lo, hi),
         alone: (i, err) =>
           this.alone(b.doneJobs[i] as ClaimedJob, b.doneMs[i] as number, 'the job succeeded, but marking it done', err),
       }),
       writeSplitting(b.failedJobs.length, {
+        maxRows,
         write: (lo, hi) => writeFailed(this.writeContext, b, lo, hi),
         alone: (i, err) =>
           this.alone(
@@ -158,10 +164,12 @@ export class Completer implements OutcomeSink {
           ),
       }),
       writeSplitting(b.released.length, {
+        maxRows,
         write: (lo, hi) => this.writeReleased(b, lo, hi),
         alone: (i, err) => this.alone(b.released[i] as ClaimedJob, 0, 'handing the job back', err),
       }),
       writeSplitting(b.snoozedJobs.length, {
+        maxRows,
         write: (lo, hi) => writeSnoozed(this.writeContext, b, lo, hi),
         alone: (i, err) =>
           this.alone(

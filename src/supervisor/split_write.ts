@@ -18,6 +18,8 @@ export interface SplitWrite {
   alone(i: number, err: unknown): Promise<void>;
   /** Default: keepsBatch. */
   retryable?: (err: unknown) => boolean;
+  /** Rows per statement at most (default: all of them in one). */
+  maxRows?: number;
 }
 
 export interface SplitResult {
@@ -45,12 +47,37 @@ export function keepsBatch(err: unknown): boolean {
   return typeof code === 'string' && /^(53|57|42|3F)[0-9A-Z]{3}$/.test(code);
 }
 
-/** Writes rows [0, n), splitting around rows the database refuses. Never throws. */
+/**
+ * Writes rows [0, n) in statements of at most `w.maxRows` rows, one after
+ * another, splitting around rows the database refuses. Never throws. After a
+ * retryable error no further statement starts: the rows of the failed
+ * statement and of every later one come back as `unwritten`.
+ */
 export async function writeSplitting(n: number, w: SplitWrite): Promise<SplitResult> {
   const retryable = w.retryable ?? keepsBatch;
   const result: SplitResult = { unwritten: [], abandoned: [] };
+  const step = Math.max(1, w.maxRows ?? n);
+  let lo = 0;
+  while (lo < n && result.retryError === undefined) {
+    const hi = Math.min(n, lo + step);
+    await writeChunk(lo, hi, w, retryable, result);
+    lo = hi;
+  }
+  if (result.retryError !== undefined) for (let i = lo; i < n; i++) result.unwritten.push(i);
+  result.unwritten.sort((a, b) => a - b);
+  return result;
+}
+
+/** Writes one statement's rows, halving around a refused row until it is alone. */
+async function writeChunk(
+  from: number,
+  to: number,
+  w: SplitWrite,
+  retryable: (err: unknown) => boolean,
+  result: SplitResult,
+): Promise<void> {
   // Ranges still to write, last one first out, so rows are written in order.
-  const todo: Array<[number, number]> = n > 0 ? [[0, n]] : [];
+  const todo: Array<[number, number]> = [[from, to]];
   while (todo.length > 0) {
     const [lo, hi] = todo.pop() as [number, number];
     try {
@@ -61,7 +88,7 @@ export async function writeSplitting(n: number, w: SplitWrite): Promise<SplitRes
         result.retryError = err;
         for (const [a, b] of [[lo, hi] as [number, number], ...todo])
           for (let i = a; i < b; i++) result.unwritten.push(i);
-        return result;
+        return;
       }
       if (hi - lo > 1) {
         const mid = lo + Math.ceil((hi - lo) / 2);
@@ -75,12 +102,10 @@ export async function writeSplitting(n: number, w: SplitWrite): Promise<SplitRes
           result.retryError = fallbackErr;
           result.unwritten.push(lo);
           for (const [a, b] of todo) for (let i = a; i < b; i++) result.unwritten.push(i);
-          return result;
+          return;
         }
         result.abandoned.push({ index: lo, err: fallbackErr });
       }
     }
   }
-  result.unwritten.sort((a, b) => a - b);
-  return result;
 }

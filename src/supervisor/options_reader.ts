@@ -52,7 +52,8 @@ export class OptionsReader {
     clearTimeout(this.idleTimer);
     const worker = this.worker;
     this.worker = undefined;
-    this.fail('the supervisor is stopping');
+    // Stopping is nothing wrong with the task: answer "no options", report no problem.
+    this.answerAll([]);
     await worker?.terminate();
   }
 
@@ -85,11 +86,12 @@ export class OptionsReader {
   private lost(worker: Worker, why: string): void {
     if (this.worker !== worker) return;
     this.worker = undefined;
-    this.fail(why);
+    this.answerAll([`${why}; options ignored`]);
   }
 
-  private fail(why: string): void {
-    for (const resolve of this.waiting.values()) resolve({ options: null, problems: [`${why}; options ignored`] });
+  /** Answers every read in flight with no options and these problems. */
+  private answerAll(problems: string[]): void {
+    for (const resolve of this.waiting.values()) resolve({ options: null, problems });
     this.waiting.clear();
   }
 }

@@ -44,6 +44,10 @@ export function createPool(
         : undefined,
   };
   const pool = new pg.Pool(config);
-  pool.on('error', (err) => options.log?.warn({ err }, 'idle database connection failed'));
+  // A connection the pool is closing may still be terminated by the server before it
+  // has read the Terminate (a restart, DROP DATABASE … WITH (FORCE)): nothing is lost.
+  pool.on('error', (err) => {
+    if (!pool.ending) options.log?.warn({ err }, 'idle database connection failed');
+  });
   return pool;
 }

@@ -6,8 +6,8 @@
  * batch in flight at a time. Outcomes that gathered during a long write leave
  * together when it returns, still cut into statements of `batchSize`: a
  * statement of 5,000 rows would hold its row locks and its share of the WAL
- * flush longer than a user who set the limit asked for. Until its outcome is written a job stays in `fences()`, so the
- * heartbeat keeps its lease.
+ * flush longer than a user who set the limit asked for. Until its outcome is
+ * written a job stays in `fences()`, so the heartbeat keeps its lease.
  *
  * A failed write is classified with keepsBatch (isRetryableDbError, plus
  * overload and statement timeouts): such an error keeps the unwritten outcomes

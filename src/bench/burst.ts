@@ -13,7 +13,7 @@
  */
 import { enqueueMany } from '../queue/enqueue.ts';
 import type { BenchDatabase } from './database.ts';
-import { configuredSupervisor } from './harness.ts';
+import { configuredSupervisor, jobCounter } from './harness.ts';
 import { waitAllDone, WARM_UP } from './process.ts';
 
 /** The configurations measured side by side: what a user writes first, and the tuned shape. */
@@ -35,26 +35,7 @@ export async function burst(
   options: { analyze: boolean },
 ): Promise<BurstResult> {
   const supervisor = configuredSupervisor(db.url, config);
-  let started = 0;
-  let gate: { target: number; open: () => void } | undefined;
-  supervisor.events.on('job:started', ({ jobs: batch }) => {
-    started += batch.length;
-    if (gate && started >= gate.target) gate.open();
-  });
-  /** Resolves once `target` task runs have started (or after the deadline: waitAllDone then says why). */
-  const startsReached = (target: number) =>
-    new Promise<void>((resolve) => {
-      if (started >= target) return resolve();
-      const timer = setTimeout(resolve, 600_000);
-      gate = {
-        target,
-        open: () => {
-          clearTimeout(timer);
-          gate = undefined;
-          resolve();
-        },
-      };
-    });
+  const started = jobCounter(supervisor, 'job:started');
   await supervisor.start();
   try {
     await enqueueMany(
@@ -75,7 +56,7 @@ export async function burst(
       client.release();
     }
     const t0 = performance.now();
-    await startsReached(WARM_UP + jobs);
+    await started.reached(WARM_UP + jobs);
     await waitAllDone(db, WARM_UP + jobs, 2);
     const seconds = (performance.now() - t0) / 1000;
     return { jobs, seconds, jobsPerSec: jobs / seconds };

@@ -54,29 +54,38 @@ export function configuredSupervisor(databaseUrl: string, config: Record<string,
   return new Supervisor({ settings, databaseUrl, log: createLogger({ level: 'warn', fd: 2 }) });
 }
 
-/** An in-process supervisor; `completions(n)` resolves when n more jobs are done. */
-export function inProcessSupervisor(databaseUrl: string, shape: QueueShape) {
-  const settings = benchSettings(shape);
-  const supervisor = new Supervisor({ settings, databaseUrl, log: createLogger({ level: 'warn', fd: 2 }) });
-  let done = 0;
+/**
+ * Counts the jobs a supervisor reports through `event` (runs started, or
+ * outcomes written); `reached(n)` resolves once the count is at least n.
+ */
+export function jobCounter(supervisor: Supervisor, event: 'job:started' | 'job:completed') {
+  let count = 0;
   let waiter: { target: number; resolve: () => void } | undefined;
-  supervisor.events.on('job:completed', ({ jobs }) => {
-    done += jobs.length;
-    if (waiter && done >= waiter.target) {
+  supervisor.events.on(event, ({ jobs }: { jobs: readonly unknown[] }) => {
+    count += jobs.length;
+    if (waiter && count >= waiter.target) {
       waiter.resolve();
       waiter = undefined;
     }
   });
   return {
-    supervisor,
-    completions: (n: number): Promise<void> => {
-      const target = done + n;
-      return new Promise((resolve) => {
-        if (done >= target) resolve();
-        else waiter = { target, resolve };
-      });
+    get count(): number {
+      return count;
     },
+    reached: (target: number): Promise<void> =>
+      new Promise((resolve) => {
+        if (count >= target) resolve();
+        else waiter = { target, resolve };
+      }),
   };
+}
+
+/** An in-process supervisor; `completions(n)` resolves when n more jobs are done. */
+export function inProcessSupervisor(databaseUrl: string, shape: QueueShape) {
+  const settings = benchSettings(shape);
+  const supervisor = new Supervisor({ settings, databaseUrl, log: createLogger({ level: 'warn', fd: 2 }) });
+  const done = jobCounter(supervisor, 'job:completed');
+  return { supervisor, completions: (n: number): Promise<void> => done.reached(done.count + n) };
 }
 
 /** `jobvisor start` as a child process; resolves once it logged `ready`. */

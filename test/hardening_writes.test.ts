@@ -68,6 +68,16 @@ async function claimed(queue: string, payloads: object[]) {
   return claimJobs(store, { owner: 'sup-a', queue, limit: payloads.length, leaseMs: 60_000 });
 }
 
+/** Waits until the completer holds no unwritten outcome. */
+function allWritten(completer: Completer) {
+  return until(
+    'every outcome written',
+    () => Promise.resolve(completer.size),
+    (n) => n === 0,
+    15_000,
+  );
+}
+
 function recorder(events: SupervisorEvents) {
   const seen = { retried: [] as JobRef[], dead: [] as JobRef[], completed: [] as JobRef[], fenced: [] as JobRef[] };
   events.on('job:retried', (b) => seen.retried.push(...b.jobs));
@@ -220,12 +230,7 @@ describe('the completer', () => {
     );
     assert.equal(jobs.length, 26);
     for (const job of jobs) completer.failed(job, { runMs: 1, error: 'boom', permanent: false, retryInMs: null });
-    await until(
-      'all outcomes written',
-      () => Promise.resolve(completer.size),
-      (n) => n === 0,
-      15_000,
-    );
+    await allWritten(completer);
     assert.equal(await count(`queue = 'q_split' AND status = 'pending' AND jsonb_array_length(errors) = 1`), 25);
     const { rows } = await db.pool.query(
       `SELECT status, last_error, errors FROM jobvisor.jobs WHERE queue = 'q_split' AND payload ? 'poison_history'`,
@@ -240,12 +245,7 @@ describe('the completer', () => {
   it('clamps a retryInMs of 1e16 instead of failing the write (item 4)', async () => {
     const [job] = await claimed('q_delay', [{}]);
     completer.failed(job!, { runMs: 1, error: 'later', permanent: false, retryInMs: 1e16 });
-    await until(
-      'outcome written',
-      () => Promise.resolve(completer.size),
-      (n) => n === 0,
-      15_000,
-    );
+    await allWritten(completer);
     assert.equal(await count(`queue = 'q_delay' AND status = 'pending' AND run_at > now() + interval '364 days'`), 1);
   });
 
@@ -256,12 +256,7 @@ describe('the completer', () => {
     });
     const jobs = await claimed('q_listener', [{}, {}, {}]);
     for (const job of jobs) completer.done(job, 1);
-    await until(
-      'outcomes written',
-      () => Promise.resolve(completer.size),
-      (n) => n === 0,
-      15_000,
-    );
+    await allWritten(completer);
     // Give a (wrong) second write the time to happen: it would report the jobs as fenced.
     await completer.flush(Date.now() + 200);
     assert.equal(await count(`queue = 'q_listener' AND status = 'done'`), 3);
@@ -281,12 +276,7 @@ describe('completer.batchSize', () => {
     );
     // The tenth outcome starts a write; the other 25 gather while it is in flight.
     for (const job of jobs) small.done(job, 1);
-    await until(
-      'all outcomes written',
-      () => Promise.resolve(small.size),
-      (n) => n === 0,
-      15_000,
-    );
+    await allWritten(small);
     assert.equal(await count(`queue = 'q_batch_size' AND status = 'done'`), 35);
     assert.equal(
       perStatement.reduce((a, b) => a + b, 0),

@@ -298,7 +298,9 @@ describe('fuzz: enqueue and enqueueMany', () => {
     const failures: string[] = [];
     let copyBatches = 0;
     for (let b = 0; b < BATCHES; b++) {
-      const big = random() < 0.1;
+      // Every tenth batch is big (COPY): drawn at random, 60 batches held none about once in 500
+      // seeds (seed 312121), and the check below that some went through COPY failed.
+      const big = b % 10 === 3;
       const size = big ? COPY_THRESHOLD + int(random, 0, 200) : int(random, 1, 30);
       const jobs: JobSpec[] = [];
       let firstBad = -1;

@@ -61,6 +61,8 @@ export interface Events {
   /** A loop's rounds have failed for longer than a lease (see loop-health.ts). */
   'loop:failed': [{ loop: string; failingMs: number }];
   'loop:recovered': [{ loop: string; failedMs: number }];
+  /** The supervisor was busy when every task's options were due to be read: the read waits for a quiet moment. */
+  'tasks:deferred': [{ held: number }];
 }
 
 export class SupervisorEvents extends EventEmitter<Events> {}

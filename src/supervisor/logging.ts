@@ -70,4 +70,7 @@ export function logEvents(events: SupervisorEvents, log: Logger): void {
   events.on('queue:paused', ({ queue }) => log.info({ queue }, 'queue paused: claiming nothing from it'));
   events.on('listener:lost', ({ error }) => log.warn({ error }, 'listener connection lost, reconnecting'));
   events.on('db:error', ({ loop, err }) => log.warn({ loop, err }, 'database error'));
+  events.on('tasks:deferred', ({ held }) =>
+    log.debug({ held }, "busy: every task's options are read at the first quiet moment"),
+  );
 }

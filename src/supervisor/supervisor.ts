@@ -26,6 +26,7 @@ import { createHeartbeat } from './heartbeat.ts';
 import { Listener } from './listener.ts';
 import { wakeLimitedOnOutcomes } from './limited_wake.ts';
 import { PauseWatch } from './pause_watch.ts';
+import { QuietStart } from './quiet_start.ts';
 import type { Loop } from './loop.ts';
 import { createCleanup, createReaper } from './maintenance.ts';
 import { createPresence, type Presence } from './presence.ts';
@@ -35,8 +36,16 @@ import { TaskCatalog } from './task_catalog.ts';
 import { BUILTIN_TASKS_DIR, createThreadPool } from './threads.ts';
 
 const ABORT_GRACE_MS = 1000;
-/** Every task's options are read this long after start, unless a job needed them earlier. */
+/**
+ * Every task's options are read this long after start if the supervisor is
+ * not busy then (no job held, no claim within READ_ALL_TASKS_CHECK_MS), else
+ * at the first quiet check, and at the latest READ_ALL_TASKS_LATEST_MS after
+ * start (quiet_start.ts). A kind's first job never waits for this: it reads
+ * its own.
+ */
 const READ_ALL_TASKS_AFTER_MS = 2000;
+const READ_ALL_TASKS_CHECK_MS = 500;
+const READ_ALL_TASKS_LATEST_MS = 30_000;
 /** The fallback read of paused queues when a notification is lost. */
 const PAUSE_POLL_MS = 1000;
 const FLUSH_DEADLINE_MS = 5000;
@@ -74,7 +83,7 @@ export class Supervisor {
   private firstBeat: Promise<void> = Promise.resolve();
   private readonly pauseWatch: PauseWatch;
   private pollTimer: NodeJS.Timeout | undefined;
-  private readAllTimer: NodeJS.Timeout | undefined;
+  private readonly readAll: QuietStart;
   private state: 'created' | 'running' | 'draining' | 'stopped' = 'created';
   private stopping: Promise<void> | undefined;
 
@@ -132,6 +141,16 @@ export class Supervisor {
       progress: (job, json) => this.progress.report(job, json),
       onCapacity: (queue) => this.fetchers.get(queue)?.onCapacity(),
       traits: (kind) => this.catalog.get(kind),
+    });
+    let lastClaimAt = -Infinity;
+    this.events.on('job:claimed', () => (lastClaimAt = performance.now()));
+    this.readAll = new QuietStart({
+      afterMs: READ_ALL_TASKS_AFTER_MS,
+      checkMs: READ_ALL_TASKS_CHECK_MS,
+      latestMs: READ_ALL_TASKS_LATEST_MS,
+      busy: () => this.dispatcher.size > 0 || performance.now() - lastClaimAt < READ_ALL_TASKS_CHECK_MS,
+      deferred: () => this.events.emit('tasks:deferred', { held: this.dispatcher.size }),
+      run: () => void this.catalog.readAll(),
     });
     for (const [queue, queueSettings] of Object.entries(settings.queues)) {
       this.fetchers.set(
@@ -229,8 +248,9 @@ export class Supervisor {
    * Starts every loop. Resolves once listening (or once the first attempt to
    * listen failed). A task's options are read when the first job of its kind
    * arrives (task_catalog.ts); every task's, for the queue defaults and
-   * warnings, shortly after start, so that importing heavy task modules does
-   * not delay the first jobs of a new pod.
+   * warnings, at the first quiet moment after start (quiet_start.ts), so that
+   * importing heavy task modules neither delays a new pod's first jobs nor
+   * competes with its first burst.
    */
   async start(): Promise<void> {
     if (this.state !== 'created') return;
@@ -246,8 +266,7 @@ export class Supervisor {
     await this.listener.start();
     this.pollTimer = setInterval(() => this.wakeAll(), this.options.settings.poll.interval);
     this.pollTimer.unref();
-    this.readAllTimer = setTimeout(() => void this.catalog.readAll(), READ_ALL_TASKS_AFTER_MS);
-    this.readAllTimer.unref();
+    this.readAll.start();
     this.events.emit('supervisor:started', { supervisor: this.id, queues: [...this.fetchers.keys()] });
     this.wakeAll();
   }
@@ -289,7 +308,7 @@ export class Supervisor {
     this.state = 'draining';
     if (wasRunning) this.events.emit('supervisor:draining', { supervisor: this.id, reason });
     clearInterval(this.pollTimer);
-    clearTimeout(this.readAllTimer);
+    this.readAll.stop();
     await Promise.all([
       ...[...this.fetchers.values()].map((f) => f.stop()),
       this.listener.stop(),

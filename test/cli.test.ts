@@ -82,6 +82,13 @@ describe('jobvisor CLI', () => {
       [['jobs', 'explode'], /unknown subcommand/],
       [['frobnicate'], /unknown command/],
       [['stats', '--verbose'], /Unknown option/],
+      // A command that takes no arguments refuses a stray one instead of running.
+      [['migrate', 'now'], /migrate: unexpected argument "now"/],
+      [['start', 'default'], /start: unexpected argument "default"/],
+      [['demo', 'x'], /demo: unexpected argument "x"/],
+      [['dashboard', '9465'], /dashboard: unexpected argument "9465"/],
+      [['stats', 'default'], /stats: unexpected argument "default"/],
+      [['queues', 'list', 'x'], /queues list: unexpected argument "x"/],
     ];
     for (const [args, message] of cases) {
       const r = await jobvisorInProcess(args);

@@ -25,6 +25,17 @@ export function parse(argv: string[], options: NonNullable<ParseArgsConfig['opti
   }
 }
 
+/** Options only: a stray argument is bad usage too (`jobvisor migrate foo` must not migrate). */
+export function parseFlags(
+  argv: string[],
+  options: NonNullable<ParseArgsConfig['options']>,
+  command: string,
+): Parsed['values'] {
+  const { values, positionals } = parse(argv, options, command);
+  if (positionals.length > 0) throw new InputError(`${command}: unexpected argument ${JSON.stringify(positionals[0])}`);
+  return values;
+}
+
 /** `--priority -3` reads as an option followed by another option; make it `--priority=-3`. */
 function joinNegativeNumbers(argv: string[], options: NonNullable<ParseArgsConfig['options']>): string[] {
   const out: string[] = [];

@@ -53,7 +53,11 @@ export const COMMAND_SPECS: CommandSpec[] = [
     args: 'KIND [JSON] [options]',
     summary: 'add one job and print its id (a duplicate --unique-key prints the existing id, exit 0)',
     options: [
-      { flag: '--queue Q', meaning: 'queue name', default: 'default' },
+      {
+        flag: '--queue Q',
+        meaning: 'queue name',
+        default: "the task's options.queue if the config serves it, else default",
+      },
       { flag: '--priority N', meaning: 'lower runs first, -1000000 … 1000000', default: '0' },
       { flag: '--run-at ISO', meaning: 'not before this time' },
       { flag: '--delay D', meaning: 'not before now + D ("10s", "5m" or ms)' },
@@ -100,11 +104,12 @@ export const COMMAND_SPECS: CommandSpec[] = [
   },
   {
     name: 'jobs retry',
-    args: 'ID... | --failed [--kind K]',
+    args: 'ID... | --failed [--kind K] [--limit N]',
     summary: 're-queue dead letters and cancelled jobs (attempts back to 0, due now)',
     options: [
-      { flag: '--failed', meaning: 'every dead letter instead of the ids given' },
+      { flag: '--failed', meaning: 'every dead letter instead of the ids given, in batches' },
       { flag: '--kind K', meaning: 'with --failed: only this kind' },
+      { flag: '--limit N', meaning: 'with --failed: at most N of them, lowest ids first' },
     ],
     example: 'jobvisor jobs retry --failed --kind thumbnail',
   },

@@ -4,20 +4,18 @@
  * a non-loopback host without one is refused (exit 2, one line).
  */
 import { loadConfig } from '../config/index.ts';
-import { InputError } from '../errors.ts';
 import { serveDashboard, checkExposure } from '../dashboard/server.ts';
 import { readDashboardToken } from '../dashboard/token.ts';
 import { createPool } from '../db/pool.ts';
 import { DASHBOARD_STATEMENT_TIMEOUT_MS } from '../dashboard/db.ts';
-import { integer, parse } from './args.ts';
+import { integer, parseFlags } from './args.ts';
 import { openContext } from './context.ts';
 
 /** Connections of the dashboard's own pool: pages run a few statements each, one request at a time per client. */
 const DASHBOARD_POOL_SIZE = 4;
 
 export async function dashboardCommand(argv: string[]): Promise<number> {
-  const { values, positionals } = parse(argv, { port: { type: 'string' }, host: { type: 'string' } }, 'dashboard');
-  if (positionals.length > 0) throw new InputError('dashboard takes no arguments');
+  const values = parseFlags(argv, { port: { type: 'string' }, host: { type: 'string' } }, 'dashboard');
   const settings = loadConfig();
   const port = integer('--port', values.port as string | undefined, 0, 65_535) ?? settings.dashboard.port;
   const host = (values.host as string | undefined) ?? settings.dashboard.host;

@@ -15,7 +15,7 @@ import { createLogger } from '../log.ts';
 import { enqueue } from '../queue/enqueue.ts';
 import { logEvents } from '../supervisor/logging.ts';
 import { Supervisor } from '../supervisor/supervisor.ts';
-import { parse } from './args.ts';
+import { parseFlags } from './args.ts';
 import { ensureDatabase, openContext } from './context.ts';
 
 const USERS = 20;
@@ -24,7 +24,7 @@ const DEMO_DATABASE = 'jobvisor_demo';
 const TIME_LIMIT_MS = 55_000;
 
 export async function demoCommand(argv: string[]): Promise<number> {
-  parse(argv, {}, 'demo');
+  parseFlags(argv, {}, 'demo');
   process.env.WELCOME_EMAIL_FAILURE_RATE ??= '0.5';
   const base = loadConfig();
   const ctx = await openContext({ logTo: 2, logLevel: 'warn', settings: base });

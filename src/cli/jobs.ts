@@ -17,7 +17,7 @@ import {
   type JobStatus,
 } from '../queue/admin/index.ts';
 import { checkName } from '../queue/validate.ts';
-import { integer, jobIds, parse } from './args.ts';
+import { integer, jobIds, parse, parseFlags } from './args.ts';
 import { report, withStore } from './job_store.ts';
 import { deleteCommand } from './jobs_delete.ts';
 import { runNowCommand } from './jobs_run_now.ts';
@@ -50,7 +50,7 @@ export async function jobsCommand(argv: string[]): Promise<number> {
 }
 
 async function list(argv: string[]): Promise<number> {
-  const { values, positionals } = parse(
+  const values = parseFlags(
     argv,
     {
       status: { type: 'string' },
@@ -61,7 +61,6 @@ async function list(argv: string[]): Promise<number> {
     },
     'jobs list',
   );
-  if (positionals.length > 0) throw new InputError(`jobs list: unexpected argument ${JSON.stringify(positionals[0])}`);
   const status = values.status as string | undefined;
   if (status !== undefined && !STATUSES.includes(status))
     throw new InputError(`jobs list: --status must be one of ${STATUSES.join(', ')}, got ${JSON.stringify(status)}`);

@@ -4,11 +4,11 @@
  * lock queue at once), roll back, and exit 1.
  */
 import { migrate } from '../db/migrate.ts';
-import { parse } from './args.ts';
+import { parseFlags } from './args.ts';
 import { openContext } from './context.ts';
 
 export async function migrateCommand(argv: string[]): Promise<number> {
-  parse(argv, {}, 'migrate');
+  parseFlags(argv, {}, 'migrate');
   const ctx = await openContext({ logTo: 2 });
   const abort = new AbortController();
   const onSignal = (signal: NodeJS.Signals) => {

@@ -8,7 +8,7 @@ import { listQueues, pauseQueue, resumeQueue } from '../queue/pause.ts';
 import type { QueueApiOptions } from '../queue/pause.ts';
 import type { Db } from '../db/pool.ts';
 import { checkQueue } from '../queue/validate.ts';
-import { parse } from './args.ts';
+import { parse, parseFlags } from './args.ts';
 import { openContext } from './context.ts';
 import { table } from './table.ts';
 
@@ -36,9 +36,7 @@ async function withDb<T>(fn: (db: Db, options: QueueApiOptions) => Promise<T>): 
 }
 
 async function list(argv: string[]): Promise<number> {
-  const { values, positionals } = parse(argv, { json: { type: 'boolean' } }, 'queues list');
-  if (positionals.length > 0)
-    throw new InputError(`queues list: unexpected argument ${JSON.stringify(positionals[0])}`);
+  const values = parseFlags(argv, { json: { type: 'boolean' } }, 'queues list');
   const queues = await withDb(listQueues);
   if (values.json) {
     process.stdout.write(`${JSON.stringify(queues)}\n`);

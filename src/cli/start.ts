@@ -16,11 +16,11 @@ import { Supervisor } from '../supervisor/supervisor.ts';
 import { traceEvents } from '../supervisor/tracing.ts';
 import { startTracing } from '../tracing/sdk.ts';
 import { VERSION } from '../version.ts';
-import { parse } from './args.ts';
+import { parseFlags } from './args.ts';
 import { openContext } from './context.ts';
 
 export async function startCommand(argv: string[]): Promise<number> {
-  const { values } = parse(argv, { migrate: { type: 'boolean' } }, 'start');
+  const values = parseFlags(argv, { migrate: { type: 'boolean' } }, 'start');
   const ctx = await openContext({ logTo: 1 });
   const { settings, log } = ctx;
   const schema = settings.database.schema;

@@ -1,14 +1,12 @@
 /** `jobvisor stats [--json]`: counts by queue, kind and status; oldest pending age; paused queues; live supervisors. */
-import { InputError } from '../errors.ts';
 import { stats, timeText } from '../queue/admin/index.ts';
 import { pausedQueues } from '../queue/pause.ts';
-import { parse } from './args.ts';
+import { parseFlags } from './args.ts';
 import { openContext } from './context.ts';
 import { table } from './table.ts';
 
 export async function statsCommand(argv: string[]): Promise<number> {
-  const { values, positionals } = parse(argv, { json: { type: 'boolean' } }, 'stats');
-  if (positionals.length > 0) throw new InputError(`stats: unexpected argument ${JSON.stringify(positionals[0])}`);
+  const values = parseFlags(argv, { json: { type: 'boolean' } }, 'stats');
   const ctx = await openContext({ logTo: 2, logLevel: 'warn' });
   try {
     const store = { db: ctx.pool, schema: ctx.settings.database.schema };

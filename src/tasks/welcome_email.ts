@@ -20,20 +20,35 @@ import { PermanentError } from '../worker/errors.ts';
 const FAILURE_RATE = Number(process.env.WELCOME_EMAIL_FAILURE_RATE ?? 0);
 /** Simulated latency of the mail provider, in ms (default 0). */
 const SEND_MS = Number(process.env.WELCOME_EMAIL_SEND_MS ?? 0);
-let tableReady: Promise<unknown> | undefined;
+let tableReady: Promise<void> | undefined;
 
-/** Creates emails_sent once per thread; replicas racing to create it is fine. */
-function ensureTable(ctx: TaskContext): Promise<unknown> {
-  tableReady ??= ctx.db
-    .query(
-      'CREATE TABLE IF NOT EXISTS public.emails_sent (user_id bigint PRIMARY KEY, job_id bigint NOT NULL, sent_at timestamptz NOT NULL DEFAULT now())',
-    )
-    .catch((err: { code?: string }) => {
-      if (err.code !== '42P07' && err.code !== '23505') {
-        tableReady = undefined;
-        throw err;
-      }
+const CREATE_TABLE =
+  'CREATE TABLE IF NOT EXISTS public.emails_sent (user_id bigint PRIMARY KEY, job_id bigint NOT NULL, sent_at timestamptz NOT NULL DEFAULT now())';
+
+/**
+ * Creates emails_sent once per thread if it is missing; replicas racing to
+ * create it is fine. It looks first: `CREATE TABLE IF NOT EXISTS` needs the
+ * right to create in the schema even when the table exists, and the runtime
+ * role the Kubernetes manifests recommend has DML rights only.
+ */
+function ensureTable(ctx: TaskContext): Promise<void> {
+  tableReady ??= (async () => {
+    const { rows } = await ctx.db.query<{ present: boolean }>(
+      "SELECT to_regclass('public.emails_sent') IS NOT NULL AS present",
+    );
+    if (rows[0]?.present) return;
+    await ctx.db.query(CREATE_TABLE).catch((err: { code?: string }) => {
+      if (err.code === '42P07' || err.code === '23505') return;
+      if (err.code === '42501')
+        throw new Error(
+          `public.emails_sent does not exist and this database role may not create it; create it once with a role that may: ${CREATE_TABLE}`,
+        );
+      throw err;
     });
+  })().catch((err: unknown) => {
+    tableReady = undefined;
+    throw err;
+  });
   return tableReady;
 }
 

@@ -1,11 +1,13 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { loadConfig, redacted } from '../src/config/index.ts';
+import { loadConfig, PACKAGE_ROOT, redacted } from '../src/config/index.ts';
 import { ConfigError } from '../src/errors.ts';
 import { retryDelay } from '../src/supervisor/backoff.ts';
+
+const CONFIG_DIR = path.join(PACKAGE_ROOT, 'config');
 
 function dirWith(files: Record<string, unknown>): string {
   const dir = mkdtempSync(path.join(tmpdir(), 'jobvisor-config-'));
@@ -92,6 +94,18 @@ describe('configuration', () => {
 
   it('the shipped config files are valid', () => {
     for (const NODE_ENV of ['', 'production']) loadConfig({ env: { NODE_ENV } });
+  });
+
+  it('the example files in config/ load as JOBVISOR_CONFIG and say what they show', () => {
+    const examples = readdirSync(CONFIG_DIR).filter((f) => /^example\..+\.json$/.test(f));
+    assert.deepEqual(examples.sort(), ['example.first.json', 'example.production.json']);
+    const load = (file: string) => loadConfig({ env: { JOBVISOR_CONFIG: path.join(CONFIG_DIR, file) } });
+    assert.equal(load('example.first.json').queues.default?.concurrency, 50);
+    const production = load('example.production.json');
+    assert.equal(production.queues.payments?.globalConcurrency, 5);
+    assert.equal(production.queues.crm?.perKeyConcurrency, 1);
+    assert.deepEqual(production.queues.geo?.rateLimit, { count: 100, periodMs: 1000, perKey: false });
+    assert.equal(production.schedules[0]?.kind, 'daily_report');
   });
 });
 

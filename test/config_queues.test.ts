@@ -50,6 +50,22 @@ describe('effectiveQueueLimits', () => {
     assert.match(line, /pool\.maxThreads/);
   });
 
+  it('says so in one line when globalConcurrency caps a queue below its concurrency', () => {
+    const r = effectiveQueueLimits({
+      pool: { maxThreads: 2 },
+      queues: {
+        payments: { concurrency: 50, globalConcurrency: 5 },
+        equal: { concurrency: 5, globalConcurrency: 5 },
+        above: { concurrency: 5, globalConcurrency: 20 },
+      },
+    });
+    assert.equal(r.warnings.length, 1);
+    const [line] = r.warnings as [string];
+    assert.doesNotMatch(line, /\n/);
+    assert.match(line, /queues\.payments\.concurrency is 50, but queues\.payments\.globalConcurrency lets at most 5/);
+    assert.match(line, /lower concurrency to 5/);
+  });
+
   it('gives every queue the same defaults', () => {
     const r = effectiveQueueLimits({ pool: { maxThreads: 3 }, queues: { default: {}, other: {} } });
     assert.deepEqual(r.queues.default, r.queues.other);

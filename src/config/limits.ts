@@ -83,6 +83,14 @@ export function effectiveQueueLimits(settings: {
           `raise queues.${name}.jobsPerThread to ${Math.ceil(concurrency / threads)} (or remove it), or raise pool.maxThreads`,
       );
     }
+    const global = resolved.globalConcurrency;
+    if (global !== undefined && global < Math.min(limit, concurrency)) {
+      warnings.push(
+        `queues.${name}.concurrency is ${concurrency}, but queues.${name}.globalConcurrency lets at most ${global} ` +
+          `of its jobs run at once across all supervisors, this one included: lower concurrency to ${global}, ` +
+          `or raise globalConcurrency`,
+      );
+    }
   }
   return { queues, limits, warnings };
 }

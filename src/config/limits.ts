@@ -84,7 +84,7 @@ export function effectiveQueueLimits(settings: {
       );
     }
     const global = resolved.globalConcurrency;
-    if (global !== undefined && global < Math.min(limit, concurrency)) {
+    if (global !== undefined && global < limit) {
       warnings.push(
         `queues.${name}.concurrency is ${concurrency}, but queues.${name}.globalConcurrency lets at most ${global} ` +
           `of its jobs run at once across all supervisors, this one included: lower concurrency to ${global}, ` +

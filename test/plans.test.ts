@@ -50,7 +50,7 @@ async function everyStatement(): Promise<void> {
   if (d) await renewLeases(store, 'p', [{ id: d.id, token: d.token }], 60_000);
   await reapExpiredLeases(store, 100);
   await deleteOldJobs(store, { retentionMs: 3_600_000, failedRetentionMs: 3_600_000, limit: 100 });
-  await nextDueIn(store, ['default']);
+  await nextDueIn(store, 'default');
   await countActiveJobs(store);
 }
 
@@ -195,7 +195,7 @@ describe('hot statements on a table that grew from tiny to a million rows withou
   });
 
   it('finds the next due time through jobs_pending_idx', async () => {
-    const due = await planOf(() => nextDueIn(store, ['default']));
+    const due = await planOf(() => nextDueIn(store, 'default'));
     assert.match(due, /jobs_pending_idx/, due);
     assert.doesNotMatch(due, /Seq Scan/, due);
   });

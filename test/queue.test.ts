@@ -92,7 +92,7 @@ describe('claims', () => {
     assert.equal(r.locked_until.getTime(), at(31_000).getTime());
     assert.equal(jobs[0]?.payload, '{"i": 0}');
     assert.equal((await row(late as string)).status, 'pending');
-    assert.equal(await nextDueIn(store, ['default'], at(1000)), 4000);
+    assert.equal(await nextDueIn(store, 'default', at(1000)), 4000);
   });
 
   it('two claimers never get the same job (SKIP LOCKED)', async () => {

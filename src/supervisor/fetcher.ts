@@ -226,7 +226,7 @@ export class Fetcher {
   private async armDueTimer(): Promise<void> {
     let inMs: number | null;
     try {
-      inMs = await nextDueIn(this.options.store, [this.options.queue]);
+      inMs = await nextDueIn(this.options.store, this.options.queue);
     } catch {
       return;
     }

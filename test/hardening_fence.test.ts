@@ -137,11 +137,15 @@ describe('rows that other producers write', () => {
       `INSERT INTO jobvisor.jobs (kind, payload, run_at) VALUES ('record', jsonb_build_object('s', repeat(chr(1), 100000000)), now() + interval '1 hour') RETURNING id`,
     );
     const big = rows[0].id as string;
+    // Over the limit too, but stored small enough that the claim measures its JSON text.
+    const { rows: middling } = await db.pool.query(
+      `INSERT INTO jobvisor.jobs (kind, payload, run_at) VALUES ('record', jsonb_build_object('s', repeat('x', 100000)), now() + interval '1 hour') RETURNING id`,
+    );
     const neighbours = await enqueueMany(
       db.pool,
       Array.from({ length: 9 }, () => ({ kind: 'record', payload: {}, runAt: new Date(Date.now() + 3_600_000) })),
     );
-    // All ten come due in one statement, so one claim takes them together.
+    // All eleven come due in one statement, so one claim takes them together.
     await db.pool.query("UPDATE jobvisor.jobs SET run_at = now() WHERE kind = 'record' AND status = 'pending'");
     await db.pool.query("NOTIFY jobvisor_jobs, 'default'");
     const dead = await until(
@@ -152,9 +156,19 @@ describe('rows that other producers write', () => {
     );
     assert.match(
       dead.last_error,
-      /^PayloadTooLarge: the payload is 6000000\d\d bytes of JSON, over jobs.maxPayloadBytes \(65536\)/,
+      /^PayloadTooLarge: the payload is stored in \d{7} bytes, so its JSON is far over jobs.maxPayloadBytes \(65536\)/,
     );
     assert.equal(dead.attempts, 1);
+    const measured = await until(
+      'the middling job dead-lettered',
+      () => job(middling[0].id as string),
+      (r) => r.status === 'failed',
+      60_000,
+    );
+    assert.match(
+      measured.last_error,
+      /^PayloadTooLarge: the payload is 100009 bytes of JSON, over jobs.maxPayloadBytes \(65536\)/,
+    );
     const ids = neighbours.map((n) => n.id as string);
     await until(
       'neighbours done',

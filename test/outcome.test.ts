@@ -170,12 +170,16 @@ describe('failure texts', () => {
   it('names exits, crashes and the payload limit', () => {
     assert.match(describeThreadDeath(new Error('worker exited with code: 3')), /^WorkerExited: .*process\.exit/);
     assert.match(describeThreadDeath(null), /^WorkerCrashed: /);
-    assert.deepEqual(oversized(2000, 1024), {
+    assert.deepEqual(oversized({ payloadBytes: 2000, payloadStoredBytes: null }, 1024), {
       runMs: 0,
       error: 'PayloadTooLarge: the payload is 2000 bytes of JSON, over jobs.maxPayloadBytes (1024)',
       permanent: true,
       retryInMs: null,
     });
+    assert.equal(
+      oversized({ payloadBytes: null, payloadStoredBytes: 9000 }, 1024).error,
+      'PayloadTooLarge: the payload is stored in 9000 bytes, so its JSON is far over jobs.maxPayloadBytes (1024)',
+    );
     assert.equal(deathCause(undefined), 'session ended early');
     assert.equal(deathCause(new Error('x')), 'x');
   });

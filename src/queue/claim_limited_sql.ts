@@ -27,6 +27,7 @@
  * cluster limits allowed) and `next_free_ms` (when half the pacing horizon is
  * free again) ride along.
  */
+import { PAYLOAD_COLUMNS, payloadText } from './claim.ts';
 import { planned } from './sql.ts';
 
 // Both statements claim `chosen` with its start slots, record rate-limit starts
@@ -41,7 +42,7 @@ const CLAIM_CHOSEN = `claimed AS (
          started_at = coalesce(b.first_slot + ((SELECT s.seq FROM chosen AS s WHERE s.id = j.id) - 1) * ($10::float8 / $9::int) * interval '1 millisecond', t.at)
     FROM t, budget AS b
    WHERE j.id = ANY (ARRAY(SELECT id FROM chosen)) AND j.status = 'pending'
-  RETURNING j.id, j.kind, j.queue, j.payload::text AS text, j.attempts, j.max_attempts, j.priority, j.run_at, j.lease_token,
+  RETURNING j.id, j.kind, j.queue, ${payloadText('j.payload')}, j.attempts, j.max_attempts, j.priority, j.run_at, j.lease_token,
             j.trace_context, j.concurrency_key, j.started_at
 ),
 recorded AS (
@@ -94,8 +95,7 @@ chosen AS (
 ),
 ${CLAIM_CHOSEN}
 SELECT b.n AS budget, b.next_free_ms, c.id, c.kind, c.queue, c.lease_token::text AS token,
-       CASE WHEN octet_length(c.text) <= $6 THEN c.text END AS payload,
-       octet_length(c.text) AS payload_bytes, c.attempts, c.max_attempts,
+       ${PAYLOAD_COLUMNS}, c.attempts, c.max_attempts,
        extract(epoch FROM c.run_at) * 1000 AS run_at_ms, c.trace_context::text AS trace_context,
        extract(epoch FROM c.started_at) * 1000 AS start_at_ms
   FROM budget AS b LEFT JOIN claimed AS c ON true
@@ -185,8 +185,7 @@ chosen AS (
 ),
 ${CLAIM_CHOSEN}
 SELECT b.n AS budget, b.next_free_ms, c.id, c.kind, c.queue, c.lease_token::text AS token,
-       CASE WHEN octet_length(c.text) <= $6 THEN c.text END AS payload,
-       octet_length(c.text) AS payload_bytes, c.attempts, c.max_attempts,
+       ${PAYLOAD_COLUMNS}, c.attempts, c.max_attempts,
        extract(epoch FROM c.run_at) * 1000 AS run_at_ms, c.trace_context::text AS trace_context,
        extract(epoch FROM c.started_at) * 1000 AS start_at_ms, ch.i AS key_index, c.concurrency_key AS key,
        (SELECT key FROM keys ORDER BY i DESC LIMIT 1) AS last_key, (SELECT count(*)::int FROM keys) AS keys_visited

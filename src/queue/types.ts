@@ -16,8 +16,10 @@ export interface ClaimedJob {
    * Null when it is over the claim's size limit (see payloadBytes).
    */
   payload: string | null;
-  /** Size of the payload's JSON text in bytes. */
-  payloadBytes: number;
+  /** Size of the payload's JSON text in bytes; null when not measured (see payloadStoredBytes). */
+  payloadBytes: number | null;
+  /** Set when the payload's stored size alone proved it over the limit: that size, in bytes. */
+  payloadStoredBytes: number | null;
   attempt: number;
   maxAttempts: number;
   /** When the job became due, in ms since the epoch. */

@@ -128,7 +128,7 @@ export class Dispatcher {
       if (job.payload === null) {
         // Over the size limit (a plain-SQL insert can write one): never sent to a
         // thread, dead-lettered on its own. Its neighbours run as usual.
-        this.options.outcomes.failed(job, oversized(job.payloadBytes, this.options.maxPayloadBytes));
+        this.options.outcomes.failed(job, oversized(job, this.options.maxPayloadBytes));
         continue;
       }
       // Claimed again while an older run is held here: its lease was lost (reaped

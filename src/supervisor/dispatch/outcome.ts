@@ -98,10 +98,17 @@ function failed(state: RunState, failure: Failure): Outcome {
 }
 
 /** The failure of a job whose payload is over jobs.maxPayloadBytes: it is never run. */
-export function oversized(payloadBytes: number, maxPayloadBytes: number): Failure {
+export function oversized(
+  size: { payloadBytes: number | null; payloadStoredBytes: number | null },
+  maxPayloadBytes: number,
+): Failure {
+  const what =
+    size.payloadBytes !== null
+      ? `${size.payloadBytes} bytes of JSON,`
+      : `stored in ${size.payloadStoredBytes} bytes, so its JSON is far`;
   return {
     runMs: 0,
-    error: `PayloadTooLarge: the payload is ${payloadBytes} bytes of JSON, over jobs.maxPayloadBytes (${maxPayloadBytes})`,
+    error: `PayloadTooLarge: the payload is ${what} over jobs.maxPayloadBytes (${maxPayloadBytes})`,
     permanent: true,
     retryInMs: null,
   };

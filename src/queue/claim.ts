@@ -31,7 +31,7 @@ import { planned, run, type Now, type Store } from './sql.ts';
 import type { ClaimedJob } from './types.ts';
 
 /**
- * The payload `column` as JSON text, in a claim's RETURNING, unless its stored size
+ * The payload as JSON text, in a claim's RETURNING, unless its stored size
  * already proves it over the limit ($6): a jsonb value's binary form is at
  * most about five times its JSON text (an array of small numbers), and
  * compression only makes the stored form smaller, so a value stored in more
@@ -39,12 +39,13 @@ import type { ClaimedJob } from './types.ts';
  * (1 MB stored, 600 MB of JSON text) took 11 s of the claim, long enough for the
  * leases of the jobs claimed with it to run out before the claim returned.
  */
-export function payloadText(column: string): string {
-  return `CASE WHEN pg_column_size(${column}) <= $6::bigint * 8 THEN ${column}::text END AS text,
-            pg_column_size(${column}) AS stored`;
-}
+export const PAYLOAD_TEXT = `CASE WHEN pg_column_size(payload) <= $6::bigint * 8 THEN payload::text END AS text,
+            pg_column_size(payload) AS stored`;
+/** PAYLOAD_TEXT for a statement that names the jobs table `j`. */
+export const PAYLOAD_TEXT_J = `CASE WHEN pg_column_size(j.payload) <= $6::bigint * 8 THEN j.payload::text END AS text,
+            pg_column_size(j.payload) AS stored`;
 
-/** The payload columns of a claim's result, from `claimed AS c` (payloadText). */
+/** The payload columns of a claim's result, from `claimed AS c` (PAYLOAD_TEXT). */
 export const PAYLOAD_COLUMNS = `CASE WHEN octet_length(c.text) <= $6 THEN c.text END AS payload,
        octet_length(c.text) AS payload_bytes, CASE WHEN c.text IS NULL THEN c.stored END AS payload_stored`;
 
@@ -66,7 +67,7 @@ WITH claimed AS (
             LIMIT $4
             FOR UPDATE SKIP LOCKED))
      AND (SELECT set_config('synchronous_commit', 'off', true)) = 'off'
-  RETURNING id, kind, queue, ${payloadText('payload')}, attempts, max_attempts, priority, run_at, lease_token, trace_context
+  RETURNING id, kind, queue, ${PAYLOAD_TEXT}, attempts, max_attempts, priority, run_at, lease_token, trace_context
 )
 SELECT c.id, c.kind, c.queue, c.lease_token::text AS token, ${PAYLOAD_COLUMNS},
        c.attempts, c.max_attempts, extract(epoch FROM c.run_at) * 1000 AS run_at_ms,

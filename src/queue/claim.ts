@@ -38,12 +38,11 @@ import type { ClaimedJob } from './types.ts';
  * than 8 × the limit has JSON text over the limit. Converting one such row
  * (1 MB stored, 600 MB of JSON text) took 11 s of the claim, long enough for the
  * leases of the jobs claimed with it to run out before the claim returned.
+ * Unqualified, so it serves every claim statement (only the jobs table has a
+ * `payload` column in them).
  */
 export const PAYLOAD_TEXT = `CASE WHEN pg_column_size(payload) <= $6::bigint * 8 THEN payload::text END AS text,
             pg_column_size(payload) AS stored`;
-/** PAYLOAD_TEXT for a statement that names the jobs table `j`. */
-export const PAYLOAD_TEXT_J = `CASE WHEN pg_column_size(j.payload) <= $6::bigint * 8 THEN j.payload::text END AS text,
-            pg_column_size(j.payload) AS stored`;
 
 /** The payload columns of a claim's result, from `claimed AS c` (PAYLOAD_TEXT). */
 export const PAYLOAD_COLUMNS = `CASE WHEN octet_length(c.text) <= $6 THEN c.text END AS payload,

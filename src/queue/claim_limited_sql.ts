@@ -27,7 +27,7 @@
  * cluster limits allowed) and `next_free_ms` (when half the pacing horizon is
  * free again) ride along.
  */
-import { PAYLOAD_COLUMNS, PAYLOAD_TEXT_J } from './claim.ts';
+import { PAYLOAD_COLUMNS, PAYLOAD_TEXT } from './claim.ts';
 import { planned } from './sql.ts';
 
 // Both statements claim `chosen` with its start slots, record rate-limit starts
@@ -42,7 +42,7 @@ const CLAIM_CHOSEN = `claimed AS (
          started_at = coalesce(b.first_slot + ((SELECT s.seq FROM chosen AS s WHERE s.id = j.id) - 1) * ($10::float8 / $9::int) * interval '1 millisecond', t.at)
     FROM t, budget AS b
    WHERE j.id = ANY (ARRAY(SELECT id FROM chosen)) AND j.status = 'pending'
-  RETURNING j.id, j.kind, j.queue, ${PAYLOAD_TEXT_J}, j.attempts, j.max_attempts, j.priority, j.run_at, j.lease_token,
+  RETURNING j.id, j.kind, j.queue, ${PAYLOAD_TEXT}, j.attempts, j.max_attempts, j.priority, j.run_at, j.lease_token,
             j.trace_context, j.concurrency_key, j.started_at
 ),
 recorded AS (

@@ -72,6 +72,33 @@ describe('globalConcurrency', () => {
     assert.ok(rows.every((r) => r.attempts === 0));
   });
 
+  it('takes due jobs in priority order past delayed ones of a higher priority, within the limit', async () => {
+    await enqueueMany(db.pool, [
+      ...Array.from({ length: 3 }, (_, i) => ({
+        kind: 'k',
+        queue: 'q',
+        payload: { delayed: i },
+        priority: -10,
+        runAt: new Date(Date.now() + 86_400_000),
+      })),
+      { kind: 'k', queue: 'q', payload: { p: 5 }, priority: 5 },
+      { kind: 'k', queue: 'q', payload: { p: -1 }, priority: -1 },
+      { kind: 'k', queue: 'q', payload: { p: 2 }, priority: 2 },
+    ]);
+    const first = await claim({ globalConcurrency: 2 }, 10);
+    assert.deepEqual(
+      first.jobs.map((j) => JSON.parse(j.payload as string)),
+      [{ p: -1 }, { p: 2 }],
+    );
+    await db.pool.query("UPDATE jobvisor.jobs SET status = 'done' WHERE status = 'running'");
+    const second = await claim({ globalConcurrency: 2 }, 10);
+    assert.deepEqual(
+      second.jobs.map((j) => JSON.parse(j.payload as string)),
+      [{ p: 5 }],
+      'the delayed jobs are not due',
+    );
+  });
+
   it('ten claimers at once never hold more than the limit', async () => {
     await add(200);
     for (let round = 0; round < 5; round++) {

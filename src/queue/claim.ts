@@ -52,6 +52,25 @@ import type { ClaimedJob } from './types.ts';
 export const PAYLOAD_TEXT = `CASE WHEN pg_column_size(payload) <= $6::bigint * 8 THEN payload::text END AS text,
             pg_column_size(payload) AS stored`;
 
+/**
+ * `priorities`: the priorities of queue $2's pending jobs, ascending, one index
+ * probe each, then a NULL row (skip it). For `WITH RECURSIVE`: a claim joins it
+ * LATERAL to a scan of one priority's due jobs, so the `run_at <= now` bound
+ * limits the index range and jobs not yet due are never read (see CLAIM_JOBS).
+ * Evaluated lazily: a claim filled at the first priority visits no other.
+ */
+export const PRIORITIES = `priorities AS (
+  (SELECT priority FROM jobvisor.jobs
+    WHERE status = 'pending' AND queue = $2
+    ORDER BY priority LIMIT 1)
+  UNION ALL
+  SELECT (SELECT j.priority FROM jobvisor.jobs AS j
+           WHERE j.status = 'pending' AND j.queue = $2 AND j.priority > p.priority
+           ORDER BY j.priority LIMIT 1)
+    FROM priorities AS p
+   WHERE p.priority IS NOT NULL
+)`;
+
 /** The payload columns of a claim's result, from `claimed AS c` (PAYLOAD_TEXT). */
 export const PAYLOAD_COLUMNS = `CASE WHEN octet_length(c.text) <= $6 THEN c.text END AS payload,
        octet_length(c.text) AS payload_bytes, CASE WHEN c.text IS NULL THEN c.stored END AS payload_stored`;
@@ -68,17 +87,7 @@ WITH claimed AS (
          locked_until = coalesce($5::timestamptz, now()) + $3::float8 * interval '1 millisecond',
          started_at = coalesce($5::timestamptz, now())
    WHERE id = ANY (ARRAY(
-           WITH RECURSIVE priorities AS (
-             (SELECT priority FROM jobvisor.jobs
-               WHERE status = 'pending' AND queue = $2
-               ORDER BY priority LIMIT 1)
-             UNION ALL
-             SELECT (SELECT j.priority FROM jobvisor.jobs AS j
-                      WHERE j.status = 'pending' AND j.queue = $2 AND j.priority > p.priority
-                      ORDER BY j.priority LIMIT 1)
-               FROM priorities AS p
-              WHERE p.priority IS NOT NULL
-           )
+           WITH RECURSIVE ${PRIORITIES}
            SELECT due.id
              FROM priorities AS p
             CROSS JOIN LATERAL (

@@ -27,7 +27,7 @@
  * cluster limits allowed) and `next_free_ms` (when half the pacing horizon is
  * free again) ride along.
  */
-import { PAYLOAD_COLUMNS, PAYLOAD_TEXT } from './claim.ts';
+import { PAYLOAD_COLUMNS, PAYLOAD_TEXT, PRIORITIES } from './claim.ts';
 import { planned } from './sql.ts';
 
 // Both statements claim `chosen` with its start slots, record rate-limit starts
@@ -87,11 +87,17 @@ budget AS (
 ),
 chosen AS (
   SELECT id, row_number() OVER (ORDER BY priority, run_at, id) AS seq
-    FROM (SELECT id, priority, run_at FROM jobvisor.jobs, t
-           WHERE status = 'pending' AND queue = $2 AND run_at <= t.now
-           ORDER BY priority, run_at, id
-           LIMIT (SELECT n FROM budget)
-           FOR UPDATE SKIP LOCKED) AS due
+    FROM (WITH RECURSIVE ${PRIORITIES}
+          SELECT one.id, one.priority, one.run_at
+            FROM priorities AS p
+           CROSS JOIN LATERAL (
+             SELECT j.id, j.priority, j.run_at FROM jobvisor.jobs AS j, t
+              WHERE j.status = 'pending' AND j.queue = $2 AND j.priority = p.priority AND j.run_at <= t.now
+              ORDER BY j.run_at, j.id
+              LIMIT (SELECT n FROM budget)
+              FOR UPDATE OF j SKIP LOCKED) AS one
+           WHERE p.priority IS NOT NULL
+           LIMIT (SELECT n FROM budget)) AS due
 ),
 ${CLAIM_CHOSEN}
 SELECT b.n AS budget, b.next_free_ms, c.id, c.kind, c.queue, c.lease_token::text AS token,

@@ -35,7 +35,7 @@
  * night ran at 945 jobs/s until autovacuum analyzed the table (13,800 with
  * ANALYZE); planning costs 0.2 ms per claim, not per job (BENCHMARKS.md).
  */
-import { planned, run, type Now, type Store } from './sql.ts';
+import { planned, run, runArrays, type Now, type Store } from './sql.ts';
 import type { ClaimedJob } from './types.ts';
 
 /**
@@ -73,7 +73,8 @@ export const PRIORITIES = `priorities AS (
 
 /** The payload columns of a claim's result, from `claimed AS c` (PAYLOAD_TEXT). */
 export const PAYLOAD_COLUMNS = `CASE WHEN octet_length(c.text) <= $6 THEN c.text END AS payload,
-       octet_length(c.text) AS payload_bytes, CASE WHEN c.text IS NULL THEN c.stored END AS payload_stored`;
+       CASE WHEN octet_length(c.text) > $6 THEN octet_length(c.text) END AS payload_bytes,
+       CASE WHEN c.text IS NULL THEN c.stored END AS payload_stored`;
 
 const CLAIM_JOBS = planned(
   'claim_jobs',
@@ -102,21 +103,38 @@ WITH claimed AS (
      AND (SELECT set_config('synchronous_commit', 'off', true)) = 'off'
   RETURNING id, kind, queue, ${PAYLOAD_TEXT}, attempts, max_attempts, priority, run_at, lease_token, trace_context
 )
-SELECT c.id, c.kind, c.queue, c.lease_token::text AS token, ${PAYLOAD_COLUMNS},
+SELECT c.id, c.kind, c.lease_token::text AS token, ${PAYLOAD_COLUMNS},
        c.attempts, c.max_attempts, extract(epoch FROM c.run_at) * 1000 AS run_at_ms,
        c.trace_context::text AS trace_context
   FROM claimed AS c
  ORDER BY c.priority, c.run_at, c.id`,
 );
 
-/** A claimed row as every claim statement returns it. */
+/**
+ * CLAIM_JOBS' columns in order, read as arrays (runArrays). The queue is not
+ * among them: it is the one the claim asked for.
+ */
+type ClaimColumns = [
+  id: string,
+  kind: string,
+  token: string,
+  payload: string | null,
+  payloadBytes: number | null,
+  payloadStored: number | null,
+  attempts: number,
+  maxAttempts: number,
+  runAtMs: string,
+  traceContext: string | null,
+];
+
+/** A claimed row as the limited claim statements return it. */
 export interface ClaimRow {
   id: string;
   kind: string;
   queue: string;
   token: string;
   payload: string | null;
-  /** The JSON text's size; null when the stored size alone showed it too large (payload_stored). */
+  /** The JSON text's size, set only when it is over the limit (payload is then null). */
   payload_bytes: number | null;
   payload_stored: number | null;
   attempts: number;
@@ -138,7 +156,7 @@ export async function claimJobs(
   args: { owner: string; queue: string; limit: number; leaseMs: number; maxPayloadBytes?: number; now?: Now },
 ): Promise<ClaimedJob[]> {
   if (args.limit <= 0) return [];
-  const rows = await run<ClaimRow>(store, CLAIM_JOBS, [
+  const rows = await runArrays<ClaimColumns>(store, CLAIM_JOBS, [
     args.owner,
     args.queue,
     args.leaseMs,
@@ -146,7 +164,20 @@ export async function claimJobs(
     args.now ?? null,
     args.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
   ]);
-  return rows.map(claimedJob);
+  const queue = args.queue;
+  return rows.map((r) => ({
+    id: r[0],
+    token: r[2],
+    kind: r[1],
+    queue,
+    payload: r[3],
+    payloadBytes: r[4],
+    payloadStoredBytes: r[5],
+    attempt: r[6],
+    maxAttempts: r[7],
+    runAtMs: Number(r[8]),
+    traceContext: r[9] ?? undefined,
+  }));
 }
 
 /** A claimed row as the job the dispatcher runs. */

@@ -16,7 +16,7 @@ export interface ClaimedJob {
    * Null when it is over the claim's size limit (see payloadBytes).
    */
   payload: string | null;
-  /** Size of the payload's JSON text in bytes; null when not measured (see payloadStoredBytes). */
+  /** Size of the payload's JSON text in bytes when it is over the limit (payload null); else null. */
   payloadBytes: number | null;
   /** Set when the payload's stored size alone proved it over the limit: that size, in bytes. */
   payloadStoredBytes: number | null;

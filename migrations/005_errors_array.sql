@@ -16,9 +16,12 @@
 --
 -- Existing bad rows are repaired first (one UPDATE; the old value is kept,
 -- truncated, as the first history entry so nothing is silently lost). The
--- constraint is then added NOT VALID and validated: the brief ACCESS EXCLUSIVE
--- lock covers only the catalog change, the scan runs under SHARE UPDATE
--- EXCLUSIVE, which lets enqueues and claims go on.
+-- constraint is then added NOT VALID and validated. On its own, the brief
+-- ACCESS EXCLUSIVE lock would cover only the catalog change and the scan would
+-- run under SHARE UPDATE EXCLUSIVE, letting enqueues and claims go on; but
+-- `jobvisor migrate` runs every pending migration in one transaction, so the
+-- ACCESS EXCLUSIVE lock is still held during the scan (README: what a
+-- migration locks).
 
 CREATE OR REPLACE FUNCTION jobvisor.append_error(errors jsonb, attempt integer, at timestamptz, error text)
 RETURNS jsonb LANGUAGE sql IMMUTABLE AS $$

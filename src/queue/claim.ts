@@ -3,21 +3,16 @@
  * priority first, and leases them to `owner`. It commits at once: no row lock
  * is held while a task runs; the lease does the rest.
  *
- * Shape: `WHERE id = ANY(ARRAY(SELECT … FOR UPDATE SKIP LOCKED LIMIT n))`.
- * Written as `UPDATE … FROM (SELECT …)`, the planner often flips to a hash join
- * that scans the whole table on every claim; the array form keeps the
- * primary-key path (measured +12–39 % jobs/s on a 100k backlog). The inner
- * select walks `jobs_pending_idx` (queue, priority, run_at, id) one priority at
- * a time: a recursive probe finds each priority present in O(log n), and within
- * one priority `run_at <= now` bounds the index range, so rows not yet due are
- * never read. A single scan in (priority, run_at, id) order had to step over
- * every delayed job of a higher priority to reach the due ones of a lower:
- * with 500,000 jobs delayed to tomorrow at priority -1, every claim of the
- * queue (empty ones included) took 16–88 ms instead of 2. The recursion is
- * evaluated lazily, so priorities after the first `n` due rows are never
- * visited, and rows are locked only as the outer LIMIT takes them. UPDATE
- * returns rows in table order, so the outer query restores claim order for
- * the dispatcher.
+ * Shape: `WHERE id = ANY((SELECT jobvisor.due_job_ids(queue, n, now)))`: the
+ * function (migration 010) picks and locks the due ids, one index probe per
+ * priority present, so jobs not yet due are never read; the UPDATE then finds
+ * them by primary key. Written as `UPDATE … FROM (SELECT …)`, the planner
+ * often flipped to a hash join that scanned the whole table on every claim;
+ * the array keeps the primary-key path (measured +12–39 % jobs/s on a 100k
+ * backlog). A single scan in claim order had to step over every delayed job
+ * ahead of the due ones: with 200,000 jobs delayed to tomorrow each claim of a
+ * trickle took 6.3 ms instead of 0.65. UPDATE returns rows in table order, so
+ * the outer query restores claim order for the dispatcher.
  *
  * The claim's commit does not wait for its WAL to reach disk
  * (`synchronous_commit` off for this transaction only, set by a one-time
@@ -52,25 +47,6 @@ import type { ClaimedJob } from './types.ts';
 export const PAYLOAD_TEXT = `CASE WHEN pg_column_size(payload) <= $6::bigint * 8 THEN payload::text END AS text,
             pg_column_size(payload) AS stored`;
 
-/**
- * `priorities`: the priorities of queue $2's pending jobs, ascending, one index
- * probe each, then a NULL row (skip it). For `WITH RECURSIVE`: a claim joins it
- * LATERAL to a scan of one priority's due jobs, so the `run_at <= now` bound
- * limits the index range and jobs not yet due are never read (see CLAIM_JOBS).
- * Evaluated lazily: a claim filled at the first priority visits no other.
- */
-export const PRIORITIES = `priorities AS (
-  (SELECT priority FROM jobvisor.jobs
-    WHERE status = 'pending' AND queue = $2
-    ORDER BY priority LIMIT 1)
-  UNION ALL
-  SELECT (SELECT j.priority FROM jobvisor.jobs AS j
-           WHERE j.status = 'pending' AND j.queue = $2 AND j.priority > p.priority
-           ORDER BY j.priority LIMIT 1)
-    FROM priorities AS p
-   WHERE p.priority IS NOT NULL
-)`;
-
 /** The payload columns of a claim's result, from `claimed AS c` (PAYLOAD_TEXT). */
 export const PAYLOAD_COLUMNS = `CASE WHEN octet_length(c.text) <= $6 THEN c.text END AS payload,
        CASE WHEN octet_length(c.text) > $6 THEN octet_length(c.text) END AS payload_bytes,
@@ -87,19 +63,7 @@ WITH claimed AS (
          locked_by = $1,
          locked_until = coalesce($5::timestamptz, now()) + $3::float8 * interval '1 millisecond',
          started_at = coalesce($5::timestamptz, now())
-   WHERE id = ANY (ARRAY(
-           WITH RECURSIVE ${PRIORITIES}
-           SELECT due.id
-             FROM priorities AS p
-            CROSS JOIN LATERAL (
-              SELECT j.id FROM jobvisor.jobs AS j
-               WHERE j.status = 'pending' AND j.queue = $2 AND j.priority = p.priority
-                 AND j.run_at <= coalesce($5::timestamptz, now())
-               ORDER BY j.run_at, j.id
-               LIMIT $4
-               FOR UPDATE SKIP LOCKED) AS due
-            WHERE p.priority IS NOT NULL
-            LIMIT $4))
+   WHERE id = ANY ((SELECT jobvisor.due_job_ids($2, $4, coalesce($5::timestamptz, now())))::bigint[])
      AND (SELECT set_config('synchronous_commit', 'off', true)) = 'off'
   RETURNING id, kind, queue, ${PAYLOAD_TEXT}, attempts, max_attempts, priority, run_at, lease_token, trace_context
 )

@@ -27,7 +27,7 @@
  * cluster limits allowed) and `next_free_ms` (when half the pacing horizon is
  * free again) ride along.
  */
-import { PAYLOAD_COLUMNS, PAYLOAD_TEXT, PRIORITIES } from './claim.ts';
+import { PAYLOAD_COLUMNS, PAYLOAD_TEXT } from './claim.ts';
 import { planned } from './sql.ts';
 
 // Both statements claim `chosen` with its start slots, record rate-limit starts
@@ -86,18 +86,9 @@ budget AS (
     FROM global_room AS g, paced AS p, t
 ),
 chosen AS (
-  SELECT id, row_number() OVER (ORDER BY priority, run_at, id) AS seq
-    FROM (WITH RECURSIVE ${PRIORITIES}
-          SELECT one.id, one.priority, one.run_at
-            FROM priorities AS p
-           CROSS JOIN LATERAL (
-             SELECT j.id, j.priority, j.run_at FROM jobvisor.jobs AS j, t
-              WHERE j.status = 'pending' AND j.queue = $2 AND j.priority = p.priority AND j.run_at <= t.now
-              ORDER BY j.run_at, j.id
-              LIMIT (SELECT n FROM budget)
-              FOR UPDATE OF j SKIP LOCKED) AS one
-           WHERE p.priority IS NOT NULL
-           LIMIT (SELECT n FROM budget)) AS due
+  SELECT j.id, row_number() OVER (ORDER BY j.priority, j.run_at, j.id) AS seq
+    FROM jobvisor.jobs AS j
+   WHERE j.id = ANY ((SELECT jobvisor.due_job_ids($2, (SELECT n FROM budget), (SELECT now FROM t)))::bigint[])
 ),
 ${CLAIM_CHOSEN}
 SELECT b.n AS budget, b.next_free_ms, c.id, c.kind, c.queue, c.lease_token::text AS token,

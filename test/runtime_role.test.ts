@@ -1,0 +1,90 @@
+/**
+ * The runtime role as README's "Database roles" recipe grants it, on a
+ * database hardened so that PUBLIC may execute no function of the schema:
+ * the grants copied from README are exactly what a supervisor needs to claim
+ * (claims call jobvisor.due_job_ids), complete and fail jobs.
+ */
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import pg from 'pg';
+import { after, before, describe, it } from 'node:test';
+import { claimJobs } from '../src/queue/claim.ts';
+import { completeJobs, failJobs } from '../src/queue/complete.ts';
+import { enqueueMany } from '../src/queue/enqueue.ts';
+import { adminQuery, createTestDatabase, type TestDatabase } from './helpers/db.ts';
+
+let db: TestDatabase;
+let app: pg.Pool;
+const role = `jv_app_${randomBytes(3).toString('hex')}`;
+const password = randomBytes(9).toString('hex');
+
+/** README's GRANT statements for existing objects, with the role renamed. */
+function readmeGrants(): string[] {
+  const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+  const block = readme.slice(
+    readme.indexOf('-- after the first `jobvisor migrate`'),
+    readme.indexOf('-- and for what later migrations create:'),
+  );
+  const grants = block
+    .split('\n')
+    .filter((line) => line.startsWith('GRANT '))
+    .map((line) => line.replace(/;.*$/, '').replaceAll('jobvisor_app', role));
+  assert.ok(grants.length >= 4, `README's role recipe has its grants: ${block}`);
+  return grants;
+}
+
+before(async () => {
+  db = await createTestDatabase('runtime_role');
+  await adminQuery(`CREATE ROLE ${role} LOGIN PASSWORD '${password}'`);
+  await db.pool.query('REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA jobvisor FROM PUBLIC');
+  const url = new URL(db.url);
+  url.username = role;
+  url.password = password;
+  app = new pg.Pool({ connectionString: url.toString(), max: 2 });
+});
+
+after(async () => {
+  await app?.end();
+  await db?.drop();
+  await adminQuery(`DROP ROLE IF EXISTS ${role}`);
+});
+
+describe("README's runtime role", () => {
+  it('without the EXECUTE grant cannot claim, and the error names the function', async () => {
+    await db.pool.query(`GRANT USAGE ON SCHEMA jobvisor TO ${role}`);
+    await db.pool.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA jobvisor TO ${role}`);
+    await db.pool.query(`GRANT USAGE ON ALL SEQUENCES IN SCHEMA jobvisor TO ${role}`);
+    await enqueueMany(app, [{ kind: 'k', payload: {} }]);
+    await assert.rejects(
+      claimJobs({ db: app, schema: 'jobvisor' }, { owner: 'o', queue: 'default', limit: 5, leaseMs: 60_000 }),
+      /permission denied for function due_job_ids/,
+    );
+  });
+
+  it('with the grants README lists, enqueues, claims, completes and fails jobs', async () => {
+    for (const grant of readmeGrants()) await db.pool.query(grant);
+    const store = { db: app, schema: 'jobvisor' };
+    await enqueueMany(app, [{ kind: 'k', payload: { n: 2 } }]);
+    const jobs = await claimJobs(store, { owner: 'o', queue: 'default', limit: 5, leaseMs: 60_000 });
+    assert.equal(jobs.length, 2);
+    const [a, b] = jobs as [(typeof jobs)[0], (typeof jobs)[0]];
+    assert.deepEqual([...(await completeJobs(store, 'o', [a.id], [a.token]))], []);
+    const failed = await failJobs(store, 'o', {
+      ids: [b.id],
+      tokens: [b.token],
+      permanent: [true],
+      delaysMs: [0],
+      errors: ['Error: no'],
+    });
+    assert.deepEqual(
+      failed.map((f) => f.status),
+      ['failed'],
+    );
+    const { rows } = await db.pool.query('SELECT status FROM jobvisor.jobs ORDER BY id');
+    assert.deepEqual(
+      rows.map((r) => r.status),
+      ['done', 'failed'],
+    );
+  });
+});

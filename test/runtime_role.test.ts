@@ -5,19 +5,16 @@
  * (claims call jobvisor.due_job_ids), complete and fail jobs.
  */
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import pg from 'pg';
 import { after, before, describe, it } from 'node:test';
 import { claimJobs } from '../src/queue/claim.ts';
 import { completeJobs, failJobs } from '../src/queue/complete.ts';
 import { enqueueMany } from '../src/queue/enqueue.ts';
-import { adminQuery, createTestDatabase, type TestDatabase } from './helpers/db.ts';
+import { createLoginRole, createTestDatabase, type LoginRole, type TestDatabase } from './helpers/db.ts';
 
 let db: TestDatabase;
-let app: pg.Pool;
-const role = `jv_app_${randomBytes(3).toString('hex')}`;
-const password = randomBytes(9).toString('hex');
+let app: LoginRole;
+let role = '';
 
 /** README's GRANT statements for existing objects, with the role renamed. */
 function readmeGrants(): string[] {
@@ -36,18 +33,15 @@ function readmeGrants(): string[] {
 
 before(async () => {
   db = await createTestDatabase('runtime_role');
-  await adminQuery(`CREATE ROLE ${role} LOGIN PASSWORD '${password}'`);
+  app = await createLoginRole(db, 'jv_app');
+  role = app.name;
   await db.pool.query('REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA jobvisor FROM PUBLIC');
-  const url = new URL(db.url);
-  url.username = role;
-  url.password = password;
-  app = new pg.Pool({ connectionString: url.toString(), max: 2 });
 });
 
 after(async () => {
-  await app?.end();
+  await app?.pool.end();
   await db?.drop();
-  await adminQuery(`DROP ROLE IF EXISTS ${role}`);
+  await app?.drop();
 });
 
 describe("README's runtime role", () => {
@@ -55,17 +49,17 @@ describe("README's runtime role", () => {
     await db.pool.query(`GRANT USAGE ON SCHEMA jobvisor TO ${role}`);
     await db.pool.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA jobvisor TO ${role}`);
     await db.pool.query(`GRANT USAGE ON ALL SEQUENCES IN SCHEMA jobvisor TO ${role}`);
-    await enqueueMany(app, [{ kind: 'k', payload: {} }]);
+    await enqueueMany(app.pool, [{ kind: 'k', payload: {} }]);
     await assert.rejects(
-      claimJobs({ db: app, schema: 'jobvisor' }, { owner: 'o', queue: 'default', limit: 5, leaseMs: 60_000 }),
+      claimJobs({ db: app.pool, schema: 'jobvisor' }, { owner: 'o', queue: 'default', limit: 5, leaseMs: 60_000 }),
       /permission denied for function due_job_ids/,
     );
   });
 
   it('with the grants README lists, enqueues, claims, completes and fails jobs', async () => {
     for (const grant of readmeGrants()) await db.pool.query(grant);
-    const store = { db: app, schema: 'jobvisor' };
-    await enqueueMany(app, [{ kind: 'k', payload: { n: 2 } }]);
+    const store = { db: app.pool, schema: 'jobvisor' };
+    await enqueueMany(app.pool, [{ kind: 'k', payload: { n: 2 } }]);
     const jobs = await claimJobs(store, { owner: 'o', queue: 'default', limit: 5, leaseMs: 60_000 });
     assert.equal(jobs.length, 2);
     const [a, b] = jobs as [(typeof jobs)[0], (typeof jobs)[0]];

@@ -5,34 +5,26 @@
  * schema public" even when the table existed, so every job failed there.
  */
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import { after, before, describe, it } from 'node:test';
 import { pino } from 'pino';
 import welcomeEmail from '../src/tasks/welcome_email.ts';
 import type { TaskContext } from '../src/worker/types.ts';
-import { adminQuery, createTestDatabase, type TestDatabase } from './helpers/db.ts';
+import { createLoginRole, createTestDatabase, type LoginRole, type TestDatabase } from './helpers/db.ts';
 
 let db: TestDatabase;
-let dml: pg.Pool;
-const role = `jv_dml_${randomBytes(3).toString('hex')}`;
-const password = randomBytes(9).toString('hex');
+let dml: LoginRole;
 
 before(async () => {
   db = await createTestDatabase('welcome_email');
-  await adminQuery(`CREATE ROLE ${role} LOGIN PASSWORD '${password}'`);
+  dml = await createLoginRole(db, 'jv_dml');
   // PostgreSQL 15 and later: nobody but the owner may create in schema public.
   await db.pool.query(`REVOKE CREATE ON SCHEMA public FROM PUBLIC`);
-  const url = new URL(db.url);
-  url.username = role;
-  url.password = password;
-  dml = new pg.Pool({ connectionString: url.toString(), max: 2 });
 });
 
 after(async () => {
-  await dml?.end();
+  await dml?.pool.end();
   await db?.drop();
-  await adminQuery(`DROP ROLE IF EXISTS ${role}`);
+  await dml?.drop();
 });
 
 function ctxOf(jobId: string): TaskContext {
@@ -40,7 +32,7 @@ function ctxOf(jobId: string): TaskContext {
     job: { id: jobId, kind: 'welcome_email', queue: 'default', attempt: 1, maxAttempts: 8 },
     signal: new AbortController().signal,
     log: pino({ level: 'silent' }),
-    db: dml,
+    db: dml.pool,
   } as unknown as TaskContext;
 }
 
@@ -58,7 +50,7 @@ describe('welcome_email with a role that may not create tables', () => {
     await db.pool.query(
       'CREATE TABLE public.emails_sent (user_id bigint PRIMARY KEY, job_id bigint NOT NULL, sent_at timestamptz NOT NULL DEFAULT now())',
     );
-    await db.pool.query(`GRANT SELECT, INSERT ON public.emails_sent TO ${role}`);
+    await db.pool.query(`GRANT SELECT, INSERT ON public.emails_sent TO ${dml.name}`);
     assert.deepEqual(await welcomeEmail({ user_id: 7 }, ctxOf('2')), { sent: true });
     assert.deepEqual(await welcomeEmail({ user_id: 7 }, ctxOf('3')), { sent: false });
     const { rows } = await db.pool.query('SELECT user_id::int, job_id::int FROM public.emails_sent');

@@ -74,3 +74,29 @@ export async function createTestDatabase(
     },
   };
 }
+
+/** A login role of its own on `db` (it has no rights until granted), with a pool connected as it. */
+export interface LoginRole {
+  name: string;
+  pool: pg.Pool;
+  /** Drops the role (end its pool first and drop the database, which holds its grants). */
+  drop(): Promise<void>;
+}
+
+export async function createLoginRole(db: TestDatabase, prefix: string): Promise<LoginRole> {
+  const name = `${prefix}_${randomBytes(3).toString('hex')}`;
+  const password = randomBytes(9).toString('hex');
+  await adminQuery(`CREATE ROLE ${name} LOGIN PASSWORD '${password}'`);
+  const url = new URL(db.url);
+  url.username = name;
+  url.password = password;
+  const pool = new pg.Pool({ connectionString: url.toString(), max: 2 });
+  return {
+    name,
+    pool,
+    async drop() {
+      if (!pool.ended) await pool.end();
+      await adminQuery(`DROP ROLE IF EXISTS ${name}`);
+    },
+  };
+}

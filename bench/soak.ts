@@ -21,7 +21,7 @@
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { enqueueMany, type JobSpec } from '../src/queue/enqueue.ts';
-import { httpGet, prng, summary, until } from '../test/helpers/chaos/measure.ts';
+import { clockPasses, httpGet, prng, summary, until } from '../test/helpers/chaos/measure.ts';
 import { createMigratedDatabase, startChaosPostgres, type ChaosPostgres } from '../test/helpers/chaos/postgres.ts';
 import { startProxy, type Proxy } from '../test/helpers/chaos/proxy.ts';
 import { FIXTURE_TASKS } from '../test/helpers/inprocess.ts';
@@ -124,14 +124,7 @@ async function main(): Promise<number> {
           // the database is restarting: this batch was not written (all or nothing), its
           // user ids are used again by the next one; the producer carries on
         }
-        const next = Date.now() + 250;
-        await until(
-          'next batch',
-          () => Date.now(),
-          (now) => now >= next,
-          1000,
-          50,
-        );
+        await clockPasses('next batch', 250, 50);
       }
     })();
 

@@ -13,7 +13,7 @@ import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { enqueueMany } from '../src/queue/enqueue.ts';
 import type { Supervisor } from '../src/supervisor/supervisor.ts';
-import { count, httpGet, report, statusCounts, summary, until } from './helpers/chaos/measure.ts';
+import { clockPasses, count, httpGet, report, statusCounts, summary, until } from './helpers/chaos/measure.ts';
 import { createMigratedDatabase, startChaosPostgres, type ChaosPostgres } from './helpers/chaos/postgres.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { FIXTURE_TASKS, startSupervisor } from './helpers/inprocess.ts';
@@ -378,14 +378,7 @@ describe('chaos: pressure', () => {
           )
         ).map((r) => r.id as string),
       );
-      const until0 = Date.now() + 250;
-      await until(
-        'between ordinary batches',
-        () => Date.now(),
-        (now) => now >= until0,
-        1000,
-        50,
-      );
+      await clockPasses('between ordinary batches', 250, 50);
     }
     await until('retry storm over', stormDone, (n) => n === STORM, 120_000, 200);
     const stormMs = Date.now() - t0;

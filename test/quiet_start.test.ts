@@ -14,7 +14,7 @@ import type { Supervisor } from '../src/supervisor/supervisor.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { GATE_TABLES, gateRunsOf, tellGate } from './helpers/gate.ts';
 import { nextEvent, startSupervisor } from './helpers/inprocess.ts';
-import { until } from './helpers/poll.ts';
+import { clockPasses, until } from './helpers/poll.ts';
 
 /** A QuietStart whose busy state the test sets; `ran` resolves when it runs. */
 function harness(afterMs: number, latestMs: number, busy: boolean) {
@@ -54,14 +54,7 @@ function harness(afterMs: number, latestMs: number, busy: boolean) {
 
 /** Lets several 5 ms checks pass: what must not happen would have happened by then. */
 async function pastChecks(): Promise<void> {
-  const at = performance.now() + 30;
-  await until(
-    '30 ms later',
-    () => performance.now(),
-    (t) => t >= at,
-    1_000,
-    5,
-  );
+  await clockPasses('30 ms later', 30, 5);
 }
 
 describe('QuietStart', () => {

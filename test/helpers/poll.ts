@@ -42,3 +42,18 @@ export async function untilDefined<T>(
   );
   return value as T;
 }
+
+/**
+ * Waits until `ms` have passed on the clock, checking every `everyMs`: pacing
+ * (a producer's next batch) or letting checks that must not fire run a few times.
+ */
+export async function clockPasses(what: string, ms: number, everyMs: number): Promise<void> {
+  const at = performance.now() + ms;
+  await until(
+    what,
+    () => performance.now(),
+    (t) => t >= at,
+    ms + 1_000,
+    everyMs,
+  );
+}

@@ -16,7 +16,7 @@ export function report(scenario: string, result: Record<string, unknown>): void 
   if (file) appendFileSync(file, `${line}\n`);
 }
 
-export { until } from '../poll.ts';
+export { clockPasses, until } from '../poll.ts';
 
 export function summary(values: number[]): { n: number; p50: number; p95: number; max: number } {
   const sorted = [...values].sort((a, b) => a - b);

@@ -63,9 +63,7 @@ export async function run<R extends pg.QueryResultRow>(
   statement: Statement,
   values: unknown[],
 ): Promise<R[]> {
-  const { name, text } = statement(store.schema);
-  const result = await store.db.query<R>(name ? { name, text, values } : { text, values });
-  return result.rows;
+  return send<R>(store, statement, values);
 }
 
 /**
@@ -79,9 +77,13 @@ export async function runArrays<R extends unknown[]>(
   statement: Statement,
   values: unknown[],
 ): Promise<R[]> {
+  return send<R>(store, statement, values, 'array');
+}
+
+async function send<R>(store: Store, statement: Statement, values: unknown[], rowMode?: 'array'): Promise<R[]> {
   const { name, text } = statement(store.schema);
-  const result = await store.db.query<R>({ name, text, values, rowMode: 'array' });
-  return result.rows;
+  const result = await store.db.query({ name, text, values, ...(rowMode && { rowMode }) });
+  return result.rows as R[];
 }
 
 /** `null` lets the database use its own clock (one clock for every replica); tests pin a time. */

@@ -9,8 +9,8 @@ import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { boundRows } from '../src/metrics/database-gauges.ts';
-import { createLabelSet, OTHER, taskKindsIn } from '../src/metrics/labels.ts';
+import { boundCounts, boundOldest, createDatabaseGauges } from '../src/metrics/database-gauges.ts';
+import { createLabelSet, OTHER, taskKindsIn, UNBOUNDED_LABELS } from '../src/metrics/labels.ts';
 import { createMetrics } from '../src/metrics/metrics.ts';
 import { observeEvents } from '../src/metrics/observe.ts';
 import { SupervisorEvents } from '../src/supervisor/events.ts';
@@ -62,13 +62,23 @@ describe('label sets', () => {
       { queue: 'default', kind: 'x2', status: 'pending', count: 4, oldest_due_s: null },
       { queue: 'q9', kind: 'x3', status: 'failed', count: 1, oldest_due_s: null },
     ];
-    const { counts, oldest } = boundRows(rows, labels);
-    assert.deepEqual(counts, [
+    assert.deepEqual(boundCounts(rows, labels), [
       { queue: 'default', kind: 'a', status: 'pending', count: 2 },
       { queue: 'default', kind: 'other', status: 'pending', count: 7 },
       { queue: 'other', kind: 'other', status: 'failed', count: 1 },
     ]);
-    assert.deepEqual([...oldest], [['default', 9]]);
+    const ages = [
+      { queue: 'default', oldest_due_s: 5 },
+      { queue: 'q8', oldest_due_s: 7 },
+      { queue: 'q9', oldest_due_s: 3 },
+    ];
+    assert.deepEqual(
+      [...boundOldest(ages, labels)],
+      [
+        ['default', 5],
+        ['other', 7],
+      ],
+    );
   });
 });
 
@@ -186,6 +196,49 @@ describe('loop health', () => {
     now = 8000;
     health.check();
     assert.deepEqual(seen, ['heartbeat']);
+  });
+});
+
+describe('database gauges', () => {
+  let db: TestDatabase;
+  before(async () => {
+    db = await createTestDatabase('metrics_gauges');
+  });
+  after(async () => {
+    await db.drop();
+  });
+
+  /** Each series of a gauge as its labels (sorted keys, joined) and value. */
+  async function series(metrics: ReturnType<typeof createMetrics>, name: string) {
+    const values = (await metrics.registry.getSingleMetric(name)?.get())?.values ?? [];
+    return new Map(values.map((v) => [Object.values(v.labels).join('/'), v.value]));
+  }
+
+  it('re-read the oldest due age on every refresh, and the counts only as often as their spacing allows', async () => {
+    const store = { db: db.pool, schema: 'jobvisor' };
+    await db.pool.query(
+      `INSERT INTO jobvisor.jobs (kind, run_at) SELECT 'k', now() - interval '1 minute' FROM generate_series(1, 3)`,
+    );
+    const metrics = createMetrics({ defaultMetrics: false });
+    // refresh 0: every refresh is due; a spacing this large never lets the counts be read twice.
+    const gauges = createDatabaseGauges(store, metrics, 0, UNBOUNDED_LABELS, { countSpacing: 1e9 });
+    await gauges.refresh();
+    assert.equal((await series(metrics, 'jobvisor_jobs')).get('default/k/pending'), 3);
+    assert.ok(((await series(metrics, 'jobvisor_oldest_pending_seconds')).get('default') ?? 0) >= 60);
+
+    await db.pool.query(
+      `INSERT INTO jobvisor.jobs (kind, queue, run_at) VALUES ('k', 'q2', now() - interval '1 hour')`,
+    );
+    await gauges.refresh();
+    const ages = await series(metrics, 'jobvisor_oldest_pending_seconds');
+    assert.ok((ages.get('q2') ?? 0) >= 3600, `the age is re-read: ${JSON.stringify([...ages])}`);
+    const counts = await series(metrics, 'jobvisor_jobs');
+    assert.deepEqual([...counts], [['default/k/pending', 3]], 'the counts wait for their spacing');
+    assert.deepEqual([...(await series(metrics, 'jobvisor_database_gauges_up'))], [['', 1]]);
+
+    const every = createMetrics({ defaultMetrics: false });
+    await createDatabaseGauges(store, every, 0, UNBOUNDED_LABELS, { countSpacing: 0 }).refresh();
+    assert.equal((await series(every, 'jobvisor_jobs')).get('q2/k/pending'), 1);
   });
 });
 

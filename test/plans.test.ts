@@ -19,7 +19,7 @@ import { writeProgress } from '../src/queue/progress.ts';
 import { reapExpiredLeases } from '../src/queue/reaper.ts';
 import { snoozeJobs } from '../src/queue/snooze.ts';
 import type { Store } from '../src/queue/sql.ts';
-import { countActiveJobs } from '../src/queue/stats.ts';
+import { countActiveJobs, oldestDueByQueue } from '../src/queue/stats.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 
 const GROWN = 1_000_000;
@@ -52,6 +52,7 @@ async function everyStatement(): Promise<void> {
   await deleteOldJobs(store, { retentionMs: 3_600_000, failedRetentionMs: 3_600_000, limit: 100 });
   await nextDueIn(store, 'default');
   await countActiveJobs(store);
+  await oldestDueByQueue(store);
 }
 
 before(async () => {
@@ -205,5 +206,11 @@ describe('hot statements on a table that grew from tiny to a million rows withou
     const gauges = await planOf(() => countActiveJobs(store));
     assert.match(gauges, /jobs_pending_idx/, gauges);
     assert.doesNotMatch(gauges, /Seq Scan/, gauges);
+  });
+
+  it('reads the oldest due age through jobs_pending_idx', async () => {
+    const age = await planOf(() => oldestDueByQueue(store));
+    assert.match(age, /jobs_pending_idx/, age);
+    assert.doesNotMatch(age, /Seq Scan/, age);
   });
 });

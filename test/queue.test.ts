@@ -12,7 +12,7 @@ import { enqueueMany } from '../src/queue/enqueue.ts';
 import { renewLeases } from '../src/queue/lease.ts';
 import { reapExpiredLeases } from '../src/queue/reaper.ts';
 import type { Store } from '../src/queue/sql.ts';
-import { countActiveJobs } from '../src/queue/stats.ts';
+import { countActiveJobs, oldestDueByQueue } from '../src/queue/stats.ts';
 import pg from 'pg';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 
@@ -40,6 +40,37 @@ async function add(n: number, extra: Record<string, unknown> = {}) {
     )
   ).map((r) => r.id as string);
 }
+/**
+ * What `measure` read: the shared pages (hit or read) of the first statement's
+ * top plan node, by auto_explain on a connection of its own. `warm` runs first
+ * on the same connection (loading and planning what it needs), unmeasured.
+ */
+async function pagesRead<T>(warm: (s: Store) => Promise<unknown>, measure: (s: Store) => Promise<T>) {
+  const pool = new pg.Pool({ connectionString: db.url, max: 1 });
+  const plans: string[] = [];
+  pool.on('connect', (client) => client.on('notice', (n) => plans.push(n.message ?? '')));
+  try {
+    for (const setting of [
+      `LOAD 'auto_explain'`,
+      'SET auto_explain.log_min_duration = 0',
+      'SET auto_explain.log_analyze = on',
+      'SET auto_explain.log_buffers = on',
+      'SET auto_explain.log_level = notice',
+    ])
+      await pool.query(setting);
+    const s = { db: pool, schema: 'jobvisor' };
+    await warm(s);
+    plans.length = 0;
+    const value = await measure(s);
+    const plan = plans.join('\n');
+    const top = /Buffers: shared hit=(\d+)(?: read=(\d+))?/.exec(plan);
+    assert.ok(top, plan);
+    return { value, pages: Number(top[1]) + Number(top[2] ?? 0), plan };
+  } finally {
+    await pool.end();
+  }
+}
+
 /** Completes claims; returns the ids actually written. */
 async function completeJobs(s: Store, owner: string, jobs: Array<{ id: string; token: string }>, now?: Date) {
   const fenced = await completeIds(
@@ -149,45 +180,23 @@ describe('claims across priorities', () => {
        SELECT 'k', -1, $1::timestamptz + interval '1 day' FROM generate_series(1, 100000)`,
       [T0],
     );
-    const pool = new pg.Pool({ connectionString: db.url, max: 1 });
-    const plans: string[] = [];
-    pool.on('connect', (client) => client.on('notice', (n) => plans.push(n.message ?? '')));
-    try {
-      for (const setting of [
-        `LOAD 'auto_explain'`,
-        'SET auto_explain.log_min_duration = 0',
-        'SET auto_explain.log_analyze = on',
-        'SET auto_explain.log_buffers = on',
-        'SET auto_explain.log_level = notice',
-      ])
-        await pool.query(setting);
+    const claim = (s: Store) =>
+      claimJobs(s, { owner: 'A', queue: 'default', limit: 10, leaseMs: 30_000, now: at(1000) });
+    const due: string[] = [];
+    const {
+      value: jobs,
+      pages,
+      plan,
+    } = await pagesRead(async (s) => {
       // A first claim finds nothing due; it also lets the connection load and plan what it needs.
-      const store1 = { db: pool, schema: 'jobvisor' };
-      assert.deepEqual(
-        await claimJobs(store1, { owner: 'A', queue: 'default', limit: 10, leaseMs: 30_000, now: at(1000) }),
-        [],
-      );
-      const due = await add(2);
-      plans.length = 0;
-      const jobs = await claimJobs(store1, {
-        owner: 'A',
-        queue: 'default',
-        limit: 10,
-        leaseMs: 30_000,
-        now: at(1000),
-      });
-      assert.deepEqual(
-        jobs.map((j) => j.id),
-        due,
-      );
-      const plan = plans.join('\n');
-      const top = /Buffers: shared hit=(\d+)(?: read=(\d+))?/.exec(plan);
-      assert.ok(top, plan);
-      const pages = Number(top[1]) + Number(top[2] ?? 0);
-      assert.ok(pages < 200, `the claim read ${pages} pages:\n${plan}`);
-    } finally {
-      await pool.end();
-    }
+      assert.deepEqual(await claim(s), []);
+      due.push(...(await add(2)));
+    }, claim);
+    assert.deepEqual(
+      jobs.map((j) => j.id),
+      due,
+    );
+    assert.ok(pages < 200, `the claim read ${pages} pages:\n${plan}`);
   });
 });
 
@@ -401,6 +410,46 @@ describe('cleanup and stats', () => {
     assert.equal(pendingDefault?.count, 3);
     assert.equal(pendingDefault?.oldest_due_s, 1);
     assert.equal(counts.find((c) => c.queue === 'q2')?.oldest_due_s, 61);
+  });
+
+  it('reads the oldest due age of each queue from the head of each priority, as the counts report it', async () => {
+    await add(2, { runAt: at(-10_000) });
+    // Older, behind a higher priority: the age is the queue's, not the first priority's.
+    await add(1, { priority: 5, runAt: at(-100_000) });
+    await add(1, { queue: 'later', runAt: at(60_000) });
+    await add(1, { queue: 'q3', runAt: at(60_000) });
+    await add(1, { queue: 'q3', priority: 1, runAt: at(-5_000) });
+    await db.pool.query(`INSERT INTO jobvisor.jobs (kind, queue, run_at) VALUES ('k', 'ancient', '-infinity')`);
+    const ages = await oldestDueByQueue(store, at(1000));
+    const counted = new Map<string, number>();
+    for (const c of await countActiveJobs(store, at(1000)))
+      if (c.oldest_due_s !== null) counted.set(c.queue, Math.max(counted.get(c.queue) ?? 0, c.oldest_due_s));
+    assert.deepEqual(
+      ages.map((a) => [a.queue, a.oldest_due_s]),
+      [...counted].sort(),
+    );
+    assert.deepEqual(
+      ages.filter((a) => a.queue !== 'ancient').map((a) => [a.queue, a.oldest_due_s]),
+      [
+        ['default', 101],
+        ['q3', 6],
+      ],
+      'a queue with nothing due has no age',
+    );
+  });
+
+  it('reads the oldest due age in a few pages however large the backlog', async () => {
+    // 100,000 due jobs: counting them reads every index entry; the age reads the head.
+    await db.pool.query(
+      `INSERT INTO jobvisor.jobs (kind, run_at) SELECT 'k', $1::timestamptz - i * interval '1 ms' FROM generate_series(1, 100000) i`,
+      [T0],
+    );
+    const oldest = (s: Store) => oldestDueByQueue(s, at(0));
+    const { value, pages, plan } = await pagesRead(oldest, oldest);
+    assert.deepEqual(value, [{ queue: 'default', oldest_due_s: 100 }]);
+    assert.ok(pages < 20, `the age read ${pages} pages:\n${plan}`);
+    const counted = await pagesRead(countActiveJobs, countActiveJobs);
+    assert.ok(counted.pages > 10 * pages, `the counts read ${counted.pages} pages, the age ${pages}`);
   });
 
   it('retries dead letters and cancels pending jobs', async () => {

@@ -225,7 +225,7 @@ export const schema = {
     },
     host: { doc: 'Address the metrics server binds.', format: String, default: '0.0.0.0', env: 'METRICS_HOST' },
     refresh: {
-      doc: 'Database gauges are re-read at most this often.',
+      doc: 'Database gauges are re-read at most this often (the counts no sooner than 20 × their last read took).',
       format: durationFormat,
       duration: true as const,
       default: '5s',

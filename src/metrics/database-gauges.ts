@@ -1,22 +1,35 @@
 /**
  * Gauges read from the database: jobs by queue, kind and status, and the age of
- * the oldest due pending job. Read lazily when /metrics is scraped and at most
- * once per `refreshMs`, so many scrapes (or many replicas scraped at once) do
- * not turn into a query storm. A failed or late read keeps the last values and
- * sets `jobvisor_database_gauges_up` to 0; the scrape is not held up by it.
+ * the oldest due pending job. Read lazily when /metrics is scraped, so many
+ * scrapes (or many replicas scraped at once) do not turn into a query storm. A
+ * failed or late read keeps the last values and sets
+ * `jobvisor_database_gauges_up` to 0; the scrape is not held up by it.
+ *
+ * Two reads, each at most once per `refreshMs`:
+ *   - the age of each queue's oldest due job, which JobvisorOldestPendingTooOld
+ *     pages on, costs one index probe per (queue, priority) present, whatever
+ *     the backlog;
+ *   - the counts read an index entry per pending, running and failed row: 1.1–2.0 s
+ *     at 2 million pending. So they are re-read no sooner than COUNT_SPACING
+ *     times their last read's duration after it ended. Read on every scrape, a
+ *     backlog made each replica spend a growing share of a database core on
+ *     counting it, and the database that had to work the backlog off was the
+ *     one paying.
  *
  * Queue and kind labels go through a bounded label set: rows of unknown kinds
  * (or queues) are summed under `other`.
  */
-import { countActiveJobs, type JobCount } from '../queue/stats.ts';
+import { countActiveJobs, oldestDueByQueue, type JobCount } from '../queue/stats.ts';
 import type { Store } from '../queue/sql.ts';
 import { UNBOUNDED_LABELS, type LabelSet } from './labels.ts';
 import type { Metrics } from './metrics.ts';
 
-/** Sums rows per bounded (queue, kind, status); the oldest due age per bounded queue. Pure. */
-export function boundRows(rows: JobCount[], labels: LabelSet) {
+/** A count that took d ms is read again no sooner than COUNT_SPACING × d after it ended (at most 5 % of a core). */
+export const COUNT_SPACING = 20;
+
+/** Sums rows per bounded (queue, kind, status). Pure. */
+export function boundCounts(rows: JobCount[], labels: LabelSet) {
   const counts = new Map<string, { queue: string; kind: string; status: string; count: number }>();
-  const oldest = new Map<string, number>();
   for (const r of rows) {
     const queue = labels.queue(r.queue);
     const kind = labels.kind(r.kind);
@@ -24,9 +37,54 @@ export function boundRows(rows: JobCount[], labels: LabelSet) {
     const c = counts.get(key);
     if (c) c.count += r.count;
     else counts.set(key, { queue, kind, status: r.status, count: r.count });
-    if (r.oldest_due_s !== null) oldest.set(queue, Math.max(oldest.get(queue) ?? 0, r.oldest_due_s));
   }
-  return { counts: [...counts.values()], oldest };
+  return [...counts.values()];
+}
+
+/** The oldest due age per bounded queue (the largest of the queues summed under `other`). Pure. */
+export function boundOldest(rows: Array<{ queue: string; oldest_due_s: number | null }>, labels: LabelSet) {
+  const oldest = new Map<string, number>();
+  for (const r of rows) {
+    if (r.oldest_due_s === null) continue;
+    const queue = labels.queue(r.queue);
+    oldest.set(queue, Math.max(oldest.get(queue) ?? 0, r.oldest_due_s));
+  }
+  return oldest;
+}
+
+/**
+ * One read repeated on demand: `due()` starts it when its values are older than
+ * `gapMs()` (counted from the end of the last read) and returns the read under
+ * way, or undefined while the values are fresh. A failed read is tried again
+ * after half of `retryMs`.
+ */
+function periodicRead(read: () => Promise<void>, gapMs: (lastReadMs: number) => number, retryMs: number) {
+  // performance.now(): a read's duration is never 0, so a count's spacing always applies.
+  let readAt = Number.NEGATIVE_INFINITY;
+  let lastReadMs = 0;
+  let reading: Promise<void> | undefined;
+  const state = {
+    ok: true,
+    due(): Promise<void> | undefined {
+      if (!reading && performance.now() - readAt < gapMs(lastReadMs)) return undefined;
+      reading ??= (async () => {
+        const started = performance.now();
+        try {
+          await read();
+          state.ok = true;
+          readAt = performance.now();
+          lastReadMs = readAt - started;
+        } catch {
+          state.ok = false;
+          readAt = performance.now() - retryMs / 2;
+        } finally {
+          reading = undefined;
+        }
+      })();
+      return reading;
+    },
+  };
+  return state;
 }
 
 export function createDatabaseGauges(
@@ -34,41 +92,43 @@ export function createDatabaseGauges(
   metrics: Metrics,
   refreshMs: number,
   labels: LabelSet = UNBOUNDED_LABELS,
+  { countSpacing = COUNT_SPACING }: { countSpacing?: number } = {},
 ) {
-  let readAt = 0;
-  let reading: Promise<void> | undefined;
-
-  async function read(): Promise<void> {
-    const { counts, oldest } = boundRows(await countActiveJobs(store), labels);
-    metrics.jobs.reset();
-    metrics.oldestPending.reset();
-    for (const c of counts) metrics.jobs.labels(c.queue, c.kind, c.status).set(c.count);
-    for (const [queue, age] of oldest) metrics.oldestPending.labels(queue).set(age);
-  }
+  const up = () => metrics.databaseGaugesUp.set(ages.ok && counts.ok ? 1 : 0);
+  const ages = periodicRead(
+    async () => {
+      const oldest = boundOldest(await oldestDueByQueue(store), labels);
+      metrics.oldestPending.reset();
+      for (const [queue, age] of oldest) metrics.oldestPending.labels(queue).set(age);
+    },
+    () => refreshMs,
+    refreshMs,
+  );
+  const counts = periodicRead(
+    async () => {
+      const rows = boundCounts(await countActiveJobs(store), labels);
+      metrics.jobs.reset();
+      for (const c of rows) metrics.jobs.labels(c.queue, c.kind, c.status).set(c.count);
+    },
+    (lastReadMs) => Math.max(refreshMs, countSpacing * lastReadMs),
+    refreshMs,
+  );
 
   return {
     /**
-     * Refreshes if the values are older than refreshMs, waiting at most
-     * `deadlineMs` for the read (which goes on in the background). Never throws.
+     * Starts the reads whose values are due, waiting at most `deadlineMs` for
+     * them (they go on in the background). Never throws.
      */
     async refresh(deadlineMs = Infinity): Promise<void> {
-      if (Date.now() - readAt < refreshMs) return;
-      reading ??= read()
-        .then(() => {
-          readAt = Date.now();
-          metrics.databaseGaugesUp.set(1);
-        })
-        .catch(() => {
-          readAt = Date.now() - refreshMs / 2;
-          metrics.databaseGaugesUp.set(0);
-        })
-        .finally(() => (reading = undefined));
+      const reads = [ages.due(), counts.due()].filter((r) => r !== undefined);
+      if (reads.length === 0) return;
+      const all = Promise.all(reads).then(up);
       let timer: NodeJS.Timeout | undefined;
       const late = new Promise<boolean>((resolve) => {
         if (Number.isFinite(deadlineMs)) timer = setTimeout(() => resolve(true), deadlineMs);
       });
       try {
-        if (await Promise.race([reading.then(() => false), late])) metrics.databaseGaugesUp.set(0);
+        if (await Promise.race([all.then(() => false), late])) metrics.databaseGaugesUp.set(0);
       } finally {
         clearTimeout(timer);
       }

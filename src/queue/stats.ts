@@ -63,6 +63,49 @@ export async function countActiveJobs(store: Store, now: Now = null): Promise<Jo
   return numbers(await runThroughIndexes<JobCount>(store, COUNT_ACTIVE, [now]));
 }
 
+// The oldest due job of each queue, without counting: one probe of
+// jobs_pending_idx (queue, priority, run_at, id) per (queue, priority) present,
+// each reading the head of its range, so the cost does not grow with the
+// backlog. The earliest head of a queue is its earliest pending run_at; if that
+// is due, it is the oldest due job. Through runThroughIndexes like the counts.
+const OLDEST_DUE = planned(
+  'oldest_due',
+  `
+WITH RECURSIVE heads AS (
+  (SELECT queue, priority, run_at FROM jobvisor.jobs
+    WHERE status = 'pending'
+    ORDER BY queue, priority, run_at LIMIT 1)
+  UNION ALL
+  SELECT next.queue, next.priority, next.run_at
+    FROM heads AS h
+   CROSS JOIN LATERAL (
+     SELECT queue, priority, run_at FROM jobvisor.jobs
+      WHERE status = 'pending' AND (queue, priority) > (h.queue, h.priority)
+      ORDER BY queue, priority, run_at LIMIT 1) AS next
+)
+SELECT queue,
+       extract(epoch FROM coalesce($1::timestamptz, now())
+               - min(greatest(run_at, timestamptz '1970-01-01 00:00:00+00'))) AS oldest_due_s
+  FROM heads
+ WHERE run_at <= coalesce($1::timestamptz, now())
+ GROUP BY queue
+ ORDER BY queue`,
+);
+
+/**
+ * Seconds since the oldest due pending job of each queue became due (queues
+ * with nothing due are left out). Costs one index probe per (queue, priority)
+ * present, whatever the backlog: the /metrics age gauge reads it on every
+ * refresh, where the counts may have to wait (src/metrics/database-gauges.ts).
+ */
+export async function oldestDueByQueue(
+  store: Store,
+  now: Now = null,
+): Promise<Array<{ queue: string; oldest_due_s: number }>> {
+  const rows = await runThroughIndexes<{ queue: string; oldest_due_s: string }>(store, OLDEST_DUE, [now]);
+  return rows.map((r) => ({ queue: r.queue, oldest_due_s: Number(r.oldest_due_s) }));
+}
+
 export async function countAllJobs(store: Store, now: Now = null): Promise<JobCount[]> {
   return numbers(await run<JobCount>(store, COUNT_ALL, [now]));
 }

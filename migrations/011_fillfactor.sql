@@ -13,8 +13,9 @@
 -- versions land beside the rows they replace, and the outcome's fit once the
 -- claim's dead versions are pruned, which the next visit to the page does.
 -- Measured interleaved against 85, in-process tuned supervisor, PostgreSQL
--- 15: about +5 % jobs/s at 20,000 and at 100,000 jobs (medians of 6 and 4
--- pairs) and 4-11 % less PostgreSQL CPU. A backlog of pending rows takes
+-- 15: +3.6 to +5.5 % jobs/s at 20,000 jobs (three sets of 6 to 10 pairs; one
+-- set of 8 pairs of the code before and after this file measured -2 %), +5 %
+-- at 100,000 (4 pairs), and 4-11 % less PostgreSQL CPU. A backlog of pending rows takes
 -- about 1.7 times the pages, but once it is worked off the table is smaller:
 -- after a 100,000-job burst the heap was 31.7 MB against 41.7 MB (the new
 -- versions stayed on their pages instead of extending the table), and the

@@ -15,6 +15,7 @@ import type { Store } from '../src/queue/sql.ts';
 import { countActiveJobs, oldestDueByQueue } from '../src/queue/stats.ts';
 import pg from 'pg';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
+import { pagesRead } from './helpers/explain.ts';
 
 let db: TestDatabase;
 let store: Store;
@@ -40,37 +41,6 @@ async function add(n: number, extra: Record<string, unknown> = {}) {
     )
   ).map((r) => r.id as string);
 }
-/**
- * What `measure` read: the shared pages (hit or read) of the first statement's
- * top plan node, by auto_explain on a connection of its own. `warm` runs first
- * on the same connection (loading and planning what it needs), unmeasured.
- */
-async function pagesRead<T>(warm: (s: Store) => Promise<unknown>, measure: (s: Store) => Promise<T>) {
-  const pool = new pg.Pool({ connectionString: db.url, max: 1 });
-  const plans: string[] = [];
-  pool.on('connect', (client) => client.on('notice', (n) => plans.push(n.message ?? '')));
-  try {
-    for (const setting of [
-      `LOAD 'auto_explain'`,
-      'SET auto_explain.log_min_duration = 0',
-      'SET auto_explain.log_analyze = on',
-      'SET auto_explain.log_buffers = on',
-      'SET auto_explain.log_level = notice',
-    ])
-      await pool.query(setting);
-    const s = { db: pool, schema: 'jobvisor' };
-    await warm(s);
-    plans.length = 0;
-    const value = await measure(s);
-    const plan = plans.join('\n');
-    const top = /Buffers: shared hit=(\d+)(?: read=(\d+))?/.exec(plan);
-    assert.ok(top, plan);
-    return { value, pages: Number(top[1]) + Number(top[2] ?? 0), plan };
-  } finally {
-    await pool.end();
-  }
-}
-
 /** Completes claims; returns the ids actually written. */
 async function completeJobs(s: Store, owner: string, jobs: Array<{ id: string; token: string }>, now?: Date) {
   const fenced = await completeIds(
@@ -187,11 +157,15 @@ describe('claims across priorities', () => {
       value: jobs,
       pages,
       plan,
-    } = await pagesRead(async (s) => {
-      // A first claim finds nothing due; it also lets the connection load and plan what it needs.
-      assert.deepEqual(await claim(s), []);
-      due.push(...(await add(2)));
-    }, claim);
+    } = await pagesRead(
+      db.url,
+      async (s) => {
+        // A first claim finds nothing due; it also lets the connection load and plan what it needs.
+        assert.deepEqual(await claim(s), []);
+        due.push(...(await add(2)));
+      },
+      claim,
+    );
     assert.deepEqual(
       jobs.map((j) => j.id),
       due,
@@ -484,10 +458,10 @@ describe('cleanup and stats', () => {
       [T0],
     );
     const oldest = (s: Store) => oldestDueByQueue(s, at(0));
-    const { value, pages, plan } = await pagesRead(oldest, oldest);
+    const { value, pages, plan } = await pagesRead(db.url, oldest, oldest);
     assert.deepEqual(value, [{ queue: 'default', oldest_due_s: 100 }]);
     assert.ok(pages < 20, `the age read ${pages} pages:\n${plan}`);
-    const counted = await pagesRead(countActiveJobs, countActiveJobs);
+    const counted = await pagesRead(db.url, countActiveJobs, countActiveJobs);
     assert.ok(counted.pages > 10 * pages, `the counts read ${counted.pages} pages, the age ${pages}`);
   });
 

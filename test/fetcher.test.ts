@@ -5,6 +5,8 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import type { QueueSettings } from '../src/config/index.ts';
+import { KEYLESS_WINDOW } from '../src/queue/claim_limited.ts';
 import { enqueueMany } from '../src/queue/enqueue.ts';
 import type { ClaimedJob } from '../src/queue/types.ts';
 import { SupervisorEvents } from '../src/supervisor/events.ts';
@@ -21,11 +23,16 @@ after(async () => {
   await db.drop();
 });
 
-function fetcher(queue: string, capacity: () => number, delivered: ClaimedJob[]): Fetcher {
+function fetcher(
+  queue: string,
+  capacity: () => number,
+  delivered: ClaimedJob[],
+  limits: Pick<QueueSettings, 'perKeyConcurrency'> = {},
+): Fetcher {
   return new Fetcher({
     store: { db: db.pool, schema: 'jobvisor' },
     queue,
-    settings: { concurrency: 4, jobsPerThread: 4, prefetch: 0, timeout: null },
+    settings: { concurrency: 4, jobsPerThread: 4, prefetch: 0, timeout: null, ...limits },
     owner: 'fetcher-test',
     leaseMs: 60_000,
     maxPayloadBytes: 1024 * 1024,
@@ -62,6 +69,29 @@ describe('fetcher', () => {
     await f.stop();
     const { rows } = await db.pool.query("SELECT status FROM jobvisor.jobs WHERE queue = 'theirs'");
     assert.deepEqual(rows, [{ status: 'pending' }], "another queue's job is left alone");
+  });
+
+  it('reads every due job for ones without a key after a window said some may lie beyond it', async () => {
+    const add = (n: number, key?: string) =>
+      enqueueMany(
+        db.pool,
+        Array.from({ length: n }, (_, i) => ({ kind: 'k', queue: 'keyed', payload: { i }, concurrencyKey: key })),
+      );
+    const delivered: ClaimedJob[] = [];
+    const f = fetcher('keyed', () => 4, delivered, { perKeyConcurrency: 1 });
+    await add(1, 'flood');
+    assert.equal(await f.runOnce(), 1, 'the flood key is now at its limit');
+    await add(KEYLESS_WINDOW + 10, 'flood');
+    const [keyless] = await add(1);
+    // The first claim looks in a window of flood jobs and finds none it may take;
+    // the next reads on to the keyless job (a retry timer may have run it first).
+    await f.runOnce();
+    await f.runOnce();
+    await f.stop();
+    assert.deepEqual(
+      delivered.slice(1).map((j) => j.id),
+      [keyless?.id],
+    );
   });
 
   it('stop() is idempotent and safe before any claim', async () => {

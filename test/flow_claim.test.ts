@@ -7,10 +7,12 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import type { QueueSettings } from '../src/config/index.ts';
-import { claimLimited, RATE_START_DELAY_MS, rateWindowMs } from '../src/queue/claim_limited.ts';
+import { claimLimited, KEYLESS_WINDOW, RATE_START_DELAY_MS, rateWindowMs } from '../src/queue/claim_limited.ts';
 import { enqueueMany, type JobSpec } from '../src/queue/enqueue.ts';
 import { reapExpiredLeases } from '../src/queue/reaper.ts';
+import type { Store } from '../src/queue/sql.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
+import { pagesRead } from './helpers/explain.ts';
 import { maxStartsInWindow as maxInWindow } from './helpers/flow.ts';
 
 let db: TestDatabase;
@@ -28,16 +30,22 @@ beforeEach(async () => {
 
 type Limits = Pick<QueueSettings, 'globalConcurrency' | 'perKeyConcurrency' | 'rateLimit'>;
 
-function claim(limits: Limits, limit: number, extra: { owner?: string; now?: Date; cursor?: string | null } = {}) {
+function claimArgs(limit: number) {
+  return { owner: 'test-owner', queue: 'q', limit, leaseMs: 60_000, maxPayloadBytes: 1 << 20 };
+}
+
+function claim(
+  limits: Limits,
+  limit: number,
+  extra: { owner?: string; now?: Date; cursor?: string | null; keylessScan?: 'all' | 'window' } = {},
+) {
   return claimLimited(store(), {
+    ...claimArgs(limit),
     owner: extra.owner ?? 'test-owner',
-    queue: 'q',
-    limit,
-    leaseMs: 60_000,
-    maxPayloadBytes: 1 << 20,
     limits,
     cursor: extra.cursor ?? null,
     now: extra.now ?? null,
+    keylessScan: extra.keylessScan,
   });
 }
 
@@ -163,6 +171,39 @@ describe('perKeyConcurrency', () => {
     await add(5, () => 'x');
     const got = await claim({ perKeyConcurrency: 1 }, 20);
     assert.equal(got.jobs.length, 6);
+    const windowed = await claim({ perKeyConcurrency: 1 }, 20, { keylessScan: 'window' });
+    assert.equal(windowed.keylessHidden, false, 'a window that is not full hides nothing');
+  });
+
+  it('a window read says when jobs without a key may lie behind a flood of one key; a full read finds them', async () => {
+    // The flood's key is at its limit, and KEYLESS_WINDOW of its due jobs come before the keyless one.
+    await add(1, () => 'flood');
+    assert.equal((await claim({ perKeyConcurrency: 1 }, 10)).jobs.length, 1);
+    await add(KEYLESS_WINDOW + 10, () => 'flood');
+    await add(1);
+    const windowed = await claim({ perKeyConcurrency: 1 }, 10, { keylessScan: 'window' });
+    assert.equal(windowed.jobs.length, 0);
+    assert.equal(windowed.keylessHidden, true);
+    const full = await claim({ perKeyConcurrency: 1 }, 10, { keylessScan: 'all' });
+    assert.deepEqual(await keysOf(full.jobs.map((j) => j.id)), [null]);
+    assert.equal(full.keylessHidden, false);
+  });
+
+  it('a window read costs the same behind 20,000 jobs of a key at its limit as behind 2,000', async () => {
+    await add(1, () => 'flood');
+    assert.equal((await claim({ perKeyConcurrency: 1 }, 10)).jobs.length, 1);
+    const read = async (scan: 'all' | 'window') => {
+      const once = (s: Store) =>
+        claimLimited(s, { ...claimArgs(10), limits: { perKeyConcurrency: 1 }, keylessScan: scan });
+      return (await pagesRead(db.url, once, once, /claim_key_limited/)).pages;
+    };
+    await add(2_000, () => 'flood');
+    const small = await read('window');
+    await add(18_000, () => 'flood');
+    const large = await read('window');
+    const all = await read('all');
+    assert.ok(large < small * 1.5, `window: ${small} pages behind 2,000, ${large} behind 20,000`);
+    assert.ok(all > large * 5, `reading them all: ${all} pages, a window: ${large}`);
   });
 });
 

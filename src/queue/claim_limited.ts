@@ -57,6 +57,13 @@ export function rateWindowMs(periodMs: number): number {
 
 /** Advisory lock namespace of limited claims (the first key of pg_advisory_xact_lock(int, int)). */
 const LOCK_SPACE = 0x6a76_0006;
+/**
+ * A per-key claim told to look in a window (`keylessScan: 'window'`) looks for
+ * jobs without a key among the queue's first this-many due jobs, whatever
+ * their key, instead of all of them (claim_limited_sql.ts says why).
+ */
+export const KEYLESS_WINDOW = 1000;
+
 /** The claim may be forgotten in a crash, like a plain claim (claim.ts says why). */
 const BEGIN = 'BEGIN; SET LOCAL synchronous_commit = off';
 const LOCK_QUEUE = 'SELECT pg_advisory_xact_lock($1::int, $2::int)';
@@ -75,6 +82,8 @@ export interface LimitedClaim {
   keysWaiting: boolean;
   /** When each job (same order) is to start, ms since the epoch by the database's clock. */
   startAtMs: number[];
+  /** A window read found it full and held fewer jobs without a key than asked: more may lie beyond it. */
+  keylessHidden: boolean;
 }
 
 export interface LimitedClaimArgs {
@@ -86,6 +95,11 @@ export interface LimitedClaimArgs {
   limits: Pick<QueueSettings, 'globalConcurrency' | 'perKeyConcurrency' | 'rateLimit'>;
   /** The per-key walk's cursor from the previous claim. */
   cursor?: string | null;
+  /**
+   * Per-key claims: where to look for jobs without a key. 'all' (the default)
+   * reads every due job of the queue; 'window' only the first KEYLESS_WINDOW.
+   */
+  keylessScan?: 'all' | 'window';
   now?: Now;
 }
 
@@ -99,6 +113,7 @@ interface Row extends Omit<ClaimRow, 'id'> {
   key?: string | null;
   last_key?: string | null;
   keys_visited?: number;
+  keyless_hidden?: boolean;
 }
 
 /**
@@ -115,6 +130,7 @@ export async function claimLimited(store: Store, args: LimitedClaimArgs): Promis
     cursor: args.cursor ?? null,
     startAtMs: [],
     keysWaiting: false,
+    keylessHidden: false,
   };
   if (args.limit <= 0) return none;
   const { client, release } = await connect(store.db);
@@ -158,19 +174,21 @@ async function claimLocked(store: Store, args: LimitedClaimArgs): Promise<Limite
   }
   const maxKeys = Math.min(5000, 4 * args.limit + 100);
   const cursor = args.cursor ?? null;
-  let rows = await query(store, CLAIM_KEY_LIMITED, [...shared(args.limit), cursor, maxKeys]);
+  const window = args.keylessScan === 'window' ? KEYLESS_WINDOW : null;
+  let rows = await query(store, CLAIM_KEY_LIMITED, [...shared(args.limit), cursor, maxKeys, window]);
   const out = result(rows, args.limit, maxKeys, cursor);
   // The walk reached the last key with room to spare: go round once more from the first.
   const visited = rows[0]?.keys_visited ?? 0;
   const left = out.budget - out.jobs.length;
   if (cursor === null || visited >= maxKeys || left <= 0) return out;
-  rows = await query(store, CLAIM_KEY_LIMITED, [...shared(left), null, maxKeys]);
+  rows = await query(store, CLAIM_KEY_LIMITED, [...shared(left), null, maxKeys, window]);
   const more = result(rows, left, maxKeys, null);
   return {
     ...more,
     jobs: [...out.jobs, ...more.jobs],
     startAtMs: [...out.startAtMs, ...more.startAtMs],
     keysWaiting: out.keysWaiting || more.keysWaiting,
+    keylessHidden: out.keylessHidden || more.keylessHidden,
     budget: out.budget,
     full: out.full,
   };
@@ -204,6 +222,7 @@ function result(rows: Row[], limit: number, maxKeys: number, cursor: string | nu
     cursor: next,
     startAtMs,
     keysWaiting: (meta?.keys_visited ?? 0) > 0 && jobs.length < budget,
+    keylessHidden: meta?.keyless_hidden === true,
   };
 }
 

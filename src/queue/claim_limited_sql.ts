@@ -102,7 +102,8 @@ SELECT b.n AS budget, b.next_free_ms, c.id, c.kind, c.queue, c.lease_token::text
 /**
  * Per-key limits (perKeyConcurrency and/or rateLimit.perKey). Extra
  * parameters: $14 the key after which to start (null: the first), $15 how
- * many keys to visit at most.
+ * many keys to visit at most, $16 how many of the queue's first due jobs (any
+ * key, claim order) to look among for jobs without a key (null: all of them).
  *
  * No head-of-line blocking: `keys` walks the distinct keys with pending jobs
  * through jobs_pending_key_idx, one index probe per key (a loose index scan),
@@ -112,6 +113,16 @@ SELECT b.n AS budget, b.next_free_ms, c.id, c.kind, c.queue, c.lease_token::text
  * second, ...), keys in the order visited; jobs without a key have no per-key
  * limit and take part as one more key. The walk resumes after the last key
  * served (claimLimited keeps the cursor), so every key gets its turn.
+ *
+ * Jobs without a key have no index of their own (one would cost every plain
+ * job an index entry at enqueue), so finding them means reading the queue's
+ * due jobs in claim order and the row behind each (a priority at a time, from
+ * the first due job of each, so jobs not yet due are never read). Read to the end, that cost
+ * grows with the backlog: 18 ms per claim behind 100,000 due jobs of keys at
+ * their limit, under the queue's lock. With $16 the read stops after that many
+ * due jobs; `keyless_hidden` then says whether jobs without a key may lie
+ * beyond (the window was full and held fewer than asked for), and the fetcher
+ * reads to the end now and then (claim_limited.ts).
  */
 export const CLAIM_KEY_LIMITED = planned(
   'claim_key_limited',
@@ -150,6 +161,26 @@ budget AS (
          p.first_slot
     FROM global_room AS g, paced AS p, t
 ),
+priorities(p) AS (
+  (SELECT priority FROM jobvisor.jobs WHERE status = 'pending' AND queue = $2 ORDER BY priority LIMIT 1)
+  UNION ALL
+  SELECT (SELECT j.priority FROM jobvisor.jobs AS j
+           WHERE j.status = 'pending' AND j.queue = $2 AND j.priority > pr.p
+           ORDER BY j.priority LIMIT 1)
+    FROM priorities AS pr WHERE pr.p IS NOT NULL
+),
+keyless_head AS (
+  SELECT h.id, h.priority, h.run_at, h.concurrency_key
+    FROM priorities AS pr, t,
+    LATERAL (SELECT j.id, j.priority, j.run_at, j.concurrency_key FROM jobvisor.jobs AS j
+              WHERE j.status = 'pending' AND j.queue = $2 AND j.priority = pr.p AND j.run_at <= t.now
+                AND ($16::int IS NOT NULL OR j.concurrency_key IS NULL)
+              ORDER BY j.run_at, j.id
+              LIMIT coalesce($16::int, $4::int)) AS h
+   WHERE pr.p IS NOT NULL
+   ORDER BY h.priority, h.run_at, h.id
+   LIMIT coalesce($16::int, $4::int)
+),
 key_running AS (
   SELECT concurrency_key AS key, count(*)::int AS n FROM jobvisor.jobs
    WHERE status = 'running' AND queue = $2 AND concurrency_key IN (SELECT key FROM keys) GROUP BY 1
@@ -173,8 +204,7 @@ offers AS (
                                       CASE WHEN $11::bool THEN $9::int - coalesce(kw.n, 0) ELSE $4::int END))) AS o
   UNION ALL
   SELECT id, 0, row_number() OVER (ORDER BY priority, run_at, id)
-    FROM (SELECT id, priority, run_at FROM jobvisor.jobs, t
-           WHERE status = 'pending' AND queue = $2 AND concurrency_key IS NULL AND run_at <= t.now
+    FROM (SELECT id, priority, run_at FROM keyless_head WHERE concurrency_key IS NULL
            ORDER BY priority, run_at, id LIMIT $4::int) AS keyless
 ),
 chosen AS (
@@ -185,7 +215,9 @@ SELECT b.n AS budget, b.next_free_ms, c.id, c.kind, c.queue, c.lease_token::text
        ${PAYLOAD_COLUMNS}, c.attempts, c.max_attempts,
        extract(epoch FROM c.run_at) * 1000 AS run_at_ms, c.trace_context::text AS trace_context,
        extract(epoch FROM c.started_at) * 1000 AS start_at_ms, ch.i AS key_index, c.concurrency_key AS key,
-       (SELECT key FROM keys ORDER BY i DESC LIMIT 1) AS last_key, (SELECT count(*)::int FROM keys) AS keys_visited
+       (SELECT key FROM keys ORDER BY i DESC LIMIT 1) AS last_key, (SELECT count(*)::int FROM keys) AS keys_visited,
+       $16::int IS NOT NULL AND (SELECT count(*) FROM keyless_head) >= $16::int
+         AND (SELECT count(*) FROM keyless_head WHERE concurrency_key IS NULL) < $4::int AS keyless_hidden
   FROM budget AS b LEFT JOIN claimed AS c ON true LEFT JOIN chosen AS ch ON ch.id = c.id
  ORDER BY c.started_at, ch.seq`,
 );

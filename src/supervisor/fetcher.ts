@@ -15,6 +15,10 @@
  * A rate-limited claim names the moment its jobs are to start (see
  * claim_limited.ts): they are held here until then, counted against the
  * queue's places, and handed back if the queue is paused or the fetcher stops.
+ * A per-key claim looks for jobs without a key in a window of the queue's
+ * first due jobs; when the last one said more may lie beyond it, the next
+ * claim reads to the end, at most every KEYLESS_FULL_SPACING × the last such
+ * claim's duration (at least every KEYLESS_FULL_MIN_MS).
  */
 import { isLimited, type QueueSettings } from '../config/sections.ts';
 import { claimJobs, nextDueIn } from '../queue/claim.ts';
@@ -24,6 +28,9 @@ import type { ClaimedJob } from '../queue/types.ts';
 import type { SupervisorEvents } from './events.ts';
 
 export const MAX_CLAIM = 1000;
+/** A claim that reads every due job for keyless ones waits this many times its last duration. */
+export const KEYLESS_FULL_SPACING = 20;
+export const KEYLESS_FULL_MIN_MS = 1000;
 /** How soon a limited queue held back by its cluster limits claims again. */
 export const LIMITED_RETRY_MS = 200;
 
@@ -54,6 +61,9 @@ export class Fetcher {
   private paused = false;
   /** Where the next per-key walk starts. */
   private cursor: string | null = null;
+  /** Jobs without a key may lie beyond the last claim's window; when a full read may run next. */
+  private keylessHidden = false;
+  private keylessFullAt = 0;
   /** Rate-limited jobs claimed and held until their scheduled start. */
   private readonly scheduled = new Map<NodeJS.Timeout, ClaimedJob[]>();
   private scheduledCount = 0;
@@ -166,6 +176,8 @@ export class Fetcher {
     let startAtMs: number[] = [];
     try {
       if (this.limited) {
+        const started = performance.now();
+        const keylessScan = this.keylessHidden && started >= this.keylessFullAt ? 'all' : 'window';
         const claim = await claimLimited(this.options.store, {
           owner: this.options.owner,
           queue: this.options.queue,
@@ -174,9 +186,15 @@ export class Fetcher {
           maxPayloadBytes: this.options.maxPayloadBytes,
           limits: this.options.settings,
           cursor: this.cursor,
+          keylessScan,
         });
         jobs = claim.jobs;
         this.cursor = claim.cursor;
+        if (keylessScan === 'all') {
+          const took = performance.now() - started;
+          this.keylessFullAt = performance.now() + Math.max(KEYLESS_FULL_MIN_MS, KEYLESS_FULL_SPACING * took);
+        }
+        this.keylessHidden = claim.keylessHidden;
         startAtMs = claim.startAtMs;
         // Cut short by a cluster limit, or keys at their limit: not "nothing due", so
         // no due-time timer (it would fire at once and spin); claim again later.

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import { loadConfig } from '../src/config/index.ts';
 import { createAuth } from '../src/dashboard/auth.ts';
-import { cached } from '../src/dashboard/cache.ts';
+import { cached } from '../src/cached.ts';
 import { refuseCrossSite } from '../src/dashboard/origin.ts';
 import { redactPayload } from '../src/dashboard/redact.ts';
 import { safeNext } from '../src/dashboard/routes/login.ts';
@@ -184,7 +184,7 @@ describe('chart cache', () => {
         if (fail) throw new Error('database down');
         return loads;
       },
-      () => clock,
+      { now: () => clock },
     );
     assert.deepEqual(await Promise.all([get(), get()]), [1, 1], 'one load for concurrent callers');
     clock = 999;
@@ -194,6 +194,34 @@ describe('chart cache', () => {
     await assert.rejects(get(), /database down/);
     fail = false;
     assert.equal(await get(), 3, 'the failure was not kept');
+    assert.equal(loads, 3);
+  });
+
+  it('can wait in proportion to how long a load took, and keep a failure for retryMs', async () => {
+    let clock = 0;
+    let loads = 0;
+    let fail = false;
+    const get = cached(
+      (lastLoadMs) => 10 * lastLoadMs,
+      async () => {
+        loads++;
+        clock += 50; // each load takes 50 ms
+        if (fail) throw new Error('database down');
+        return loads;
+      },
+      { now: () => clock, retryMs: 200 },
+    );
+    assert.equal(await get(), 1);
+    clock += 499;
+    assert.equal(await get(), 1, 'a 50 ms load is kept for 500 ms');
+    clock += 1;
+    fail = true;
+    await assert.rejects(get(), /database down/);
+    fail = false;
+    clock += 199;
+    await assert.rejects(get(), /database down/, 'the failure is kept for retryMs');
+    clock += 1;
+    assert.equal(await get(), 3);
     assert.equal(loads, 3);
   });
 });

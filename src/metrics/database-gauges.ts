@@ -19,6 +19,7 @@
  * Queue and kind labels go through a bounded label set: rows of unknown kinds
  * (or queues) are summed under `other`.
  */
+import { cached } from '../cached.ts';
 import { countActiveJobs, oldestDueByQueue, type JobCount } from '../queue/stats.ts';
 import type { Store } from '../queue/sql.ts';
 import { UNBOUNDED_LABELS, type LabelSet } from './labels.ts';
@@ -52,41 +53,6 @@ export function boundOldest(rows: Array<{ queue: string; oldest_due_s: number | 
   return oldest;
 }
 
-/**
- * One read repeated on demand: `due()` starts it when its values are older than
- * `gapMs()` (counted from the end of the last read) and returns the read under
- * way, or undefined while the values are fresh. A failed read is tried again
- * after half of `retryMs`.
- */
-function periodicRead(read: () => Promise<void>, gapMs: (lastReadMs: number) => number, retryMs: number) {
-  // performance.now(): a read's duration is never 0, so a count's spacing always applies.
-  let readAt = Number.NEGATIVE_INFINITY;
-  let lastReadMs = 0;
-  let reading: Promise<void> | undefined;
-  const state = {
-    ok: true,
-    due(): Promise<void> | undefined {
-      if (!reading && performance.now() - readAt < gapMs(lastReadMs)) return undefined;
-      reading ??= (async () => {
-        const started = performance.now();
-        try {
-          await read();
-          state.ok = true;
-          readAt = performance.now();
-          lastReadMs = readAt - started;
-        } catch {
-          state.ok = false;
-          readAt = performance.now() - retryMs / 2;
-        } finally {
-          reading = undefined;
-        }
-      })();
-      return reading;
-    },
-  };
-  return state;
-}
-
 export function createDatabaseGauges(
   store: Store,
   metrics: Metrics,
@@ -94,35 +60,38 @@ export function createDatabaseGauges(
   labels: LabelSet = UNBOUNDED_LABELS,
   { countSpacing = COUNT_SPACING }: { countSpacing?: number } = {},
 ) {
-  const up = () => metrics.databaseGaugesUp.set(ages.ok && counts.ok ? 1 : 0);
-  const ages = periodicRead(
+  // A failed read is tried again after half a refresh; until then the gauges keep their values.
+  const retryMs = refreshMs / 2;
+  const ages = cached(
+    refreshMs,
     async () => {
       const oldest = boundOldest(await oldestDueByQueue(store), labels);
       metrics.oldestPending.reset();
       for (const [queue, age] of oldest) metrics.oldestPending.labels(queue).set(age);
     },
-    () => refreshMs,
-    refreshMs,
+    { retryMs },
   );
-  const counts = periodicRead(
+  const counts = cached(
+    (lastReadMs) => Math.max(refreshMs, countSpacing * lastReadMs),
     async () => {
       const rows = boundCounts(await countActiveJobs(store), labels);
       metrics.jobs.reset();
       for (const c of rows) metrics.jobs.labels(c.queue, c.kind, c.status).set(c.count);
     },
-    (lastReadMs) => Math.max(refreshMs, countSpacing * lastReadMs),
-    refreshMs,
+    { retryMs },
   );
 
   return {
     /**
      * Starts the reads whose values are due, waiting at most `deadlineMs` for
-     * them (they go on in the background). Never throws.
+     * them (they go on in the background, and set the up gauge when they end).
+     * Never throws.
      */
     async refresh(deadlineMs = Infinity): Promise<void> {
-      const reads = [ages.due(), counts.due()].filter((r) => r !== undefined);
-      if (reads.length === 0) return;
-      const all = Promise.all(reads).then(up);
+      const all = Promise.all([ages(), counts()]).then(
+        () => metrics.databaseGaugesUp.set(1),
+        () => metrics.databaseGaugesUp.set(0),
+      );
       let timer: NodeJS.Timeout | undefined;
       const late = new Promise<boolean>((resolve) => {
         if (Number.isFinite(deadlineMs)) timer = setTimeout(() => resolve(true), deadlineMs);

@@ -10,7 +10,7 @@ import {
   scheduleSummaries,
   throughput,
 } from '../../queue/admin/index.ts';
-import { cached } from '../cache.ts';
+import { cached } from '../../cached.ts';
 import type { DashboardDb } from '../db.ts';
 import { readFilter } from '../filter.ts';
 import { redactPayload } from '../redact.ts';

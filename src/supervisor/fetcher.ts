@@ -191,8 +191,8 @@ export class Fetcher {
         jobs = claim.jobs;
         this.cursor = claim.cursor;
         if (keylessScan === 'all') {
-          const took = performance.now() - started;
-          this.keylessFullAt = performance.now() + Math.max(KEYLESS_FULL_MIN_MS, KEYLESS_FULL_SPACING * took);
+          const ended = performance.now();
+          this.keylessFullAt = ended + Math.max(KEYLESS_FULL_MIN_MS, KEYLESS_FULL_SPACING * (ended - started));
         }
         this.keylessHidden = claim.keylessHidden;
         startAtMs = claim.startAtMs;

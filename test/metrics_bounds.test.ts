@@ -19,10 +19,15 @@ import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { spawnSupervisor } from './helpers/supervisor.ts';
 
 let tmp: string;
-before(() => {
+let db: TestDatabase;
+before(async () => {
   tmp = mkdtempSync(path.join(tmpdir(), 'jobvisor-labels-'));
+  db = await createTestDatabase('metrics_bounds');
 });
-after(() => rmSync(tmp, { recursive: true, force: true }));
+after(async () => {
+  rmSync(tmp, { recursive: true, force: true });
+  await db.drop();
+});
 
 describe('label sets', () => {
   it('knows task files, scheduled kinds and configured queues; the rest is other', () => {
@@ -200,12 +205,8 @@ describe('loop health', () => {
 });
 
 describe('database gauges', () => {
-  let db: TestDatabase;
-  before(async () => {
-    db = await createTestDatabase('metrics_gauges');
-  });
   after(async () => {
-    await db.drop();
+    await db.pool.query('TRUNCATE jobvisor.jobs');
   });
 
   /** Each series of a gauge as its labels (sorted keys, joined) and value. */
@@ -243,14 +244,6 @@ describe('database gauges', () => {
 });
 
 describe('cardinality with a real supervisor', () => {
-  let db: TestDatabase;
-  before(async () => {
-    db = await createTestDatabase('metrics_bounds');
-  });
-  after(async () => {
-    await db.drop();
-  });
-
   it('5,000 distinct kinds inserted by SQL and run keep the series count bounded', async () => {
     await db.pool.query(
       `INSERT INTO jobvisor.jobs (kind, queue, payload, max_attempts)

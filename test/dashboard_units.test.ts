@@ -203,11 +203,10 @@ describe('chart cache', () => {
     let fail = false;
     const get = cached(
       (lastLoadMs) => 10 * lastLoadMs,
-      async () => {
+      () => {
         loads++;
         clock += 50; // each load takes 50 ms
-        if (fail) throw new Error('database down');
-        return loads;
+        return fail ? Promise.reject(new Error('database down')) : Promise.resolve(loads);
       },
       { now: () => clock, retryMs: 200 },
     );

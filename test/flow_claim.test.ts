@@ -49,6 +49,14 @@ function claim(
   });
 }
 
+/** Claims, marks what it claimed done, and claims again: the payloads each claim took, in order. */
+async function claimTwice(limits: Limits, limit: number): Promise<[unknown[], unknown[]]> {
+  const payloads = async () => (await claim(limits, limit)).jobs.map((j) => JSON.parse(j.payload as string) as unknown);
+  const first = await payloads();
+  await db.pool.query("UPDATE jobvisor.jobs SET status = 'done' WHERE status = 'running'");
+  return [first, await payloads()];
+}
+
 async function add(n: number, key?: (i: number) => string | undefined): Promise<void> {
   const jobs: JobSpec[] = [];
   for (let i = 0; i < n; i++) jobs.push({ kind: 'k', queue: 'q', payload: { i }, concurrencyKey: key?.(i) });
@@ -93,18 +101,9 @@ describe('globalConcurrency', () => {
       { kind: 'k', queue: 'q', payload: { p: -1 }, priority: -1 },
       { kind: 'k', queue: 'q', payload: { p: 2 }, priority: 2 },
     ]);
-    const first = await claim({ globalConcurrency: 2 }, 10);
-    assert.deepEqual(
-      first.jobs.map((j) => JSON.parse(j.payload as string)),
-      [{ p: -1 }, { p: 2 }],
-    );
-    await db.pool.query("UPDATE jobvisor.jobs SET status = 'done' WHERE status = 'running'");
-    const second = await claim({ globalConcurrency: 2 }, 10);
-    assert.deepEqual(
-      second.jobs.map((j) => JSON.parse(j.payload as string)),
-      [{ p: 5 }],
-      'the delayed jobs are not due',
-    );
+    const [first, second] = await claimTwice({ globalConcurrency: 2 }, 10);
+    assert.deepEqual(first, [{ p: -1 }, { p: 2 }]);
+    assert.deepEqual(second, [{ p: 5 }], 'the delayed jobs are not due');
   });
 
   it('ten claimers at once never hold more than the limit', async () => {
@@ -164,6 +163,64 @@ describe('perKeyConcurrency', () => {
     const d = await claim({ perKeyConcurrency: 2 }, 4, { cursor: c.cursor });
     const keysD = await keysOf(d.jobs.map((j) => j.id));
     assert.deepEqual(keysD.sort(), ['k00', 'k01', 'k02', 'k03'], 'then round to the first keys again');
+  });
+
+  it("takes a key's due jobs in priority order, past its own delayed ones", async () => {
+    const at = (days: number) => new Date(Date.now() + days * 86_400_000);
+    const job = (p: number, runAt?: Date) => ({
+      kind: 'k',
+      queue: 'q',
+      payload: { p },
+      priority: p,
+      runAt,
+      concurrencyKey: 't',
+    });
+    await enqueueMany(db.pool, [job(-5, at(1)), job(5), job(2), job(2, at(1)), job(7), job(0, at(1)), job(2)]);
+    const [first, second] = await claimTwice({ perKeyConcurrency: 3 }, 10);
+    assert.deepEqual(first, [{ p: 2 }, { p: 2 }, { p: 5 }]);
+    assert.deepEqual(second, [{ p: 7 }], 'the delayed jobs are not due');
+  });
+
+  it("reads none of a key's own delayed jobs (its retries waiting out their backoff), whatever their number", async () => {
+    // One tenant whose jobs keep failing: thousands of retries wait, at its
+    // priority and at a higher one, while one of its jobs is due.
+    const delay = (n: number, priority: number) =>
+      db.pool.query(
+        `INSERT INTO jobvisor.jobs (kind, queue, concurrency_key, priority, run_at)
+         SELECT 'k', 'q', 'tenant', $2, now() + interval '1 hour' FROM generate_series(1, $1::int)`,
+        [n, priority],
+      );
+    const read = async () => {
+      await add(1, () => 'tenant');
+      const warm = (s: Store) =>
+        claimLimited(s, { ...claimArgs(5), queue: 'elsewhere', limits: { perKeyConcurrency: 5 } });
+      const once = (s: Store) => claimLimited(s, { ...claimArgs(5), limits: { perKeyConcurrency: 5 } });
+      const { value, pages, plan } = await pagesRead(db.url, warm, once, /claim_key_limited/);
+      assert.equal(value.jobs.length, 1, 'the due job');
+      // The claimed row is found by its id, not by reading every pending job.
+      assert.match(plan, /jobs_pkey[^\n]*\n[^\n]*Index Cond: \(id = ANY/, plan);
+      await db.pool.query("UPDATE jobvisor.jobs SET status = 'done' WHERE status = 'running'");
+      return pages;
+    };
+    await delay(1_000, 0);
+    await delay(1_000, -1);
+    const small = await read();
+    await delay(9_000, 0);
+    await delay(9_000, -1);
+    const large = await read();
+    assert.ok(large < small * 1.5, `${small} pages behind 2,000 delayed jobs of the key, ${large} behind 20,000`);
+  });
+
+  it('claims without JIT compilation, whatever the statement is costed at', async () => {
+    await add(3, (i) => `k${i}`);
+    // Every statement of this connection would be compiled, and the settings a plan ran with are shown.
+    const warm = (s: Store) =>
+      s.db.query('SET jit_above_cost = 0; SET jit_inline_above_cost = 0; SET auto_explain.log_settings = on');
+    const once = (s: Store) => claimLimited(s, { ...claimArgs(10), limits: { perKeyConcurrency: 1 } });
+    const { value, plan } = await pagesRead(db.url, warm, once, /claim_key_limited/);
+    assert.equal(value.jobs.length, 3);
+    assert.match(plan, /Settings:[^\n]*jit = 'off'/, plan);
+    assert.doesNotMatch(plan, /JIT:/, plan);
   });
 
   it('jobs without a key have no per-key limit', async () => {

@@ -11,6 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import type pg from 'pg';
 import { createPool } from '../src/db/pool.ts';
 import { claimJobs, nextDueIn } from '../src/queue/claim.ts';
+import { claimLimited } from '../src/queue/claim_limited.ts';
 import { deleteOldJobs } from '../src/queue/cleanup.ts';
 import { completeJobs, failJobs, releaseJobs } from '../src/queue/complete.ts';
 import { enqueueMany } from '../src/queue/enqueue.ts';
@@ -193,6 +194,24 @@ describe('hot statements on a table that grew from tiny to a million rows withou
     );
     assert.match(clean, /jobs_finished_idx/, clean);
     assert.doesNotMatch(clean, /Seq Scan/, clean);
+  });
+
+  it('limited claims update the rows they chose through the primary key, not by reading the pending index', async () => {
+    for (const limits of [{ perKeyConcurrency: 2 }, { globalConcurrency: 1_000_000 }]) {
+      const plan = await planOf(() =>
+        claimLimited(store, {
+          owner: 'p',
+          queue: 'default',
+          limit: 20,
+          leaseMs: 60_000,
+          maxPayloadBytes: 1 << 20,
+          limits,
+        }),
+      );
+      assert.match(plan, /(Index Scan using|Bitmap Index Scan on) jobs_pkey[^\n]*\n[^\n]*Index Cond: \(id = ANY/, plan);
+      assert.doesNotMatch(plan, /jobs_pending_idx[^\n]*\n[^\n]*Index Cond: \(id = ANY/, plan);
+      assert.doesNotMatch(plan, /Seq Scan/, plan);
+    }
   });
 
   it('finds the next due time through jobs_pending_idx', async () => {

@@ -31,7 +31,11 @@ import { PAYLOAD_COLUMNS, PAYLOAD_TEXT } from './claim.ts';
 import { planned } from './sql.ts';
 
 // Both statements claim `chosen` with its start slots, record rate-limit starts
-// and prune those out of every window, the same way.
+// and prune those out of every window, the same way. The rows are found by
+// primary key. The status test is written so that jobs_pending_idx cannot
+// serve it: with `j.status = 'pending'` the planner, which cannot see how many
+// ids the array holds, sometimes read the whole pending index instead (231
+// pages for one job behind 20,000 pending ones, under the queue's lock).
 const CLAIM_CHOSEN = `claimed AS (
   UPDATE jobvisor.jobs AS j
      SET status = 'running',
@@ -41,7 +45,7 @@ const CLAIM_CHOSEN = `claimed AS (
          locked_until = t.now + $3::float8 * interval '1 millisecond',
          started_at = coalesce(b.first_slot + ((SELECT s.seq FROM chosen AS s WHERE s.id = j.id) - 1) * ($10::float8 / $9::int) * interval '1 millisecond', t.at)
     FROM t, budget AS b
-   WHERE j.id = ANY (ARRAY(SELECT id FROM chosen)) AND j.status = 'pending'
+   WHERE j.id = ANY (ARRAY(SELECT id FROM chosen)) AND coalesce(j.status, '') = 'pending'
   RETURNING j.id, j.kind, j.queue, ${PAYLOAD_TEXT}, j.attempts, j.max_attempts, j.priority, j.run_at, j.lease_token,
             j.trace_context, j.concurrency_key, j.started_at
 ),
@@ -114,6 +118,15 @@ SELECT b.n AS budget, b.next_free_ms, c.id, c.kind, c.queue, c.lease_token::text
  * limit and take part as one more key. The walk resumes after the last key
  * served (claimLimited keeps the cursor), so every key gets its turn.
  *
+ * A key's offers are read a priority at a time (`kp`: the key's first pending
+ * priority, found by the walk's own probe, then each next one), each from its
+ * first due job, so a key's jobs not yet due are never read. Read in claim
+ * order with `run_at <= now` as a filter, a tenant whose jobs keep failing
+ * made every claim of the queue step over all of its retries waiting out their
+ * backoff: 18 ms per claim behind 100,000 of them, under the queue's lock,
+ * growing with the backlog. The levels are taken in order and the scan stops
+ * once the key's room is filled, so the nested loop's order is the claim order.
+ *
  * Jobs without a key have no index of their own (one would cost every plain
  * job an index entry at enqueue), so finding them means reading the queue's
  * due jobs in claim order and the row behind each (a priority at a time, from
@@ -127,18 +140,20 @@ SELECT b.n AS budget, b.next_free_ms, c.id, c.kind, c.queue, c.lease_token::text
 export const CLAIM_KEY_LIMITED = planned(
   'claim_key_limited',
   `
-WITH RECURSIVE walk(key, i) AS (
-  (SELECT concurrency_key, 1 FROM jobvisor.jobs
+WITH RECURSIVE walk(key, p, i) AS (
+  (SELECT concurrency_key, priority, 1 FROM jobvisor.jobs
     WHERE status = 'pending' AND queue = $2 AND concurrency_key IS NOT NULL
       AND ($14::text IS NULL OR concurrency_key > $14::text)
-    ORDER BY concurrency_key LIMIT 1)
+    ORDER BY concurrency_key, priority LIMIT 1)
   UNION ALL
-  SELECT (SELECT j.concurrency_key FROM jobvisor.jobs AS j
-           WHERE j.status = 'pending' AND j.queue = $2 AND j.concurrency_key IS NOT NULL AND j.concurrency_key > w.key
-           ORDER BY j.concurrency_key LIMIT 1), w.i + 1
-    FROM walk AS w WHERE w.key IS NOT NULL AND w.i < $15::int
+  SELECT n.concurrency_key, n.priority, w.i + 1
+    FROM walk AS w,
+    LATERAL (SELECT j.concurrency_key, j.priority FROM jobvisor.jobs AS j
+              WHERE j.status = 'pending' AND j.queue = $2 AND j.concurrency_key IS NOT NULL AND j.concurrency_key > w.key
+              ORDER BY j.concurrency_key, j.priority LIMIT 1) AS n
+   WHERE w.i < $15::int
 ),
-keys AS (SELECT key, i FROM walk WHERE key IS NOT NULL),
+keys AS (SELECT key, p, i FROM walk),
 t AS (
   SELECT now, now + $12::float8 * interval '1 millisecond' AS at, $8::int AS per_key
     FROM (SELECT coalesce($5::timestamptz, clock_timestamp()) AS now) AS n
@@ -196,12 +211,25 @@ offers AS (
     FROM keys AS k
     LEFT JOIN key_running AS kr ON kr.key = k.key
     LEFT JOIN key_window AS kw ON kw.key = k.key,
-    LATERAL (SELECT j.id, j.priority, j.run_at FROM jobvisor.jobs AS j, t
-              WHERE j.status = 'pending' AND j.queue = $2 AND j.concurrency_key = k.key AND j.run_at <= t.now
-              ORDER BY j.priority, j.run_at, j.id
-              LIMIT greatest(0, least($4::int,
+    t,
+    LATERAL (SELECT greatest(0, least($4::int,
                                       coalesce($8::int - coalesce(kr.n, 0), $4::int),
-                                      CASE WHEN $11::bool THEN $9::int - coalesce(kw.n, 0) ELSE $4::int END))) AS o
+                                      CASE WHEN $11::bool THEN $9::int - coalesce(kw.n, 0) ELSE $4::int END)) AS n) AS room,
+    LATERAL (WITH RECURSIVE kp(p) AS (
+               SELECT k.p
+               UNION ALL
+               SELECT (SELECT j.priority FROM jobvisor.jobs AS j
+                        WHERE j.status = 'pending' AND j.queue = $2 AND j.concurrency_key = k.key AND j.priority > kp.p
+                        ORDER BY j.priority LIMIT 1)
+                 FROM kp WHERE kp.p IS NOT NULL
+             )
+             SELECT x.id, x.priority, x.run_at FROM kp,
+             LATERAL (SELECT j.id, j.priority, j.run_at FROM jobvisor.jobs AS j
+                       WHERE j.status = 'pending' AND j.queue = $2 AND j.concurrency_key = k.key AND j.priority = kp.p
+                         AND j.run_at <= t.now
+                       ORDER BY j.run_at, j.id LIMIT room.n) AS x
+              WHERE kp.p IS NOT NULL
+              LIMIT room.n) AS o
   UNION ALL
   SELECT id, 0, row_number() OVER (ORDER BY priority, run_at, id)
     FROM (SELECT id, priority, run_at FROM keyless_head WHERE concurrency_key IS NULL

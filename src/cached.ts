@@ -42,3 +42,15 @@ export function cached<T>(
     return inFlight;
   };
 }
+
+/**
+ * How long after a costly read ended to wait before running it again:
+ * `factor` times what it took (so it uses at most 1/factor of a core), and
+ * never less than `minMs`. The gauges' counts and the per-key claim's full
+ * read for jobs without a key both follow it.
+ */
+export const COSTLY_READ_SPACING = 20;
+
+export function costlyReadGap(lastMs: number, minMs: number, factor = COSTLY_READ_SPACING): number {
+  return Math.max(minMs, factor * lastMs);
+}

@@ -10,7 +10,7 @@
  *     pages on, costs one index probe per (queue, priority) present, whatever
  *     the backlog;
  *   - the counts read an index entry per pending, running and failed row: 1.1–2.0 s
- *     at 2 million pending. So they are re-read no sooner than COUNT_SPACING
+ *     at 2 million pending. So they are re-read no sooner than COSTLY_READ_SPACING (20)
  *     times their last read's duration after it ended. Read on every scrape, a
  *     backlog made each replica spend a growing share of a database core on
  *     counting it, and the database that had to work the backlog off was the
@@ -19,14 +19,11 @@
  * Queue and kind labels go through a bounded label set: rows of unknown kinds
  * (or queues) are summed under `other`.
  */
-import { cached } from '../cached.ts';
+import { cached, costlyReadGap, COSTLY_READ_SPACING } from '../cached.ts';
 import { countActiveJobs, oldestDueByQueue, type JobCount } from '../queue/stats.ts';
 import type { Store } from '../queue/sql.ts';
 import { UNBOUNDED_LABELS, type LabelSet } from './labels.ts';
 import type { Metrics } from './metrics.ts';
-
-/** A count that took d ms is read again no sooner than COUNT_SPACING × d after it ended (at most 5 % of a core). */
-export const COUNT_SPACING = 20;
 
 /** Sums rows per bounded (queue, kind, status). Pure. */
 export function boundCounts(rows: JobCount[], labels: LabelSet) {
@@ -58,7 +55,7 @@ export function createDatabaseGauges(
   metrics: Metrics,
   refreshMs: number,
   labels: LabelSet = UNBOUNDED_LABELS,
-  { countSpacing = COUNT_SPACING }: { countSpacing?: number } = {},
+  { countSpacing = COSTLY_READ_SPACING }: { countSpacing?: number } = {},
 ) {
   // A failed read is tried again after half a refresh; until then the gauges keep their values.
   const retryMs = refreshMs / 2;
@@ -72,7 +69,7 @@ export function createDatabaseGauges(
     { retryMs },
   );
   const counts = cached(
-    (lastReadMs) => Math.max(refreshMs, countSpacing * lastReadMs),
+    (lastReadMs) => costlyReadGap(lastReadMs, refreshMs, countSpacing),
     async () => {
       const rows = boundCounts(await countActiveJobs(store), labels);
       metrics.jobs.reset();

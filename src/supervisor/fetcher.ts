@@ -17,9 +17,10 @@
  * queue's places, and handed back if the queue is paused or the fetcher stops.
  * A per-key claim looks for jobs without a key in a window of the queue's
  * first due jobs; when the last one said more may lie beyond it, the next
- * claim reads to the end, at most every KEYLESS_FULL_SPACING × the last such
- * claim's duration (at least every KEYLESS_FULL_MIN_MS).
+ * claim reads to the end, spaced by costlyReadGap (src/cached.ts) from the
+ * last such claim, and at least KEYLESS_FULL_MIN_MS apart.
  */
+import { costlyReadGap } from '../cached.ts';
 import { isLimited, type QueueSettings } from '../config/sections.ts';
 import { claimJobs, nextDueIn } from '../queue/claim.ts';
 import { claimLimited } from '../queue/claim_limited.ts';
@@ -28,8 +29,7 @@ import type { ClaimedJob } from '../queue/types.ts';
 import type { SupervisorEvents } from './events.ts';
 
 export const MAX_CLAIM = 1000;
-/** A claim that reads every due job for keyless ones waits this many times its last duration. */
-export const KEYLESS_FULL_SPACING = 20;
+/** The least time between two claims that read every due job for keyless ones (see costlyReadGap). */
 export const KEYLESS_FULL_MIN_MS = 1000;
 /** How soon a limited queue held back by its cluster limits claims again. */
 export const LIMITED_RETRY_MS = 200;
@@ -192,7 +192,7 @@ export class Fetcher {
         this.cursor = claim.cursor;
         if (keylessScan === 'all') {
           const ended = performance.now();
-          this.keylessFullAt = ended + Math.max(KEYLESS_FULL_MIN_MS, KEYLESS_FULL_SPACING * (ended - started));
+          this.keylessFullAt = ended + costlyReadGap(ended - started, KEYLESS_FULL_MIN_MS);
         }
         this.keylessHidden = claim.keylessHidden;
         startAtMs = claim.startAtMs;

@@ -148,6 +148,7 @@ describe('dashboard configuration', () => {
       host: '127.0.0.1',
       readOnly: false,
       basePath: '/',
+      allowedHosts: [],
       redact: ['password', 'token', 'secret', 'authorization'],
     });
   });

@@ -3,6 +3,7 @@
  * are not here: they come only from the environment (JOBVISOR_DASHBOARD_TOKEN
  * or JOBVISOR_DASHBOARD_TOKEN_FILE), read by src/dashboard/token.ts.
  */
+import convict from 'convict';
 
 /** Payload keys shown as `[redacted]` unless configured otherwise. */
 export const DEFAULT_REDACT = ['password', 'token', 'secret', 'authorization'];
@@ -13,6 +14,26 @@ function basePathFormat(value: unknown): void {
       'must be a URL path starting with "/" (letters, digits, . _ ~ - between slashes), such as "/jobs-ui"',
     );
 }
+
+/** A host name or a bracketed IPv6 address, without port. */
+const HOST_NAME = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?)$/;
+
+/** A convict format for a list of host names: a list in files, comma-separated in the environment. */
+export const HOST_LIST = 'jobvisor-host-list';
+convict.addFormat({
+  name: HOST_LIST,
+  validate: (value: unknown) => {
+    if (!Array.isArray(value) || !value.every((h) => typeof h === 'string' && HOST_NAME.test(h)))
+      throw new Error('must be a list of host names without port or scheme, such as ["jobs.internal"]');
+  },
+  coerce: (v: unknown) =>
+    typeof v === 'string'
+      ? v
+          .split(',')
+          .map((h) => h.trim())
+          .filter(Boolean)
+      : v,
+});
 
 function redactFormat(value: unknown): void {
   if (!Array.isArray(value) || !value.every((k) => typeof k === 'string' && k.length > 0))
@@ -42,6 +63,12 @@ export const dashboardSchema = {
     doc: 'Path prefix the dashboard is served under (behind an ingress), such as "/jobvisor".',
     format: basePathFormat,
     default: '/',
+  },
+  allowedHosts: {
+    doc: 'Without a dashboard token: host names (the Host header, no port) served besides localhost, 127.0.0.1 and [::1]; any other gets 403, against DNS rebinding. With a token any host is served.',
+    format: HOST_LIST,
+    default: [] as string[],
+    env: 'DASHBOARD_ALLOWED_HOSTS',
   },
   redact: {
     doc: 'Payload keys shown as [redacted], matched case-insensitively at any depth.',

@@ -4,7 +4,8 @@
  * basePath go on to it), and as a web-standard `fetch` handler.
  *
  * Every request passes, in order: security headers (a CSP without inline
- * script or style, no framing, same-origin referrers) → static assets → login
+ * script or style, no framing, same-origin referrers) → without a token, the
+ * Host check against DNS rebinding (hosts.ts) → static assets → login
  * and logout → the credential check → for POSTs, the same-site check and then
  * read-only mode (403) → the page or action.
  */
@@ -19,6 +20,7 @@ import { DEFAULT_REDACT } from '../config/dashboard.ts';
 import type { Logger } from '../log.ts';
 import { createAuth, SESSION_COOKIE } from './auth.ts';
 import { dashboardDb, DASHBOARD_STATEMENT_TIMEOUT_MS } from './db.ts';
+import { refuseHost } from './hosts.ts';
 import { refuseCrossSite } from './origin.ts';
 import { actionRoutes } from './routes/actions.ts';
 import { loginRoutes } from './routes/login.ts';
@@ -41,6 +43,11 @@ export interface DashboardOptions {
    * dashboard by accident.
    */
   auth?: { token: string } | false;
+  /**
+   * Without a token: host names served besides localhost, 127.0.0.0/8 and
+   * [::1] (any other Host gets 403, against DNS rebinding). Ignored with a token.
+   */
+  allowedHosts?: string[];
   /** Payload keys shown as [redacted] (default: password, token, secret, authorization). */
   redact?: string[];
   /** Cron schedules for the Schedules page (the configuration's `schedules`). */
@@ -101,6 +108,19 @@ export function createDashboard(options: DashboardOptions): DashboardHandler {
     await next();
     for (const [k, v] of Object.entries(SECURITY_HEADERS)) c.res.headers.set(k, v);
   });
+  if (token === null) {
+    const allowedHosts = options.allowedHosts ?? [];
+    app.use(async (c, next) => {
+      const why = refuseHost(c.req.header('host'), allowedHosts);
+      if (why === null) return next();
+      options.log?.warn({ reason: why, path: c.req.path }, 'open dashboard refused a request for another host');
+      return c.text(
+        `Refused: ${why}. This dashboard has no token, so it answers only on localhost, 127.0.0.1 and [::1]; ` +
+          'add other names to dashboard.allowedHosts, or set JOBVISOR_DASHBOARD_TOKEN.\n',
+        403,
+      );
+    });
+  }
   app.get('/static/app.js', (c) => c.body(SCRIPT, 200, { 'Content-Type': 'text/javascript; charset=utf-8' }));
   app.get('/static/app.css', (c) => c.body(STYLE, 200, { 'Content-Type': 'text/css; charset=utf-8' }));
   app.use(bodyLimit({ maxSize: 64 * 1024, onError: (c) => c.text('request body too large', 413) }));
@@ -135,13 +155,9 @@ export function createDashboard(options: DashboardOptions): DashboardHandler {
       return c.html(messagePage(view, 'Read-only', 'This dashboard is read-only: actions are turned off.'), 403);
     return next();
   });
-  pageRoutes(app, {
-    view,
-    db,
-    redact: options.redact ?? DEFAULT_REDACT,
-    schedules: options.schedules ?? [],
-  });
-  actionRoutes(app, { view, db });
+  const redact = options.redact ?? DEFAULT_REDACT;
+  pageRoutes(app, { view, db, redact, schedules: options.schedules ?? [] });
+  actionRoutes(app, { view, db, redact });
   app.notFound((c) => c.html(messagePage(view, 'Not found', 'There is no such page.'), 404));
   root.notFound((c) => c.html(messagePage(view, 'Not found', 'There is no such page.'), 404));
   const onError = (err: Error & { code?: string }, c: Parameters<Parameters<typeof app.onError>[0]>[1]) => {

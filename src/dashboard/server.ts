@@ -50,6 +50,7 @@ export async function serveDashboard(options: {
     basePath: settings.dashboard.basePath,
     readOnly: settings.dashboard.readOnly,
     auth: token === null ? false : { token },
+    allowedHosts: settings.dashboard.allowedHosts,
     redact: settings.dashboard.redact,
     schedules: settings.schedules,
     schema: settings.database.schema,

@@ -127,6 +127,9 @@ async function main(): Promise<void> {
       ['a dead-letter group', { status: 'failed', errorPrefix: 'Error: upstream 7 refused the request' }],
       ['error text', { errorText: 'upstream 13' }],
       ['payload text (rare)', { payloadText: '"user-123456"' }],
+      // As the dashboard searches (dashboard.redact): matches outside redacted values only.
+      ['payload text (rare), redacted', { payloadText: '"user-123456"', payloadRedact: ['password', 'token'] }],
+      ['payload text (common), redacted', { payloadText: 'user-1', payloadRedact: ['password', 'token'] }],
     ];
     const results: Result[] = [];
     results.push(await measure('overview()', () => overview(store)));

@@ -7,7 +7,7 @@
  *   queue   kind    exact names
  *   id      one or more job ids (comma or space separated)
  *   key     unique key (exact)
- *   q       text in the payload
+ *   q       text in the payload as shown (never inside a redacted value)
  *   error   text in the error
  *   errorPrefix  first line of the error (a dead-letter group)
  */
@@ -32,10 +32,11 @@ export function readParams(get: (name: string) => string | undefined): FilterPar
 }
 
 /**
- * The admin API's filter for these parameters.
+ * The admin API's filter for these parameters. `redact` (dashboard.redact) keeps
+ * `q` from matching inside the values the pages show as [redacted].
  * @throws FilterError for an unknown status or a malformed id.
  */
-export function toFilter(p: FilterParams): JobFilter {
+export function toFilter(p: FilterParams, redact: readonly string[] = []): JobFilter {
   const filter: JobFilter = {};
   if (p.status) {
     if (!(STATUSES as readonly string[]).includes(p.status))
@@ -51,7 +52,10 @@ export function toFilter(p: FilterParams): JobFilter {
     filter.ids = ids.map((id) => BigInt(id).toString());
   }
   if (p.key) filter.uniqueKey = p.key;
-  if (p.q) filter.payloadText = p.q;
+  if (p.q) {
+    filter.payloadText = p.q;
+    if (redact.length > 0) filter.payloadRedact = redact;
+  }
   if (p.error) filter.errorText = p.error;
   if (p.errorPrefix) filter.errorPrefix = p.errorPrefix;
   return filter;
@@ -63,10 +67,11 @@ export function toFilter(p: FilterParams): JobFilter {
  */
 export function readFilter(
   get: (name: string) => string | undefined,
+  redact: readonly string[] = [],
 ): { params: FilterParams; filter: JobFilter } | { error: string } {
   const params = readParams(get);
   try {
-    return { params, filter: toFilter(params) };
+    return { params, filter: toFilter(params, redact) };
   } catch (err) {
     if (err instanceof FilterError) return { error: err.message };
     throw err;

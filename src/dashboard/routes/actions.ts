@@ -25,8 +25,8 @@ const ONE = {
 
 const BULK = { retry: ONE.retry, cancel: ONE.cancel, delete: ONE.delete } as const;
 
-export function actionRoutes(app: Hono, deps: { view: ViewContext; db: DashboardDb }): void {
-  const { view, db } = deps;
+export function actionRoutes(app: Hono, deps: { view: ViewContext; db: DashboardDb; redact: readonly string[] }): void {
+  const { view, db, redact } = deps;
 
   for (const [action, [run, done]] of Object.entries(ONE)) {
     app.post(`/jobs/:id/${action}`, async (c) => {
@@ -42,7 +42,7 @@ export function actionRoutes(app: Hono, deps: { view: ViewContext; db: Dashboard
   for (const [action, [run, done]] of Object.entries(BULK)) {
     app.post(`/jobs/${action}`, async (c) => {
       const form = await c.req.parseBody();
-      const read = readFilter((name) => (typeof form[name] === 'string' ? form[name] : undefined));
+      const read = readFilter((name) => (typeof form[name] === 'string' ? form[name] : undefined), redact);
       if ('error' in read) return c.html(messagePage(view, 'Bad filter', read.error), 400);
       const { params, filter } = read;
       if (isEmpty(params))

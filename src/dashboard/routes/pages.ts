@@ -49,7 +49,7 @@ export function pageRoutes(
   });
 
   app.get('/jobs', async (c) => {
-    const read = readFilter((name) => c.req.query(name));
+    const read = readFilter((name) => c.req.query(name), deps.redact);
     if ('error' in read) return c.html(messagePage(view, 'Bad filter', read.error), 400);
     const { params, filter } = read;
     const after = c.req.query('after');

@@ -8,6 +8,13 @@
  * (`planned`), so each is planned with its actual values and `$n IS NULL OR …`
  * folds away: the plan sees only the conditions that were given, and a status
  * filter can use its partial index.
+ *
+ * With `payloadRedact`, the payload text is searched as the dashboard shows it
+ * (migrations/012_redacted_payload.sql), so a search never matches inside a
+ * redacted value. The plain `payload::text ILIKE` stays in front: the
+ * projection is built only for rows whose payload matches at all, so a rare
+ * search costs what it did, and a common one at most the list's limit or the
+ * count's cap of projections.
  */
 import { InputError } from '../../errors.ts';
 import { JOB_STATUSES, type JobFilter, type JobStatus } from './types.ts';
@@ -24,13 +31,14 @@ export const FILTER_WHERE = `
   AND ($3::text IS NULL OR queue = $3)
   AND ($4::text IS NULL OR kind = $4)
   AND ($5::text IS NULL OR unique_key = $5)
-  AND ($6::text IS NULL OR payload::text ILIKE $6)
+  AND ($6::text IS NULL OR (payload::text ILIKE $6
+       AND ($10::text[] IS NULL OR jobvisor.redacted_payload(payload, $10::text[])::text ILIKE $6)))
   AND ($7::text IS NULL OR last_error ILIKE $7)
   AND ($8::float8 IS NULL OR coalesce(finished_at, created_at) < now() - $8::float8 * interval '1 millisecond')
   AND ($9::text IS NULL OR ${ERROR_PREFIX_SQL} = $9)`;
 
-/** Number of parameters FILTER_WHERE uses; a statement's own start at $10. */
-export const FILTER_PARAMS = 9;
+/** Number of parameters FILTER_WHERE uses; a statement's own start at $11. */
+export const FILTER_PARAMS = 10;
 
 /**
  * The parameters of FILTER_WHERE for `filter`. `statuses`, when given, limits
@@ -55,6 +63,9 @@ export function filterParams(filter: JobFilter, statuses?: readonly JobStatus[])
     filter.errorText === undefined || filter.errorText === '' ? null : containsPattern(filter.errorText),
     filter.olderThan ?? null,
     filter.errorPrefix ?? null,
+    filter.payloadRedact === undefined || filter.payloadRedact.length === 0
+      ? null
+      : filter.payloadRedact.map((k) => k.toLowerCase()),
   ];
 }
 

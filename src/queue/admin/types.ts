@@ -88,6 +88,12 @@ export interface JobFilter {
   uniqueKey?: string;
   /** Text in the payload's JSON. */
   payloadText?: string;
+  /**
+   * Payload keys (at any depth, case-insensitive) whose values `payloadText`
+   * never matches: the text is searched in the payload with those values
+   * replaced by "[redacted]", as the dashboard shows it.
+   */
+  payloadRedact?: readonly string[];
   /** Text in last_error. */
   errorText?: string;
   /** Milliseconds: finished (or, unfinished, created) more than this long ago. */

@@ -14,7 +14,7 @@ import { drainOnSignals } from '../supervisor/shutdown.ts';
 import { threadWatch } from '../supervisor/thread_watch.ts';
 import { Supervisor } from '../supervisor/supervisor.ts';
 import { traceEvents } from '../supervisor/tracing.ts';
-import { startTracing } from '../tracing/sdk.ts';
+import { startTracing, traceFlushBudgetMs } from '../tracing/sdk.ts';
 import { VERSION } from '../version.ts';
 import { parseFlags } from './args.ts';
 import { openContext } from './context.ts';
@@ -59,10 +59,16 @@ export async function startCommand(argv: string[]): Promise<number> {
     threadsAlive: (ms) => threadWatch.end(ms),
     stop: async (reason) => {
       stopRequested = true;
+      const signalledAt = performance.now();
       await supervisor.stop(reason);
       await http.close();
       await ctx.close();
-      if (otel.state === 'started') await otel.tracing.shutdown().catch(() => {});
+      // Best-effort: a collector that never answers gets what is left of the grace, at most 2 s.
+      if (otel.state === 'started') {
+        const budgetMs = traceFlushBudgetMs(settings.shutdown.grace, performance.now() - signalledAt);
+        if (!(await otel.tracing.shutdown(budgetMs)))
+          log.warn({ waitedMs: budgetMs }, 'trace export did not finish: spans not yet sent are dropped');
+      }
     },
   });
 

@@ -41,8 +41,35 @@ export function tracerRegistered(): boolean {
 export interface Tracing {
   /** Exports what is buffered. */
   flush(): Promise<void>;
-  /** Exports what is buffered and stops the SDK. */
-  shutdown(): Promise<void>;
+  /**
+   * Exports what is buffered and stops the SDK, waiting at most `timeoutMs`
+   * (default: until the exporter gives up). Resolves true when it finished in
+   * time, false when it was left behind (its spans are dropped at exit).
+   */
+  shutdown(timeoutMs?: number): Promise<boolean>;
+}
+
+/** Longest wait for the exporter at shutdown, within what is left of shutdown.grace. */
+export const TRACE_FLUSH_MAX_MS = 2000;
+
+/** The wait for the exporter at shutdown: what is left of the grace, at most TRACE_FLUSH_MAX_MS. */
+export function traceFlushBudgetMs(graceMs: number, elapsedMs: number): number {
+  return Math.max(0, Math.min(TRACE_FLUSH_MAX_MS, graceMs - elapsedMs));
+}
+
+/** `promise`'s settling, or false after `ms` (a timer that keeps no process alive). */
+function within(promise: Promise<unknown>, ms: number | undefined): Promise<boolean> {
+  const done = promise.then(
+    () => true,
+    () => true,
+  );
+  if (ms === undefined) return done;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+    timer.unref();
+  });
+  return Promise.race([done, late]).finally(() => clearTimeout(timer));
 }
 
 export type StartResult =
@@ -109,7 +136,7 @@ export async function startTracing(
       flush: async () => {
         await provider.getDelegate?.().forceFlush?.();
       },
-      shutdown: () => sdk.shutdown(),
+      shutdown: (timeoutMs) => within(sdk.shutdown(), timeoutMs),
     },
   };
 }

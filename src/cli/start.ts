@@ -63,7 +63,7 @@ export async function startCommand(argv: string[]): Promise<number> {
       await supervisor.stop(reason);
       await http.close();
       await ctx.close();
-      // Best-effort: a collector that never answers gets what is left of the grace, at most 2 s.
+      // Best-effort: a collector that never answers gets what is left of the grace, at most 1 s.
       if (otel.state === 'started') {
         const budgetMs = traceFlushBudgetMs(settings.shutdown.grace, performance.now() - signalledAt);
         if (!(await otel.tracing.shutdown(budgetMs)))

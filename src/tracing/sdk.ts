@@ -50,7 +50,7 @@ export interface Tracing {
 }
 
 /** Longest wait for the exporter at shutdown, within what is left of shutdown.grace. */
-export const TRACE_FLUSH_MAX_MS = 2000;
+export const TRACE_FLUSH_MAX_MS = 1000;
 
 /** The wait for the exporter at shutdown: what is left of the grace, at most TRACE_FLUSH_MAX_MS. */
 export function traceFlushBudgetMs(graceMs: number, elapsedMs: number): number {

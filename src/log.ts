@@ -2,9 +2,16 @@
  * The one pino factory. JSON lines on stdout; pretty when stdout is a terminal
  * and pino-pretty is installed. Connection strings and passwords are redacted
  * by path, and `safeUrl` strips credentials from any URL a message needs.
+ *
+ * Lines go through a bounded buffer that never waits for the reader
+ * (log_stream.ts): a stalled stdout costs log lines, counted
+ * (`droppedLogLines`, the metric jobvisor_log_lines_dropped_total) and said
+ * in one line once output moves again, never the event loop and so never a
+ * lease. What is held is written at exit, for at most EXIT_FLUSH_MS.
  */
 import { createRequire } from 'node:module';
 import pino, { type Logger } from 'pino';
+import { createLogStream, type LogStream } from './log_stream.ts';
 
 export type { Logger };
 
@@ -27,11 +34,49 @@ export const REDACT = [
 /** pino's `redact` option for every logger of jobvisor. */
 export const REDACT_OPTIONS = { paths: REDACT, censor: '[redacted]' };
 
+/** Bytes of log lines held while the reader does not take them; lines beyond are dropped. */
+export const LOG_BUFFER_BYTES = 1024 * 1024;
+/** Longest wait at exit for a reader to take what is held. */
+export const EXIT_FLUSH_MS = 1000;
+
+const streams = new Set<LogStream>();
+
+/** Log lines dropped so far in this process because the reader did not take them. */
+export function droppedLogLines(): number {
+  let n = 0;
+  for (const s of streams) n += s.dropped;
+  return n;
+}
+
+/** Writes every held log line, waiting at most `timeoutMs` in all. Synchronous: for exit paths. */
+export function flushLogsSync(timeoutMs = EXIT_FLUSH_MS): void {
+  const deadline = Date.now() + timeoutMs;
+  for (const s of streams) s.flushSync(Math.max(0, deadline - Date.now()));
+}
+
+let exitHook = false;
+
+function destination(fd: 1 | 2, log: () => Logger): LogStream {
+  const stream = createLogStream({
+    fd,
+    maxBytes: LOG_BUFFER_BYTES,
+    onResume: (dropped) =>
+      log().warn({ dropped, droppedTotal: droppedLogLines() }, 'log output was stalled: lines dropped'),
+  });
+  streams.add(stream);
+  if (!exitHook) {
+    exitHook = true;
+    // process.exit() and the end of the event loop; a hard exit calls flushLogsSync itself.
+    process.on('exit', () => flushLogsSync());
+  }
+  return stream;
+}
+
 export function createLogger(options: { level?: string; name?: string; pretty?: boolean; fd?: 1 | 2 } = {}): Logger {
   const fd = options.fd ?? 1;
   const stream = fd === 1 ? process.stdout : process.stderr;
   const pretty = options.pretty ?? (stream.isTTY === true && hasPinoPretty());
-  return pino(
+  const logger: Logger = pino(
     {
       name: options.name ?? 'jobvisor',
       level: options.level ?? 'info',
@@ -46,8 +91,9 @@ export function createLogger(options: { level?: string; name?: string; pretty?: 
           }
         : {}),
     },
-    pretty ? undefined : pino.destination({ dest: fd, sync: true }),
+    pretty ? undefined : destination(fd, () => logger),
   );
+  return logger;
 }
 
 /**

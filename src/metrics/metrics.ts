@@ -7,6 +7,7 @@
  * Counters and histograms are per process: aggregate them with `sum`.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { droppedLogLines } from '../log.ts';
 
 const JOB_LABELS = ['queue', 'kind'] as const;
 /** Seconds: from 1 ms to about 17 minutes. */
@@ -93,6 +94,16 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
       ['loop'],
     ),
     dbErrors: counter('jobvisor_database_errors_total', 'Database errors seen by supervisor loops.', ['loop']),
+    // Read at scrape time from the log destination (log.ts), which cannot wait for the reader.
+    logLinesDropped: new Counter({
+      name: 'jobvisor_log_lines_dropped_total',
+      help: "Log lines of this process's main thread dropped because stdout did not take them (a stalled reader).",
+      registers,
+      collect() {
+        this.reset();
+        this.inc(droppedLogLines());
+      },
+    }),
   };
 }
 

@@ -12,6 +12,7 @@
  *      Run under an init (`tini`, `docker run --init`) to keep the exit clean.
  */
 import { readdirSync, readFileSync } from 'node:fs';
+import { flushLogsSync } from '../log.ts';
 
 /** SIGKILLs every descendant process of this process (Linux; elsewhere none); returns their pids. */
 export function killChildProcesses(): number[] {
@@ -56,8 +57,9 @@ function childrenOf(pid: string): number[] {
   return out;
 }
 
-/** Ends the process now, whatever its threads do. Write logs synchronously before calling. */
+/** Ends the process now, whatever its threads do, after writing held log lines (for at most 1 s). */
 export function exitHard(): void {
+  flushLogsSync();
   process.kill(process.pid, 'SIGKILL');
   // Still here: PID 1, which ignores its own SIGKILL.
   setTimeout(() => process.abort(), 200);

@@ -10,7 +10,8 @@
 import { workerData } from 'piscina';
 import pino from 'pino';
 import type pg from 'pg';
-import { REDACT_OPTIONS, serializeError } from '../log.ts';
+import { LOG_BUFFER_BYTES, REDACT_OPTIONS, serializeError } from '../log.ts';
+import { createLogStream } from '../log_stream.ts';
 import { toTaskError } from './convert.ts';
 import { SnoozeError } from './errors.ts';
 import { catchEscapes, currentJob } from './escapes.ts';
@@ -41,7 +42,8 @@ const log = pino(
     serializers: { err: serializeError },
     mixin: traceLogFields,
   },
-  pino.destination({ dest: 1, sync: true }),
+  // Never wait for a stalled stdout: a task's log line must not hold its thread (log_stream.ts).
+  createLogStream({ fd: 1, maxBytes: LOG_BUFFER_BYTES / 4 }),
 );
 const loader = createLoader([setup.userTasksDir, setup.builtinTasksDir].filter(Boolean));
 let db: pg.Pool | undefined;

@@ -194,6 +194,7 @@ describe('a stalled stdout reader', { timeout: 180_000 }, () => {
       },
       (l) => l !== undefined,
       30_000,
+      10,
     );
     assert.ok(resumed.length > 0);
     const said = resumed.find((l) => l.msg === 'log output was stalled: lines dropped') as { dropped: number };

@@ -22,12 +22,12 @@ import { BIN, spawnSupervisor, writeConfig, type SpawnedSupervisor } from './hel
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const LONG_JOBS = 10;
-const LONG_MS = 12_000;
+const LONG_MS = 15_000;
 const CONFIG = {
   metrics: { port: 0, host: '127.0.0.1' },
-  jobs: { lease: '3s' },
+  jobs: { lease: '5s' },
   reaper: { interval: '500ms' },
-  backoff: { base: '5ms', max: '20ms' },
+  backoff: { base: '10ms', max: '40ms' },
   poll: { interval: '100ms' },
 };
 
@@ -93,7 +93,7 @@ describe('a stalled stdout reader', { timeout: 180_000 }, () => {
         DATABASE_URL: db.url,
         JOBVISOR_CONFIG: writeConfig({
           ...CONFIG,
-          queues: { default: { concurrency: LONG_JOBS }, loud: { concurrency: 16 } },
+          queues: { default: { concurrency: LONG_JOBS }, loud: { concurrency: 6 } },
         }),
         JOBVISOR_TASKS_DIR: FIXTURE_TASKS,
         LOG_LEVEL: 'info',

@@ -127,7 +127,7 @@ describe('a collector that accepts and never answers', { timeout: 240_000 }, () 
     assert.ok(receiver.spans.length > 0, 'the working collector received spans');
     assert.ok(hole.connections() > 0, 'the supervisor did try to export to the silent collector');
     assert.equal(stalled.code, 0, 'a clean drain');
-    assert.ok(ratio < 2, `jobs ran ${ratio.toFixed(2)}× slower with a silent collector than with a working one`);
+    assert.ok(ratio < 3, `jobs ran ${ratio.toFixed(2)}× slower with a silent collector than with a working one`);
     assert.ok(stalled.stopMs < GRACE_MS, `SIGTERM took ${stalled.stopMs.toFixed(0)} ms, grace ${GRACE_MS} ms`);
   });
 });

@@ -300,6 +300,13 @@ export async function restartUnderLock(options: {
         ),
       },
       statuses: await statusCounts(pool, 'id = ANY($1)', [allIds]),
+      attemptErrors: (
+        await pool.query(
+          `SELECT regexp_replace(left(e ->> 'error', 60), '[0-9]+', 'N', 'g') AS error, count(*)::int AS n
+             FROM jobvisor.jobs, jsonb_array_elements(errors) e WHERE id = ANY($1) GROUP BY 1 ORDER BY 2 DESC`,
+          [allIds],
+        )
+      ).rows,
       supervisorsAlive: supervisors.map((s) => alive(s.child)),
       dashboardAlive: alive(dashboard.child),
       unhandled: [

@@ -35,7 +35,7 @@ export class PauseWatch {
   private paused: Set<string> | undefined;
   private readonly loop: Loop;
   private reading: Promise<void> | undefined;
-  private again = false;
+  private next: Promise<void> | undefined;
   private stale = true;
 
   constructor(private readonly options: PauseWatchOptions) {
@@ -68,20 +68,26 @@ export class PauseWatch {
   async stop(): Promise<void> {
     await this.loop.stop();
     await this.reading?.catch(() => {});
+    await this.next?.catch(() => {});
   }
 
-  /** Reads the paused set now and applies what changed; a call during a read reads once more after it. */
+  /**
+   * Reads the paused set now and applies what changed. A call during a read
+   * reads once more after it, and resolves with that read: what it reports
+   * was read after the call (a claim must not go ahead on an older read).
+   */
   refresh(): Promise<void> {
     if (this.reading) {
-      this.again = true;
-      return this.reading;
+      this.next ??= this.reading
+        .catch(() => {})
+        .then(() => {
+          this.next = undefined;
+          return this.refresh();
+        });
+      return this.next;
     }
     this.reading = this.read().finally(() => {
       this.reading = undefined;
-      if (this.again) {
-        this.again = false;
-        void this.refresh().catch((err: unknown) => this.options.events.emit('db:error', { loop: 'pause-watch', err }));
-      }
     });
     return this.reading;
   }

@@ -3,6 +3,7 @@
 // a switch that forgets a new union member).
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import jobvisor from './scripts/eslint-pool-connect.js';
 
 export default tseslint.config(
   { ignores: ['node_modules/', 'dist/', '.jobvisor/', 'bench/peers/', 'bench/results/', 'test/fixtures/**/*.js'] },
@@ -29,6 +30,14 @@ export default tseslint.config(
         { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' },
       ],
     },
+  },
+  {
+    // A pool lends clients only through src/db/borrow.ts, which keeps an error
+    // listener on them while they are out (a restart otherwise kills the process).
+    files: ['src/**/*.ts'],
+    ignores: ['src/db/borrow.ts'],
+    plugins: { jobvisor },
+    rules: { 'jobvisor/no-pool-connect': 'error' },
   },
   {
     // Tests read JSON bodies, query rows and CLI output typed \`any\` and assert on

@@ -1,6 +1,8 @@
 /**
  * Chaos: PostgreSQL restarts mid-run, with a fast and with an immediate
- * (crash) shutdown, on a server of this file's own. Two supervisor processes
+ * (crash) shutdown, on a server of this file's own; and a fast restart while
+ * an operator's LOCK TABLE holds every borrowed client of the supervisors'
+ * limited queues and gauges, a dashboard and an app's COPY (restart_under_lock.ts). Two supervisor processes
  * work a backlog; the server goes away for a few seconds and comes back.
  *   - /readyz turns 503 while the database is away and 200 after; /healthz
  *     stays 200 (the process is alive, only its database is not);
@@ -16,6 +18,7 @@ import pg from 'pg';
 import { enqueueMany } from '../src/queue/enqueue.ts';
 import { count, httpGet, report, statusCounts, until } from './helpers/chaos/measure.ts';
 import { createMigratedDatabase, startChaosPostgres, type ChaosPostgres } from './helpers/chaos/postgres.ts';
+import { LIMITED_QUEUES, restartUnderLock } from './helpers/chaos/restart_under_lock.ts';
 import { FIXTURE_TASKS } from './helpers/inprocess.ts';
 import { spawnSupervisor, type SpawnedSupervisor } from './helpers/supervisor.ts';
 
@@ -47,7 +50,11 @@ before(async () => {
         tasksDir: FIXTURE_TASKS,
         config: {
           pool: { maxThreads: 2, dbPoolSize: 4 },
-          queues: { default: { concurrency: 20, jobsPerThread: 20 }, long: { concurrency: 5, jobsPerThread: 5 } },
+          queues: {
+            default: { concurrency: 20, jobsPerThread: 20 },
+            long: { concurrency: 5, jobsPerThread: 5 },
+            ...LIMITED_QUEUES,
+          },
           jobs: { lease: LEASE, maxAttempts: 25 },
           reaper: { interval: '500ms' },
           poll: { interval: '30s' },
@@ -272,4 +279,15 @@ describe('chaos: PostgreSQL restarts', () => {
   it('fast shutdown mid-run: readyz 503 then 200, LISTEN back, all jobs done', () => restartScenario('fast'));
   it('immediate shutdown (crash recovery) mid-run: readyz 503 then 200, LISTEN back, all jobs done', () =>
     restartScenario('immediate'));
+  it('fast restart behind an operator LOCK TABLE: limited claims, gauges, a dashboard page and a COPY enqueueMany out; every process survives', async () => {
+    const result = await restartUnderLock({ server, url, pool, supervisors });
+    report('postgres-restart.under-lock', result);
+    assert.deepEqual(result.supervisorsAlive, [true, true], 'both supervisors survived');
+    assert.equal(result.dashboardAlive, true, 'the dashboard survived');
+    const app = result.app as { exit: unknown };
+    assert.deepEqual(app.exit, { code: 0, signal: null }, `the app survived and enqueued: ${JSON.stringify(app)}`);
+    assert.deepEqual(result.appJobs, { rows: 1000, distinct: 1000 }, 'the 1,000 jobs enqueued once');
+    assert.equal(result.unhandled, 0, "no Unhandled 'error' event");
+    assert.deepEqual(Object.keys(result.statuses as object), ['done'], 'every job done');
+  });
 });

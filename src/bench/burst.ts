@@ -11,6 +11,7 @@
  * `analyze`, the same burst commits together with an `ANALYZE` of the table,
  * which is what the burst would see once autovacuum had caught up.
  */
+import { withClient } from '../db/borrow.ts';
 import { enqueueMany } from '../queue/enqueue.ts';
 import type { BenchDatabase } from './database.ts';
 import { configuredSupervisor, jobCounter } from './harness.ts';
@@ -43,8 +44,7 @@ export async function burst(
       Array.from({ length: WARM_UP }, (_, i) => ({ kind: 'noop', payload: { i } })),
     );
     await waitAllDone(db, WARM_UP);
-    const client = await db.pool.connect();
-    try {
+    await withClient(db.pool, async (client) => {
       await client.query('BEGIN');
       await client.query(
         `INSERT INTO jobvisor.jobs (kind, payload) SELECT 'noop', '{}' FROM generate_series(1, $1::int)`,
@@ -52,9 +52,7 @@ export async function burst(
       );
       if (options.analyze) await client.query('ANALYZE jobvisor.jobs');
       await client.query('COMMIT');
-    } finally {
-      client.release();
-    }
+    });
     const t0 = performance.now();
     await started.reached(WARM_UP + jobs);
     await waitAllDone(db, WARM_UP + jobs, 2);

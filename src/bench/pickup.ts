@@ -4,6 +4,7 @@
  * starting in a worker thread (reported by the task over a BroadcastChannel).
  */
 import { BroadcastChannel } from 'node:worker_threads';
+import { withClient } from '../db/borrow.ts';
 import type { BenchDatabase } from './database.ts';
 import { BENCH_QUEUE, inProcessSupervisor, type QueueShape } from './harness.ts';
 import { quantile } from './stats.ts';
@@ -24,12 +25,9 @@ export async function pickup(
   const latencies: number[] = [];
   try {
     for (let i = 0; i < samples + 20; i++) {
-      const client = await db.pool.connect();
-      let id: string;
-      let committed: number;
-      try {
+      await withClient(db.pool, async (client) => {
         await client.query('BEGIN');
-        id = (
+        const id = (
           await client.query<{ id: string }>(
             "INSERT INTO jobvisor.jobs (queue, kind) VALUES ($1, 'bench_pickup') RETURNING id",
             [BENCH_QUEUE],
@@ -37,12 +35,10 @@ export async function pickup(
         ).rows[0]!.id;
         const startedAt = new Promise<number>((resolve) => started.set(id, resolve));
         await client.query('COMMIT');
-        committed = performance.timeOrigin + performance.now();
+        const committed = performance.timeOrigin + performance.now();
         const at = await withTimeout(startedAt, 10_000);
         if (i >= 20) latencies.push(Math.max(0, at - committed)); // the first 20 warm up
-      } finally {
-        client.release();
-      }
+      });
       // Idle between samples, as a queue that is not busy would be.
       await new Promise((r) => setTimeout(r, 5));
     }

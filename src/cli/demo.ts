@@ -9,6 +9,7 @@
  * second send a no-op. At the end: 20/20 sent, attempts, retries, duplicates.
  */
 import { loadConfig } from '../config/index.ts';
+import { withClient } from '../db/borrow.ts';
 import { migrate } from '../db/migrate.ts';
 import { createPool } from '../db/pool.ts';
 import { createLogger } from '../log.ts';
@@ -66,18 +67,17 @@ export async function demoCommand(argv: string[]): Promise<number> {
     await supervisor.start();
 
     for (let id = 1; id <= USERS; id++) {
-      const client = await pool.connect();
-      try {
-        await client.query('BEGIN');
-        await client.query('INSERT INTO demo_users (id, email) VALUES ($1, $2)', [id, `user${id}@example.com`]);
-        await enqueue(client, 'welcome_email', { user_id: id }, { maxAttempts: 25 });
-        await client.query('COMMIT');
-      } catch (err) {
-        await client.query('ROLLBACK');
-        throw err;
-      } finally {
-        client.release();
-      }
+      await withClient(pool, async (client) => {
+        try {
+          await client.query('BEGIN');
+          await client.query('INSERT INTO demo_users (id, email) VALUES ($1, $2)', [id, `user${id}@example.com`]);
+          await enqueue(client, 'welcome_email', { user_id: id }, { maxAttempts: 25 });
+          await client.query('COMMIT');
+        } catch (err) {
+          await client.query('ROLLBACK');
+          throw err;
+        }
+      });
     }
     // At-least-once in practice: the same signup delivered twice.
     for (let id = 1; id <= DUPLICATES; id++) await enqueue(pool, 'welcome_email', { user_id: id }, { maxAttempts: 25 });

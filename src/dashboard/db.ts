@@ -7,6 +7,7 @@
  * longer than the bound, whatever the size of the table.
  */
 import type pg from 'pg';
+import { withClient } from '../db/borrow.ts';
 import type { Store } from '../queue/sql.ts';
 
 export const DASHBOARD_STATEMENT_TIMEOUT_MS = 5_000;
@@ -18,10 +19,8 @@ export interface DashboardDb {
 
 export function dashboardDb(pool: pg.Pool, schema: string, timeoutMs = DASHBOARD_STATEMENT_TIMEOUT_MS): DashboardDb {
   return {
-    async use(fn) {
-      const client = await pool.connect();
-      let broken: Error | undefined;
-      try {
+    use(fn) {
+      return withClient(pool, async (client, discard) => {
         const { rows } = await client.query<{ before: string }>(
           `SELECT current_setting('statement_timeout') AS before, set_config('statement_timeout', $1, false)`,
           [`${timeoutMs}ms`],
@@ -29,17 +28,12 @@ export function dashboardDb(pool: pg.Pool, schema: string, timeoutMs = DASHBOARD
         try {
           return await fn({ db: serialized(client), schema });
         } finally {
+          // A client whose setting could not be restored is closed, not pooled again.
           await client
             .query(`SELECT set_config('statement_timeout', $1, false)`, [rows[0]?.before ?? '0'])
-            .catch((err: Error) => (broken = err));
+            .catch((err: Error) => discard(err));
         }
-      } catch (err) {
-        broken ??= err instanceof Error && isConnectionError(err) ? err : undefined;
-        throw err;
-      } finally {
-        // A client whose setting could not be restored (or whose connection failed) is discarded.
-        client.release(broken);
-      }
+      });
     },
   };
 }
@@ -59,8 +53,4 @@ function serialized(client: pg.PoolClient): pg.PoolClient {
   };
   view.query = query as pg.PoolClient['query'];
   return view;
-}
-
-function isConnectionError(err: Error & { code?: string }): boolean {
-  return !err.code || err.code.startsWith('08') || err.code === '57P01';
 }

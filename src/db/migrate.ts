@@ -13,6 +13,7 @@ import type pg from 'pg';
 import { PACKAGE_ROOT } from '../config/index.ts';
 import { JobvisorError } from '../errors.ts';
 import type { Logger } from '../log.ts';
+import { borrow } from './borrow.ts';
 import type { Db } from './pool.ts';
 import { qualify } from './schema.ts';
 
@@ -95,7 +96,7 @@ export function retryDelayMs(attempt: number, random = Math.random): number {
 
 async function migrateOnce(pool: pg.Pool, options: MigrateOptions): Promise<string[]> {
   const schema = options.schema ?? 'jobvisor';
-  const client = await pool.connect();
+  const { client, release } = await borrow(pool);
   const stopOnAbort = cancelOnAbort(client, pool, options.signal);
   const applied: string[] = [];
   let broken: Error | undefined;
@@ -144,7 +145,7 @@ async function migrateOnce(pool: pg.Pool, options: MigrateOptions): Promise<stri
   } finally {
     stopOnAbort();
     // A connection whose rollback failed (or was aborted) is closed, never reused.
-    client.release(broken);
+    release(broken);
   }
 }
 

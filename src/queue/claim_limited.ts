@@ -15,9 +15,8 @@
  * round trips (BEGIN, lock, claim, COMMIT): the lock's key is a parameter,
  * never spliced into the text.
  */
-import type pg from 'pg';
 import type { QueueSettings } from '../config/index.ts';
-import type { Db } from '../db/pool.ts';
+import { withConnection } from '../db/borrow.ts';
 import { claimedJob, type ClaimRow } from './claim.ts';
 import { CLAIM_KEY_LIMITED, CLAIM_QUEUE_LIMITED } from './claim_limited_sql.ts';
 import type { Now, Store } from './sql.ts';
@@ -138,21 +137,18 @@ export async function claimLimited(store: Store, args: LimitedClaimArgs): Promis
     keylessHidden: false,
   };
   if (args.limit <= 0) return none;
-  const { client, release } = await connect(store.db);
-  let failed: unknown;
-  try {
-    await client.query(BEGIN);
-    await client.query(LOCK_QUEUE, [LOCK_SPACE, lockKey(store.schema, args.queue)]);
-    const result = await claimLocked({ db: client, schema: store.schema }, args);
-    await client.query('COMMIT');
-    return result;
-  } catch (err) {
-    failed = err;
-    await client.query('ROLLBACK').catch(() => {});
-    throw err;
-  } finally {
-    release(failed);
-  }
+  return withConnection(store.db, async (client) => {
+    try {
+      await client.query(BEGIN);
+      await client.query(LOCK_QUEUE, [LOCK_SPACE, lockKey(store.schema, args.queue)]);
+      const result = await claimLocked({ db: client, schema: store.schema }, args);
+      await client.query('COMMIT');
+      return result;
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw err;
+    }
+  });
 }
 
 async function claimLocked(store: Store, args: LimitedClaimArgs): Promise<LimitedClaim> {
@@ -234,28 +230,6 @@ function result(rows: Row[], limit: number, maxKeys: number, cursor: string | nu
 async function query(store: Store, statement: typeof CLAIM_QUEUE_LIMITED, values: unknown[]): Promise<Row[]> {
   const { text } = statement(store.schema);
   return (await store.db.query<Row>({ text, values })).rows;
-}
-
-/** A connection of its own for the transaction: from a pool, or the caller's client as it is. */
-async function connect(db: Db): Promise<{ client: pg.PoolClient | pg.Client; release: (err?: unknown) => void }> {
-  if (isPool(db)) {
-    const client = await db.connect();
-    return {
-      client,
-      release: (err) => client.release(err instanceof Error && isConnectionError(err) ? err : undefined),
-    };
-  }
-  return { client: db, release: () => {} };
-}
-
-function isPool(db: Db): db is pg.Pool {
-  return typeof (db as pg.Pool).totalCount === 'number';
-}
-
-/** A broken connection must not go back to the pool. */
-function isConnectionError(err: Error): boolean {
-  const code = (err as Error & { code?: string }).code ?? '';
-  return code.startsWith('08') || code === '57P01' || !code;
 }
 
 /** 32-bit FNV-1a of schema and queue: the second key of the queue's advisory lock. */

@@ -6,10 +6,10 @@
  * use the database's time like every other statement. COPY fires the
  * statement-level insert trigger once: one NOTIFY per batch.
  */
-import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import { pipeline } from 'node:stream/promises';
 import { Readable } from 'node:stream';
+import { withConnection } from '../db/borrow.ts';
 import type { Db } from '../db/pool.ts';
 import { prepared, run, type Store } from './sql.ts';
 
@@ -42,10 +42,6 @@ function field(text: string): string {
     : text;
 }
 
-function isPool(db: Db): db is pg.Pool {
-  return typeof (db as pg.Pool).totalCount === 'number';
-}
-
 /**
  * Inserts validated rows with COPY; returns their ids in order. `traceContext`
  * (JSON text, or null) is written on every row.
@@ -57,8 +53,7 @@ export async function copyRows(
   copyStatement: (schema: string) => string,
   traceContext: string | null = null,
 ): Promise<string[]> {
-  const client = isPool(db) ? await db.connect() : db;
-  try {
+  return withConnection(db, async (client) => {
     const store: Store = { db: client, schema };
     const [reserved] = await run<{ now_ms: string; ids: string }>(store, RESERVE_IDS, [rows.length]);
     const nowMs = Number(reserved?.now_ms);
@@ -72,9 +67,7 @@ export async function copyRows(
     const stream = client.query(copyFrom(copyStatement(schema)));
     await pipeline(Readable.from(chunks(lines)), stream);
     return ids;
-  } finally {
-    if (isPool(db)) (client as pg.PoolClient).release();
-  }
+  });
 }
 
 /** ~64 KiB chunks: one write per chunk, not per row. */

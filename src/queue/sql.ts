@@ -20,6 +20,7 @@
  * from tiny to a million rows without ANALYZE.
  */
 import type pg from 'pg';
+import { withClient } from '../db/borrow.ts';
 import { qualify } from '../db/schema.ts';
 import type { Db } from '../db/pool.ts';
 
@@ -114,16 +115,15 @@ export async function runThroughIndexes<R extends pg.QueryResultRow>(
 ): Promise<R[]> {
   const db = store.db as pg.Pool;
   if (typeof db.totalCount !== 'number') return run<R>(store, statement, values);
-  const client = await db.connect();
-  try {
-    await client.query('BEGIN; SET LOCAL enable_seqscan = off');
-    const rows = await run<R>({ db: client, schema: store.schema }, statement, values);
-    await client.query('COMMIT');
-    return rows;
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => {});
-    throw err;
-  } finally {
-    client.release();
-  }
+  return withClient(db, async (client) => {
+    try {
+      await client.query('BEGIN; SET LOCAL enable_seqscan = off');
+      const rows = await run<R>({ db: client, schema: store.schema }, statement, values);
+      await client.query('COMMIT');
+      return rows;
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw err;
+    }
+  });
 }

@@ -47,6 +47,8 @@ export interface FetcherOptions {
   deliver: (jobs: ClaimedJob[]) => void;
   /** Hands back jobs claimed while the queue was being paused (no attempt used). */
   handBack?: (jobs: ClaimedJob[]) => void;
+  /** Awaited before each claim (the pause state re-read after an outage); a rejection skips the claim. */
+  beforeClaim?: () => Promise<void>;
   events: SupervisorEvents;
 }
 
@@ -166,6 +168,14 @@ export class Fetcher {
   }
 
   private async claim(): Promise<number> {
+    try {
+      await this.options.beforeClaim?.();
+    } catch (err) {
+      this.options.events.emit('db:error', { loop: `fetcher:${this.options.queue}`, err });
+      this.backlog = false;
+      return 0;
+    }
+    if (this.paused || this.stopped) return 0;
     // Jobs held for their start slot wait beside the running ones, up to `concurrency`
     // of them: counted as running, a 10 ms hold idled every place for 10 ms per claim.
     const heldOver = Math.max(0, this.scheduledCount - this.options.settings.concurrency);

@@ -168,6 +168,7 @@ export class Supervisor {
           handBack: (jobs) => {
             for (const job of jobs) this.completer.release(job, 'queue paused');
           },
+          beforeClaim: () => this.pauseWatch.beforeClaim(),
           events: this.events,
         }),
       );
@@ -205,6 +206,7 @@ export class Supervisor {
       store: this.store,
       queues: [...this.fetchers.keys()],
       intervalMs: PAUSE_POLL_MS,
+      notified: () => this.listener.isListening,
       onPause: (queue) => {
         this.fetchers.get(queue)?.setPaused(true);
         this.dispatcher.releaseBuffered(queue);

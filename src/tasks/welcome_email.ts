@@ -14,6 +14,7 @@
  * simulated provider latency inside the transaction (crash tests).
  */
 import { setTimeout } from 'node:timers/promises';
+import { withClient } from '../db/borrow.ts';
 import type { TaskContext } from '../worker/types.ts';
 import { PermanentError } from '../worker/errors.ts';
 
@@ -61,26 +62,25 @@ export default async function welcomeEmail(
     throw new PermanentError(`payload.user_id must be a positive integer, got ${JSON.stringify(userId)}`);
   if (Math.random() < FAILURE_RATE) throw new Error('mail server unavailable (simulated failure)');
   await ensureTable(ctx);
-  const client = await ctx.db.connect();
-  try {
-    await client.query('BEGIN');
-    const inserted = await client.query(
-      'INSERT INTO public.emails_sent (user_id, job_id) VALUES ($1, $2) ON CONFLICT (user_id) DO NOTHING',
-      [userId, ctx.job.id],
-    );
-    if (inserted.rowCount === 0) {
-      await client.query('ROLLBACK');
-      ctx.log.info({ userId }, 'welcome email already sent, skipping');
-      return { sent: false };
+  return withClient(ctx.db, async (client) => {
+    try {
+      await client.query('BEGIN');
+      const inserted = await client.query(
+        'INSERT INTO public.emails_sent (user_id, job_id) VALUES ($1, $2) ON CONFLICT (user_id) DO NOTHING',
+        [userId, ctx.job.id],
+      );
+      if (inserted.rowCount === 0) {
+        await client.query('ROLLBACK');
+        ctx.log.info({ userId }, 'welcome email already sent, skipping');
+        return { sent: false };
+      }
+      if (SEND_MS > 0) await setTimeout(SEND_MS, undefined, { signal: ctx.signal });
+      ctx.log.info({ userId }, 'welcome email sent');
+      await client.query('COMMIT');
+      return { sent: true };
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw err;
     }
-    if (SEND_MS > 0) await setTimeout(SEND_MS, undefined, { signal: ctx.signal });
-    ctx.log.info({ userId }, 'welcome email sent');
-    await client.query('COMMIT');
-    return { sent: true };
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => {});
-    throw err;
-  } finally {
-    client.release();
-  }
+  });
 }

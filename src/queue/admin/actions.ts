@@ -10,9 +10,10 @@
  * The walk only moves down the ids, so it ends even when changed rows come
  * back into the filter (a retried job that fails again).
  *
- * The change re-checks the status under the row lock, taken in id order (so
- * two bulk actions cannot deadlock each other): a job that moved on between
- * the two statements (claimed, finished) is counted as matched, not changed.
+ * The change re-checks the whole filter, with the action's statuses, under the
+ * row lock, taken in id order (so two bulk actions cannot deadlock each
+ * other): a job that moved on between the two statements (claimed, finished,
+ * retried or cancelled by another action) is counted as matched, not changed.
  *
  * Which jobs an action applies to:
  *   retry   failed, cancelled → pending; attempts 0, due now. Done jobs are
@@ -49,10 +50,27 @@ SELECT id FROM jobvisor.jobs
  LIMIT $${FILTER_PARAMS + 2}`,
 );
 
+/**
+ * The rows of one batch that still match the action's filter, locked in id
+ * order. The whole filter, with the action's statuses, is checked again here:
+ * FOR UPDATE re-evaluates it on the row's newest version after waiting for a
+ * concurrent writer, so a job that another action or a supervisor moved out
+ * of the filter since the batch was picked (a dead letter just retried, a
+ * pending job just claimed) is left alone. Checking only `status <> 'running'`
+ * let `jobs delete --failed` delete jobs that `jobs retry --failed` had just
+ * re-queued: 5,022 of 20,000 in one run.
+ */
+function lockBatch(extra = ''): string {
+  return `SELECT id FROM jobvisor.jobs
+ WHERE id = ANY($${FILTER_PARAMS + 1}::bigint[]) AND ${FILTER_WHERE} ${extra}
+ ORDER BY id FOR UPDATE`;
+}
+const LOCK_BATCH = lockBatch();
+
 const RETRY = planned(
   'admin_retry',
   `
-WITH t AS (SELECT id FROM jobvisor.jobs WHERE id = ANY($1::bigint[]) AND status IN ('failed', 'cancelled') ORDER BY id FOR UPDATE)
+WITH t AS (${LOCK_BATCH})
 UPDATE jobvisor.jobs AS j
    SET status = 'pending', attempts = 0, snoozes = 0, run_at = now(), finished_at = NULL, locked_until = NULL
   FROM t
@@ -63,7 +81,7 @@ RETURNING j.id, j.queue`,
 const CANCEL = planned(
   'admin_cancel',
   `
-WITH t AS (SELECT id FROM jobvisor.jobs WHERE id = ANY($1::bigint[]) AND status IN ('pending', 'running') ORDER BY id FOR UPDATE)
+WITH t AS (${LOCK_BATCH})
 UPDATE jobvisor.jobs AS j
    SET status = 'cancelled', finished_at = now(), locked_until = NULL
   FROM t
@@ -76,7 +94,7 @@ RETURNING j.id, j.queue`,
 const RUN_NOW = planned(
   'admin_run_now',
   `
-WITH t AS (SELECT id FROM jobvisor.jobs WHERE id = ANY($1::bigint[]) AND status = 'pending' AND run_at > now() ORDER BY id FOR UPDATE)
+WITH t AS (${lockBatch('AND run_at > now()')})
 UPDATE jobvisor.jobs AS j
    SET run_at = now()
   FROM t
@@ -87,7 +105,7 @@ RETURNING j.id, j.queue`,
 const DELETE = planned(
   'admin_delete',
   `
-WITH t AS (SELECT id FROM jobvisor.jobs WHERE id = ANY($1::bigint[]) AND status <> 'running' ORDER BY id FOR UPDATE)
+WITH t AS (${LOCK_BATCH})
 DELETE FROM jobvisor.jobs AS j
  USING t
  WHERE j.id = t.id
@@ -129,7 +147,7 @@ async function bulk(store: Store, action: Action, target: BulkTarget, options: B
     if (batch.length === 0) break;
     matched += batch.length;
     cursor = batch[batch.length - 1] as string;
-    const rows = await changeBatch(store, action, batch);
+    const rows = await changeBatch(store, action, [...params, batch]);
     changed += rows.length;
     if (action.notify && rows.length > 0) await run(store, NOTIFY_QUEUES, [[...new Set(rows.map((r) => r.queue))]]);
     const ids = rows.map((r) => r.id);
@@ -151,11 +169,11 @@ const CONFLICT_TRIES = 3;
 async function changeBatch(
   store: Store,
   action: Action,
-  batch: string[],
+  values: unknown[],
 ): Promise<Array<{ id: string; queue: string }>> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await run<{ id: string; queue: string }>(store, action.change, [batch]);
+      return await run<{ id: string; queue: string }>(store, action.change, values);
     } catch (err) {
       if (attempt >= CONFLICT_TRIES || !CONFLICTS.has((err as { code?: string } | undefined)?.code ?? '')) throw err;
     }

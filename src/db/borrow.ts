@@ -1,0 +1,105 @@
+/**
+ * Borrowing a client of a pg Pool: the only way jobvisor takes one.
+ *
+ * pg-pool keeps an error listener on its idle clients and takes it off while
+ * a client is borrowed. A connection that ends during the borrow (a server
+ * restart, a terminated backend) then emits 'error' with nobody listening,
+ * and Node ends the process: `Unhandled 'error' event … Connection terminated
+ * unexpectedly`. A borrow here keeps a listener of its own on the client from
+ * `pool.connect()` to `release()`, and hands back a client whose connection
+ * failed with that error, so the pool closes it instead of lending it again.
+ * The operation in progress fails (its query rejects); the caller's loop
+ * retries on a fresh connection.
+ *
+ * States: borrowed → released (once; a second release does nothing).
+ * The lint rule jobvisor/no-pool-connect (scripts/eslint-pool-connect.js)
+ * forbids `.connect()` on a pool anywhere else in src/.
+ */
+import type pg from 'pg';
+import type { Db } from './pool.ts';
+
+export interface Borrowed {
+  readonly client: pg.PoolClient;
+  /** The error the connection emitted while borrowed, if any. */
+  readonly lost: Error | undefined;
+  /**
+   * Hands the client back. Given an error (or when the connection emitted one),
+   * the pool closes the client rather than lending it again.
+   */
+  release: (discard?: Error) => void;
+}
+
+/** Borrows a client of `pool`, listening for its connection's errors until it is released. */
+export async function borrow(pool: pg.Pool): Promise<Borrowed> {
+  const client = await pool.connect();
+  let lost: Error | undefined;
+  let released = false;
+  const onError = (err: Error) => {
+    lost ??= err;
+  };
+  client.on('error', onError);
+  return {
+    client,
+    get lost() {
+      return lost;
+    },
+    release: (discard) => {
+      if (released) return;
+      released = true;
+      // pg-pool puts its own listener back inside release(), synchronously: no gap.
+      client.removeListener('error', onError);
+      client.release(lost ?? discard);
+    },
+  };
+}
+
+/**
+ * Runs `fn` on a borrowed client and releases it, whatever `fn` does. A client
+ * is closed, not pooled again, when its connection failed or `fn` threw a
+ * connection error; `discard(err)` lets `fn` close it for a reason of its own
+ * (a session setting it could not restore).
+ */
+export async function withClient<T>(
+  pool: pg.Pool,
+  fn: (client: pg.PoolClient, discard: (err: Error) => void) => Promise<T>,
+): Promise<T> {
+  const borrowed = await borrow(pool);
+  let broken: Error | undefined;
+  try {
+    return await fn(borrowed.client, (err) => (broken ??= err));
+  } catch (err) {
+    if (err instanceof Error && isConnectionLost(err)) broken ??= err;
+    throw err;
+  } finally {
+    borrowed.release(broken);
+  }
+}
+
+/**
+ * Runs `fn` on one connection: a client borrowed from `db` when it is a pool,
+ * else `db` itself as it is (perhaps inside the caller's transaction).
+ */
+export function withConnection<T>(db: Db, fn: (client: pg.PoolClient | pg.Client) => Promise<T>): Promise<T> {
+  return isPool(db) ? withClient(db, (client) => fn(client)) : fn(db);
+}
+
+export function isPool(db: Db): db is pg.Pool {
+  return typeof (db as pg.Pool).totalCount === 'number';
+}
+
+/** An SQLSTATE (its classes are 00–58, F0, HV, P0 and XX), as opposed to a Node error code such as EPIPE. */
+const SQLSTATE = /^([0-5][0-9A-Z]|F0|HV|P0|XX)[0-9A-Z]{3}$/;
+/** SQLSTATEs after which the session is gone or going: class 08 and the shutdowns. */
+const SESSION_ENDED = /^(08|57P0[1-3])/;
+
+/**
+ * True when `err` means the connection cannot be trusted again: a connection
+ * exception, a server shutdown, or an error without an SQLSTATE (a socket
+ * error, `Connection terminated`, or a failure of the caller's own code in the
+ * middle of a session). A statement's own error (a constraint, a timeout)
+ * leaves the connection usable.
+ */
+export function isConnectionLost(err: Error & { code?: unknown }): boolean {
+  const code = typeof err.code === 'string' ? err.code : '';
+  return !SQLSTATE.test(code) || SESSION_ENDED.test(code);
+}

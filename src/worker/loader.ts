@@ -10,7 +10,7 @@
  * (tsx preloaded, Node's own type stripping), else the app's tsx (or
  * jobvisor's, in a checkout), registered in the thread on first need.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -82,12 +82,34 @@ let tsxReady: Promise<void> | undefined;
  */
 function registerTsx(file: string): Promise<void> {
   tsxReady ??= (async () => {
-    const api = (await import(pathToFileURL(createRequire(file).resolve('tsx/esm/api')).href)) as {
-      register: () => unknown;
-    };
+    const api = (await import(pathToFileURL(tsxEsmApi(file)).href)) as { register: () => unknown };
     api.register();
   })();
   return tsxReady;
+}
+
+/**
+ * The ES module build of `tsx/esm/api` as seen from `file`. createRequire
+ * resolves with the `require` condition, and the CommonJS build registers hooks
+ * that cannot be found from a worker thread; the package's own exports map
+ * names the ES module build.
+ */
+function tsxEsmApi(file: string): string {
+  const required = createRequire(file).resolve('tsx/esm/api');
+  for (let dir = path.dirname(required); dir !== path.dirname(dir); dir = path.dirname(dir)) {
+    const manifest = path.join(dir, 'package.json');
+    if (!existsSync(manifest)) continue;
+    const pkg = JSON.parse(readFileSync(manifest, 'utf8')) as {
+      name?: string;
+      exports?: Record<string, { import?: string | { default?: string } }>;
+    };
+    if (pkg.name !== 'tsx') continue;
+    const entry = pkg.exports?.['./esm/api']?.import;
+    const target = typeof entry === 'string' ? entry : entry?.default;
+    if (target) return path.join(dir, target);
+    break;
+  }
+  return required;
 }
 
 /**

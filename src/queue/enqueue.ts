@@ -14,10 +14,10 @@ import { captureTraceContext } from '../tracing/context.ts';
 import { COPY_JOBS, copyRows, type CopyRow } from './copy.ts';
 import { planned, run, type Store } from './sql.ts';
 import { defaultQueueOf } from './task_defaults.ts';
-import type { EnqueueOptions, EnqueueResult, JobSpec, PayloadOf } from './enqueue_types.ts';
+import type { EnqueueOptions, EnqueueResult, JobSpec, JobSpecOf, PayloadOf } from './enqueue_types.ts';
 import { checkPayload, checkName, checkQueue } from './validate.ts';
 
-export type { EnqueueOptions, EnqueueResult, JobSpec, PayloadOf, TaskPayloads } from './enqueue_types.ts';
+export type { EnqueueOptions, EnqueueResult, JobSpec, JobSpecOf, PayloadOf, TaskPayloads } from './enqueue_types.ts';
 
 export const DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024;
 const MAX_BATCH = 100_000;
@@ -246,9 +246,9 @@ export async function enqueue<K extends string>(
  * @throws InputError naming the index and field of the first bad job, or when the
  *   whole batch is over `maxBatchBytes` (default 64 MiB); nothing is written.
  */
-export async function enqueueMany(
+export async function enqueueMany<K extends string>(
   db: Db,
-  jobs: JobSpec[],
+  jobs: readonly ({ kind: K } & JobSpecOf<K>)[],
   options: { schema?: string; maxPayloadBytes?: number; maxBatchBytes?: number } = {},
 ): Promise<EnqueueResult[]> {
   if (!Array.isArray(jobs)) throw new InputError('jobs must be an array');
@@ -257,7 +257,7 @@ export async function enqueueMany(
     throw new InputError(`at most ${MAX_BATCH} jobs per enqueueMany call, got ${jobs.length}`);
   const rows = new Array<Row>(jobs.length);
   for (let i = 0; i < jobs.length; i++) {
-    const job = jobs[i];
+    const job = jobs[i] as JobSpec | null | undefined;
     if (typeof job !== 'object' || job === null) throw new InputError(`jobs[${i}] must be an object`);
     try {
       rows[i] = toRow(job.kind, job.payload, job, options.maxPayloadBytes);

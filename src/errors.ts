@@ -28,6 +28,36 @@ export class ConfigError extends JobvisorError {
   }
 }
 
+/**
+ * jobvisor's tables are missing (or older than this version): `jobvisor migrate`
+ * has not run on this database. Code SCHEMA_NOT_MIGRATED; the pg error is the cause.
+ */
+export class NotMigratedError extends JobvisorError {
+  constructor(schema: string, options?: { cause?: unknown }) {
+    super(
+      'SCHEMA_NOT_MIGRATED',
+      `jobvisor's tables are missing or out of date in schema "${schema}" of this database: run \`jobvisor migrate\` (or migrate() from the API) first`,
+      options,
+    );
+    this.name = 'NotMigratedError';
+  }
+}
+
+/**
+ * The NotMigratedError for a pg error about one of `schema`'s relations not
+ * existing (SQLSTATE 42P01 undefined_table), or a column of its `jobs` table
+ * missing (42703 undefined_column: a database migrated by an older version);
+ * undefined for any other error, which the caller rethrows as it is.
+ */
+export function notMigrated(err: unknown, schema: string): NotMigratedError | undefined {
+  const e = err as { code?: unknown; message?: unknown } | null | undefined;
+  const message = typeof e?.message === 'string' ? e.message : '';
+  const ours =
+    (e?.code === '42P01' && message.includes(`relation "${schema}.`)) ||
+    (e?.code === '42703' && /of relation "jobs"/.test(message));
+  return ours ? new NotMigratedError(schema, { cause: err }) : undefined;
+}
+
 /** SQLSTATE classes and codes a loop may retry after a pause. */
 const RETRYABLE_SQLSTATE = new Set([
   '40001', // serialization_failure

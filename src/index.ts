@@ -8,7 +8,7 @@ export { migrate } from './db/migrate.ts';
 export { loadConfig } from './config/index.ts';
 export type { Settings, QueueSettings, Schedule } from './config/index.ts';
 export { Supervisor } from './supervisor/supervisor.ts';
-export { InputError, ConfigError, JobvisorError } from './errors.ts';
+export { InputError, ConfigError, JobvisorError, NotMigratedError } from './errors.ts';
 export {
   ACTION_STATUSES,
   cancelJobs,

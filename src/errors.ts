@@ -58,6 +58,27 @@ export function notMigrated(err: unknown, schema: string): NotMigratedError | un
   return ours ? new NotMigratedError(schema, { cause: err }) : undefined;
 }
 
+/**
+ * A task that cannot run, found at start (run(), `jobvisor start`), which it
+ * stops: codes TASKS_DIR_MISSING, TASK_FILE_MISSING, TASK_NO_TS_LOADER
+ * (exit status 2: bad configuration), TASK_IMPORT_FAILED, TASK_INVALID (exit status 1).
+ */
+export class TaskSetupError extends JobvisorError {
+  constructor(
+    code: 'TASKS_DIR_MISSING' | 'TASK_FILE_MISSING' | 'TASK_NO_TS_LOADER' | 'TASK_IMPORT_FAILED' | 'TASK_INVALID',
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(code, message, options);
+    this.name = 'TaskSetupError';
+  }
+
+  /** Whether the configuration is what is wrong (exit status 2) rather than the module's code (1). */
+  get badConfig(): boolean {
+    return this.code === 'TASKS_DIR_MISSING' || this.code === 'TASK_FILE_MISSING' || this.code === 'TASK_NO_TS_LOADER';
+  }
+}
+
 /** SQLSTATE classes and codes a loop may retry after a pause. */
 const RETRYABLE_SQLSTATE = new Set([
   '40001', // serialization_failure

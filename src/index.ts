@@ -1,6 +1,10 @@
 /** jobvisor's application API. */
 export { enqueue, enqueueMany, validateJob } from './queue/enqueue.ts';
-export type { EnqueueOptions, EnqueueResult, JobSpec, PayloadOf, TaskPayloads } from './queue/enqueue.ts';
+export type { EnqueueOptions, EnqueueResult, JobSpec, JobSpecOf, PayloadOf, TaskPayloads } from './queue/enqueue.ts';
+export { run } from './run/run.ts';
+export type { RunOptions, Runner } from './run/run.ts';
+export { defineTask } from './worker/define_task.ts';
+export type { DefinedTask, PayloadOfTask } from './worker/define_task.ts';
 export { PermanentError, RetryLaterError, SnoozeError } from './worker/errors.ts';
 export type { JobInfo, Task, TaskContext, TaskOptions } from './worker/types.ts';
 export { setTaskQueueDefault } from './queue/task_defaults.ts';
@@ -8,7 +12,7 @@ export { migrate } from './db/migrate.ts';
 export { loadConfig } from './config/index.ts';
 export type { Settings, QueueSettings, Schedule } from './config/index.ts';
 export { Supervisor } from './supervisor/supervisor.ts';
-export { InputError, ConfigError, JobvisorError, NotMigratedError } from './errors.ts';
+export { InputError, ConfigError, JobvisorError, NotMigratedError, TaskSetupError } from './errors.ts';
 export {
   ACTION_STATUSES,
   cancelJobs,

@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { enqueueMany } from '../src/queue/enqueue.ts';
-import { SHUTDOWN_MARGIN_MS } from '../src/supervisor/shutdown.ts';
+import { SHUTDOWN_MARGIN_MS } from '../src/run/shutdown.ts';
 import { httpGet, report, until } from './helpers/chaos/measure.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { FIXTURE_TASKS } from './helpers/inprocess.ts';

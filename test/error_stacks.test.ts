@@ -11,7 +11,7 @@ import pino from 'pino';
 import { describe as describeJob } from '../src/cli/jobs_show.ts';
 import { getJob } from '../src/queue/admin/index.ts';
 import { enqueue } from '../src/queue/enqueue.ts';
-import { logEvents } from '../src/supervisor/logging.ts';
+import { logEvents } from '../src/run/logging.ts';
 import type { Supervisor } from '../src/supervisor/supervisor.ts';
 import { MAX_STACK, stackFrames, toTaskError } from '../src/worker/convert.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';

@@ -1,11 +1,11 @@
 /**
- * The exit decision of a draining process (src/supervisor/shutdown.ts), driven
+ * The exit decision of a draining process (src/run/shutdown.ts), driven
  * through its real signal handlers with the exits recorded instead of taken.
  */
 import assert from 'node:assert/strict';
 import { afterEach, describe, it } from 'node:test';
 import pino from 'pino';
-import { drainOnSignals } from '../src/supervisor/shutdown.ts';
+import { drainOnSignals } from '../src/run/shutdown.ts';
 
 const log = pino({ level: 'silent' });
 let remove: (() => void) | undefined;

@@ -13,7 +13,7 @@ import { migrate } from '../db/migrate.ts';
 import { createPool } from '../db/pool.ts';
 import { createLogger } from '../log.ts';
 import { enqueue } from '../queue/enqueue.ts';
-import { logEvents } from '../supervisor/logging.ts';
+import { logEvents } from '../run/logging.ts';
 import { Supervisor } from '../supervisor/supervisor.ts';
 import { parseFlags } from './args.ts';
 import { ensureDatabase, openContext } from './context.ts';

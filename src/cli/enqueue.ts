@@ -9,6 +9,7 @@ import { InputError } from '../errors.ts';
 import { loadConfig, type Settings } from '../config/index.ts';
 import { enqueue, validateJob, type EnqueueOptions } from '../queue/enqueue.ts';
 import { BUILTIN_TASKS_DIR } from '../supervisor/threads.ts';
+import { findTaskFile } from '../worker/loader.ts';
 import { readTaskOptions } from '../worker/task_options.ts';
 import { integer, parse } from './args.ts';
 import { openContext } from './context.ts';
@@ -63,6 +64,7 @@ export async function enqueueCommand(argv: string[]): Promise<number> {
   }
   // The whole job is validated here, before any connection is opened.
   const settings = loadConfig();
+  warnUnknownKind(kind, settings);
   if (options.queue === undefined) options.queue = await taskQueue(kind, settings);
   validateJob(kind, payload, { ...options, maxPayloadBytes: settings.jobs.maxPayloadBytes });
   const ctx = await openContext({ logTo: 2, logLevel: 'warn', settings });
@@ -84,6 +86,19 @@ export async function enqueueCommand(argv: string[]): Promise<number> {
   } finally {
     await ctx.close();
   }
+}
+
+/**
+ * A kind that neither tasks.dir nor the built-in tasks have: allowed (during a
+ * rolling deploy the task may come after its first jobs, and a supervisor
+ * started with run() may map it), but often a typo, so said on stderr.
+ */
+function warnUnknownKind(kind: string, settings: Settings): void {
+  const dirs = [settings.tasks.dir, BUILTIN_TASKS_DIR].filter(Boolean);
+  if (findTaskFile(dirs, kind) !== undefined) return;
+  process.stderr.write(
+    `warning: no task for kind "${kind}" in ${dirs.join(', ')}: enqueued anyway (a supervisor with that task will run it)\n`,
+  );
 }
 
 /**

@@ -2,7 +2,7 @@
  * The `jobvisor` command. Exit status: 0 success, 2 bad usage or bad input
  * (one line naming what is wrong; nothing written), 1 any other failure.
  */
-import { ConfigError, InputError } from '../errors.ts';
+import { ConfigError, InputError, TaskSetupError } from '../errors.ts';
 import { VERSION } from '../version.ts';
 import { specsFor } from './commands.ts';
 import { commandHelp, usage } from './help.ts';
@@ -72,7 +72,7 @@ export async function main(argv: string[]): Promise<number> {
       await load()
     )(rest);
   } catch (err) {
-    if (err instanceof InputError || err instanceof ConfigError) {
+    if (err instanceof InputError || err instanceof ConfigError || (err instanceof TaskSetupError && err.badConfig)) {
       process.stderr.write(`jobvisor: ${oneLine(err.message)}\n`);
       return 2;
     }

@@ -1,4 +1,12 @@
 /** Configuration: the schema (and the types derived from it), loading, checks and queue limits. */
-export { loadConfig, PACKAGE_ROOT, redacted, type LoadOptions } from './load.ts';
+export {
+  APP_CONFIG_FILES,
+  appConfigFile,
+  loadConfig,
+  PACKAGE_ROOT,
+  redacted,
+  unreadConfigFiles,
+  type LoadOptions,
+} from './load.ts';
 export { effectiveQueueLimits, type QueueLimits } from './limits.ts';
 export { QUEUE_DEFAULTS, type QueueSettings, type Schedule, type Settings } from './schema.ts';

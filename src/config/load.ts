@@ -1,6 +1,8 @@
 /**
  * Loading: schema defaults → config/default.json → config/$NODE_ENV.json (if
- * present) → the file named by JOBVISOR_CONFIG → environment variables, later
+ * present; both from jobvisor's own package) → the app's file: the one named
+ * by JOBVISOR_CONFIG, else ./jobvisor.config.json, else ./config/jobvisor.json
+ * in the working directory (appConfigFile) → environment variables, later
  * wins. An unknown or mistyped key stops start-up with a message that names it
  * (and the nearest valid key). Durations are written as "30s", "5m" and come out
  * as milliseconds. Secrets (database.url) come only from the environment
@@ -37,6 +39,27 @@ export interface LoadOptions {
   overrides?: Record<string, unknown>;
   /** Folder holding default.json and $NODE_ENV.json (default: <package>/config). */
   configDir?: string;
+  /** Folder where the app's config file is looked for (default: the working directory). */
+  cwd?: string;
+  /** false: schema defaults, `files` and `overrides` only (no package layers, no app file; run()). */
+  standardLayers?: boolean;
+}
+
+/** The app's config files looked for in the working directory, in order; the first present is read. */
+export const APP_CONFIG_FILES = ['jobvisor.config.json', path.join('config', 'jobvisor.json')];
+
+/**
+ * The app's config file: the one JOBVISOR_CONFIG names (which must exist), else
+ * the first of APP_CONFIG_FILES present in `cwd`, else none.
+ * @throws ConfigError when JOBVISOR_CONFIG names a missing file.
+ */
+export function appConfigFile(env: NodeJS.ProcessEnv, cwd: string): string | undefined {
+  if (env.JOBVISOR_CONFIG) {
+    if (!existsSync(env.JOBVISOR_CONFIG))
+      throw new ConfigError(`JOBVISOR_CONFIG names ${env.JOBVISOR_CONFIG}, which does not exist`);
+    return env.JOBVISOR_CONFIG;
+  }
+  return APP_CONFIG_FILES.map((f) => path.resolve(cwd, f)).find((f) => existsSync(f));
 }
 
 /**
@@ -60,20 +83,31 @@ function withSecretFile(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
 }
 
 /**
+ * The working directory's config/default.json and config/$NODE_ENV.json, when
+ * present and not jobvisor's own: an app may expect them read (the node-config
+ * habit), and they are not. `jobvisor start` warns about each.
+ */
+export function unreadConfigFiles(env: NodeJS.ProcessEnv, cwd: string, configDir = path.join(PACKAGE_ROOT, 'config')) {
+  const names = ['default.json', ...(env.NODE_ENV ? [`${env.NODE_ENV}.json`] : [])];
+  if (path.resolve(cwd, 'config') === path.resolve(configDir)) return [];
+  return names.map((n) => path.resolve(cwd, 'config', n)).filter((f) => existsSync(f));
+}
+
+/**
  * Loads and validates the configuration.
  * @throws ConfigError (code CONFIG_INVALID) naming the bad key.
  */
 export function loadConfig(options: LoadOptions = {}): Settings {
   const env = withSecretFile(options.env ?? process.env);
   const config = convict(schema, { env, args: [] });
-  const configDir = options.configDir ?? path.join(PACKAGE_ROOT, 'config');
-  const files = [path.join(configDir, 'default.json')];
-  if (env.NODE_ENV) files.push(path.join(configDir, `${env.NODE_ENV}.json`));
-  const layered = files.filter((f) => existsSync(f));
-  if (env.JOBVISOR_CONFIG) {
-    if (!existsSync(env.JOBVISOR_CONFIG))
-      throw new ConfigError(`JOBVISOR_CONFIG names ${env.JOBVISOR_CONFIG}, which does not exist`);
-    layered.push(env.JOBVISOR_CONFIG);
+  const layered: string[] = [];
+  if (options.standardLayers !== false) {
+    const configDir = options.configDir ?? path.join(PACKAGE_ROOT, 'config');
+    const files = [path.join(configDir, 'default.json')];
+    if (env.NODE_ENV) files.push(path.join(configDir, `${env.NODE_ENV}.json`));
+    layered.push(...files.filter((f) => existsSync(f)));
+    const appFile = appConfigFile(env, options.cwd ?? process.cwd());
+    if (appFile !== undefined && !layered.includes(path.resolve(appFile))) layered.push(appFile);
   }
   layered.push(...(options.files ?? []));
   try {

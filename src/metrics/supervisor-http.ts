@@ -22,11 +22,13 @@ export async function serveSupervisor(options: {
   databaseUrl: string;
   metrics: Metrics;
   log: Logger;
+  /** Task kinds known beyond the folders (the app's tasks map). */
+  kinds?: string[];
 }) {
   const { settings, supervisor, metrics, log } = options;
   const labels = createLabelSet({
     queues: Object.keys(settings.queues),
-    kinds: settings.schedules.map((s) => s.kind),
+    kinds: [...settings.schedules.map((s) => s.kind), ...(options.kinds ?? [])],
     taskDirs: [BUILTIN_TASKS_DIR, settings.tasks.dir],
   });
   observeEvents(supervisor.events, metrics, labels);

@@ -14,10 +14,10 @@ import { captureTraceContext } from '../tracing/context.ts';
 import { COPY_JOBS, copyRows, type CopyRow } from './copy.ts';
 import { planned, run, type Store } from './sql.ts';
 import { defaultQueueOf } from './task_defaults.ts';
-import type { EnqueueOptions, EnqueueResult, JobSpec, PayloadOf } from './enqueue_types.ts';
+import type { EnqueueOptions, EnqueueResult, JobSpec, JobSpecOf, PayloadOf } from './enqueue_types.ts';
 import { checkPayload, checkName, checkQueue } from './validate.ts';
 
-export type { EnqueueOptions, EnqueueResult, JobSpec, PayloadOf, TaskPayloads } from './enqueue_types.ts';
+export type { EnqueueOptions, EnqueueResult, JobSpec, JobSpecOf, PayloadOf, TaskPayloads } from './enqueue_types.ts';
 
 export const DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024;
 const MAX_BATCH = 100_000;
@@ -258,9 +258,9 @@ async function written<T>(schema: string, write: () => Promise<T>): Promise<T> {
  *   whole batch is over `maxBatchBytes` (default 64 MiB); nothing is written.
  *   NotMigratedError when the database has no jobvisor tables yet.
  */
-export async function enqueueMany(
+export async function enqueueMany<K extends string>(
   db: Db,
-  jobs: JobSpec[],
+  jobs: readonly ({ kind: K } & JobSpecOf<K>)[],
   options: { schema?: string; maxPayloadBytes?: number; maxBatchBytes?: number } = {},
 ): Promise<EnqueueResult[]> {
   if (!Array.isArray(jobs)) throw new InputError('jobs must be an array');
@@ -269,7 +269,7 @@ export async function enqueueMany(
     throw new InputError(`at most ${MAX_BATCH} jobs per enqueueMany call, got ${jobs.length}`);
   const rows = new Array<Row>(jobs.length);
   for (let i = 0; i < jobs.length; i++) {
-    const job = jobs[i];
+    const job = jobs[i] as JobSpec | null | undefined;
     if (typeof job !== 'object' || job === null) throw new InputError(`jobs[${i}] must be an object`);
     try {
       rows[i] = toRow(job.kind, job.payload, job, options.maxPayloadBytes);

@@ -43,3 +43,10 @@ export interface JobSpec<K extends string = string> extends Omit<EnqueueOptions,
   kind: K;
   payload?: PayloadOf<K>;
 }
+
+/**
+ * A job of an enqueueMany batch, checked against its own kind: the union of
+ * JobSpec<K> over the kinds of the batch, so each element's payload must fit
+ * its kind (a plain JobSpec<K> over a union of kinds would accept any payload).
+ */
+export type JobSpecOf<K extends string> = K extends string ? JobSpec<K> : never;

@@ -11,6 +11,8 @@
  * the jobs of such a kind still run, and fail, as they always did.
  */
 import { Worker } from 'node:worker_threads';
+import type { TaskCheck } from '../worker/check_task.ts';
+import { sourcesOf, type TaskPlaces } from '../worker/loader.ts';
 import type { OptionsRead } from '../worker/task_options.ts';
 import type { OptionsAnswer, OptionsRequest } from '../worker/options_thread.ts';
 import { threadModule } from './threads.ts';
@@ -21,21 +23,37 @@ export const IDLE_MS = 10_000;
 export class OptionsReader {
   private worker: Worker | undefined;
   private nextId = 0;
-  private readonly waiting = new Map<number, (read: OptionsRead) => void>();
+  private readonly waiting = new Map<number, (answer: OptionsAnswer) => void>();
   private idleTimer: NodeJS.Timeout | undefined;
   private closed = false;
 
-  constructor(private readonly dirs: readonly string[]) {}
+  constructor(private readonly places: TaskPlaces) {}
 
   /** The kind's options (null: none declared, or unreadable, with the reason in problems). */
-  read(kind: string): Promise<OptionsRead> {
-    if (this.closed) return Promise.resolve({ options: null, problems: [] });
+  async read(kind: string): Promise<OptionsRead> {
+    const answer = await this.ask({ kind });
+    if (answer.check !== undefined) return { options: null, problems: [] };
+    return { options: answer.options, problems: answer.problems };
+  }
+
+  /** Loads the kind's task in the thread, as a worker would (the start-up check). */
+  async check(kind: string): Promise<TaskCheck> {
+    const answer = await this.ask({ kind, check: true });
+    if (answer.check !== undefined) return answer.check;
+    const problem = answer.problems[0];
+    return problem === undefined
+      ? { ok: true }
+      : { ok: false, reason: 'import-failed', message: `task ${kind}: ${problem}` };
+  }
+
+  private ask(request: Omit<OptionsRequest, 'id'>): Promise<OptionsAnswer> {
+    if (this.closed) return Promise.resolve({ id: -1, options: null, problems: [] });
     clearTimeout(this.idleTimer);
     const worker = (this.worker ??= this.start());
     const id = this.nextId++;
     return new Promise((resolve) => {
       this.waiting.set(id, resolve);
-      worker.postMessage({ id, kind } satisfies OptionsRequest);
+      worker.postMessage({ id, ...request } satisfies OptionsRequest);
     });
   }
 
@@ -59,13 +77,13 @@ export class OptionsReader {
 
   private start(): Worker {
     const worker = new Worker(threadModule('options_thread.js', 'tsx-options-thread.mjs'), {
-      workerData: { dirs: [...this.dirs] },
+      workerData: { sources: sourcesOf(this.places) },
     });
     worker.unref();
     worker.on('message', (answer: OptionsAnswer) => {
       const resolve = this.waiting.get(answer.id);
       this.waiting.delete(answer.id);
-      resolve?.({ options: answer.options, problems: answer.problems });
+      resolve?.(answer);
       if (this.waiting.size === 0) this.idleLater(worker);
     });
     worker.on('error', (err) => this.lost(worker, `the task options thread failed: ${err.message}`));
@@ -91,7 +109,7 @@ export class OptionsReader {
 
   /** Answers every read in flight with no options and these problems. */
   private answerAll(problems: string[]): void {
-    for (const resolve of this.waiting.values()) resolve({ options: null, problems });
+    for (const [id, resolve] of this.waiting) resolve({ id, options: null, problems });
     this.waiting.clear();
   }
 }

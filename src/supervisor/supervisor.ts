@@ -33,6 +33,7 @@ import { createPresence, type Presence } from './presence.ts';
 import { createScheduler } from './scheduler.ts';
 import { OptionsReader } from './options_reader.ts';
 import { TaskCatalog } from './task_catalog.ts';
+import type { TaskCheck } from '../worker/check_task.ts';
 import { BUILTIN_TASKS_DIR, createThreadPool } from './threads.ts';
 
 const ABORT_GRACE_MS = 1000;
@@ -57,6 +58,8 @@ export interface SupervisorOptions {
   log: Logger;
   /** Connection pool to use (default: one made from databaseUrl and database.poolSize). */
   pool?: pg.Pool;
+  /** The app's tasks by kind (absolute paths), looked up before tasks.dir and the built-in tasks. */
+  taskFiles?: Record<string, string>;
 }
 
 export function supervisorId(name: string): string {
@@ -104,6 +107,7 @@ export class Supervisor {
       setup: {
         builtinTasksDir: BUILTIN_TASKS_DIR,
         userTasksDir: settings.tasks.dir,
+        taskFiles: options.taskFiles ?? {},
         databaseUrl: options.databaseUrl,
         dbPoolSize: settings.pool.dbPoolSize,
         maxResultBytes: settings.jobs.maxResultBytes,
@@ -114,7 +118,7 @@ export class Supervisor {
     });
     this.threads.on('error', (err: unknown) => log.error({ err }, 'worker pool error'));
     this.completer = new Completer(this.store, this.id, settings, this.events);
-    const taskDirs = [settings.tasks.dir, BUILTIN_TASKS_DIR].filter(Boolean);
+    const taskDirs = { files: options.taskFiles ?? {}, dirs: [settings.tasks.dir, BUILTIN_TASKS_DIR].filter(Boolean) };
     this.optionsReader = new OptionsReader(taskDirs);
     // Booting beside the rest of start-up (the database, the listener, the probes),
     // the options thread is ready when the first job's kind is read.
@@ -269,6 +273,16 @@ export class Supervisor {
     this.readAll.start();
     this.events.emit('supervisor:started', { supervisor: this.id, queues: [...this.fetchers.keys()] });
     this.wakeAll();
+  }
+
+  /** Loads a kind's task in the options thread, as its jobs would (the start-up check of run()). */
+  checkTask(kind: string): Promise<TaskCheck> {
+    return this.optionsReader.check(kind);
+  }
+
+  /** Reads these kinds' options now (queue defaults, exclusiveThread) rather than at their first job. */
+  async readTasks(kinds: readonly string[]): Promise<void> {
+    await Promise.all(kinds.map((kind) => this.catalog.read(kind)));
   }
 
   /** A task's `options.queue`: the default queue of its kind's jobs enqueued in this process. */

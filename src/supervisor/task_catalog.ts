@@ -16,6 +16,7 @@ import {
   type OptionsRead,
   type ResolvedTaskOptions,
 } from '../worker/task_options.ts';
+import type { TaskPlaces } from '../worker/loader.ts';
 
 /** Reads one kind's options; the default imports its module in this thread. */
 export type ReadOptions = (kind: string) => Promise<OptionsRead>;
@@ -26,7 +27,7 @@ export class TaskCatalog {
   private readonly reading = new Map<string, Promise<ResolvedTaskOptions | null>>();
 
   constructor(
-    private readonly dirs: readonly string[],
+    private readonly dirs: TaskPlaces,
     private readonly onProblem: (message: string) => void,
     /** Called each time a kind becomes known. */
     private readonly onKnown: (kind: string, options: ResolvedTaskOptions | null) => void,

@@ -43,7 +43,10 @@ const log = pino(
   },
   pino.destination({ dest: 1, sync: true }),
 );
-const loader = createLoader([setup.userTasksDir, setup.builtinTasksDir].filter(Boolean));
+const loader = createLoader({
+  files: setup.taskFiles,
+  dirs: [setup.userTasksDir, setup.builtinTasksDir].filter(Boolean),
+});
 let db: pg.Pool | undefined;
 
 /** The pool tasks get as ctx.db: opened on first use, shared by the thread's jobs. */

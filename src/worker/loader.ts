@@ -1,33 +1,62 @@
 /**
  * Finds and loads the task module for a kind, once per thread.
  *
- * Look-up order: the user's folder (`tasks.dir`), then the built-in tasks, each
- * as `<kind>.js`, `<kind>.mjs`, `<kind>.ts`. A user task of the same name as a
- * built-in replaces it. `.ts` files need tsx: present in development, absent
- * from the production image (compile your tasks there).
+ * Look-up order: the app's map of kind → file (`run({ tasks })`), then the
+ * app's folder (`tasks.dir`), then the built-in tasks, each folder as
+ * `<kind>.js`, `<kind>.mjs`, `<kind>.cjs`, `<kind>.ts`. A task of the same
+ * name as a built-in replaces it. A module is imported by its own file URL, so
+ * it resolves its imports (the app's modules, the app's dependencies) from
+ * where it lives. A `.ts` file needs a TypeScript loader: one already active
+ * (tsx preloaded, Node's own type stripping), else the app's tsx (or
+ * jobvisor's, in a checkout), registered in the thread on first need.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Task } from './types.ts';
 
 const KIND = /^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,199}$/;
-const EXTENSIONS = ['.js', '.mjs', '.ts'];
+const EXTENSIONS = ['.js', '.mjs', '.cjs', '.ts'];
+
+/** Where tasks come from: files by kind, then folders (earlier wins). A plain list is folders only. */
+export type TaskPlaces = readonly string[] | TaskSources;
+
+export interface TaskSources {
+  /** Kind → absolute path of its module. */
+  files: Readonly<Record<string, string>>;
+  dirs: readonly string[];
+}
+
+export function sourcesOf(places: TaskPlaces): TaskSources {
+  return 'files' in places ? places : { files: {}, dirs: places };
+}
+
+/** Why a module could not be loaded: a stable code, for start-up checks. */
+export type TaskLoadReason = 'missing' | 'no-ts-loader' | 'import-failed' | 'no-default-export';
 
 /** A task error that no retry can fix (set on errors crossing to the supervisor). */
 export class TaskLoadError extends Error {
   constructor(
     message: string,
     readonly permanent: boolean,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; reason?: TaskLoadReason },
   ) {
     super(message, options);
     this.name = 'TaskLoadError';
+    this.reason = options?.reason ?? 'import-failed';
   }
+  readonly reason: TaskLoadReason;
 }
 
-/** The module file of a task kind: the first of dirs that has `<kind>.{js,mjs,ts}`. */
-export function findTaskFile(dirs: readonly string[], kind: string): string | undefined {
+export function isValidKind(kind: string): boolean {
+  return KIND.test(kind);
+}
+
+/** The module file of a task kind: its mapped file, else the first of the folders with `<kind>.{js,mjs,cjs,ts}`. */
+export function findTaskFile(places: TaskPlaces, kind: string): string | undefined {
+  const { files, dirs } = sourcesOf(places);
+  if (Object.hasOwn(files, kind)) return files[kind];
   for (const dir of dirs) {
     for (const ext of EXTENSIONS) {
       const file = path.join(dir, kind + ext);
@@ -48,6 +77,42 @@ export function kindOfFile(name: string): string | undefined {
 let tsxReady: Promise<void> | undefined;
 
 /**
+ * Registers tsx in this thread, resolved from the task's folder: the app's own
+ * tsx, as any of the app's dependencies (jobvisor does not ship one).
+ */
+function registerTsx(file: string): Promise<void> {
+  tsxReady ??= (async () => {
+    const api = (await import(pathToFileURL(tsxEsmApi(file)).href)) as { register: () => unknown };
+    api.register();
+  })();
+  return tsxReady;
+}
+
+/**
+ * The ES module build of `tsx/esm/api` as seen from `file`. createRequire
+ * resolves with the `require` condition, and the CommonJS build registers hooks
+ * that cannot be found from a worker thread; the package's own exports map
+ * names the ES module build.
+ */
+function tsxEsmApi(file: string): string {
+  const required = createRequire(file).resolve('tsx/esm/api');
+  for (let dir = path.dirname(required); dir !== path.dirname(dir); dir = path.dirname(dir)) {
+    const manifest = path.join(dir, 'package.json');
+    if (!existsSync(manifest)) continue;
+    const pkg = JSON.parse(readFileSync(manifest, 'utf8')) as {
+      name?: string;
+      exports?: Record<string, { import?: string | { default?: string } }>;
+    };
+    if (pkg.name !== 'tsx') continue;
+    const entry = pkg.exports?.['./esm/api']?.import;
+    const target = typeof entry === 'string' ? entry : entry?.default;
+    if (target) return path.join(dir, target);
+    break;
+  }
+  return required;
+}
+
+/**
  * Imports a task module (bringing tsx in once for a .ts file where no
  * TypeScript loader is active). @throws TaskLoadError when it cannot be loaded.
  */
@@ -56,46 +121,77 @@ export async function importTaskModule(file: string): Promise<Record<string, unk
   try {
     return (await import(url)) as Record<string, unknown>;
   } catch (err) {
-    if ((err as { code?: string }).code !== 'ERR_UNKNOWN_FILE_EXTENSION') {
-      const hint = file.endsWith('.js')
-        ? ' (an ES module task needs the .mjs extension or a package.json with "type": "module" in its folder)'
-        : '';
-      throw new TaskLoadError(`task ${file} could not be loaded: ${(err as Error).message}${hint}`, false, {
-        cause: err,
-      });
-    }
+    if ((err as { code?: string }).code !== 'ERR_UNKNOWN_FILE_EXTENSION') throw loadFailed(file, err);
   }
-  tsxReady ??= import('tsx/esm/api').then(
-    (m) => void m.register(),
-    (cause) => {
-      throw new TaskLoadError(`task ${file} is TypeScript but tsx is not installed: compile it to .js`, false, {
-        cause,
-      });
-    },
-  );
-  await tsxReady;
-  return (await import(url)) as Record<string, unknown>;
+  try {
+    await registerTsx(file);
+  } catch (cause) {
+    tsxReady = undefined;
+    throw new TaskLoadError(
+      `task ${file} is TypeScript but no TypeScript loader is available: install tsx in the app, or compile it to .js`,
+      false,
+      { cause, reason: 'no-ts-loader' },
+    );
+  }
+  // Node keeps the failed import of `url` in its module map: a new URL loads the file afresh, through tsx.
+  try {
+    return (await import(`${url}?ts`)) as Record<string, unknown>;
+  } catch (err) {
+    throw loadFailed(file, err);
+  }
 }
 
-export function createLoader(dirs: string[]) {
+function loadFailed(file: string, err: unknown): TaskLoadError {
+  const hint = file.endsWith('.js')
+    ? ' (an ES module task needs the .mjs extension or a package.json with "type": "module" in its folder)'
+    : '';
+  return new TaskLoadError(`task ${file} could not be loaded: ${(err as Error).message}${hint}`, false, {
+    cause: err,
+    reason: 'import-failed',
+  });
+}
+
+/** A module's task function: its default export (a CommonJS module's `module.exports` or `exports.default`). */
+export function taskOf(mod: Record<string, unknown>): Task | undefined {
+  const d = mod.default;
+  if (typeof d === 'function') return d as Task;
+  const inner = (d as { default?: unknown } | undefined)?.default;
+  return typeof inner === 'function' ? (inner as Task) : undefined;
+}
+
+/**
+ * Loads one kind's task. @throws TaskLoadError when missing, invalid or not
+ * loadable; never permanent for a missing one (during a rolling deploy the new
+ * task may exist on a newer supervisor).
+ */
+export async function loadTask(places: TaskPlaces, kind: string): Promise<Task> {
+  if (!KIND.test(kind)) throw new TaskLoadError(`kind ${JSON.stringify(kind)} is not a valid task name`, true);
+  const file = findTaskFile(places, kind);
+  if (!file) {
+    const { files, dirs } = sourcesOf(places);
+    const where = [...(Object.keys(files).length ? ['the tasks map'] : []), ...dirs].join(', ');
+    throw new TaskLoadError(
+      `no task for kind "${kind}" (looked for ${kind}{${EXTENSIONS.join(',')}} in ${where})`,
+      false,
+      {
+        reason: 'missing',
+      },
+    );
+  }
+  const task = taskOf(await importTaskModule(file));
+  if (!task)
+    throw new TaskLoadError(`task ${file} has no default export function`, false, { reason: 'no-default-export' });
+  return task;
+}
+
+export function createLoader(places: TaskPlaces) {
   const cache = new Map<string, Promise<Task>>();
   const ready = new Map<string, Task>();
 
   async function load(kind: string): Promise<Task> {
-    if (!KIND.test(kind)) throw new TaskLoadError(`kind ${JSON.stringify(kind)} is not a valid task name`, true);
-    const file = findTaskFile(dirs, kind);
-    if (!file) {
-      // Not permanent: during a rolling deploy the new task may exist on a newer supervisor.
-      throw new TaskLoadError(
-        `no task for kind "${kind}" (looked for ${kind}{${EXTENSIONS.join(',')}} in ${dirs.join(', ')})`,
-        false,
-      );
-    }
-    const mod = await importTaskModule(file);
-    if (typeof mod.default !== 'function')
-      throw new TaskLoadError(`task ${file} has no default export function`, false);
-    ready.set(kind, mod.default as Task);
-    return mod.default as Task;
+    const task = await loadTask(places, kind);
+    ready.set(kind, task);
+    return task;
   }
 
   return {

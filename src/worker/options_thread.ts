@@ -7,24 +7,32 @@
  * of the supervisor's main thread, which renews leases and answers probes.
  *
  * Messages: { id, kind } in; { id, options, problems } out, one per request.
+ * { id, kind, check: true } in (the start-up check, check_task.ts); { id, check } out.
  */
 import { parentPort, workerData } from 'node:worker_threads';
+import { checkTask, type TaskCheck } from './check_task.ts';
+import type { TaskSources } from './loader.ts';
 import { readOptionsOf, type OptionsRead } from './task_options.ts';
 
 export interface OptionsRequest {
   id: number;
   kind: string;
+  check?: true;
 }
 
-export interface OptionsAnswer extends OptionsRead {
-  id: number;
-}
+export type OptionsAnswer = (OptionsRead & { id: number; check?: undefined }) | { id: number; check: TaskCheck };
 
 const port = parentPort;
-const { dirs } = workerData as { dirs: string[] };
+const { sources } = workerData as { sources: TaskSources };
 
 port?.on('message', (request: OptionsRequest) => {
-  void readOptionsOf(dirs, request.kind).then((read) =>
+  if (request.check) {
+    void checkTask(sources, request.kind).then((check) =>
+      port.postMessage({ id: request.id, check } satisfies OptionsAnswer),
+    );
+    return;
+  }
+  void readOptionsOf(sources, request.kind).then((read) =>
     port.postMessage({ id: request.id, ...read } satisfies OptionsAnswer),
   );
 });

@@ -96,6 +96,8 @@ export interface SessionTask {
 export interface WorkerSetup {
   builtinTasksDir: string;
   userTasksDir: string;
+  /** The app's tasks by kind (run({ tasks })): absolute paths, looked up before the folders. */
+  taskFiles: Record<string, string>;
   databaseUrl: string;
   dbPoolSize: number;
   /** jobs.maxResultBytes: a return value over it fails its attempt. */

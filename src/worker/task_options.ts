@@ -14,7 +14,7 @@ import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { parseDuration } from '../duration.ts';
 import { checkQueue } from '../queue/validate.ts';
-import { findTaskFile, importTaskModule, kindOfFile } from './loader.ts';
+import { findTaskFile, importTaskModule, kindOfFile, sourcesOf, type TaskPlaces } from './loader.ts';
 
 /** Task options, checked and with the timeout in ms. */
 export interface ResolvedTaskOptions {
@@ -68,7 +68,7 @@ export interface OptionsRead {
 }
 
 /** Reads one kind's options, collecting what cannot be read as problems; never rejects. */
-export async function readOptionsOf(dirs: readonly string[], kind: string): Promise<OptionsRead> {
+export async function readOptionsOf(dirs: TaskPlaces, kind: string): Promise<OptionsRead> {
   const problems: string[] = [];
   try {
     // readTaskOptions reports a module it cannot read and resolves undefined.
@@ -82,7 +82,7 @@ export async function readOptionsOf(dirs: readonly string[], kind: string): Prom
 
 /** The options of one kind, or undefined when its module declares none (or cannot be read). */
 export async function readTaskOptions(
-  dirs: readonly string[],
+  dirs: TaskPlaces,
   kind: string,
   onProblem: (message: string) => void,
 ): Promise<ResolvedTaskOptions | undefined> {
@@ -90,16 +90,19 @@ export async function readTaskOptions(
   if (!file) return undefined;
   try {
     const mod = await importTaskModule(file);
-    return mod.options === undefined ? undefined : parseTaskOptions(file, mod.options);
+    // `export const options`, or the options given to defineTask (on the default export).
+    const options = mod.options ?? (mod.default as { options?: unknown } | undefined)?.options;
+    return options === undefined ? undefined : parseTaskOptions(file, options);
   } catch (err) {
     onProblem(`${(err as Error).message}; its options are ignored`);
     return undefined;
   }
 }
 
-/** Every kind with a module in `dirs`, sorted. */
-export async function listTaskKinds(dirs: readonly string[]): Promise<string[]> {
-  const kinds = new Set<string>();
+/** Every kind with a module in `places` (mapped, or in a folder), sorted. */
+export async function listTaskKinds(places: TaskPlaces): Promise<string[]> {
+  const { files, dirs } = sourcesOf(places);
+  const kinds = new Set<string>(Object.keys(files));
   for (const dir of dirs) {
     const names = await readdir(dir).catch(() => [] as string[]);
     for (const name of names) {
@@ -116,7 +119,7 @@ export async function listTaskKinds(dirs: readonly string[]): Promise<string[]> 
  * readTaskOptions; the supervisor passes its catalog's, which reads each once).
  */
 export async function discoverTaskOptions(
-  dirs: readonly string[],
+  dirs: TaskPlaces,
   onProblem: (message: string) => void,
   read: (kind: string) => Promise<ResolvedTaskOptions | null | undefined> = (kind) =>
     readTaskOptions(dirs, kind, onProblem),

@@ -7,7 +7,7 @@
  */
 import type { Attributes } from '@opentelemetry/api';
 import { otelApi } from '../tracing/api.ts';
-import type { JobRef, SupervisorEvents } from './events.ts';
+import type { JobRef, SupervisorEvents } from '../supervisor/events.ts';
 
 /** A span of no duration, a root of its own, of kind CLIENT (a call to the database). */
 function instant(name: string, attributes: Attributes): void {

@@ -4,7 +4,7 @@
  * lines are debug level so a busy supervisor does not log per job by default.
  */
 import type { Logger } from '../log.ts';
-import type { SupervisorEvents } from './events.ts';
+import type { SupervisorEvents } from '../supervisor/events.ts';
 
 export function logEvents(events: SupervisorEvents, log: Logger): void {
   // The logger already binds the supervisor id.

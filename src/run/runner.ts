@@ -1,0 +1,193 @@
+/**
+ * A supervisor with everything `jobvisor start` wires around it: the start-up
+ * warnings, the check of the app's tasks, migrations when asked, tracing, the
+ * event logs, metrics and probes when served, signal handling when asked.
+ * run() (run.ts) and `jobvisor start` (cli/start.ts) both start one here.
+ *
+ * States: starting → running → stopping → stopped. startRunner() resolves in
+ * `running`, once the supervisor listens and has made its first claims; before
+ * that it waits, not ready, for the database and the migrated schema (logged
+ * once). stop() drains (the supervisor's shutdown rule), then closes what the
+ * runner opened, then what the caller handed it to close; it is idempotent and
+ * resolves when all of that is done.
+ */
+import type pg from 'pg';
+import { effectiveQueueLimits, type Settings } from '../config/index.ts';
+import { migrate } from '../db/migrate.ts';
+import { safeUrl, type Logger } from '../log.ts';
+import { createMetrics } from '../metrics/metrics.ts';
+import { DatabaseProbe } from '../metrics/readiness.ts';
+import type { Readiness } from '../metrics/server.ts';
+import { serveSupervisor } from '../metrics/supervisor-http.ts';
+import type { SupervisorEvents } from '../supervisor/events.ts';
+import { Supervisor } from '../supervisor/supervisor.ts';
+import { threadWatch } from '../supervisor/thread_watch.ts';
+import { startTracing, tracerRegistered, type StartResult } from '../tracing/sdk.ts';
+import { VERSION } from '../version.ts';
+import { logEvents } from './logging.ts';
+import { drainOnSignals } from './shutdown.ts';
+import { checkTaskModules, checkTaskPaths } from './task_setup.ts';
+import { traceEvents } from './trace_events.ts';
+
+const READY_RETRY_MS = 1000;
+
+export interface RunnerSetup {
+  settings: Settings;
+  /** The pool claims and outcomes use; ended by stop() only when `ownsPool`. */
+  pool: pg.Pool;
+  ownsPool: boolean;
+  /** For LISTEN, the probes and the tasks' ctx.db. */
+  databaseUrl: string;
+  log: Logger;
+  /** The app's tasks by kind (absolute paths). */
+  taskFiles: Record<string, string>;
+  /** Serve /metrics, /healthz and /readyz on settings.metrics.{host,port}. */
+  serveMetrics: boolean;
+  migrate: boolean;
+  handleSignals: boolean;
+  /** true: start the OpenTelemetry SDK from OTEL_* (jobvisor start); false: trace only if the app registered one. */
+  startSdk: boolean;
+  /** Runs last in stop(): what the caller owns (the command's embedded server). */
+  close?: () => Promise<void>;
+}
+
+/** A running supervisor, as run() returns it. */
+export interface Runner {
+  /** The supervisor's id (`locked_by` of its jobs, the `supervisors` table). */
+  readonly id: string;
+  /** The typed event map (`job:completed`, `job:dead`, …). */
+  readonly events: SupervisorEvents;
+  /** The port /metrics is served on, when asked for (`metrics: { port }`); else undefined. */
+  readonly metricsPort: number | undefined;
+  /** Resolves once the runner has stopped, whoever stopped it. */
+  readonly stopped: Promise<void>;
+  /** The graceful drain (like SIGTERM); resolves when drained and closed. Idempotent. */
+  stop(reason?: string): Promise<void>;
+}
+
+async function tracingFor(setup: RunnerSetup): Promise<StartResult> {
+  if (!setup.startSdk) return tracerRegistered() ? { state: 'own-sdk' } : { state: 'off' };
+  // OpenTelemetry from the OTEL_* environment: before the thread pool exists.
+  const otel = await startTracing(process.env, { contextManager: false });
+  if (otel.state === 'unavailable')
+    setup.log.warn({ error: otel.error }, 'OTEL_* is set but the OpenTelemetry SDK is not installed');
+  else if (otel.state !== 'off') setup.log.info({ sdk: otel.state }, 'OpenTelemetry tracing on');
+  return otel;
+}
+
+/**
+ * Starts a supervisor; see the file comment.
+ * @throws TaskSetupError when an app task cannot run (nothing is left running).
+ */
+export async function startRunner(setup: RunnerSetup): Promise<Runner> {
+  const { settings, log } = setup;
+  // A queue whose concurrency the threads cannot reach: one line each, naming the limit and the key.
+  for (const warning of effectiveQueueLimits(settings).warnings) log.warn(warning);
+  checkTaskPaths(settings.tasks.dir, setup.taskFiles);
+  const otel = await tracingFor(setup);
+  const supervisor = new Supervisor({
+    settings,
+    databaseUrl: setup.databaseUrl,
+    log,
+    pool: setup.pool,
+    taskFiles: setup.taskFiles,
+  });
+  const endTracing = async () => {
+    if (otel.state === 'started') await otel.tracing.shutdown().catch(() => {});
+  };
+  try {
+    const kinds = await checkTaskModules(settings.tasks.dir, setup.taskFiles, (kind) => supervisor.checkTask(kind));
+    // Imported already: their options (queue defaults for enqueue in this process) are known before run() resolves.
+    await supervisor.readTasks(kinds);
+    if (setup.migrate) await migrate(setup.pool, { schema: settings.database.schema, log });
+  } catch (err) {
+    await supervisor.stop('start-up failed');
+    if (setup.ownsPool) await setup.pool.end().catch(() => {});
+    await endTracing();
+    await setup.close?.();
+    throw err;
+  }
+
+  logEvents(supervisor.events, log.child({ supervisor: supervisor.id }));
+  if (otel.state === 'started' || otel.state === 'own-sdk') traceEvents(supervisor.events, supervisor.id);
+  const served = setup.serveMetrics ? await serve(setup, supervisor) : undefined;
+  const probe = served ? undefined : new DatabaseProbe({ url: setup.databaseUrl, schema: settings.database.schema });
+  const readiness = served?.readiness ?? (() => probe?.check() as Promise<Readiness>);
+
+  const onStuck = (e: { threadId: number; stuck: number }) => {
+    log.error(e, 'worker thread terminated but still alive: blocked in a synchronous call?');
+    supervisor.events.emit('thread:stuck', e);
+  };
+  const onGone = (e: { threadId: number; stuck: number }) => supervisor.events.emit('thread:unstuck', e);
+  threadWatch.on('stuck', onStuck);
+  threadWatch.on('gone', onGone);
+
+  let stopping: Promise<void> | undefined;
+  let resolveStopped!: () => void;
+  const stopped = new Promise<void>((resolve) => (resolveStopped = resolve));
+  let removeSignals: (() => void) | undefined;
+  let bySignal = false;
+  const stop = (reason = 'stop requested'): Promise<void> => {
+    stopping ??= (async () => {
+      await supervisor.stop(reason);
+      threadWatch.off('stuck', onStuck);
+      threadWatch.off('gone', onGone);
+      await served?.close();
+      await probe?.close();
+      if (setup.ownsPool) await setup.pool.end().catch(() => {});
+      await endTracing();
+      await setup.close?.();
+      // A signal's drain ends in process.exit (shutdown.ts), which needs its handlers to stay.
+      if (!bySignal) removeSignals?.();
+      resolveStopped();
+    })();
+    return stopping;
+  };
+  if (setup.handleSignals)
+    removeSignals = drainOnSignals({
+      log,
+      graceMs: settings.shutdown.grace,
+      threadsAlive: (ms) => threadWatch.end(ms),
+      stop: (signal) => {
+        bySignal = true;
+        return stop(signal);
+      },
+    });
+
+  // Wait for the database and the schema before claiming anything.
+  let warned = false;
+  while (!stopping) {
+    const r = await readiness();
+    if (r.ready) break;
+    if (!warned) log.warn({ reason: r.reason }, 'waiting before starting to claim jobs');
+    warned = true;
+    await new Promise((resolve) => setTimeout(resolve, READY_RETRY_MS));
+  }
+  if (!stopping) {
+    await supervisor.start();
+    log.info(
+      {
+        database: safeUrl(setup.databaseUrl),
+        metricsPort: served?.port,
+        queues: settings.queues,
+        threads: settings.pool.maxThreads,
+        version: VERSION,
+      },
+      'ready',
+    );
+  }
+  return { id: supervisor.id, events: supervisor.events, metricsPort: served?.port, stopped, stop };
+}
+
+async function serve(setup: RunnerSetup, supervisor: Supervisor) {
+  const metrics = createMetrics();
+  metrics.info.labels(supervisor.id, VERSION).set(1);
+  return serveSupervisor({
+    settings: setup.settings,
+    supervisor,
+    databaseUrl: setup.databaseUrl,
+    metrics,
+    log: setup.log,
+    kinds: Object.keys(setup.taskFiles),
+  });
+}

@@ -1,0 +1,35 @@
+/**
+ * `defineTask<P>(fn, options?)`: a task written once, typed once. The payload
+ * type `P` reaches the task (its first argument) and, through the app's
+ * `TaskPayloads` declaration, `enqueue` and `enqueueMany`:
+ *
+ * ```ts
+ * // tasks/send_invoice.ts
+ * export default defineTask<{ invoiceId: number }>(async (payload, ctx) => { … }, { queue: 'mail' });
+ * // anywhere in the app
+ * declare module 'jobvisor' {
+ *   interface TaskPayloads { send_invoice: PayloadOfTask<typeof import('./tasks/send_invoice.ts').default> }
+ * }
+ * ```
+ * The options are what `export const options` declares (types.ts); a module
+ * that exports both uses its `options` export.
+ */
+import type { TaskContext, TaskOptions } from './types.ts';
+
+/** A task made by defineTask: the function, with its options attached. */
+export interface DefinedTask<P, R = unknown> {
+  (payload: P, ctx: TaskContext): R;
+  readonly options?: TaskOptions;
+}
+
+export function defineTask<P = unknown, R = unknown>(
+  fn: (payload: P, ctx: TaskContext) => R,
+  options?: TaskOptions,
+): DefinedTask<P, R> {
+  if (typeof fn !== 'function') throw new TypeError('defineTask(fn, options?): fn must be a function');
+  if (options !== undefined) Object.defineProperty(fn, 'options', { value: Object.freeze({ ...options }) });
+  return fn;
+}
+
+/** The payload type of a task function (one made by defineTask, or any `(payload, ctx) => …`). */
+export type PayloadOfTask<T> = T extends (payload: infer P, ctx: TaskContext) => unknown ? P : never;

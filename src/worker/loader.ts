@@ -95,7 +95,8 @@ function registerTsx(file: string): Promise<void> {
  * names the ES module build.
  */
 function tsxEsmApi(file: string): string {
-  const required = createRequire(file).resolve('tsx/esm/api');
+  // Absolute: a tasks.dir given relative to the working directory names relative files.
+  const required = createRequire(path.resolve(file)).resolve('tsx/esm/api');
   for (let dir = path.dirname(required); dir !== path.dirname(dir); dir = path.dirname(dir)) {
     const manifest = path.join(dir, 'package.json');
     if (!existsSync(manifest)) continue;

@@ -3,6 +3,7 @@ export { enqueue, enqueueMany, validateJob } from './queue/enqueue.ts';
 export type { EnqueueOptions, EnqueueResult, JobSpec, JobSpecOf, PayloadOf, TaskPayloads } from './queue/enqueue.ts';
 export { run } from './run/run.ts';
 export type { RunOptions, Runner } from './run/run.ts';
+export type { Events, JobRef, SupervisorEvents } from './supervisor/events.ts';
 export { defineTask } from './worker/define_task.ts';
 export type { DefinedTask, PayloadOfTask } from './worker/define_task.ts';
 export { PermanentError, RetryLaterError, SnoozeError } from './worker/errors.ts';

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { pathToFileURL } from 'node:url';
+import pg from 'pg';
 import { ConfigError, enqueue, run, TaskSetupError, type Runner } from '../src/index.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 
@@ -105,6 +106,28 @@ describe('run()', () => {
     assert.ok(stoppedEvent);
     // The app's pool is the app's: still open.
     assert.equal((await db.pool.query('SELECT 1 AS one')).rows[0].one, 1);
+  });
+
+  it("works from an app's pg.Pool alone, configured by parts, and leaves it open", async () => {
+    const u = new URL(db.url);
+    const pool = new pg.Pool({
+      host: u.hostname,
+      port: Number(u.port),
+      user: decodeURIComponent(u.username),
+      password: decodeURIComponent(u.password),
+      database: u.pathname.slice(1),
+      max: 3,
+    });
+    try {
+      const runner = await run({ pool, tasks: { greet: path.join(app, 'tasks/greet.mjs') }, ...quiet });
+      const { id } = await enqueue(pool, 'greet', { name: 'bo' });
+      await completed(runner, [id as string]);
+      await runner.stop();
+      const row = await pool.query('SELECT result FROM jobvisor.jobs WHERE id = $1', [id]);
+      assert.deepEqual(row.rows[0].result, { text: 'hello bo' });
+    } finally {
+      await pool.end();
+    }
   });
 
   it('serves /metrics, /healthz and /readyz when asked', async () => {

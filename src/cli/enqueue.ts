@@ -64,7 +64,6 @@ export async function enqueueCommand(argv: string[]): Promise<number> {
   }
   // The whole job is validated here, before any connection is opened.
   const settings = loadConfig();
-  warnUnknownKind(kind, settings);
   if (options.queue === undefined) options.queue = await taskQueue(kind, settings);
   validateJob(kind, payload, { ...options, maxPayloadBytes: settings.jobs.maxPayloadBytes });
   const ctx = await openContext({ logTo: 2, logLevel: 'warn', settings });
@@ -75,6 +74,7 @@ export async function enqueueCommand(argv: string[]): Promise<number> {
       schema: ctx.settings.database.schema,
       maxPayloadBytes: ctx.settings.jobs.maxPayloadBytes,
     });
+    warnUnknownKind(kind, ctx.settings);
     if (values.json) process.stdout.write(`${JSON.stringify(result)}\n`);
     else if (result.duplicate) {
       process.stdout.write(`${result.id ?? ''}\n`);

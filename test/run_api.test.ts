@@ -11,7 +11,8 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import pg from 'pg';
-import { ConfigError, enqueue, run, TaskSetupError, type Runner } from '../src/index.ts';
+import { ConfigError, enqueue, enqueueMany, run, TaskSetupError, type Runner } from '../src/index.ts';
+import { FIXTURE_TASKS } from './helpers/inprocess.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 
 let db: TestDatabase;
@@ -128,6 +129,38 @@ describe('run()', () => {
     } finally {
       await pool.end();
     }
+  });
+
+  it("honours a mapped task's exclusiveThread: it never shares its thread; the others still do", async () => {
+    await db.pool.query(
+      'CREATE TABLE spans (job_id bigint, kind text, thread_id int, started float8, finished float8)',
+    );
+    const runner = await run({
+      connectionString: db.url,
+      // Other kind names than the files': the options follow the map, not the folder.
+      tasks: { solo: path.join(FIXTURE_TASKS, 'exclusive_span.js'), pair: path.join(FIXTURE_TASKS, 'shared_span.js') },
+      queues: { default: { concurrency: 12, jobsPerThread: 6 } },
+      threads: { maxThreads: 2 },
+      ...quiet,
+    });
+    try {
+      const jobs = Array.from({ length: 12 }, (_, i) => ({ kind: i % 3 ? 'pair' : 'solo', payload: { ms: 250 } }));
+      const ids = (await enqueueMany(db.pool, jobs)).map((r) => r.id as string);
+      await completed(runner, ids);
+    } finally {
+      await runner.stop();
+    }
+    type Span = { kind: string; thread_id: number; started: number; finished: number };
+    const spans = (await db.pool.query<Span>('SELECT * FROM spans')).rows;
+    assert.equal(spans.length, 12);
+    let shared = 0;
+    for (const a of spans)
+      for (const b of spans) {
+        if (a === b || a.thread_id !== b.thread_id || !(a.started < b.finished && b.started < a.finished)) continue;
+        assert.ok(a.kind === 'pair' && b.kind === 'pair', `${a.kind} and ${b.kind} ran at once on one thread`);
+        shared++;
+      }
+    assert.ok(shared > 0, 'tasks without the option still share a thread');
   });
 
   it('serves /metrics, /healthz and /readyz when asked', async () => {

@@ -163,6 +163,8 @@ export async function startRunner(setup: RunnerSetup): Promise<Runner> {
     warned = true;
     await new Promise((resolve) => setTimeout(resolve, READY_RETRY_MS));
   }
+  // Without a server, the probe's only use was this wait: its connection is not kept.
+  await probe?.close();
   if (!stopping) {
     await supervisor.start();
     log.info(

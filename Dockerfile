@@ -14,13 +14,17 @@
 # (deploy/image/build.sh passes the bundle that npm on the build host trusts).
 
 # Production dependencies only: no TypeScript, no tsx, no embedded PostgreSQL.
+# The package's optional peers (sharp and pdfkit for the built-in tasks, the
+# OpenTelemetry SDK) are production dependencies of this image: with-peers.mjs
+# moves them there, at the lockfile's versions, before npm ci.
 # Install scripts are skipped: sharp ships its native binary in a platform package.
 FROM localhost/jobvisor-node:20-build AS deps
 WORKDIR /app
-COPY package.json package-lock.json ./
+COPY package.json package-lock.json deploy/image/with-peers.mjs ./
 RUN --mount=type=cache,target=/root/.npm,sharing=locked \
     --mount=type=secret,id=npm_ca,target=/run/secrets/npm_ca \
     if [ -f /run/secrets/npm_ca ]; then export NODE_EXTRA_CA_CERTS=/run/secrets/npm_ca; fi \
+ && node with-peers.mjs package.json \
  && npm ci --omit=dev --ignore-scripts --no-audit --no-fund
 
 # Compile src/ to dist/ (npm run build = tsc -p tsconfig.build.json). Optional

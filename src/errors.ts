@@ -29,6 +29,36 @@ export class ConfigError extends JobvisorError {
 }
 
 /**
+ * jobvisor's tables are missing (or older than this version): `jobvisor migrate`
+ * has not run on this database. Code SCHEMA_NOT_MIGRATED; the pg error is the cause.
+ */
+export class NotMigratedError extends JobvisorError {
+  constructor(schema: string, options?: { cause?: unknown }) {
+    super(
+      'SCHEMA_NOT_MIGRATED',
+      `jobvisor's tables are missing or out of date in schema "${schema}" of this database: run \`jobvisor migrate\` (or migrate() from the API) first`,
+      options,
+    );
+    this.name = 'NotMigratedError';
+  }
+}
+
+/**
+ * The NotMigratedError for a pg error about one of `schema`'s relations not
+ * existing (SQLSTATE 42P01 undefined_table), or a column of its `jobs` table
+ * missing (42703 undefined_column: a database migrated by an older version);
+ * undefined for any other error, which the caller rethrows as it is.
+ */
+export function notMigrated(err: unknown, schema: string): NotMigratedError | undefined {
+  const e = err as { code?: unknown; message?: unknown } | null | undefined;
+  const message = typeof e?.message === 'string' ? e.message : '';
+  const ours =
+    (e?.code === '42P01' && message.includes(`relation "${schema}.`)) ||
+    (e?.code === '42703' && /of relation "jobs"/.test(message));
+  return ours ? new NotMigratedError(schema, { cause: err }) : undefined;
+}
+
+/**
  * A task that cannot run, found at start (run(), `jobvisor start`), which it
  * stops: codes TASKS_DIR_MISSING, TASK_FILE_MISSING, TASK_NO_TS_LOADER
  * (exit status 2: bad configuration), TASK_IMPORT_FAILED, TASK_INVALID (exit status 1).

@@ -13,7 +13,7 @@ export { migrate } from './db/migrate.ts';
 export { loadConfig } from './config/index.ts';
 export type { Settings, QueueSettings, Schedule } from './config/index.ts';
 export { Supervisor } from './supervisor/supervisor.ts';
-export { InputError, ConfigError, JobvisorError, TaskSetupError } from './errors.ts';
+export { InputError, ConfigError, JobvisorError, NotMigratedError, TaskSetupError } from './errors.ts';
 export {
   ACTION_STATUSES,
   cancelJobs,

@@ -19,6 +19,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -741,3 +742,84 @@ function unknownFields(docs: Doc[], scratch: string): string[] {
     return `${where}: ${ts.flattenDiagnosticMessageText(d.messageText, ' ').slice(0, 400)}`;
   });
 }
+
+describe('deploy/app: the image of an app that depends on jobvisor', () => {
+  const appDir = path.join(root, 'deploy/app');
+  const text = readFileSync(path.join(appDir, 'Dockerfile'), 'utf8');
+  /** Instructions with continuation lines joined, comments dropped. */
+  const instructions = text
+    .replace(/\\\n/g, ' ')
+    .split('\n')
+    .filter((l) => l.trim() !== '' && !l.trimStart().startsWith('#'))
+    .map((l) => {
+      const m = /^\s*(\w+)\s+(.*)$/.exec(l);
+      assert.ok(m, `an instruction: ${l}`);
+      return { keyword: (m[1] as string).toUpperCase(), args: (m[2] as string).trim() };
+    });
+  const stages = instructions.filter((i) => i.keyword === 'FROM');
+  const runtime = instructions.slice(instructions.lastIndexOf(stages.at(-1) as (typeof instructions)[number]));
+  const last = (keyword: string) => runtime.filter((i) => i.keyword === keyword).at(-1)?.args ?? '';
+
+  test('two linters find no problem in the app Dockerfile', async () => {
+    const { validate } = await import('dockerfile-utils');
+    const problems = validate(text).map(
+      (d) => `line ${d.range.start.line + 1}: ${typeof d.message === 'string' ? d.message : d.message.value}`,
+    );
+    assert.deepEqual(problems, []);
+    const dockerfilelint = createRequire(import.meta.url)('dockerfilelint') as {
+      run(dir: string, content: string): { line: number; title: string }[];
+    };
+    assert.deepEqual(
+      dockerfilelint.run(appDir, text).map((i) => `line ${i.line}: ${i.title}`),
+      [],
+    );
+  });
+
+  test('is multi-stage; its runtime runs node_modules/.bin/jobvisor under tini, non-root, stopped by SIGTERM', () => {
+    assert.ok(stages.length >= 2, 'a build stage and a runtime stage');
+    assert.match(
+      instructions.map((i) => i.args).join('\n'),
+      /npm prune --omit=dev/,
+      'development packages are not shipped',
+    );
+    assert.deepEqual(JSON.parse(last('ENTRYPOINT')), ['/usr/bin/tini', '--', 'node_modules/.bin/jobvisor']);
+    assert.deepEqual(JSON.parse(last('CMD')), ['start']);
+    assert.match(
+      runtime
+        .filter((i) => i.keyword === 'RUN')
+        .map((i) => i.args)
+        .join(' '),
+      /apt-get install [^&]*\btini\b/,
+    );
+    assert.equal(last('STOPSIGNAL'), 'SIGTERM');
+    assert.equal(last('EXPOSE'), '9464');
+    assert.match(last('ENV'), /JOBVISOR_TASKS_DIR=\/app\/tasks/);
+    assert.match(last('WORKDIR'), /^\/app$/);
+    const user = /^(\d+):(\d+)$/.exec(last('USER'));
+    assert.ok(user && Number(user[1]) > 0, 'a numeric non-root USER');
+    const pod = parseAllDocuments(run('kubectl', ['kustomize', appDir]))
+      .map((d) => d.toJS() as Doc)
+      .find((d) => d.kind === 'Deployment' && d.metadata.name === 'jobvisor');
+    assert.equal(pod?.spec.template.spec.securityContext.runAsUser, Number(user[1]), "the base's runAsUser");
+  });
+
+  test("the kustomize base takes the app's image: every pod of the overlay runs it with the base's args", () => {
+    const docs = parseAllDocuments(run('kubectl', ['kustomize', appDir])).map((d) => d.toJS() as Doc);
+    const baseDocs = parseAllDocuments(run('kubectl', ['kustomize', base])).map((d) => d.toJS() as Doc);
+    const images = (from: Doc[]) =>
+      from
+        .filter((d) => d.spec?.template?.spec?.containers)
+        .flatMap((d) =>
+          (d.spec.template.spec.containers as Json[]).map((c) => `${d.kind}/${d.metadata.name}:${c.image} ${c.args}`),
+        );
+    assert.deepEqual(images(docs).sort(), [
+      'Deployment/jobvisor:registry.example/my-service:1.0.0 start',
+      'Job/jobvisor-migrate:registry.example/my-service:1.0.0 migrate',
+    ]);
+    assert.ok(
+      images(baseDocs).every((i) => i.includes(':localhost/jobvisor:')),
+      "the base alone keeps jobvisor's own image",
+    );
+    assert.equal(docs.length, baseDocs.length, 'the overlay changes the image only');
+  });
+});

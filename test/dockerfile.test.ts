@@ -192,6 +192,35 @@ describe('Dockerfile', () => {
     assert.match(run, /--ignore-scripts/);
   });
 
+  test("the deps stage makes the package's optional peers (sharp, pdfkit, the OpenTelemetry SDK) production dependencies", () => {
+    const run = byName('deps')
+      .instructions.filter((i) => i.keyword === 'RUN')
+      .map((i) => i.args)
+      .join('\n');
+    assert.match(run, /node with-peers\.mjs package\.json\s+&& npm ci /, 'before npm ci');
+    const dir = mkdtempSync(path.join(tmpdir(), 'jobvisor-peers-'));
+    try {
+      cpSync(path.join(root, 'package.json'), path.join(dir, 'package.json'));
+      const moved = spawnSync(process.execPath, [path.join(root, 'deploy/image/with-peers.mjs'), 'package.json'], {
+        cwd: dir,
+        encoding: 'utf8',
+      });
+      assert.equal(moved.status, 0, moved.stderr);
+      const image = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as Record<
+        string,
+        Record<string, string>
+      >;
+      const own = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as typeof image;
+      for (const name of ['sharp', 'pdfkit', '@opentelemetry/sdk-node', '@opentelemetry/instrumentation-pg']) {
+        assert.equal(own.peerDependenciesMeta?.[name] && own.peerDependencies?.[name] !== undefined, true, name);
+        assert.equal(image.dependencies?.[name], own.devDependencies?.[name], `${name} at the locked range`);
+        assert.equal(image.devDependencies?.[name], undefined, `${name} is not left in devDependencies`);
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   test('the build stage runs `npm run build` = tsc -p tsconfig.build.json, emitting dist/ from src/', () => {
     const build = byName('build');
     assert.ok(build.instructions.some((i) => i.keyword === 'RUN' && /^npm run build$/.test(i.args)));
@@ -435,6 +464,18 @@ describe('the image', () => {
     const result = spawnSync(podman, [...base, '--entrypoint', 'node', IMAGE, '-e', probe], { encoding: 'utf8' });
     assert.equal(result.status, 0, result.stderr);
     assert.deepEqual(JSON.parse(result.stdout), { shipped: [], src: false, writable: false, uid: 10001 });
+  });
+
+  test('carries the optional peers its built-in tasks and tracing need', (t) => {
+    if (!available) return skip(t);
+    const probe = `const names = ['sharp', 'pdfkit', '@opentelemetry/sdk-node', '@opentelemetry/instrumentation-pg'];
+      const missing = names.filter((n) => { try { require.resolve(n); return false; } catch { return true; } });
+      require('sharp'); console.log(JSON.stringify({ missing }));`;
+    const result = spawnSync(podman, [...base, '--workdir', '/app', '--entrypoint', 'node', IMAGE, '-e', probe], {
+      encoding: 'utf8',
+    });
+    assert.equal(result.status, 0, result.stderr);
+    assert.deepEqual(JSON.parse(result.stdout), { missing: [] });
   });
 
   test('runs read-only as its user: migrate, ready, a job done, SIGTERM → exit 0', async (t) => {

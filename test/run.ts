@@ -64,7 +64,8 @@ async function main(): Promise<number> {
             .sort()
             .map((f) => path.join('test', f));
     provideTools(testFiles);
-    // Timing tests (event-loop delay with every thread busy) run alone, after the rest.
+    // Timing tests (event-loop delay with every thread busy) run alone, after the rest, and so
+    // does the pack-and-install test (npm pack's tsc build, two npm installs, three type-checks).
     const alone = testFiles.filter((f) => ALONE.test(path.basename(f)));
     const together = testFiles.filter((f) => !alone.includes(f));
     const env = {
@@ -107,7 +108,7 @@ async function withAdmin<T>(serverUrl: string, fn: (admin: pg.Client) => Promise
   }
 }
 
-const ALONE = /^cpu_pool\.test\.ts$/;
+const ALONE = /^(cpu_pool|package)\.test\.ts$/;
 
 /** Installs the programs the chosen tests need, or says once why their tests will be skipped. */
 function provideTools(testFiles: string[]): void {

@@ -51,6 +51,7 @@ export function describe(job: JobDetail): string {
   for (const e of job.timeline) {
     const what = e.attempt === undefined ? e.event : `${e.event} (attempt ${e.attempt})`;
     lines.push(`  ${when(e.at)}  ${what}${e.error === undefined ? '' : `: ${indent(e.error, 4)}`}`);
+    if (e.stack !== undefined) lines.push(indent(e.stack, 6, true));
   }
   return `${lines.join('\n')}\n`;
 }

@@ -102,7 +102,8 @@ UPDATE jobvisor.jobs AS j
        finished_at = CASE WHEN ($3::boolean[])[array_position($1::bigint[], j.id)] OR j.attempts >= j.max_attempts THEN coalesce($7::timestamptz, now()) END,
        locked_until = NULL,
        last_error = ($5::text[])[array_position($1::bigint[], j.id)],
-       errors = jobvisor.append_error(j.errors, j.attempts, coalesce($7::timestamptz, now()), ($5::text[])[array_position($1::bigint[], j.id)])
+       errors = jobvisor.append_error(j.errors, j.attempts, coalesce($7::timestamptz, now()), ($5::text[])[array_position($1::bigint[], j.id)],
+                                      ($8::text[])[array_position($1::bigint[], j.id)])
  WHERE j.id = ANY($1::bigint[]) AND j.status = 'running' AND j.locked_by = $6
    AND j.lease_token = ANY($2::bigint[])
 RETURNING j.id, j.status`,
@@ -120,7 +121,17 @@ export async function failJobs(
   now: Now = null,
 ): Promise<Array<{ id: string; status: 'pending' | 'failed' }>> {
   if (f.ids.length === 0) return [];
-  return run(store, FAIL_JOBS, [intArray(f.ids), intArray(f.tokens), f.permanent, f.delaysMs, f.errors, owner, now]);
+  const stacks = f.stacks ?? f.ids.map(() => null);
+  return run(store, FAIL_JOBS, [
+    intArray(f.ids),
+    intArray(f.tokens),
+    f.permanent,
+    f.delaysMs,
+    f.errors,
+    owner,
+    now,
+    stacks,
+  ]);
 }
 
 /** Failed attempts as parallel arrays: ids[i], claimed with tokens[i], failed with errors[i]. */
@@ -132,6 +143,8 @@ export interface Failures {
   /** Retry after this many ms (ignored when the job is dead-lettered). */
   delaysMs: number[];
   errors: string[];
+  /** Stack frames of each failure (null: none), kept in its `errors` entry; none when absent. */
+  stacks?: Array<string | null>;
 }
 
 // Handing back gives the attempt back: the job did not fail, this supervisor left.

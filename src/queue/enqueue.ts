@@ -8,7 +8,7 @@
  */
 import type { Db } from '../db/pool.ts';
 import { parseDuration } from '../duration.ts';
-import { InputError } from '../errors.ts';
+import { InputError, notMigrated } from '../errors.ts';
 import { qualify } from '../db/schema.ts';
 import { captureTraceContext } from '../tracing/context.ts';
 import { COPY_JOBS, copyRows, type CopyRow } from './copy.ts';
@@ -227,7 +227,8 @@ function keyOf(kind: string, key: string): string {
  * Enqueues one job with `db`: a pg Pool, a Client, or a client inside the
  * caller's open transaction (the job then commits or rolls back with it).
  * @returns the job id, or `{ duplicate: true }` with the existing id when uniqueKey matched.
- * @throws InputError (code INPUT_INVALID) before anything is written, for bad input.
+ * @throws InputError (code INPUT_INVALID) before anything is written, for bad input;
+ *   NotMigratedError (code SCHEMA_NOT_MIGRATED) when the database has no jobvisor tables yet.
  */
 export async function enqueue<K extends string>(
   db: Db,
@@ -236,8 +237,18 @@ export async function enqueue<K extends string>(
   options: EnqueueOptions = {},
 ): Promise<EnqueueResult> {
   const row = toRow(kind, payload, options, options.maxPayloadBytes);
-  const [result] = await insertRows({ db, schema: options.schema ?? 'jobvisor' }, [row], captureTraceContext());
+  const schema = options.schema ?? 'jobvisor';
+  const [result] = await written(schema, () => insertRows({ db, schema }, [row], captureTraceContext()));
   return result as EnqueueResult;
+}
+
+/** Runs an insert; a database that `jobvisor migrate` has not prepared gives a NotMigratedError. */
+async function written<T>(schema: string, write: () => Promise<T>): Promise<T> {
+  try {
+    return await write();
+  } catch (err) {
+    throw notMigrated(err, schema) ?? err;
+  }
 }
 
 /**
@@ -245,6 +256,7 @@ export async function enqueue<K extends string>(
  * @returns one result per job, in order.
  * @throws InputError naming the index and field of the first bad job, or when the
  *   whole batch is over `maxBatchBytes` (default 64 MiB); nothing is written.
+ *   NotMigratedError when the database has no jobvisor tables yet.
  */
 export async function enqueueMany<K extends string>(
   db: Db,
@@ -268,8 +280,10 @@ export async function enqueueMany<K extends string>(
   checkBatchBytes(rows, options.maxBatchBytes ?? DEFAULT_MAX_BATCH_BYTES);
   const schema = options.schema ?? 'jobvisor';
   if (rows.length >= COPY_THRESHOLD && rows.every((r) => r.uniqueKey === null && r.concurrencyKey === null)) {
-    const ids = await copyRows(db, schema, rows, (s) => qualify(COPY_JOBS, s), captureTraceContext());
+    const ids = await written(schema, () =>
+      copyRows(db, schema, rows, (s) => qualify(COPY_JOBS, s), captureTraceContext()),
+    );
     return ids.map((id) => ({ id, duplicate: false }));
   }
-  return insertRows({ db, schema }, rows, captureTraceContext());
+  return written(schema, () => insertRows({ db, schema }, rows, captureTraceContext()));
 }

@@ -17,18 +17,20 @@ export function logEvents(events: SupervisorEvents, log: Logger): void {
         log.debug({ jobId: j.id, kind: j.kind, queue: j.queue, attempt: j.attempt, runMs: runMs[i] }, 'job completed'),
       );
   });
-  events.on('job:retried', ({ jobs, errors }) => {
+  // A failed attempt is a warning even when it will be retried: it is the line
+  // that says why a job is late. Its stack frames come with it, when recorded.
+  events.on('job:retried', ({ jobs, errors, stacks }) => {
     jobs.forEach((j, i) =>
-      log.info(
-        { jobId: j.id, kind: j.kind, queue: j.queue, attempt: j.attempt, error: errors[i] },
+      log.warn(
+        { jobId: j.id, kind: j.kind, queue: j.queue, attempt: j.attempt, error: errors[i], ...stackField(stacks, i) },
         'job failed, retry scheduled',
       ),
     );
   });
-  events.on('job:dead', ({ jobs, errors }) => {
+  events.on('job:dead', ({ jobs, errors, stacks }) => {
     jobs.forEach((j, i) =>
       log.warn(
-        { jobId: j.id, kind: j.kind, queue: j.queue, attempt: j.attempt, error: errors[i] },
+        { jobId: j.id, kind: j.kind, queue: j.queue, attempt: j.attempt, error: errors[i], ...stackField(stacks, i) },
         'job dead-lettered',
       ),
     );
@@ -73,4 +75,9 @@ export function logEvents(events: SupervisorEvents, log: Logger): void {
   events.on('tasks:deferred', ({ held }) =>
     log.debug({ held }, "busy: every task's options are read at the first quiet moment"),
   );
+}
+
+function stackField(stacks: Array<string | null> | undefined, i: number): { stack?: string } {
+  const stack = stacks?.[i];
+  return typeof stack === 'string' ? { stack } : {};
 }

@@ -83,6 +83,7 @@ export class Completer implements OutcomeSink {
     q.failedJobs.push(job);
     q.failedMs.push(f.runMs);
     q.errors.push(clean(f.error));
+    q.stacks.push(f.stack === undefined ? null : clean(f.stack));
     q.permanent.push(f.permanent);
     q.delays.push(clampDelay(f.retryInMs ?? retryDelay(job.attempt, this.settings.backoff)));
     this.added(job);

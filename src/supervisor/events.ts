@@ -22,6 +22,8 @@ export interface FinishedBatch {
 
 export interface FailedBatch extends FinishedBatch {
   errors: string[];
+  /** Each failure's stack frames (null: none), when the writer knows them. */
+  stacks?: Array<string | null>;
 }
 
 export interface Events {

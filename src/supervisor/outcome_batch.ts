@@ -18,6 +18,8 @@ export class OutcomeBatch {
   failedJobs: ClaimedJob[] = [];
   failedMs: number[] = [];
   errors: string[] = [];
+  /** Each failure's stack frames (null: none), aligned with failedJobs. */
+  stacks: Array<string | null> = [];
   permanent: boolean[] = [];
   delays: number[] = [];
   released: ClaimedJob[] = [];
@@ -51,6 +53,7 @@ export class OutcomeBatch {
     this.failedJobs.push(from.failedJobs[i] as ClaimedJob);
     this.failedMs.push(from.failedMs[i] as number);
     this.errors.push(from.errors[i] as string);
+    this.stacks.push(from.stacks[i] ?? null);
     this.permanent.push(from.permanent[i] as boolean);
     this.delays.push(from.delays[i] as number);
   }

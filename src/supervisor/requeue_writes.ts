@@ -28,16 +28,28 @@ export interface RequeueWriteContext {
 export async function writeFailed(c: RequeueWriteContext, b: OutcomeBatch, lo: number, hi: number): Promise<void> {
   const jobs = b.failedJobs.slice(lo, hi);
   const errors = b.errors.slice(lo, hi);
+  const stacks = b.stacks.slice(lo, hi);
   const rows = await failJobs(c.store, c.owner, {
     ids: jobs.map((j) => j.id),
     tokens: jobs.map((j) => j.token),
     permanent: b.permanent.slice(lo, hi),
     delaysMs: b.delays.slice(lo, hi),
     errors,
+    stacks,
   });
   const status = new Map(rows.map((r) => [r.id, r.status]));
-  const retried = { jobs: [] as JobRef[], runMs: [] as number[], errors: [] as string[] };
-  const dead = { jobs: [] as JobRef[], runMs: [] as number[], errors: [] as string[] };
+  const retried = {
+    jobs: [] as JobRef[],
+    runMs: [] as number[],
+    errors: [] as string[],
+    stacks: [] as Array<string | null>,
+  };
+  const dead = {
+    jobs: [] as JobRef[],
+    runMs: [] as number[],
+    errors: [] as string[],
+    stacks: [] as Array<string | null>,
+  };
   const fenced: JobRef[] = [];
   jobs.forEach((j, i) => {
     c.held.delete(j.token);
@@ -50,6 +62,7 @@ export async function writeFailed(c: RequeueWriteContext, b: OutcomeBatch, lo: n
     into.jobs.push(j);
     into.runMs.push(b.failedMs[lo + i] as number);
     into.errors.push(errors[i] as string);
+    into.stacks.push(stacks[i] ?? null);
   });
   if (retried.jobs.length) safeEmit(c.events, 'job:retried', retried);
   if (dead.jobs.length) safeEmit(c.events, 'job:dead', dead);

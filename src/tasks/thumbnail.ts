@@ -22,25 +22,31 @@
  */
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
-import sharp, { type OutputInfo } from 'sharp';
+import type { OutputInfo } from 'sharp';
 import { PermanentError } from '../worker/errors.ts';
 import type { TaskContext, TaskOptions } from '../worker/types.ts';
 import { writeFileAtomic } from './support/atomic_write.ts';
 import { confine, confineReal, confinedMkdir, realRoot, scrubPaths, shown, type Root } from './support/confine.ts';
+import { optionalPackage } from './support/optional_package.ts';
 
 /** CPU-bound: each job keeps a core busy, so it never shares a thread; `cpu` when enqueued without a queue. */
 export const options: TaskOptions = { exclusiveThread: true, queue: 'cpu' };
 
-// One busy pool thread should cost about one core, so that `pool.maxThreads` is what
-// bounds CPU use. libvips would otherwise split each image across several threads of
-// its own (its default is one per core), and N pool threads would then run N × cores
-// threads that fight each other and the supervisor's main thread for the same cores.
-// Both settings are process-wide in libvips, so every worker thread sets the same.
-sharp.concurrency(1);
-// The operation cache keeps decoded images and open files for reuse; thumbnail jobs
-// rarely touch the same file twice, and that native memory is invisible to the
-// thread's V8 `resourceLimits`, so it is turned off.
-sharp.cache(false);
+// sharp is an optional peer dependency, imported by the first thumbnail job of a thread.
+const loadSharp = optionalPackage('sharp', 'thumbnail', async () => {
+  const { default: sharp } = await import('sharp');
+  // One busy pool thread should cost about one core, so that `pool.maxThreads` is what
+  // bounds CPU use. libvips would otherwise split each image across several threads of
+  // its own (its default is one per core), and N pool threads would then run N × cores
+  // threads that fight each other and the supervisor's main thread for the same cores.
+  // Both settings are process-wide in libvips, so every worker thread sets the same.
+  sharp.concurrency(1);
+  // The operation cache keeps decoded images and open files for reuse; thumbnail jobs
+  // rarely touch the same file twice, and that native memory is invisible to the
+  // thread's V8 `resourceLimits`, so it is turned off.
+  sharp.cache(false);
+  return sharp;
+});
 
 export const MAX_WIDTHS = 32;
 export const MAX_WIDTH = 10_000;
@@ -128,6 +134,7 @@ export default async function thumbnail(payload: unknown, ctx: TaskContext): Pro
 
 async function run(payload: unknown, ctx: TaskContext, outRoot: Root, inRoots: Root[]): Promise<ThumbnailResult> {
   const parsed = parseThumbnailPayload(payload);
+  const sharp = await loadSharp();
   const format = thumbnailFormat(ctx.config.thumbnails.format);
   const source = confine(parsed.source, inRoots, 'thumbnail payload.source');
   const outDir = confine(parsed.outDir ?? '.', [outRoot], 'thumbnail payload.outDir');

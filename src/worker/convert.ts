@@ -8,7 +8,10 @@
 import type { TaskError } from './protocol.ts';
 
 const MAX_MESSAGE = 2000;
-const STACK_LINES = 8;
+/** Bound of a recorded stack, in characters, cut at a frame. */
+export const MAX_STACK = 4096;
+/** A V8 stack frame line: `    at fn (file:line:col)`. */
+const FRAME = /^\s+at /;
 
 /** A TaskError for `err`; never throws. */
 export function toTaskError(err: unknown): TaskError {
@@ -52,7 +55,28 @@ function fromError(err: object): TaskError {
   };
   const snoozeMs = read(err, 'snoozeMs');
   if (typeof snoozeMs === 'number' && Number.isFinite(snoozeMs) && snoozeMs >= 0) out.snoozeMs = snoozeMs;
-  if (typeof stack === 'string') out.stack = stack.split('\n').slice(0, STACK_LINES).join('\n');
+  if (typeof stack === 'string') {
+    const frames = stackFrames(stack);
+    if (frames !== '') out.stack = frames;
+  }
+  return out;
+}
+
+/**
+ * The frame lines of a stack (`at …`), at most MAX_STACK characters, cut at a
+ * frame. The header (`Name: message`, over several lines for a multi-line
+ * message) is left out: the message is recorded on its own, and a stack then
+ * holds code locations only, never more of the error's text than the message
+ * shows. A stack with no frame line (set by hand) gives ''.
+ */
+export function stackFrames(stack: string): string {
+  let out = '';
+  for (const line of stack.split('\n')) {
+    if (!FRAME.test(line)) continue;
+    const frame = line.trim();
+    if (out.length + frame.length + 1 > MAX_STACK) break;
+    out = out === '' ? frame : `${out}\n${frame}`;
+  }
   return out;
 }
 

@@ -40,6 +40,7 @@ export function timeline(job: Omit<JobDetail, 'timeline'>): TimelineEvent[] {
       event: e.snooze ? 'snoozed' : 'failed',
       attempt: e.attempt,
       ...(e.snooze ? { error: `snoozed until ${e.until ?? '?'}` } : { error: e.error ?? '' }),
+      ...(!e.snooze && typeof e.stack === 'string' && e.stack !== '' ? { stack: e.stack } : {}),
     });
   }
   if (job.started_at !== null) events.push({ at: job.started_at, event: 'started', attempt: job.attempts });

@@ -53,6 +53,8 @@ export interface AttemptError {
   at: string;
   /** Absent on a snooze entry. */
   error?: string;
+  /** The error's stack frames (`at …` lines, at most 4 KiB); absent when it had none. */
+  stack?: string;
   /** A snooze (ctx.snooze / SnoozeError): put back until `until`, no attempt used. */
   snooze?: true;
   until?: string;
@@ -63,6 +65,8 @@ export interface TimelineEvent {
   event: 'created' | 'started' | 'failed' | 'snoozed' | 'finished';
   attempt?: number;
   error?: string;
+  /** A failure's stack frames, when recorded. */
+  stack?: string;
 }
 
 /** Everything about one job, for `jobs show` and the job page. */

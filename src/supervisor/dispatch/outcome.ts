@@ -43,6 +43,8 @@ export interface TaskFailure {
   retryInMs: number | null;
   /** The task snoozed: back after this many ms, no attempt used. */
   snoozeMs?: number;
+  /** Frame lines of the error's stack (worker/convert.ts stackFrames). */
+  stack?: string;
 }
 
 /** What the dispatcher knows of the run (a ledger Run is one). */
@@ -79,8 +81,10 @@ export function decideOutcome(result: RunResult, state: RunState): Outcome {
   if (result.type === 'task-error' && result.error.snoozeMs !== undefined)
     return { type: 'snooze', runMs: result.runMs, delayMs: result.error.snoozeMs };
   if (result.type === 'task-error') {
-    const { name, message, permanent, retryInMs } = result.error;
-    return failed(state, { runMs: result.runMs, error: `${name}: ${message}`, permanent, retryInMs });
+    const { name, message, permanent, retryInMs, stack } = result.error;
+    const failure: Failure = { runMs: result.runMs, error: `${name}: ${message}`, permanent, retryInMs };
+    if (stack !== undefined) failure.stack = stack;
+    return failed(state, failure);
   }
   if (result.killedToStop !== null)
     return { type: 'release', reason: `thread terminated to stop job ${result.killedToStop}` };

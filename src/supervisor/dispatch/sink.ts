@@ -14,6 +14,8 @@ export interface Failure {
   permanent: boolean;
   /** Retry after this long instead of the configured backoff (null: backoff). */
   retryInMs: number | null;
+  /** The task error's stack frames, when it had any (recorded in the `errors` history). */
+  stack?: string;
 }
 
 /** What a successful run reported (JSON text): its return value and its last progress value. */

@@ -7,8 +7,11 @@
  * run over the same rows gives the same bytes. Only the built-in Helvetica fonts
  * are used (no font files to ship).
  */
-import PDFDocument from 'pdfkit';
 import type { KindDayStats } from '../../queue/daily_stats.ts';
+import { optionalPackage } from './optional_package.ts';
+
+// pdfkit is an optional peer dependency, imported by the first report of a thread.
+const loadPdfkit = optionalPackage('pdfkit', 'daily_report', async () => (await import('pdfkit')).default);
 
 const MARGIN = 50;
 const ROW = 16;
@@ -165,8 +168,12 @@ function drawChart(doc: PDFKit.PDFDocument, stats: KindDayStats[], startY: numbe
   }
 }
 
-/** Renders the report for `day`; `timezone` only labels the day's bounds. Resolves to the PDF bytes. */
-export function renderPdf(day: string, timezone: string, stats: KindDayStats[]): Promise<Buffer> {
+/**
+ * Renders the report for `day`; `timezone` only labels the day's bounds. Resolves to the PDF bytes.
+ * @throws PermanentError when pdfkit is not installed.
+ */
+export async function renderPdf(day: string, timezone: string, stats: KindDayStats[]): Promise<Buffer> {
+  const PDFDocument = await loadPdfkit();
   const doc = new PDFDocument({
     size: 'A4',
     margin: MARGIN,

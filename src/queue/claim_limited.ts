@@ -15,6 +15,7 @@
  * round trips (BEGIN, lock, claim, COMMIT): the lock's key is a parameter,
  * never spliced into the text.
  */
+import { isReadOnlyDbError } from '../errors.ts';
 import type pg from 'pg';
 import type { QueueSettings } from '../config/index.ts';
 import type { Db } from '../db/pool.ts';
@@ -71,6 +72,8 @@ export const KEYLESS_WINDOW = 1000;
  * on every claim, under the queue's lock.
  */
 const BEGIN = 'BEGIN; SET LOCAL synchronous_commit = off; SET LOCAL jit = off';
+/** With synchronous standbys the claim commits durably (claim.ts says why). */
+const BEGIN_DURABLE = 'BEGIN; SET LOCAL jit = off';
 const LOCK_QUEUE = 'SELECT pg_advisory_xact_lock($1::int, $2::int)';
 
 export interface LimitedClaim {
@@ -106,6 +109,8 @@ export interface LimitedClaimArgs {
    */
   keylessScan?: 'all' | 'window';
   now?: Now;
+  /** Commit with the session's synchronous_commit (synchronous standbys), not off. */
+  durable?: boolean;
 }
 
 /** A claimed row (id null: nothing claimed, the limits ride along alone). */
@@ -141,7 +146,7 @@ export async function claimLimited(store: Store, args: LimitedClaimArgs): Promis
   const { client, release } = await connect(store.db);
   let failed: unknown;
   try {
-    await client.query(BEGIN);
+    await client.query(args.durable ? BEGIN_DURABLE : BEGIN);
     await client.query(LOCK_QUEUE, [LOCK_SPACE, lockKey(store.schema, args.queue)]);
     const result = await claimLocked({ db: client, schema: store.schema }, args);
     await client.query('COMMIT');
@@ -252,10 +257,10 @@ function isPool(db: Db): db is pg.Pool {
   return typeof (db as pg.Pool).totalCount === 'number';
 }
 
-/** A broken connection must not go back to the pool. */
+/** A broken connection, or one to a read-only server, must not go back to the pool. */
 function isConnectionError(err: Error): boolean {
   const code = (err as Error & { code?: string }).code ?? '';
-  return code.startsWith('08') || code === '57P01' || !code;
+  return code.startsWith('08') || code === '57P01' || !code || isReadOnlyDbError(err);
 }
 
 /** 32-bit FNV-1a of schema and queue: the second key of the queue's advisory lock. */

@@ -21,6 +21,7 @@
  */
 import type pg from 'pg';
 import { qualify } from '../db/schema.ts';
+import { isReadOnlyDbError } from '../errors.ts';
 import type { Db } from '../db/pool.ts';
 
 export type { Db };
@@ -115,6 +116,7 @@ export async function runThroughIndexes<R extends pg.QueryResultRow>(
   const db = store.db as pg.Pool;
   if (typeof db.totalCount !== 'number') return run<R>(store, statement, values);
   const client = await db.connect();
+  let failed: Error | undefined;
   try {
     await client.query('BEGIN; SET LOCAL enable_seqscan = off');
     const rows = await run<R>({ db: client, schema: store.schema }, statement, values);
@@ -122,8 +124,10 @@ export async function runThroughIndexes<R extends pg.QueryResultRow>(
     return rows;
   } catch (err) {
     await client.query('ROLLBACK').catch(() => {});
+    // A connection to a read-only server is closed, not kept for the next read.
+    if (isReadOnlyDbError(err)) failed = err as Error;
     throw err;
   } finally {
-    client.release();
+    client.release(failed);
   }
 }

@@ -3,6 +3,7 @@
  * under `err`. Events, not idle polls: an empty claim logs nothing; per-job
  * lines are debug level so a busy supervisor does not log per job by default.
  */
+import { isReadOnlyDbError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { SupervisorEvents } from './events.ts';
 
@@ -68,8 +69,22 @@ export function logEvents(events: SupervisorEvents, log: Logger): void {
     reconnect ? log.info('listener reconnected') : log.debug('listening for new jobs'),
   );
   events.on('queue:paused', ({ queue }) => log.info({ queue }, 'queue paused: claiming nothing from it'));
-  events.on('listener:lost', ({ error }) => log.warn({ error }, 'listener connection lost, reconnecting'));
-  events.on('db:error', ({ loop, err }) => log.warn({ loop, err }, 'database error'));
+  // A read-only server is said once per episode (database:read-only), not per failed round.
+  events.on('listener:lost', ({ error, readOnly }) => {
+    if (!readOnly) log.warn({ error }, 'listener connection lost, reconnecting');
+  });
+  events.on('db:error', ({ loop, err }) => {
+    if (!isReadOnlyDbError(err)) log.warn({ loop, err }, 'database error');
+  });
+  events.on('database:read-only', ({ loop, error }) =>
+    log.error(
+      { loop, error },
+      'database server is read-only (a standby or a demoted primary): dropping its connections, waiting for a writable primary',
+    ),
+  );
+  events.on('database:writable', ({ unwritableMs, readOnly, failover, address }) => {
+    if (readOnly || failover) log.info({ unwritableMs, failover, address }, 'writable primary reached');
+  });
   events.on('tasks:deferred', ({ held }) =>
     log.debug({ held }, "busy: every task's options are read at the first quiet moment"),
   );

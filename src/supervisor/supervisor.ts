@@ -26,6 +26,7 @@ import { createHeartbeat } from './heartbeat.ts';
 import { Listener } from './listener.ts';
 import { wakeLimitedOnOutcomes } from './limited_wake.ts';
 import { PauseWatch } from './pause_watch.ts';
+import { PrimaryWatch } from './primary_watch.ts';
 import { QuietStart } from './quiet_start.ts';
 import type { Loop } from './loop.ts';
 import { createCleanup, createReaper } from './maintenance.ts';
@@ -82,6 +83,8 @@ export class Supervisor {
   private readonly presence: Presence;
   private firstBeat: Promise<void> = Promise.resolve();
   private readonly pauseWatch: PauseWatch;
+  /** Whether a writable primary is reached; see primary_watch.ts. */
+  readonly primary: PrimaryWatch;
   private pollTimer: NodeJS.Timeout | undefined;
   private readonly readAll: QuietStart;
   private state: 'created' | 'running' | 'draining' | 'stopped' = 'created';
@@ -164,6 +167,7 @@ export class Supervisor {
           maxPayloadBytes: settings.jobs.maxPayloadBytes,
           pollIntervalMs: settings.poll.interval,
           capacity: () => this.dispatcher.capacity(queue),
+          durableClaims: () => this.primary.durableClaims,
           deliver: (jobs) => this.dispatcher.add(jobs),
           handBack: (jobs) => {
             for (const job of jobs) this.completer.release(job, 'queue paused');
@@ -219,6 +223,12 @@ export class Supervisor {
       onQueueState: () => void this.pauseWatch.refresh().catch(() => {}),
       events: this.events,
     });
+    this.primary = new PrimaryWatch({ db: this.pool, events: this.events });
+    // Back on a primary: LISTEN and claims now, not after their backoffs and the next poll.
+    this.events.on('database:writable', () => {
+      this.listener.reconnectNow();
+      this.wakeAll();
+    });
   }
 
   get draining(): boolean {
@@ -256,6 +266,8 @@ export class Supervisor {
     if (this.state !== 'created') return;
     this.state = 'running';
     this.firstBeat = this.presence.beat();
+    // Which server is the primary, and whether claims must commit durably, before the first claim.
+    await this.primary.start();
     // Paused queues are known before anything can wake a fetcher (the listener does at once).
     await this.pauseWatch.refresh().catch((err: unknown) => {
       this.options.log.warn({ err }, 'could not read which queues are paused; retrying every second');
@@ -313,6 +325,7 @@ export class Supervisor {
       ...[...this.fetchers.values()].map((f) => f.stop()),
       this.listener.stop(),
       this.pauseWatch.stop(),
+      this.primary.stop(),
       ...this.loops.map((l) => l.stop()),
     ]);
     this.dispatcher.drainBuffers();

@@ -4,7 +4,7 @@
  * or --migrate it applies migrations first; otherwise it waits, not ready,
  * until `jobvisor migrate` has run (the Kubernetes migration Job).
  */
-import { effectiveQueueLimits } from '../config/index.ts';
+import { connectionBudget, effectiveQueueLimits } from '../config/index.ts';
 import { migrate } from '../db/migrate.ts';
 import { createMetrics } from '../metrics/metrics.ts';
 import { serveSupervisor } from '../metrics/supervisor-http.ts';
@@ -26,7 +26,7 @@ export async function startCommand(argv: string[]): Promise<number> {
   const schema = settings.database.schema;
   // A queue whose concurrency the threads cannot reach: one line each, naming the limit and the key.
   for (const warning of effectiveQueueLimits(settings).warnings) log.warn(warning);
-  if (ctx.embedded || values.migrate) await migrate(ctx.pool, { schema, log });
+  if (ctx.embedded || values.migrate) await migrate(ctx.directPool(), { schema, log });
   // OpenTelemetry from the OTEL_* environment: before the thread pool exists.
   const otel = await startTracing(process.env, { contextManager: false });
   if (otel.state === 'unavailable')
@@ -83,6 +83,9 @@ export async function startCommand(argv: string[]): Promise<number> {
       metricsPort: http.port,
       queues: settings.queues,
       threads: settings.pool.maxThreads,
+      // At most, per pool (README "Connection budget"); LISTEN goes to database.directUrl when set.
+      connections: connectionBudget(settings),
+      listen: settings.database.directUrl ? 'database.directUrl' : 'database.url',
       version: VERSION,
     },
     'ready',

@@ -217,7 +217,8 @@ export class Supervisor {
       events: this.events,
     });
     this.listener = new Listener({
-      url: options.databaseUrl,
+      // LISTEN needs a session of its own: never through a pooler in transaction mode.
+      url: settings.database.directUrl || options.databaseUrl,
       db: this.pool,
       onNotify: (queue) => this.wake(queue),
       onQueueState: () => void this.pauseWatch.refresh().catch(() => {}),

@@ -7,6 +7,12 @@ import { isReadOnlyDbError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { SupervisorEvents } from './events.ts';
 
+/** too_many_connections / configuration_limit_exceeded: no connection slot left for this role or server. */
+function isOutOfConnections(err: unknown): boolean {
+  const code = (err as { code?: string } | undefined)?.code;
+  return code === '53300' || code === '53400';
+}
+
 export function logEvents(events: SupervisorEvents, log: Logger): void {
   // The logger already binds the supervisor id.
   events.on('supervisor:started', ({ queues }) => log.info({ queues }, 'supervisor started'));
@@ -73,8 +79,23 @@ export function logEvents(events: SupervisorEvents, log: Logger): void {
   events.on('listener:lost', ({ error, readOnly }) => {
     if (!readOnly) log.warn({ error }, 'listener connection lost, reconnecting');
   });
+  // A server out of connection slots is said once, until work goes through again.
+  let refused = false;
+  const workDone = () => (refused = false);
+  events.on('job:claimed', workDone);
+  events.on('job:completed', workDone);
   events.on('db:error', ({ loop, err }) => {
-    if (!isReadOnlyDbError(err)) log.warn({ loop, err }, 'database error');
+    if (isReadOnlyDbError(err)) return;
+    if (isOutOfConnections(err)) {
+      if (!refused)
+        log.error(
+          { loop, err },
+          'database refuses new connections (max_connections reached): working with the connections already open',
+        );
+      refused = true;
+      return;
+    }
+    log.warn({ loop, err }, 'database error');
   });
   events.on('database:read-only', ({ loop, error }) =>
     log.error(

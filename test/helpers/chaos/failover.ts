@@ -11,7 +11,7 @@
  * were committed, ids a supervisor logged as completed (logged after the
  * write), and start/end lines written by the task itself (failover_run.js).
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -21,6 +21,7 @@ import { spawnSupervisor, type SpawnedSupervisor } from '../supervisor.ts';
 import { count, httpGet, until } from './measure.ts';
 import { createMigratedDatabase, startChaosPostgres, type ChaosPostgres } from './postgres.ts';
 import { startProxy, type Proxy } from './proxy.ts';
+import { overlaps, runsOf } from './runs.ts';
 import { makeSynchronous, startStandby } from './standby.ts';
 
 export interface FailoverResult {
@@ -46,46 +47,6 @@ export interface FailoverResult {
   allDoneAfterRetargetMs: number;
   /** Committed jobs (per the producer) not done at the end. */
   notDone: number;
-}
-
-interface Run {
-  start: number;
-  end: number | undefined;
-  pid: number;
-}
-
-function runsOf(file: string): Map<string, Run[]> {
-  const runs = new Map<string, Run[]>();
-  const open = new Map<string, Run>();
-  for (const line of readFileSync(file, 'utf8').split('\n')) {
-    const [id, attempt, pid, what, at] = line.split(' ');
-    if (!id || !at) continue;
-    const key = `${id}:${attempt}:${pid}`;
-    if (what === 'start') {
-      const run = { start: Number(at), end: undefined, pid: Number(pid) };
-      open.set(key, run);
-      runs.set(id, [...(runs.get(id) ?? []), run]);
-    } else {
-      const run = open.get(key);
-      if (run) run.end = Number(at);
-    }
-  }
-  return runs;
-}
-
-/** Executions that overlap an earlier one of the same job; a run never ended lasts until `killedAt` (its process died). */
-function overlaps(runs: Map<string, Run[]>, killedPid: number, killedAt: number): number {
-  let n = 0;
-  for (const list of runs.values()) {
-    const sorted = [...list].sort((a, b) => a.start - b.start);
-    let lastEnd = -Infinity;
-    for (const r of sorted) {
-      if (r.start < lastEnd) n++;
-      const end = r.end ?? (r.pid === killedPid ? killedAt : Infinity);
-      lastEnd = Math.max(lastEnd, end);
-    }
-  }
-  return n;
 }
 
 export async function failoverScenario(replication: 'synchronous' | 'asynchronous'): Promise<FailoverResult> {

@@ -58,10 +58,7 @@ export interface ChaosPostgresOptions {
   settings?: Record<string, string | number>;
   /** Password of the `postgres` superuser (default: a distinctive random one). */
   password?: string;
-  /**
-   * Fills the data folder instead of initdb (a standby's pg_basebackup, see
-   * standby.ts), running programs as the user the server runs as.
-   */
+  /** Fills the data folder instead of initdb (standby.ts: pg_basebackup), as the server's user. */
   init?: (dataDir: string, exec: (file: string, args: string[]) => Promise<unknown>) => Promise<void>;
 }
 

@@ -13,6 +13,7 @@ import { hostname } from 'node:os';
 import type pg from 'pg';
 import type { Piscina } from 'piscina';
 import type { Settings } from '../config/index.ts';
+import { HeldConnection } from '../db/held.ts';
 import { createPool } from '../db/pool.ts';
 import type { Logger } from '../log.ts';
 import type { Store } from '../queue/sql.ts';
@@ -77,6 +78,8 @@ export class Supervisor {
   private readonly fetchers = new Map<string, Fetcher>();
   private readonly loops: Loop[];
   private readonly heartbeat: Loop;
+  /** The heartbeat's own connection, out of the pool (db/held.ts); none with a pool of fewer than 3. */
+  private readonly beatConnection: HeldConnection | undefined;
   private readonly listener: Listener;
   private readonly catalog: TaskCatalog;
   private readonly optionsReader: OptionsReader;
@@ -185,8 +188,10 @@ export class Supervisor {
       log,
     });
     wakeLimitedOnOutcomes(this.events, settings.queues, (queue) => this.fetchers.get(queue)?.onCapacity());
+    const poolMax = (this.pool as { options?: { max?: number } }).options?.max ?? settings.database.poolSize;
+    this.beatConnection = poolMax >= 3 ? new HeldConnection(this.pool) : undefined;
     this.heartbeat = createHeartbeat({
-      store: this.store,
+      store: this.beatConnection ? { db: this.beatConnection.db, schema: this.store.schema } : this.store,
       beat: () => this.presence.beat(),
       owner: this.id,
       leaseMs: settings.jobs.lease,
@@ -274,6 +279,8 @@ export class Supervisor {
       this.options.log.warn({ err }, 'could not read which queues are paused; retrying every second');
     });
     this.pauseWatch.start();
+    // Taken while connection slots are free: leases are renewed even when none is left later.
+    await this.beatConnection?.take();
     this.heartbeat.start();
     for (const loop of this.loops) loop.start();
     await this.listener.start();
@@ -338,6 +345,7 @@ export class Supervisor {
     await this.progress.stop();
     await this.completer.flush(Date.now() + FLUSH_DEADLINE_MS);
     await this.heartbeat.stop();
+    this.beatConnection?.close();
     // Best effort and bounded: a database that is away must not hold the exit.
     if (wasRunning)
       await within(

@@ -1,6 +1,7 @@
 /**
  * Errors with a stable `code`. PostgreSQL error codes are mapped in one place
- * (`isRetryableDbError`), which decides what a loop may simply try again.
+ * (`isRetryableDbError`, `isReadOnlyDbError`), which decides what a loop may
+ * try again and what means "this server takes no writes: find the primary".
  */
 
 export class JobvisorError extends Error {
@@ -109,9 +110,34 @@ const RETRYABLE_NODE_CODES = new Set([
 export function isRetryableDbError(err: unknown): boolean {
   const e = err as { code?: string; message?: string } | undefined;
   if (!e) return false;
+  // A read-only server is left for a writable one: retried on a new connection.
+  if (isReadOnlyDbError(err)) return true;
   if (e.code && (RETRYABLE_SQLSTATE.has(e.code) || RETRYABLE_NODE_CODES.has(e.code))) return true;
   const message = e.message ?? '';
   return /Connection terminated|connection timeout|Client has encountered a connection error|timeout exceeded when trying to connect|Client was closed/i.test(
     message,
   );
+}
+
+/**
+ * A server that takes no writes: a standby, a primary demoted and restarted as
+ * one, or a server set to `default_transaction_read_only`. SQLSTATE 25006
+ * (read_only_sql_transaction) covers writes and LISTEN/NOTIFY during recovery
+ * ("cannot execute LISTEN during recovery"); locks a standby cannot take say
+ * "recovery is in progress" (55000). `DB_READ_ONLY` is what a pool says when it
+ * refuses a new connection to such a server (src/db/pool.ts).
+ */
+export function isReadOnlyDbError(err: unknown): boolean {
+  const e = err as { code?: string; message?: string } | undefined;
+  if (!e) return false;
+  if (e.code === '25006' || e.code === 'DB_READ_ONLY') return true;
+  return /during recovery|recovery is in progress|read-only transaction/i.test(e.message ?? '');
+}
+
+/** The server reached is read-only: its connections are dropped and a writable primary is waited for. */
+export class ReadOnlyServerError extends JobvisorError {
+  constructor(message: string) {
+    super('DB_READ_ONLY', message);
+    this.name = 'ReadOnlyServerError';
+  }
 }

@@ -15,7 +15,13 @@ export interface CommandContext {
   databaseUrl: string;
   embedded: EmbeddedServer | null;
   pool: pg.Pool;
-  /** Ends the pool and stops the embedded server if this command started it. */
+  /**
+   * The pool for work that needs a session of its own (migrations under their
+   * lock): on database.directUrl when set (database.url goes through a pooler
+   * in transaction mode), else `pool`.
+   */
+  directPool(): pg.Pool;
+  /** Ends the pools and stops the embedded server if this command started it. */
   close(): Promise<void>;
 }
 
@@ -47,13 +53,20 @@ export async function openContext(options: {
     databaseUrl = await ensureDatabase(embedded.url, EMBEDDED_DATABASE);
   }
   const pool = createPool(databaseUrl, { max: settings.database.poolSize, log });
+  let direct: pg.Pool | undefined;
   return {
     settings,
     log,
     databaseUrl,
     embedded,
     pool,
+    directPool() {
+      if (!settings.database.directUrl) return pool;
+      direct ??= createPool(settings.database.directUrl, { max: 2, log, applicationName: 'jobvisor-direct' });
+      return direct;
+    },
     async close() {
+      await direct?.end().catch(() => {});
       await pool.end().catch(() => {});
       if (embedded?.startedHere && !options.keepEmbedded) await embedded.stop();
     },

@@ -18,7 +18,7 @@ export async function migrateCommand(argv: string[]): Promise<number> {
   process.once('SIGTERM', onSignal);
   process.once('SIGINT', onSignal);
   try {
-    const applied = await migrate(ctx.pool, {
+    const applied = await migrate(ctx.directPool(), {
       schema: ctx.settings.database.schema,
       log: ctx.log,
       signal: abort.signal,

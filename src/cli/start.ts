@@ -35,6 +35,7 @@ export async function startCommand(argv: string[]): Promise<number> {
     taskFiles: {},
     serveMetrics: true,
     migrate: ctx.embedded !== null || values.migrate === true,
+    migratePool: ctx.directPool(),
     handleSignals: true,
     startSdk: true,
     close: () => ctx.close(),

@@ -8,5 +8,5 @@ export {
   unreadConfigFiles,
   type LoadOptions,
 } from './load.ts';
-export { effectiveQueueLimits, type QueueLimits } from './limits.ts';
+export { connectionBudget, effectiveQueueLimits, type ConnectionBudget, type QueueLimits } from './limits.ts';
 export { QUEUE_DEFAULTS, type QueueSettings, type Schedule, type Settings } from './schema.ts';

@@ -94,3 +94,29 @@ export function effectiveQueueLimits(settings: {
   }
   return { queues, limits, warnings };
 }
+
+/** Connections one supervisor opens at most, per pool (pools open them lazily, up to these). */
+export interface ConnectionBudget {
+  /** The supervisor's pool: claims, outcomes, heartbeats, reaper, cleanup, gauges (database.poolSize). */
+  pool: number;
+  /** LISTEN, on database.directUrl when set. */
+  listener: number;
+  /** /readyz's probe. */
+  readiness: number;
+  /** ctx.db of the tasks: pool.maxThreads × pool.dbPoolSize. */
+  tasks: number;
+  total: number;
+}
+
+export function connectionBudget(settings: {
+  database: { poolSize: number };
+  pool: { maxThreads: number; dbPoolSize: number };
+}): ConnectionBudget {
+  const budget = {
+    pool: settings.database.poolSize,
+    listener: 1,
+    readiness: 1,
+    tasks: settings.pool.maxThreads * settings.pool.dbPoolSize,
+  };
+  return { ...budget, total: budget.pool + budget.listener + budget.readiness + budget.tasks };
+}

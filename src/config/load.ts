@@ -5,8 +5,8 @@
  * in the working directory (appConfigFile) → environment variables, later
  * wins. An unknown or mistyped key stops start-up with a message that names it
  * (and the nearest valid key). Durations are written as "30s", "5m" and come out
- * as milliseconds. Secrets (database.url) come only from the environment
- * (DATABASE_URL) or a mounted secret file (DATABASE_URL_FILE), never from a
+ * as milliseconds. Secrets (database.url, database.directUrl) come only from the environment
+ * (DATABASE_URL, DATABASE_DIRECT_URL) or a mounted secret file (DATABASE_URL_FILE), never from a
  * configuration file, and are marked sensitive so convict never prints them.
  */
 import convict from 'convict';
@@ -121,6 +121,11 @@ export function loadConfig(options: LoadOptions = {}): Settings {
           `invalid configuration: database.url holds credentials and may not be set in ${file} (a ConfigMap is not a secret): use DATABASE_URL or DATABASE_URL_FILE`,
         );
       }
+      if (isPlainObject(layer.database) && 'directUrl' in layer.database) {
+        throw new ConfigError(
+          `invalid configuration: database.directUrl holds credentials and may not be set in ${file} (a ConfigMap is not a secret): use DATABASE_DIRECT_URL`,
+        );
+      }
       checkReservedKeys(layer, '');
       merged = deepMerge(merged, layer);
     }
@@ -215,5 +220,9 @@ function resolve(loaded: unknown): Settings {
 
 /** Settings with every secret replaced, safe to log. */
 export function redacted(settings: Settings): Settings {
-  return { ...settings, database: { ...settings.database, url: settings.database.url ? '[redacted]' : '' } };
+  const hide = (url: string) => (url ? '[redacted]' : '');
+  return {
+    ...settings,
+    database: { ...settings.database, url: hide(settings.database.url), directUrl: hide(settings.database.directUrl) },
+  };
 }

@@ -19,6 +19,13 @@ export const schema = {
       env: 'DATABASE_URL',
       sensitive: true,
     },
+    directUrl: {
+      doc: 'A direct connection (no pooler in transaction mode) for LISTEN and migrations, when database.url goes through PgBouncer in transaction mode. Empty: database.url.',
+      format: String,
+      default: '',
+      env: 'DATABASE_DIRECT_URL',
+      sensitive: true,
+    },
     poolSize: {
       doc: "Connections in the supervisor's pool (plus one for LISTEN).",
       format: intIn(1, 1000),

@@ -16,6 +16,7 @@
  * forbids `.connect()` on a pool anywhere else in src/.
  */
 import type pg from 'pg';
+import { isReadOnlyDbError } from '../errors.ts';
 import type { Db } from './pool.ts';
 
 export interface Borrowed {
@@ -68,7 +69,8 @@ export async function withClient<T>(
   try {
     return await fn(borrowed.client, (err) => (broken ??= err));
   } catch (err) {
-    if (err instanceof Error && isConnectionLost(err)) broken ??= err;
+    // A read-only server's connection is closed too, not lent again (failover: the endpoint moved).
+    if (err instanceof Error && (isConnectionLost(err) || isReadOnlyDbError(err))) broken ??= err;
     throw err;
   } finally {
     borrowed.release(broken);

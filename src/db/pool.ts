@@ -7,8 +7,17 @@
  * (default 30 s), so one slow statement cannot hold a connection that
  * heartbeats and claims need. A session that needs longer (migrations) sets
  * its own with `SET LOCAL`.
+ *
+ * A new connection is also asked whether its server takes writes
+ * (`pg_is_in_recovery()`, `transaction_read_only`), in the same round trip. One
+ * that does not (a standby, a demoted primary, the endpoint moved to a replica)
+ * is refused with `ReadOnlyServerError` and closed, so the pool never keeps a
+ * healthy-looking connection to a server where every write fails; a connection
+ * whose statement failed as read-only is destroyed by pool.query (and by
+ * `release(err)`), so the next one is opened afresh through the endpoint.
  */
 import pg from 'pg';
+import { ReadOnlyServerError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 
 export type Db = pg.Pool | pg.PoolClient | pg.Client;
@@ -23,7 +32,14 @@ interface PoolConfigWithHook extends Omit<pg.PoolConfig, 'onConnect'> {
 
 export function createPool(
   url: string,
-  options: { max?: number; log?: Logger; applicationName?: string; statementTimeoutMs?: number } = {},
+  options: {
+    max?: number;
+    log?: Logger;
+    applicationName?: string;
+    statementTimeoutMs?: number;
+    /** Keep connections to a read-only server (read-only tools); default: refuse them. */
+    allowReadOnly?: boolean;
+  } = {},
 ): pg.Pool {
   const timeoutMs = options.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS;
   const config: PoolConfigWithHook = {
@@ -36,12 +52,24 @@ export function createPool(
     // A SET on each new connection rather than a startup parameter: PgBouncer refuses
     // startup parameters it does not know. pg-pool awaits onConnect before it hands the
     // connection out, so no query is ever queued behind it on the same client.
-    onConnect:
-      timeoutMs > 0
-        ? async (client) => {
-            await client.query(`SELECT set_config('statement_timeout', $1, false)`, [`${Math.floor(timeoutMs)}ms`]);
-          }
-        : undefined,
+    onConnect: async (client) => {
+      const role = `pg_is_in_recovery() AS in_recovery, current_setting('transaction_read_only') AS read_only`;
+      const { rows } = await client.query<{ in_recovery: boolean; read_only: string }>(
+        timeoutMs > 0
+          ? {
+              text: `SELECT set_config('statement_timeout', $1, false), ${role}`,
+              values: [`${Math.floor(timeoutMs)}ms`],
+            }
+          : { text: `SELECT ${role}` },
+      );
+      const row = rows[0];
+      if (!options.allowReadOnly && row && (row.in_recovery || row.read_only === 'on'))
+        throw new ReadOnlyServerError(
+          row.in_recovery
+            ? 'the database server is in recovery (a standby or a demoted primary): it takes no writes'
+            : 'the database server is read-only (transaction_read_only is on): it takes no writes',
+        );
+    },
   };
   const pool = new pg.Pool(config);
   // A connection the pool is closing may still be terminated by the server before it

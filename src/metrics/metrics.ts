@@ -93,6 +93,20 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
       'How long a supervisor loop has been failing, once longer than a lease (0 or absent: healthy).',
       ['loop'],
     ),
+    failovers: counter(
+      'jobvisor_database_failovers_total',
+      'Failovers this supervisor went through: it reached a writable primary again after finding a read-only server, or found the primary at another address.',
+      [],
+    ),
+    unwritableSeconds: counter(
+      'jobvisor_database_unwritable_seconds_total',
+      'Time this supervisor spent without a writable primary (unreachable or read-only), counted when a primary is reached again.',
+      [],
+    ),
+    readOnlyServer: gauge(
+      'jobvisor_database_read_only',
+      '1 while the server reached is read-only (in recovery: a standby or a demoted primary); 0 otherwise.',
+    ),
     dbErrors: counter('jobvisor_database_errors_total', 'Database errors seen by supervisor loops.', ['loop']),
     // Read at scrape time from the log destination (log.ts), which cannot wait for the reader.
     logLinesDropped: new Counter({

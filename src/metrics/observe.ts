@@ -8,7 +8,7 @@ import { UNBOUNDED_LABELS, type LabelSet } from './labels.ts';
 import type { Metrics } from './metrics.ts';
 
 /**
- * Each gauge has one writer: pool queue length, draining and paused queues are written here;
+ * Each gauge has one writer: pool queue length, draining, paused queues and the read-only server are written here;
  * threads, busy threads, jobs in flight and failing loops at scrape time.
  */
 export function observeEvents(events: SupervisorEvents, metrics: Metrics, labels: LabelSet = UNBOUNDED_LABELS): void {
@@ -62,4 +62,10 @@ export function observeEvents(events: SupervisorEvents, metrics: Metrics, labels
   events.on('queue:paused', ({ queue }) => metrics.queuePaused.labels(labels.queue(queue)).set(1));
   events.on('queue:resumed', ({ queue }) => metrics.queuePaused.labels(labels.queue(queue)).set(0));
   events.on('db:error', ({ loop }) => metrics.dbErrors.labels(loop).inc());
+  events.on('database:read-only', () => metrics.readOnlyServer.set(1));
+  events.on('database:writable', ({ unwritableMs, failover }) => {
+    metrics.readOnlyServer.set(0);
+    metrics.unwritableSeconds.inc(unwritableMs / 1000);
+    if (failover) metrics.failovers.inc();
+  });
 }

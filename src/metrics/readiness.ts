@@ -5,11 +5,17 @@
  * database sees at most one query per `maxAgeMs`.
  *
  * A probe that gets no answer within `timeoutMs` reports the database
- * unreachable and drops its connection (the next probe opens a new one).
+ * unreachable and drops its connection (the next probe opens a new one). So
+ * does a probe that finds the server read-only (a standby, a demoted primary).
  */
 import pg from 'pg';
 import { isMigrated } from '../db/migrate.ts';
+import { readServerRole } from '../queue/server_role.ts';
 import type { Readiness } from './server.ts';
+
+/** /readyz while the server reached takes no writes. */
+export const READ_ONLY_REASON =
+  'database server is read-only (in recovery: a standby or a demoted primary): waiting for a writable primary';
 
 export interface ReadinessProbeOptions {
   url: string;
@@ -75,6 +81,11 @@ export class DatabaseProbe {
     this.probes++;
     try {
       const client = await this.connect(timeoutMs);
+      if (!(await readServerRole(client)).writable) {
+        // Its next probe opens a new connection: the endpoint may lead to a primary by then.
+        this.drop();
+        return { ready: false, reason: READ_ONLY_REASON };
+      }
       return (await isMigrated(client, { schema: this.options.schema }))
         ? { ready: true }
         : { ready: false, reason: 'schema not migrated: run jobvisor migrate' };

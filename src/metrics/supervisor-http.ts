@@ -13,7 +13,7 @@ import { createDatabaseGauges } from './database-gauges.ts';
 import { createLabelSet } from './labels.ts';
 import type { Metrics } from './metrics.ts';
 import { observeEvents } from './observe.ts';
-import { DatabaseProbe } from './readiness.ts';
+import { DatabaseProbe, READ_ONLY_REASON } from './readiness.ts';
 import { startHttpServer, type Readiness } from './server.ts';
 
 export async function serveSupervisor(options: {
@@ -43,6 +43,7 @@ export async function serveSupervisor(options: {
 
   const readiness = async (): Promise<Readiness> => {
     if (supervisor.draining) return { ready: false, reason: 'draining' };
+    if (supervisor.primary.readOnlyServer) return { ready: false, reason: READ_ONLY_REASON };
     const db = await probe.check();
     if (!db.ready) return db;
     health.databaseAnswered(probe.answeredAt);

@@ -24,6 +24,14 @@
  * because the row is no longer `running`. Every later write (outcomes, lease
  * renewals) commits durably and flushes the claim's WAL with it.
  *
+ * Not so across a failover: a claim the primary had not yet sent to its
+ * standby is forgotten by the promoted standby while its task still runs, and
+ * another supervisor claims the job there: two runs at once. So when the server
+ * has synchronous standbys (`synchronous_standby_names`, read at start and
+ * after each failover by primary_watch.ts) the claim commits as every other
+ * write does (`durable`), and a promoted synchronous standby knows every claim
+ * whose task started.
+ *
  * Sent unnamed (`planned`), so it is planned with its arguments every time.
  * As a named prepared statement it kept the generic plan chosen while the table
  * was tiny (a Seq Scan and a Sort), and a burst of 100,000 jobs after an idle
@@ -64,7 +72,7 @@ WITH claimed AS (
          locked_until = coalesce($5::timestamptz, now()) + $3::float8 * interval '1 millisecond',
          started_at = coalesce($5::timestamptz, now())
    WHERE id = ANY ((SELECT jobvisor.due_job_ids($2, $4, coalesce($5::timestamptz, now())))::bigint[])
-     AND (SELECT set_config('synchronous_commit', 'off', true)) = 'off'
+     AND (SELECT set_config('synchronous_commit', CASE WHEN $7::boolean THEN current_setting('synchronous_commit') ELSE 'off' END, true)) IS NOT NULL
   RETURNING id, kind, queue, ${PAYLOAD_TEXT}, attempts, max_attempts, priority, run_at, lease_token, trace_context
 )
 SELECT c.id, c.kind, c.lease_token::text AS token, ${PAYLOAD_COLUMNS},
@@ -117,7 +125,16 @@ export interface ClaimRow {
  */
 export async function claimJobs(
   store: Store,
-  args: { owner: string; queue: string; limit: number; leaseMs: number; maxPayloadBytes?: number; now?: Now },
+  args: {
+    owner: string;
+    queue: string;
+    limit: number;
+    leaseMs: number;
+    maxPayloadBytes?: number;
+    now?: Now;
+    /** Commit with the session's synchronous_commit (synchronous standbys), not off. */
+    durable?: boolean;
+  },
 ): Promise<ClaimedJob[]> {
   if (args.limit <= 0) return [];
   const rows = await runArrays<ClaimColumns>(store, CLAIM_JOBS, [
@@ -127,6 +144,7 @@ export async function claimJobs(
     args.limit,
     args.now ?? null,
     args.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
+    args.durable === true,
   ]);
   const queue = args.queue;
   return rows.map((r) => ({

@@ -70,6 +70,8 @@ export const KEYLESS_WINDOW = 1000;
  * on every claim, under the queue's lock.
  */
 const BEGIN = 'BEGIN; SET LOCAL synchronous_commit = off; SET LOCAL jit = off';
+/** With synchronous standbys the claim commits durably (claim.ts says why). */
+const BEGIN_DURABLE = 'BEGIN; SET LOCAL jit = off';
 const LOCK_QUEUE = 'SELECT pg_advisory_xact_lock($1::int, $2::int)';
 
 export interface LimitedClaim {
@@ -105,6 +107,8 @@ export interface LimitedClaimArgs {
    */
   keylessScan?: 'all' | 'window';
   now?: Now;
+  /** Commit with the session's synchronous_commit (synchronous standbys), not off. */
+  durable?: boolean;
 }
 
 /** A claimed row (id null: nothing claimed, the limits ride along alone). */
@@ -139,7 +143,7 @@ export async function claimLimited(store: Store, args: LimitedClaimArgs): Promis
   if (args.limit <= 0) return none;
   return withConnection(store.db, async (client) => {
     try {
-      await client.query(BEGIN);
+      await client.query(args.durable ? BEGIN_DURABLE : BEGIN);
       await client.query(LOCK_QUEUE, [LOCK_SPACE, lockKey(store.schema, args.queue)]);
       const result = await claimLocked({ db: client, schema: store.schema }, args);
       await client.query('COMMIT');

@@ -1,10 +1,11 @@
 /**
  * Runtime statements are named constants written against schema `jobvisor`.
  *
- * `prepared(name, text)` gives a pg QueryConfig with a stable name: each
- * connection parses it once and PostgreSQL may switch to a generic plan.
  * `planned(name, text)` is sent unnamed, so it is planned with its actual
- * parameters and the table's current size every time.
+ * parameters and the table's current size every time; `name` labels the text
+ * (a comment, for pg_stat_statements and logs). `prepared(name, text)` once
+ * gave a named statement, parsed once per connection; it is sent unnamed now
+ * too (below).
  *
  * Every statement on the hot path is `planned`. A generic plan is made once
  * and kept until the table's statistics change: the claim's, made while the
@@ -18,6 +19,14 @@
  * completion of 500 jobs measured 47.7 ms generic against 10.6 ms custom.
  * test/plans.test.ts checks each hot statement's plan on a table that grew
  * from tiny to a million rows without ANALYZE.
+ *
+ * `prepared` statements are sent unnamed as well: a named statement is
+ * prepared on one server connection, and behind a pooler in transaction mode
+ * (PgBouncer before 1.21 has no protocol-level support) the next transaction
+ * may run on another, which has never seen it ("prepared statement
+ * jobvisor_list_queues does not exist") or has it already ("already exists").
+ * The statements that used names are cold (the paused-queue read once a
+ * second, admin reads): the parse a name saved is microseconds.
  */
 import type pg from 'pg';
 import { withClient } from '../db/borrow.ts';
@@ -36,23 +45,22 @@ export interface Statement {
   (schema: string): { name?: string; text: string };
 }
 
+/** A cold statement; sent unnamed like every other (see the file comment). */
 export function prepared(name: string, text: string): Statement {
-  return statement(name, text, true);
+  return statement(name, text);
 }
 
 export function planned(name: string, text: string): Statement {
-  return statement(name, text, false);
+  return statement(name, text);
 }
 
-function statement(name: string, text: string, named: boolean): Statement {
+function statement(name: string, text: string): Statement {
   const cache = new Map<string, { name?: string; text: string }>();
   return (schema) => {
     let s = cache.get(schema);
     if (!s) {
       const qualified = qualify(text, schema);
-      s = named
-        ? { name: schema === 'jobvisor' ? `jobvisor_${name}` : `jobvisor_${name}_${schema}`, text: qualified }
-        : { text: `/* jobvisor_${name} */ ${qualified}` };
+      s = { text: `/* jobvisor_${name} */ ${qualified}` };
       cache.set(schema, s);
     }
     return s;

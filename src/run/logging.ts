@@ -3,8 +3,15 @@
  * under `err`. Events, not idle polls: an empty claim logs nothing; per-job
  * lines are debug level so a busy supervisor does not log per job by default.
  */
+import { isReadOnlyDbError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { SupervisorEvents } from '../supervisor/events.ts';
+
+/** too_many_connections / configuration_limit_exceeded: no connection slot left for this role or server. */
+function isOutOfConnections(err: unknown): boolean {
+  const code = (err as { code?: string } | undefined)?.code;
+  return code === '53300' || code === '53400';
+}
 
 export function logEvents(events: SupervisorEvents, log: Logger): void {
   // The logger already binds the supervisor id.
@@ -70,8 +77,37 @@ export function logEvents(events: SupervisorEvents, log: Logger): void {
     reconnect ? log.info('listener reconnected') : log.debug('listening for new jobs'),
   );
   events.on('queue:paused', ({ queue }) => log.info({ queue }, 'queue paused: claiming nothing from it'));
-  events.on('listener:lost', ({ error }) => log.warn({ error }, 'listener connection lost, reconnecting'));
-  events.on('db:error', ({ loop, err }) => log.warn({ loop, err }, 'database error'));
+  // A read-only server is said once per episode (database:read-only), not per failed round.
+  events.on('listener:lost', ({ error, readOnly }) => {
+    if (!readOnly) log.warn({ error }, 'listener connection lost, reconnecting');
+  });
+  // A server out of connection slots is said once, until work goes through again.
+  let refused = false;
+  const workDone = () => (refused = false);
+  events.on('job:claimed', workDone);
+  events.on('job:completed', workDone);
+  events.on('db:error', ({ loop, err }) => {
+    if (isReadOnlyDbError(err)) return;
+    if (isOutOfConnections(err)) {
+      if (!refused)
+        log.error(
+          { loop, err },
+          'database refuses new connections (max_connections reached): working with the connections already open',
+        );
+      refused = true;
+      return;
+    }
+    log.warn({ loop, err }, 'database error');
+  });
+  events.on('database:read-only', ({ loop, error }) =>
+    log.error(
+      { loop, error },
+      'database server is read-only (a standby or a demoted primary): dropping its connections, waiting for a writable primary',
+    ),
+  );
+  events.on('database:writable', ({ unwritableMs, readOnly, failover, address }) => {
+    if (readOnly || failover) log.info({ unwritableMs, failover, address }, 'writable primary reached');
+  });
   events.on('tasks:deferred', ({ held }) =>
     log.debug({ held }, "busy: every task's options are read at the first quiet moment"),
   );

@@ -12,7 +12,7 @@
  * resolves when all of that is done.
  */
 import type pg from 'pg';
-import { effectiveQueueLimits, type Settings } from '../config/index.ts';
+import { connectionBudget, effectiveQueueLimits, type Settings } from '../config/index.ts';
 import { migrate } from '../db/migrate.ts';
 import { safeUrl, type Logger } from '../log.ts';
 import { createMetrics } from '../metrics/metrics.ts';
@@ -44,6 +44,8 @@ export interface RunnerSetup {
   /** Serve /metrics, /healthz and /readyz on settings.metrics.{host,port}. */
   serveMetrics: boolean;
   migrate: boolean;
+  /** The pool migrations take their advisory lock on: a direct connection when `pool` goes through a pooler. */
+  migratePool?: pg.Pool;
   handleSignals: boolean;
   /** true: start the OpenTelemetry SDK from OTEL_* (jobvisor start); false: trace only if the app registered one. */
   startSdk: boolean;
@@ -104,7 +106,7 @@ export async function startRunner(setup: RunnerSetup): Promise<Runner> {
     const kinds = await checkTaskModules(settings.tasks.dir, setup.taskFiles, (kind) => supervisor.checkTask(kind));
     // Imported already: their options (queue defaults for enqueue in this process) are known before run() resolves.
     await supervisor.readTasks(kinds);
-    if (setup.migrate) await migrate(setup.pool, { schema: settings.database.schema, log });
+    if (setup.migrate) await migrate(setup.migratePool ?? setup.pool, { schema: settings.database.schema, log });
   } catch (err) {
     await supervisor.stop('start-up failed');
     if (setup.ownsPool) await setup.pool.end().catch(() => {});
@@ -179,6 +181,9 @@ export async function startRunner(setup: RunnerSetup): Promise<Runner> {
         metricsPort: served?.port,
         queues: settings.queues,
         threads: settings.pool.maxThreads,
+        // At most, per pool (README "Connection budget"); LISTEN goes to database.directUrl when set.
+        connections: connectionBudget(settings),
+        listen: settings.database.directUrl ? 'database.directUrl' : 'database.url',
         version: VERSION,
       },
       'ready',

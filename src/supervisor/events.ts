@@ -57,7 +57,12 @@ export interface Events {
   /** A served queue is not paused (also its state at start). */
   'queue:resumed': [{ queue: string }];
   'listener:connected': [{ reconnect: boolean }];
-  'listener:lost': [{ error: string }];
+  /** `readOnly`: LISTEN failed because the server is in recovery (a standby). */
+  'listener:lost': [{ error: string; readOnly?: boolean }];
+  /** The server reached takes no writes (in recovery, or read-only): once per episode (primary_watch.ts). */
+  'database:read-only': [{ loop: string; error: string }];
+  /** A writable primary is reached again after `unwritableMs`; `failover`: another server, or a read-only one was seen. */
+  'database:writable': [{ unwritableMs: number; readOnly: boolean; failover: boolean; address: string }];
   'db:error': [{ loop: string; err: unknown }];
   'pool:changed': [{ threads: number; busy: number; queued: number }];
   /** A loop's rounds have failed for longer than a lease (see loop-health.ts). */

@@ -44,6 +44,8 @@ export interface FetcherOptions {
   maxPayloadBytes: number;
   pollIntervalMs: number;
   capacity: () => number;
+  /** Claims commit durably (the primary has synchronous standbys); default false. */
+  durableClaims?: () => boolean;
   deliver: (jobs: ClaimedJob[]) => void;
   /** Hands back jobs claimed while the queue was being paused (no attempt used). */
   handBack?: (jobs: ClaimedJob[]) => void;
@@ -197,6 +199,7 @@ export class Fetcher {
           limits: this.options.settings,
           cursor: this.cursor,
           keylessScan,
+          durable: this.options.durableClaims?.() === true,
         });
         jobs = claim.jobs;
         this.cursor = claim.cursor;
@@ -218,6 +221,7 @@ export class Fetcher {
           limit,
           leaseMs: this.options.leaseMs,
           maxPayloadBytes: this.options.maxPayloadBytes,
+          durable: this.options.durableClaims?.() === true,
         });
       }
     } catch (err) {

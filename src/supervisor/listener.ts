@@ -6,10 +6,14 @@
  * A connection can die loudly (error/end: reconnect with jittered backoff) or
  * silently (a proxy that stops forwarding): every `checkIntervalMs` the
  * supervisor notifies itself and reconnects if the ping does not come back.
+ * On a server in recovery LISTEN fails ("cannot execute LISTEN during
+ * recovery"): the connection is dropped like a lost one, the event says it was
+ * read-only, and `reconnectNow()` skips the backoff once a primary is back.
  */
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import type { Db } from '../db/pool.ts';
+import { isReadOnlyDbError } from '../errors.ts';
 import { jittered } from './loop.ts';
 import type { SupervisorEvents } from './events.ts';
 
@@ -114,10 +118,25 @@ export class Listener {
     this.pingToken = undefined;
     clearTimeout(this.pingTimer);
     client.end().catch(() => {});
-    this.options.events.emit('listener:lost', { error: err instanceof Error ? err.message : String(err) });
+    this.options.events.emit('listener:lost', {
+      error: err instanceof Error ? err.message : String(err),
+      // "cannot execute LISTEN during recovery": a standby, not a lost network.
+      ...(isReadOnlyDbError(err) && { readOnly: true }),
+    });
     const delay = jittered(Math.min(10_000, 100 * 2 ** Math.min(this.reconnects++, 7)));
     this.retryTimer = setTimeout(() => void this.connect(), delay);
     this.retryTimer.unref();
+  }
+
+  /**
+   * A writable primary is reached again (primary_watch.ts): a listener waiting
+   * out its backoff reconnects now, with its backoff reset.
+   */
+  reconnectNow(): void {
+    if (this.stopped || this.client) return;
+    clearTimeout(this.retryTimer);
+    this.reconnects = 0;
+    void this.connect();
   }
 
   /** Self-notification: proves the connection still delivers. */

@@ -13,6 +13,7 @@ import { hostname } from 'node:os';
 import type pg from 'pg';
 import type { Piscina } from 'piscina';
 import type { Settings } from '../config/index.ts';
+import { HeldConnection } from '../db/held.ts';
 import { createPool } from '../db/pool.ts';
 import type { Logger } from '../log.ts';
 import type { Store } from '../queue/sql.ts';
@@ -26,6 +27,7 @@ import { createHeartbeat } from './heartbeat.ts';
 import { Listener } from './listener.ts';
 import { wakeLimitedOnOutcomes } from './limited_wake.ts';
 import { PauseWatch } from './pause_watch.ts';
+import { PrimaryWatch } from './primary_watch.ts';
 import { QuietStart } from './quiet_start.ts';
 import type { Loop } from './loop.ts';
 import { createCleanup, createReaper } from './maintenance.ts';
@@ -79,12 +81,16 @@ export class Supervisor {
   private readonly fetchers = new Map<string, Fetcher>();
   private readonly loops: Loop[];
   private readonly heartbeat: Loop;
+  /** The heartbeat's own connection, out of the pool (db/held.ts); none with a pool of fewer than 3. */
+  private readonly beatConnection: HeldConnection | undefined;
   private readonly listener: Listener;
   private readonly catalog: TaskCatalog;
   private readonly optionsReader: OptionsReader;
   private readonly presence: Presence;
   private firstBeat: Promise<void> = Promise.resolve();
   private readonly pauseWatch: PauseWatch;
+  /** Whether a writable primary is reached; see primary_watch.ts. */
+  readonly primary: PrimaryWatch;
   private pollTimer: NodeJS.Timeout | undefined;
   private readonly readAll: QuietStart;
   private state: 'created' | 'running' | 'draining' | 'stopped' = 'created';
@@ -168,6 +174,7 @@ export class Supervisor {
           maxPayloadBytes: settings.jobs.maxPayloadBytes,
           pollIntervalMs: settings.poll.interval,
           capacity: () => this.dispatcher.capacity(queue),
+          durableClaims: () => this.primary.durableClaims,
           deliver: (jobs) => this.dispatcher.add(jobs),
           handBack: (jobs) => {
             for (const job of jobs) this.completer.release(job, 'queue paused');
@@ -186,8 +193,10 @@ export class Supervisor {
       log,
     });
     wakeLimitedOnOutcomes(this.events, settings.queues, (queue) => this.fetchers.get(queue)?.onCapacity());
+    const poolMax = (this.pool as { options?: { max?: number } }).options?.max ?? settings.database.poolSize;
+    this.beatConnection = poolMax >= 3 ? new HeldConnection(this.pool) : undefined;
     this.heartbeat = createHeartbeat({
-      store: this.store,
+      store: this.beatConnection ? { db: this.beatConnection.db, schema: this.store.schema } : this.store,
       beat: () => this.presence.beat(),
       owner: this.id,
       leaseMs: settings.jobs.lease,
@@ -219,11 +228,18 @@ export class Supervisor {
       events: this.events,
     });
     this.listener = new Listener({
-      url: options.databaseUrl,
+      // LISTEN needs a session of its own: never through a pooler in transaction mode.
+      url: settings.database.directUrl || options.databaseUrl,
       db: this.pool,
       onNotify: (queue) => this.wake(queue),
       onQueueState: () => void this.pauseWatch.refresh().catch(() => {}),
       events: this.events,
+    });
+    this.primary = new PrimaryWatch({ db: this.pool, events: this.events });
+    // Back on a primary: LISTEN and claims now, not after their backoffs and the next poll.
+    this.events.on('database:writable', () => {
+      this.listener.reconnectNow();
+      this.wakeAll();
     });
   }
 
@@ -262,11 +278,15 @@ export class Supervisor {
     if (this.state !== 'created') return;
     this.state = 'running';
     this.firstBeat = this.presence.beat();
+    // Which server is the primary, and whether claims must commit durably, before the first claim.
+    await this.primary.start();
     // Paused queues are known before anything can wake a fetcher (the listener does at once).
     await this.pauseWatch.refresh().catch((err: unknown) => {
       this.options.log.warn({ err }, 'could not read which queues are paused; retrying every second');
     });
     this.pauseWatch.start();
+    // Taken while connection slots are free: leases are renewed even when none is left later.
+    await this.beatConnection?.take();
     this.heartbeat.start();
     for (const loop of this.loops) loop.start();
     await this.listener.start();
@@ -329,6 +349,7 @@ export class Supervisor {
       ...[...this.fetchers.values()].map((f) => f.stop()),
       this.listener.stop(),
       this.pauseWatch.stop(),
+      this.primary.stop(),
       ...this.loops.map((l) => l.stop()),
     ]);
     this.dispatcher.drainBuffers();
@@ -340,6 +361,7 @@ export class Supervisor {
     await this.progress.stop();
     await this.completer.flush(Date.now() + FLUSH_DEADLINE_MS);
     await this.heartbeat.stop();
+    this.beatConnection?.close();
     // Best effort and bounded: a database that is away must not hold the exit.
     if (wasRunning)
       await within(

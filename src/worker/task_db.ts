@@ -8,6 +8,13 @@
  * server after `TASK_DB_IDLE_IN_TRANSACTION_MS`, which frees its locks and its
  * slot. Statements themselves are not bounded: a task's own long query is its
  * business, and its job timeout stops it.
+ *
+ * That timeout is set on each new connection with a statement, not sent as a
+ * startup parameter: PgBouncer refuses startup parameters it does not know
+ * ("unsupported startup parameter"), and every task's ctx.db failed through it.
+ * Behind a pooler in transaction mode the setting lands on whichever server
+ * connection ran it (PgBouncer's own `idle_transaction_timeout` is the bound
+ * there; README "PgBouncer").
  */
 import { createRequire } from 'node:module';
 import type pg from 'pg';
@@ -60,12 +67,19 @@ export function createTaskPool(options: {
       });
     }
   }
-  return new TaskPool({
+  const idleMs = options.idleInTransactionMs ?? TASK_DB_IDLE_IN_TRANSACTION_MS;
+  // pg-pool awaits onConnect before it hands a new connection out; @types/pg types it as returning void.
+  const config = {
     connectionString: options.connectionString,
     max: options.max,
     application_name: 'jobvisor-task',
     idleTimeoutMillis: 10_000,
     connectionTimeoutMillis: connectTimeoutMs,
-    idle_in_transaction_session_timeout: options.idleInTransactionMs ?? TASK_DB_IDLE_IN_TRANSACTION_MS,
-  });
+    onConnect: async (client: pg.PoolClient) => {
+      await client.query(`SELECT set_config('idle_in_transaction_session_timeout', $1, false)`, [
+        `${Math.floor(idleMs)}ms`,
+      ]);
+    },
+  };
+  return new TaskPool(config as unknown as pg.PoolConfig);
 }

@@ -1,7 +1,8 @@
 /**
  * External programs some tests run: promtool and the Prometheus server, from
  * Debian's `prometheus` package, and Debian's `chromium` (driven by
- * playwright-core; never a downloaded browser). `npm test` installs the package when it can
+ * playwright-core; never a downloaded browser), and Debian's `pgbouncer` (run in
+ * front of a test PostgreSQL). `npm test` installs the package when it can
  * (test/run.ts); when a program is still missing, the tests that need it are
  * skipped with the reason and the command that installs it, never failed.
  *
@@ -29,6 +30,7 @@ export interface Tool {
 export const PROMTOOL: Tool = { env: 'PROMTOOL', name: 'promtool', debianPackage: 'prometheus' };
 export const PROMETHEUS: Tool = { env: 'PROMETHEUS', name: 'prometheus', debianPackage: 'prometheus' };
 export const CHROMIUM: Tool = { env: 'CHROMIUM', name: 'chromium', debianPackage: 'chromium' };
+export const PGBOUNCER: Tool = { env: 'PGBOUNCER', name: 'pgbouncer', debianPackage: 'pgbouncer' };
 
 /** Test files and the tools they need. */
 export const TOOLS_BY_TEST: Record<string, Tool[]> = {
@@ -36,6 +38,7 @@ export const TOOLS_BY_TEST: Record<string, Tool[]> = {
   'prometheus.test.ts': [PROMETHEUS],
   'dashboard_browser.test.ts': [CHROMIUM],
   'dashboard_rebinding.test.ts': [CHROMIUM],
+  'pgbouncer.test.ts': [PGBOUNCER],
 };
 
 /** The binary to run, or null when it is on neither the variable nor PATH. */

@@ -45,6 +45,8 @@ export interface ChaosPostgres {
   stop(mode?: 'fast' | 'immediate' | 'smart'): Promise<void>;
   /** pg_ctl start; resolves when it accepts connections. */
   start(): Promise<void>;
+  /** pg_ctl promote (a standby becomes a primary); resolves when it takes writes. */
+  promote(): Promise<void>;
   /** Stops (immediate) and deletes everything. Idempotent. */
   destroy(): Promise<void>;
   /** The server log so far. */
@@ -56,6 +58,8 @@ export interface ChaosPostgresOptions {
   settings?: Record<string, string | number>;
   /** Password of the `postgres` superuser (default: a distinctive random one). */
   password?: string;
+  /** Fills the data folder instead of initdb (standby.ts: pg_basebackup), as the server's user. */
+  init?: (dataDir: string, exec: (file: string, args: string[]) => Promise<unknown>) => Promise<void>;
 }
 
 // Servers still running when the test process exits are stopped with it.
@@ -153,18 +157,20 @@ export async function startChaosPostgres(options: ChaosPostgresOptions = {}): Pr
     grantTraverse(bin);
   }
   chmodSync(home, 0o700);
-  await exec(path.join(bin, 'initdb'), [
-    '-D',
-    dataDir,
-    '-U',
-    'postgres',
-    '--auth=scram-sha-256',
-    `--pwfile=${pwFile}`,
-    '--encoding=UTF8',
-    '--locale=C',
-    '--no-sync',
-  ]);
-  rmSync(pwFile);
+  if (options.init) await options.init(dataDir, exec);
+  else
+    await exec(path.join(bin, 'initdb'), [
+      '-D',
+      dataDir,
+      '-U',
+      'postgres',
+      '--auth=scram-sha-256',
+      `--pwfile=${pwFile}`,
+      '--encoding=UTF8',
+      '--locale=C',
+      '--no-sync',
+    ]);
+  rmSync(pwFile, { force: true });
   const port = await freePort();
   const settings: Record<string, string | number> = {
     listen_addresses: '127.0.0.1',
@@ -220,6 +226,9 @@ export async function startChaosPostgres(options: ChaosPostgresOptions = {}): Pr
     async start() {
       await exec(pgCtl, ['start', '-w', '-t', '60', '-D', dataDir, '-l', logFile, '-o', serverOptions]);
       await waitAccepting(url, 30_000);
+    },
+    async promote() {
+      await exec(pgCtl, ['promote', '-w', '-t', '60', '-D', dataDir]);
     },
     async destroy() {
       if (destroyed) return;

@@ -13,6 +13,8 @@
  * after a network partition heals.
  * `cut()` freezes every connection, including new ones (accepted, never
  * forwarded: connecting hangs as it does behind a black hole); `heal()` undoes it.
+ * `retarget()` moves the endpoint to another server (a failover behind a
+ * Service): new connections go there, open ones stay with the old one.
  */
 import { createServer, Socket, type Server } from 'node:net';
 
@@ -25,6 +27,8 @@ export interface ProxiedConnection {
   /** Bytes forwarded client → server and server → client. */
   bytesUp: number;
   bytesDown: number;
+  /** Port of the server this connection was forwarded to. */
+  targetPort: number;
 }
 
 interface Pipe extends ProxiedConnection {
@@ -49,11 +53,17 @@ export interface Proxy {
   heal(): void;
   /** Closes every connection (both sides) matching `which`. */
   drop(which: (c: ProxiedConnection) => boolean): number;
+  /**
+   * Sends new connections to another server; open ones stay where they are (as
+   * when a Kubernetes Service's endpoints change).
+   */
+  retarget(target: { host?: string; port: number }): void;
   close(): Promise<void>;
 }
 
 export async function startProxy(target: { host?: string; port: number }): Promise<Proxy> {
-  const host = target.host ?? '127.0.0.1';
+  let host = target.host ?? '127.0.0.1';
+  let targetPort = target.port;
   const pipes = new Set<Pipe>();
   let nextId = 1;
   let cutAll = false;
@@ -101,6 +111,7 @@ export async function startProxy(target: { host?: string; port: number }): Promi
       closed: false,
       bytesUp: 0,
       bytesDown: 0,
+      targetPort,
       client,
       server: upstream,
       heldUp: [],
@@ -132,7 +143,7 @@ export async function startProxy(target: { host?: string; port: number }): Promi
     client.on('close', () => closeOne(p));
     upstream.on('close', () => closeOne(p));
     if (cutAll) freezeOne(p);
-    upstream.connect(target.port, host);
+    upstream.connect(targetPort, host);
     upstream.setNoDelay(true);
   });
   await new Promise<void>((resolve, reject) => {
@@ -151,13 +162,14 @@ export async function startProxy(target: { host?: string; port: number }): Promi
       return u.toString();
     },
     connections: () =>
-      [...pipes].map(({ id, applicationName, frozen, closed, bytesUp, bytesDown }) => ({
+      [...pipes].map(({ id, applicationName, frozen, closed, bytesUp, bytesDown, targetPort: port }) => ({
         id,
         applicationName,
         frozen,
         closed,
         bytesUp,
         bytesDown,
+        targetPort: port,
       })),
     freeze(which) {
       let n = 0;
@@ -186,6 +198,10 @@ export async function startProxy(target: { host?: string; port: number }): Promi
         }
       }
       return n;
+    },
+    retarget(next) {
+      host = next.host ?? '127.0.0.1';
+      targetPort = next.port;
     },
     close: () =>
       new Promise<void>((resolve) => {

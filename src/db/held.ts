@@ -1,0 +1,83 @@
+/**
+ * One connection of a pool held out of it for one loop (the heartbeat), so
+ * that loop never needs a new connection while it has one: when another
+ * application takes every slot of `max_connections`, the supervisor keeps its
+ * leases through the connection it already holds. Taken at start, while slots
+ * are free; out of the pool's `max`, so the budget does not grow.
+ *
+ * States: none → held → (lost: handed back with its error, so the pool closes
+ * it) → none … → closed. With no connection held (not yet taken, lost, or none
+ * to be had) a query goes through the pool as any other.
+ */
+import type pg from 'pg';
+import { isReadOnlyDbError, isRetryableDbError } from '../errors.ts';
+import { borrow, type Borrowed } from './borrow.ts';
+import type { Db } from './pool.ts';
+
+export class HeldConnection {
+  private held: Borrowed | undefined;
+  private taking: Promise<pg.PoolClient | undefined> | undefined;
+  private closed = false;
+
+  constructor(private readonly pool: pg.Pool) {}
+
+  /** For `Store.db`: the statement modules use only `query(config)`. */
+  get db(): Db {
+    return { query: (config: pg.QueryConfig) => this.query(config) } as unknown as Db;
+  }
+
+  /** Takes a connection now. Never throws: without one, queries use the pool. */
+  async take(): Promise<void> {
+    await this.get();
+  }
+
+  async query(config: pg.QueryConfig): Promise<pg.QueryResult> {
+    const client = await this.get();
+    if (!client) return this.pool.query(config);
+    try {
+      return await client.query(config);
+    } catch (err) {
+      // A statement's own error leaves the connection usable; a lost or read-only one does not.
+      if (isRetryableDbError(err) || isReadOnlyDbError(err)) this.lose(client, err);
+      throw err;
+    }
+  }
+
+  /** Hands the connection back to the pool. Idempotent. */
+  close(): void {
+    this.closed = true;
+    const held = this.held;
+    this.held = undefined;
+    // Closed, not handed back under its heartbeat name.
+    held?.release(new Error('heartbeat connection closed'));
+  }
+
+  private get(): Promise<pg.PoolClient | undefined> {
+    if (this.held || this.closed) return Promise.resolve(this.held?.client);
+    this.taking ??= borrow(this.pool)
+      .then(
+        async (held) => {
+          const { client } = held;
+          client.on('error', (err) => this.lose(client, err));
+          if (this.closed) {
+            held.release();
+            return undefined;
+          }
+          // Named in pg_stat_activity, so an operator (or a test) can tell it from the pool's.
+          await client.query(`SELECT set_config('application_name', 'jobvisor-heartbeat', false)`).catch(() => {});
+          this.held = held;
+          return client;
+        },
+        () => undefined,
+      )
+      .finally(() => (this.taking = undefined));
+    return this.taking;
+  }
+
+  private lose(client: pg.PoolClient, err: unknown): void {
+    const held = this.held;
+    if (held?.client !== client) return;
+    this.held = undefined;
+    held.release(err instanceof Error ? err : new Error(String(err)));
+  }
+}

@@ -6,8 +6,14 @@
  *
  * Held slots are counted from the jobs table itself (running rows), never from
  * a counter a crash could leak: a killed supervisor's rows hold their slots
- * until the reaper returns them, then the slots are free. Rate-limit starts are
- * rows of jobvisor.rate_starts written by the same statement that claims.
+ * until the reaper returns them, then the slots are free. A running job that
+ * was cancelled keeps its lease (admin cancel leaves locked_until), and holds
+ * its slot while that lease lasts: its supervisor renews it until the run has
+ * ended and then clears it (cancelled_slot.ts), so the task still stopping
+ * never overlaps the next job of its key. Those rows are found through
+ * jobs_cancelled_running_idx (migration 012), empty but for such runs.
+ * Rate-limit starts are rows of jobvisor.rate_starts written by the same
+ * statement that claims.
  *
  * Shared parameters: $1 owner, $2 queue, $3 lease ms, $4 free local places,
  * $5 pinned now (tests; null: the database clock at the statement, after the
@@ -73,7 +79,10 @@ WITH t AS (
 ),
 global_room AS (
   SELECT CASE WHEN $7::int IS NULL THEN $4::int
-              ELSE $7::int - (SELECT count(*)::int FROM jobvisor.jobs WHERE status = 'running' AND queue = $2) END AS n
+              ELSE $7::int - (SELECT count(*)::int FROM jobvisor.jobs WHERE status = 'running' AND queue = $2)
+                           - (SELECT count(*)::int FROM jobvisor.jobs
+                               WHERE status = 'cancelled' AND finished_at IS NULL AND queue = $2
+                                 AND locked_until > (SELECT now FROM t)) END AS n
 ),
 paced AS (
   SELECT CASE WHEN $9::int IS NOT NULL AND NOT $11::bool THEN
@@ -160,7 +169,10 @@ t AS (
 ),
 global_room AS (
   SELECT CASE WHEN $7::int IS NULL THEN $4::int
-              ELSE $7::int - (SELECT count(*)::int FROM jobvisor.jobs WHERE status = 'running' AND queue = $2) END AS n
+              ELSE $7::int - (SELECT count(*)::int FROM jobvisor.jobs WHERE status = 'running' AND queue = $2)
+                           - (SELECT count(*)::int FROM jobvisor.jobs
+                               WHERE status = 'cancelled' AND finished_at IS NULL AND queue = $2
+                                 AND locked_until > (SELECT now FROM t)) END AS n
 ),
 paced AS (
   SELECT CASE WHEN $9::int IS NOT NULL AND NOT $11::bool THEN
@@ -197,8 +209,14 @@ keyless_head AS (
    LIMIT coalesce($16::int, $4::int)
 ),
 key_running AS (
-  SELECT concurrency_key AS key, count(*)::int AS n FROM jobvisor.jobs
-   WHERE status = 'running' AND queue = $2 AND concurrency_key IN (SELECT key FROM keys) GROUP BY 1
+  SELECT h.key, sum(h.n)::int AS n FROM (
+    SELECT concurrency_key AS key, count(*)::int AS n FROM jobvisor.jobs
+     WHERE status = 'running' AND queue = $2 AND concurrency_key IN (SELECT key FROM keys) GROUP BY 1
+    UNION ALL
+    SELECT concurrency_key, count(*)::int FROM jobvisor.jobs
+     WHERE status = 'cancelled' AND finished_at IS NULL AND queue = $2
+       AND locked_until > (SELECT now FROM t) AND concurrency_key IN (SELECT key FROM keys) GROUP BY 1
+  ) AS h GROUP BY 1
 ),
 key_window AS (
   SELECT r.key, count(*)::int AS n FROM jobvisor.rate_starts AS r, t

@@ -25,6 +25,7 @@ import { Fetcher } from './fetcher.ts';
 import { createHeartbeat } from './heartbeat.ts';
 import { Listener } from './listener.ts';
 import { wakeLimitedOnOutcomes } from './limited_wake.ts';
+import { endCancelledRunsOnLoss } from './cancelled_runs.ts';
 import { PauseWatch } from './pause_watch.ts';
 import { QuietStart } from './quiet_start.ts';
 import type { Loop } from './loop.ts';
@@ -181,6 +182,13 @@ export class Supervisor {
       log,
     });
     wakeLimitedOnOutcomes(this.events, settings.queues, (queue) => this.fetchers.get(queue)?.onCapacity());
+    endCancelledRunsOnLoss({
+      store: this.store,
+      owner: this.id,
+      events: this.events,
+      queues: settings.queues,
+      onFreed: (queue) => this.fetchers.get(queue)?.wake(),
+    });
     this.heartbeat = createHeartbeat({
       store: this.store,
       beat: () => this.presence.beat(),

@@ -30,8 +30,10 @@
  * counts each key's starts within the window before it, since keys are many
  * and each has few starts.
  * Every result has one row even when nothing is claimed: `budget` (what the
- * cluster limits allowed) and `next_free_ms` (when half the pacing horizon is
- * free again) ride along.
+ * cluster limits allowed), `next_free_ms` (when half the pacing horizon is
+ * free again), and the database's clock when the statement arrived
+ * (statement_timestamp()) and when each row left (clock_timestamp()), which
+ * the supervisor measures its own clock against (db_clock.ts), ride along.
  */
 import { PAYLOAD_COLUMNS, PAYLOAD_TEXT } from './claim.ts';
 import { planned } from './sql.ts';
@@ -95,7 +97,7 @@ budget AS (
            ELSE ceil(extract(epoch FROM t.at + $13::float8 * interval '1 millisecond' - p.first_slot) * 1000
                      / ($10::float8 / $9::int))::int END)) AS n,
          extract(epoch FROM p.first_slot - t.at) * 1000 - $13::float8 / 2 AS next_free_ms,
-         p.first_slot
+         p.first_slot, extract(epoch FROM statement_timestamp()) * 1000 AS db_received_ms
     FROM global_room AS g, paced AS p, t
 ),
 chosen AS (
@@ -104,7 +106,7 @@ chosen AS (
    WHERE j.id = ANY ((SELECT jobvisor.due_job_ids($2, (SELECT n FROM budget), (SELECT now FROM t)))::bigint[])
 ),
 ${CLAIM_CHOSEN}
-SELECT b.n AS budget, b.next_free_ms, c.id, c.kind, c.queue, c.lease_token::text AS token,
+SELECT b.n AS budget, b.next_free_ms, b.db_received_ms, extract(epoch FROM clock_timestamp()) * 1000 AS db_replied_ms, c.id, c.kind, c.queue, c.lease_token::text AS token,
        ${PAYLOAD_COLUMNS}, c.attempts, c.max_attempts,
        extract(epoch FROM c.run_at) * 1000 AS run_at_ms, c.trace_context::text AS trace_context,
        extract(epoch FROM c.started_at) * 1000 AS start_at_ms
@@ -185,7 +187,7 @@ budget AS (
            ELSE ceil(extract(epoch FROM t.at + $13::float8 * interval '1 millisecond' - p.first_slot) * 1000
                      / ($10::float8 / $9::int))::int END)) AS n,
          extract(epoch FROM p.first_slot - t.at) * 1000 - $13::float8 / 2 AS next_free_ms,
-         p.first_slot
+         p.first_slot, extract(epoch FROM statement_timestamp()) * 1000 AS db_received_ms
     FROM global_room AS g, paced AS p, t
 ),
 priorities(p) AS (
@@ -257,7 +259,7 @@ chosen AS (
   SELECT id, i, row_number() OVER (ORDER BY rn, i) AS seq FROM offers ORDER BY rn, i LIMIT (SELECT n FROM budget)
 ),
 ${CLAIM_CHOSEN}
-SELECT b.n AS budget, b.next_free_ms, c.id, c.kind, c.queue, c.lease_token::text AS token,
+SELECT b.n AS budget, b.next_free_ms, b.db_received_ms, extract(epoch FROM clock_timestamp()) * 1000 AS db_replied_ms, c.id, c.kind, c.queue, c.lease_token::text AS token,
        ${PAYLOAD_COLUMNS}, c.attempts, c.max_attempts,
        extract(epoch FROM c.run_at) * 1000 AS run_at_ms, c.trace_context::text AS trace_context,
        extract(epoch FROM c.started_at) * 1000 AS start_at_ms, ch.i AS key_index, c.concurrency_key AS key,

@@ -166,8 +166,8 @@ export class Supervisor {
           pollIntervalMs: settings.poll.interval,
           capacity: () => this.dispatcher.capacity(queue),
           deliver: (jobs) => this.dispatcher.add(jobs),
-          handBack: (jobs) => {
-            for (const job of jobs) this.completer.release(job, 'queue paused');
+          handBack: (jobs, reason) => {
+            for (const job of jobs) this.completer.release(job, reason);
           },
           events: this.events,
         }),
@@ -194,8 +194,16 @@ export class Supervisor {
       beat: () => this.presence.beat(),
       owner: this.id,
       leaseMs: settings.jobs.lease,
-      held: () => [...this.dispatcher.fences(), ...this.completer.fences()],
-      onLost: (tokens) => this.dispatcher.leaseLost(tokens),
+      // Jobs a fetcher holds for their rate-limit start slot are claimed too.
+      held: () => [
+        ...this.dispatcher.fences(),
+        ...this.completer.fences(),
+        ...[...this.fetchers.values()].flatMap((f) => f.fences()),
+      ],
+      onLost: (tokens) => {
+        for (const fetcher of this.fetchers.values()) fetcher.leaseLost(tokens);
+        this.dispatcher.leaseLost(tokens);
+      },
       events: this.events,
     });
     this.loops = [

@@ -1,7 +1,7 @@
 /**
  * External programs some tests run: promtool and the Prometheus server, from
- * Debian's `prometheus` package, and Debian's `chromium` (driven by
- * playwright-core; never a downloaded browser). `npm test` installs the package when it can
+ * Debian's `prometheus` package, Debian's `chromium` (driven by
+ * playwright-core; never a downloaded browser), and Debian's `faketime`. `npm test` installs the package when it can
  * (test/run.ts); when a program is still missing, the tests that need it are
  * skipped with the reason and the command that installs it, never failed.
  *
@@ -29,12 +29,16 @@ export interface Tool {
 export const PROMTOOL: Tool = { env: 'PROMTOOL', name: 'promtool', debianPackage: 'prometheus' };
 export const PROMETHEUS: Tool = { env: 'PROMETHEUS', name: 'prometheus', debianPackage: 'prometheus' };
 export const CHROMIUM: Tool = { env: 'CHROMIUM', name: 'chromium', debianPackage: 'chromium' };
+/** Debian's `faketime` (with libfaketime, which the clock-skew tests preload: test/helpers/faketime.ts). */
+export const FAKETIME: Tool = { env: 'FAKETIME_PROGRAM', name: 'faketime', debianPackage: 'faketime' };
 
 /** Test files and the tools they need. */
 export const TOOLS_BY_TEST: Record<string, Tool[]> = {
   'grafana.test.ts': [PROMTOOL],
   'prometheus.test.ts': [PROMETHEUS],
   'dashboard_browser.test.ts': [CHROMIUM],
+  'chaos_clock_skew.test.ts': [FAKETIME],
+  'chaos_rate_pacing.test.ts': [FAKETIME],
 };
 
 /** The binary to run, or null when it is on neither the variable nor PATH. */

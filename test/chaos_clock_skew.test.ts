@@ -91,8 +91,9 @@ async function thirtyJobsOnce(skewMs: number, lease: string) {
     'every task ran once',
   );
   assert.ok(!rows.some((r) => r.reaped), 'no lease was reaped');
-  // 30 starts at 10 a second: about 3 s, not a lease's worth of waiting.
-  assert.ok(tookMs < 10_000, `took ${tookMs} ms`);
+  // 30 starts at 10 a second: about 3 s on a quiet machine, 8-13 s on a machine
+  // at load 30; before, none was done after 30 s.
+  assert.ok(tookMs < 25_000, `took ${tookMs} ms`);
 }
 
 describe('a supervisor whose clock is off from the database', { skip }, () => {

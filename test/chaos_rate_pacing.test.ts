@@ -96,7 +96,7 @@ async function measure(queue: string, n: number, count: number) {
   let missed = 0;
   for (const s of [...plain.members, ...ahead.members])
     for (const line of s.logs)
-      if (line.msg === 'jobs handed back' && String(line.reason).includes('missed'))
+      if (line.msg === 'jobs handed back' && String(line.reason).includes('rate-limit start slot'))
         missed += (line.jobIds as unknown[]).length;
   for (const s of [...plain.members, ...ahead.members]) s.logs.length = 0;
   return {

@@ -255,21 +255,30 @@ describe('bulk actions', () => {
     assert.deepEqual(await retryJobs(store, { filter: { status: 'done' } }), { matched: 0, changed: 0 });
   });
 
-  it('cancel takes pending and running jobs (the running one loses its lease), never finished ones', async () => {
+  it('cancel takes pending and running jobs (the running one keeps its lease until its run ends), never finished ones', async () => {
+    const lease = new Date(Date.now() + 60_000);
     const [p, r, d] = await insert([
       { kind: 'k' },
-      { kind: 'k', status: 'running', locked_by: 'A', locked_until: new Date(Date.now() + 60_000), lease_token: 5 },
+      { kind: 'k', status: 'running', locked_by: 'A', locked_until: lease, lease_token: 5 },
       { kind: 'k', status: 'done' },
     ]);
     const res = await cancelJobs(store, { filter: { kind: 'k' } });
     assert.deepEqual(res, { matched: 2, changed: 2 });
-    const rows = await db.pool.query(`SELECT id, status, locked_until FROM jobvisor.jobs ORDER BY id`);
+    const rows = await db.pool.query(
+      `SELECT id, status, locked_until, finished_at IS NOT NULL AS finished FROM jobvisor.jobs ORDER BY id`,
+    );
     assert.deepEqual(
-      rows.rows.map((x: { id: string; status: string; locked_until: Date | null }) => [x.id, x.status, x.locked_until]),
+      rows.rows.map((x: { id: string; status: string; locked_until: Date | null; finished: boolean }) => [
+        x.id,
+        x.status,
+        x.locked_until?.getTime() ?? null,
+        x.finished,
+      ]),
       [
-        [p, 'cancelled', null],
-        [r, 'cancelled', null],
-        [d, 'done', null],
+        [p, 'cancelled', null, true],
+        // Its task may still be stopping: the row holds its limit slot until then (cancelled_slot.ts).
+        [r, 'cancelled', lease.getTime(), false],
+        [d, 'done', null, false],
       ],
     );
   });

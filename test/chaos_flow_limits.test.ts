@@ -9,9 +9,8 @@
  *     else starts until its leases expire and are reaped, then its slots come
  *     back and every job finishes (no slot leaks);
  *   - rateLimit 200/s over three supervisors: every sliding 1-s window of
- *     starts holds at most 200 (the starts as scheduled, and the starts tasks
- *     saw that came on time), and the rate over 30 s is at least 90 % of the
- *     limit.
+ *     starts holds at most 200 (the starts as scheduled, and every start the
+ *     tasks saw), and the rate over 30 s is at least 90 % of the limit.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -183,11 +182,11 @@ describe('cluster-wide limits', () => {
     const runs = rows.map((r) => ({ started: Number(r.started), scheduled: Number(r.scheduled), pid: r.pid }));
     const first = Math.min(...runs.map((r) => r.started));
     const inSpan = runs.filter((r) => r.started >= first + 500 && r.started < first + 500 + RATE_SECONDS * 1000);
-    // A supervisor starves of CPU at times (the test machine is shared): a run it
-    // starts more than 20 ms after its slot is late, and is counted apart. Every
-    // on-time start keeps the window: the slots are (1 s + 25 ms) / 200 apart, so
-    // a 1-s window of on-time starts holds the slots of at most 1,020 ms (the
-    // 5 ms left cover Date.now()'s whole milliseconds).
+    // A supervisor starves of CPU at times (the test machine is shared): a run
+    // that reaches its thread more than 20 ms after its slot is not started but
+    // re-paced (start_window.ts), so every start is on time: the slots are
+    // (1 s + 25 ms) / 200 apart, and a 1-s window of starts holds the slots of at
+    // most 1,020 ms (the 5 ms left cover Date.now()'s whole milliseconds).
     const onTime = runs.filter((r) => r.started - r.scheduled <= 20);
     const late = runs.length - onTime.length;
     const worstOnTime = maxStartsInWindow(
@@ -211,6 +210,7 @@ describe('cluster-wide limits', () => {
     );
     assert.ok(worstScheduled <= 200, `busiest 1-s window of scheduled starts held ${worstScheduled}`);
     assert.ok(worstOnTime <= 200, `busiest 1-s window of on-time task starts held ${worstOnTime}`);
+    assert.ok(worstAll <= 200, `busiest 1-s window of all task starts held ${worstAll}`);
     const expected = 200 * RATE_SECONDS;
     assert.ok(
       inSpan.length >= 0.9 * expected,

@@ -184,3 +184,18 @@ describe('failure texts', () => {
     assert.equal(deathCause(new Error('x')), 'x');
   });
 });
+
+describe('a rate-limited job its thread reached past its start window', () => {
+  const late: RunResult = {
+    type: 'task-error',
+    runMs: 0,
+    error: { name: 'MissedStartSlot', message: 'late', permanent: false, retryInMs: null, lateMs: 7 },
+  };
+  it('is handed back without an attempt, whatever else was asked of it, unless its lease was lost', () => {
+    for (const stop of STOPS) {
+      const outcome = decideOutcome(late, state(stop, 3, 3));
+      if (stop === 'lease-lost') assert.deepEqual(outcome, { type: 'drop' });
+      else assert.equal(outcome.type, 'release', `stop ${stop}`);
+    }
+  });
+});

@@ -54,6 +54,21 @@ export function rateWindowMs(periodMs: number): number {
   return periodMs + Math.min(25, periodMs * 0.025);
 }
 
+/**
+ * How late a rate-limited task may start after its slot: 80 % of the guard
+ * (20 ms for a period of 1 s or more), checked in the worker thread just
+ * before the task is called. A task starts within [slot − e, slot + this],
+ * where e is the supervisor's error on the database's clock (db_clock.ts,
+ * about half a claim's round trip); since the slots of any window of
+ * period + guard hold at most `count`, any window of `period` holds at most
+ * `count` starts as long as e stays within the guard's other 20 % (5 ms at
+ * 1 s). A run that misses its slot is handed back and claimed again for a new
+ * one: a start that bunched with on-time ones would break the limit.
+ */
+export function startToleranceMs(periodMs: number): number {
+  return (rateWindowMs(periodMs) - periodMs) * 0.8;
+}
+
 /** Advisory lock namespace of limited claims (the first key of pg_advisory_xact_lock(int, int)). */
 const LOCK_SPACE = 0x6a76_0006;
 /**
@@ -90,6 +105,21 @@ export interface LimitedClaim {
   startAtMs: number[];
   /** A window read found it full and held fewer jobs without a key than asked: more may lie beyond it. */
   keylessHidden: boolean;
+  /** The database's clock at the claim, beside the local clock around its round trip (db_clock.ts). */
+  clock: ClockSample | null;
+}
+
+/**
+ * One exchange with the database's clock, as NTP reads it: the claim was sent
+ * at `sentMs` and its answer received at `receivedMs` by the local clock; the
+ * database received it at `dbReceivedMs` (statement_timestamp()) and answered
+ * at `dbRepliedMs` (clock_timestamp() of its last row), by its own clock.
+ */
+export interface ClockSample {
+  sentMs: number;
+  dbReceivedMs: number;
+  dbRepliedMs: number;
+  receivedMs: number;
 }
 
 export interface LimitedClaimArgs {
@@ -109,6 +139,8 @@ export interface LimitedClaimArgs {
   now?: Now;
   /** Commit with the session's synchronous_commit (synchronous standbys), not off. */
   durable?: boolean;
+  /** The local clock the result's `clock` sample is read with (ms since the epoch; default Date.now). */
+  clock?: () => number;
 }
 
 /** A claimed row (id null: nothing claimed, the limits ride along alone). */
@@ -116,6 +148,8 @@ interface Row extends Omit<ClaimRow, 'id'> {
   id: string | null;
   budget: number;
   next_free_ms: string | null;
+  db_received_ms: string;
+  db_replied_ms: string;
   start_at_ms: string | null;
   key_index?: number | null;
   key?: string | null;
@@ -139,6 +173,7 @@ export async function claimLimited(store: Store, args: LimitedClaimArgs): Promis
     startAtMs: [],
     keysWaiting: false,
     keylessHidden: false,
+    clock: null,
   };
   if (args.limit <= 0) return none;
   return withConnection(store.db, async (client) => {
@@ -173,15 +208,17 @@ async function claimLocked(store: Store, args: LimitedClaimArgs): Promise<Limite
     rate ? RATE_START_DELAY_MS : 0,
     rate ? Math.min(PACING_HORIZON_MS, rateWindowMs(rate.periodMs)) : 0,
   ];
+  const clock = args.clock ?? Date.now;
+  const sentMs = clock();
   if (limits.perKeyConcurrency === undefined && !rate?.perKey) {
     const rows = await query(store, CLAIM_QUEUE_LIMITED, shared(args.limit));
-    return result(rows, args.limit, 0, null);
+    return { ...result(rows, args.limit, 0, null), clock: sample(rows, sentMs, clock()) };
   }
   const maxKeys = Math.min(5000, 4 * args.limit + 100);
   const cursor = args.cursor ?? null;
   const window = args.keylessScan === 'window' ? KEYLESS_WINDOW : null;
   let rows = await query(store, CLAIM_KEY_LIMITED, [...shared(args.limit), cursor, maxKeys, window]);
-  const out = result(rows, args.limit, maxKeys, cursor);
+  const out = { ...result(rows, args.limit, maxKeys, cursor), clock: sample(rows, sentMs, clock()) };
   // The walk reached the last key with room to spare: go round once more from the first.
   const visited = rows[0]?.keys_visited ?? 0;
   const left = out.budget - out.jobs.length;
@@ -196,11 +233,19 @@ async function claimLocked(store: Store, args: LimitedClaimArgs): Promise<Limite
     keylessHidden: out.keylessHidden || more.keylessHidden,
     budget: out.budget,
     full: out.full,
+    clock: out.clock,
   };
 }
 
+function sample(rows: Row[], sentMs: number, receivedMs: number): ClockSample | null {
+  const dbReceivedMs = Number(rows[0]?.db_received_ms);
+  const dbRepliedMs = Math.max(...rows.map((r) => Number(r.db_replied_ms)));
+  if (!Number.isFinite(dbReceivedMs) || !Number.isFinite(dbRepliedMs)) return null;
+  return { sentMs, dbReceivedMs, dbRepliedMs, receivedMs };
+}
+
 /** The claim's rows as jobs, with what the limits left and where the next per-key walk starts. */
-function result(rows: Row[], limit: number, maxKeys: number, cursor: string | null): LimitedClaim {
+function result(rows: Row[], limit: number, maxKeys: number, cursor: string | null): Omit<LimitedClaim, 'clock'> {
   const meta = rows[0];
   const budget = meta?.budget ?? 0;
   const jobs: ClaimedJob[] = [];

@@ -6,8 +6,14 @@
  *
  * Held slots are counted from the jobs table itself (running rows), never from
  * a counter a crash could leak: a killed supervisor's rows hold their slots
- * until the reaper returns them, then the slots are free. Rate-limit starts are
- * rows of jobvisor.rate_starts written by the same statement that claims.
+ * until the reaper returns them, then the slots are free. A running job that
+ * was cancelled keeps its lease (admin cancel leaves locked_until), and holds
+ * its slot while that lease lasts: its supervisor renews it until the run has
+ * ended and then clears it (cancelled_slot.ts), so the task still stopping
+ * never overlaps the next job of its key. Those rows are found through
+ * jobs_cancelled_running_idx (migration 014), empty but for such runs.
+ * Rate-limit starts are rows of jobvisor.rate_starts written by the same
+ * statement that claims.
  *
  * Shared parameters: $1 owner, $2 queue, $3 lease ms, $4 free local places,
  * $5 pinned now (tests; null: the database clock at the statement, after the
@@ -24,8 +30,10 @@
  * counts each key's starts within the window before it, since keys are many
  * and each has few starts.
  * Every result has one row even when nothing is claimed: `budget` (what the
- * cluster limits allowed) and `next_free_ms` (when half the pacing horizon is
- * free again) ride along.
+ * cluster limits allowed), `next_free_ms` (when half the pacing horizon is
+ * free again), and the database's clock when the statement arrived
+ * (statement_timestamp()) and when each row left (clock_timestamp()), which
+ * the supervisor measures its own clock against (db_clock.ts), ride along.
  */
 import { PAYLOAD_COLUMNS, PAYLOAD_TEXT } from './claim.ts';
 import { planned } from './sql.ts';
@@ -73,7 +81,10 @@ WITH t AS (
 ),
 global_room AS (
   SELECT CASE WHEN $7::int IS NULL THEN $4::int
-              ELSE $7::int - (SELECT count(*)::int FROM jobvisor.jobs WHERE status = 'running' AND queue = $2) END AS n
+              ELSE $7::int - (SELECT count(*)::int FROM jobvisor.jobs WHERE status = 'running' AND queue = $2)
+                           - (SELECT count(*)::int FROM jobvisor.jobs
+                               WHERE status = 'cancelled' AND finished_at IS NULL AND queue = $2
+                                 AND locked_until > (SELECT now FROM t)) END AS n
 ),
 paced AS (
   SELECT CASE WHEN $9::int IS NOT NULL AND NOT $11::bool THEN
@@ -86,7 +97,7 @@ budget AS (
            ELSE ceil(extract(epoch FROM t.at + $13::float8 * interval '1 millisecond' - p.first_slot) * 1000
                      / ($10::float8 / $9::int))::int END)) AS n,
          extract(epoch FROM p.first_slot - t.at) * 1000 - $13::float8 / 2 AS next_free_ms,
-         p.first_slot
+         p.first_slot, extract(epoch FROM statement_timestamp()) * 1000 AS db_received_ms
     FROM global_room AS g, paced AS p, t
 ),
 chosen AS (
@@ -95,7 +106,7 @@ chosen AS (
    WHERE j.id = ANY ((SELECT jobvisor.due_job_ids($2, (SELECT n FROM budget), (SELECT now FROM t)))::bigint[])
 ),
 ${CLAIM_CHOSEN}
-SELECT b.n AS budget, b.next_free_ms, c.id, c.kind, c.queue, c.lease_token::text AS token,
+SELECT b.n AS budget, b.next_free_ms, b.db_received_ms, extract(epoch FROM clock_timestamp()) * 1000 AS db_replied_ms, c.id, c.kind, c.queue, c.lease_token::text AS token,
        ${PAYLOAD_COLUMNS}, c.attempts, c.max_attempts,
        extract(epoch FROM c.run_at) * 1000 AS run_at_ms, c.trace_context::text AS trace_context,
        extract(epoch FROM c.started_at) * 1000 AS start_at_ms
@@ -160,7 +171,10 @@ t AS (
 ),
 global_room AS (
   SELECT CASE WHEN $7::int IS NULL THEN $4::int
-              ELSE $7::int - (SELECT count(*)::int FROM jobvisor.jobs WHERE status = 'running' AND queue = $2) END AS n
+              ELSE $7::int - (SELECT count(*)::int FROM jobvisor.jobs WHERE status = 'running' AND queue = $2)
+                           - (SELECT count(*)::int FROM jobvisor.jobs
+                               WHERE status = 'cancelled' AND finished_at IS NULL AND queue = $2
+                                 AND locked_until > (SELECT now FROM t)) END AS n
 ),
 paced AS (
   SELECT CASE WHEN $9::int IS NOT NULL AND NOT $11::bool THEN
@@ -173,7 +187,7 @@ budget AS (
            ELSE ceil(extract(epoch FROM t.at + $13::float8 * interval '1 millisecond' - p.first_slot) * 1000
                      / ($10::float8 / $9::int))::int END)) AS n,
          extract(epoch FROM p.first_slot - t.at) * 1000 - $13::float8 / 2 AS next_free_ms,
-         p.first_slot
+         p.first_slot, extract(epoch FROM statement_timestamp()) * 1000 AS db_received_ms
     FROM global_room AS g, paced AS p, t
 ),
 priorities(p) AS (
@@ -197,8 +211,14 @@ keyless_head AS (
    LIMIT coalesce($16::int, $4::int)
 ),
 key_running AS (
-  SELECT concurrency_key AS key, count(*)::int AS n FROM jobvisor.jobs
-   WHERE status = 'running' AND queue = $2 AND concurrency_key IN (SELECT key FROM keys) GROUP BY 1
+  SELECT h.key, sum(h.n)::int AS n FROM (
+    SELECT concurrency_key AS key, count(*)::int AS n FROM jobvisor.jobs
+     WHERE status = 'running' AND queue = $2 AND concurrency_key IN (SELECT key FROM keys) GROUP BY 1
+    UNION ALL
+    SELECT concurrency_key, count(*)::int FROM jobvisor.jobs
+     WHERE status = 'cancelled' AND finished_at IS NULL AND queue = $2
+       AND locked_until > (SELECT now FROM t) AND concurrency_key IN (SELECT key FROM keys) GROUP BY 1
+  ) AS h GROUP BY 1
 ),
 key_window AS (
   SELECT r.key, count(*)::int AS n FROM jobvisor.rate_starts AS r, t
@@ -239,7 +259,7 @@ chosen AS (
   SELECT id, i, row_number() OVER (ORDER BY rn, i) AS seq FROM offers ORDER BY rn, i LIMIT (SELECT n FROM budget)
 ),
 ${CLAIM_CHOSEN}
-SELECT b.n AS budget, b.next_free_ms, c.id, c.kind, c.queue, c.lease_token::text AS token,
+SELECT b.n AS budget, b.next_free_ms, b.db_received_ms, extract(epoch FROM clock_timestamp()) * 1000 AS db_replied_ms, c.id, c.kind, c.queue, c.lease_token::text AS token,
        ${PAYLOAD_COLUMNS}, c.attempts, c.max_attempts,
        extract(epoch FROM c.run_at) * 1000 AS run_at_ms, c.trace_context::text AS trace_context,
        extract(epoch FROM c.started_at) * 1000 AS start_at_ms, ch.i AS key_index, c.concurrency_key AS key,

@@ -26,6 +26,12 @@ export interface ClaimedJob {
   runAtMs: number;
   /** The job's trace_context as JSON text (W3C traceparent/tracestate), when it has one. */
   traceContext?: string;
+  /**
+   * A rate-limited job's start slot, by the local clock (ms since the epoch):
+   * its task may start from notBeforeMs and no later than notAfterMs; a run
+   * that reaches its task later is handed back and claimed again for a new slot.
+   */
+  startWindow?: { notBeforeMs: number; notAfterMs: number };
 }
 
 /** A fence: the job and the claim token a write is valid for. */

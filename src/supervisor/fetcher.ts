@@ -12,9 +12,12 @@
  * limits) claims through claimLimited; when the limits, not the pending jobs,
  * cut a claim short, it tries again when a start frees up (rate limit) or
  * after LIMITED_RETRY_MS, since a slot freed by another supervisor is not announced.
- * A rate-limited claim names the moment its jobs are to start (see
- * claim_limited.ts): they are held here until then, counted against the
- * queue's places, and handed back if the queue is paused or the fetcher stops.
+ * A rate-limited claim names the moment its jobs are to start, by the
+ * database's clock (see claim_limited.ts): they are held here until then, by
+ * the local clock corrected with the offset each claim measures (db_clock.ts),
+ * counted against the queue's places, and handed back if the queue is paused or
+ * the fetcher stops (start_holds.ts). Held jobs are claimed: the heartbeat
+ * renews their leases (fences()) and a lost one is dropped (leaseLost()).
  * A per-key claim looks for jobs without a key in a window of the queue's
  * first due jobs; when the last one said more may lie beyond it, the next
  * claim reads to the end, spaced by costlyReadGap (src/cached.ts) from the
@@ -25,8 +28,10 @@ import { isLimited, type QueueSettings } from '../config/sections.ts';
 import { claimJobs, nextDueIn } from '../queue/claim.ts';
 import { claimLimited } from '../queue/claim_limited.ts';
 import type { Store } from '../queue/sql.ts';
-import type { ClaimedJob } from '../queue/types.ts';
+import type { ClaimedJob, Fence } from '../queue/types.ts';
+import { DbClock } from './db_clock.ts';
 import type { SupervisorEvents } from './events.ts';
+import { StartHolds } from './start_holds.ts';
 
 export const MAX_CLAIM = 1000;
 /** The least time between two claims that read every due job for keyless ones (see costlyReadGap). */
@@ -48,10 +53,12 @@ export interface FetcherOptions {
   durableClaims?: () => boolean;
   deliver: (jobs: ClaimedJob[]) => void;
   /** Hands back jobs claimed while the queue was being paused (no attempt used). */
-  handBack?: (jobs: ClaimedJob[]) => void;
+  handBack?: (jobs: ClaimedJob[], reason: string) => void;
   /** Awaited before each claim (the pause state re-read after an outage); a rejection skips the claim. */
   beforeClaim?: () => Promise<void>;
   events: SupervisorEvents;
+  /** The local clock (ms since the epoch; default Date.now). */
+  clock?: () => number;
 }
 
 export class Fetcher {
@@ -68,12 +75,23 @@ export class Fetcher {
   /** Jobs without a key may lie beyond the last claim's window; when a full read may run next. */
   private keylessHidden = false;
   private keylessFullAt = 0;
-  /** Rate-limited jobs claimed and held until their scheduled start. */
-  private readonly scheduled = new Map<NodeJS.Timeout, ClaimedJob[]>();
-  private scheduledCount = 0;
+  /** The database's clock, as the claims measure it. */
+  private readonly dbClock: DbClock;
+  /** Rate-limited jobs claimed and held until their start slot. */
+  private readonly holds: StartHolds;
 
   constructor(private readonly options: FetcherOptions) {
     const { concurrency, prefetch } = options.settings;
+    this.dbClock = new DbClock(options.clock);
+    // Without a hand-back path (tests), held jobs go to the dispatcher at once.
+    const handBack = options.handBack ?? ((jobs: ClaimedJob[]) => options.deliver(jobs));
+    this.holds = new StartHolds({
+      clock: this.dbClock,
+      leaseMs: options.leaseMs,
+      deliver: (jobs) => options.deliver(jobs),
+      handBack,
+      paused: () => this.paused,
+    });
     this.limited = isLimited(options.settings);
     this.minBatch = Math.max(1, Math.floor((concurrency + prefetch) / 4));
   }
@@ -84,7 +102,7 @@ export class Fetcher {
     this.paused = paused;
     if (paused) {
       clearTimeout(this.dueTimer);
-      this.handBackScheduled();
+      this.holds.handBackAll('queue paused');
     } else this.wake();
   }
 
@@ -124,49 +142,24 @@ export class Fetcher {
     this.stopped = true;
     clearTimeout(this.dueTimer);
     await this.claiming;
-    this.handBackScheduled();
+    this.holds.handBackAll('fetcher stopped before the start slot');
   }
 
-  /** Held jobs go back (or, without a hand-back path, to the dispatcher at once). */
-  private handBackScheduled(): void {
-    for (const [timer, jobs] of this.scheduled) {
-      clearTimeout(timer);
-      this.scheduled.delete(timer);
-      this.scheduledCount -= jobs.length;
-      (this.options.handBack ?? this.options.deliver)(jobs);
-    }
+  /** The claims of the jobs held for their start slot (the heartbeat renews their leases). */
+  fences(): Fence[] {
+    return this.holds.fences();
   }
 
-  /** Delivers each job at its start time (ms since the epoch; same order), at once if that has passed. */
+  /** Held jobs whose claims were lost (reaped, cancelled) are dropped: nothing of them may start. */
+  leaseLost(tokens: string[]): void {
+    this.holds.leaseLost(tokens);
+  }
+
+  /** Delivers the claimed jobs, or holds them until their rate-limit start slots. */
   private deliverAt(jobs: ClaimedJob[], startAtMs: number[]): void {
-    if (startAtMs.length === 0) {
-      this.options.deliver(jobs);
-      return;
-    }
-    const now = Date.now();
-    const groups = new Map<number, ClaimedJob[]>();
-    jobs.forEach((job, i) => {
-      const at = Math.max(0, Math.round((startAtMs[i] ?? now) - now));
-      const group = groups.get(at) ?? [];
-      group.push(job);
-      groups.set(at, group);
-    });
-    for (const [wait, group] of groups) this.deliverIn(group, wait);
-  }
-
-  private deliverIn(jobs: ClaimedJob[], wait: number): void {
-    if (wait < 1) {
-      this.options.deliver(jobs);
-      return;
-    }
-    this.scheduledCount += jobs.length;
-    const timer = setTimeout(() => {
-      if (!this.scheduled.delete(timer)) return;
-      this.scheduledCount -= jobs.length;
-      if (this.paused && this.options.handBack) this.options.handBack(jobs);
-      else this.options.deliver(jobs);
-    }, wait);
-    this.scheduled.set(timer, jobs);
+    const rate = this.options.settings.rateLimit;
+    if (startAtMs.length === 0 || !rate) this.options.deliver(jobs);
+    else this.holds.add(jobs, startAtMs, rate.periodMs);
   }
 
   private async claim(): Promise<number> {
@@ -180,7 +173,7 @@ export class Fetcher {
     if (this.paused || this.stopped) return 0;
     // Jobs held for their start slot wait beside the running ones, up to `concurrency`
     // of them: counted as running, a 10 ms hold idled every place for 10 ms per claim.
-    const heldOver = Math.max(0, this.scheduledCount - this.options.settings.concurrency);
+    const heldOver = Math.max(0, this.holds.size - this.options.settings.concurrency);
     const limit = Math.min(MAX_CLAIM, this.options.capacity() - heldOver);
     if (limit <= 0) return 0;
     let jobs: ClaimedJob[];
@@ -200,7 +193,9 @@ export class Fetcher {
           cursor: this.cursor,
           keylessScan,
           durable: this.options.durableClaims?.() === true,
+          clock: this.options.clock,
         });
+        if (claim.clock) this.dbClock.observe(claim.clock);
         jobs = claim.jobs;
         this.cursor = claim.cursor;
         if (keylessScan === 'all') {
@@ -232,7 +227,7 @@ export class Fetcher {
     if (this.paused && jobs.length > 0) {
       // Paused while this claim was under way: nothing of it may start.
       if (this.options.handBack) {
-        this.options.handBack(jobs);
+        this.options.handBack(jobs, 'queue paused');
         return 0;
       }
     }

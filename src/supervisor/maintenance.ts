@@ -8,10 +8,12 @@
  * (one malformed row, a user's trigger) is split until the bad row is alone;
  * that row is dead-lettered by itself and the other expired leases are
  * returned as usual. A row whose fallback fails too is skipped by later split
- * rounds of this supervisor, so it cannot stop reaping anywhere.
+ * rounds of this supervisor, so it cannot stop reaping anywhere. Each round
+ * first finishes cancelled rows whose run's lease ran out (cancelled_slot.ts).
  */
 import type { Settings } from '../config/index.ts';
 import { expireSupervisors } from '../queue/admin/supervisors.ts';
+import { finishStaleCancelled } from '../queue/cancelled_slot.ts';
 import { deleteOldJobs } from '../queue/cleanup.ts';
 import { deadLetterExpired } from '../queue/fallback.ts';
 import { listExpiredLeases, reapExpiredLeases, reapLeases, type ReapedJob } from '../queue/reaper.ts';
@@ -31,6 +33,7 @@ export function createReaper(store: Store, settings: Settings['reaper'], events:
     name: 'reaper',
     intervalMs: settings.interval,
     run: async () => {
+      await finishStaleCancelled(store, settings.batchSize);
       for (let i = 0; i < MAX_REAP_BATCHES_PER_ROUND; i++) {
         let jobs: ReapedJob[];
         try {

@@ -26,6 +26,7 @@ import { Fetcher } from './fetcher.ts';
 import { createHeartbeat } from './heartbeat.ts';
 import { Listener } from './listener.ts';
 import { wakeLimitedOnOutcomes } from './limited_wake.ts';
+import { endCancelledRunsOnLoss } from './cancelled_runs.ts';
 import { PauseWatch } from './pause_watch.ts';
 import { PrimaryWatch } from './primary_watch.ts';
 import { QuietStart } from './quiet_start.ts';
@@ -176,8 +177,8 @@ export class Supervisor {
           capacity: () => this.dispatcher.capacity(queue),
           durableClaims: () => this.primary.durableClaims,
           deliver: (jobs) => this.dispatcher.add(jobs),
-          handBack: (jobs) => {
-            for (const job of jobs) this.completer.release(job, 'queue paused');
+          handBack: (jobs, reason) => {
+            for (const job of jobs) this.completer.release(job, reason);
           },
           beforeClaim: () => this.pauseWatch.beforeClaim(),
           events: this.events,
@@ -195,13 +196,28 @@ export class Supervisor {
     wakeLimitedOnOutcomes(this.events, settings.queues, (queue) => this.fetchers.get(queue)?.onCapacity());
     const poolMax = (this.pool as { options?: { max?: number } }).options?.max ?? settings.database.poolSize;
     this.beatConnection = poolMax >= 3 ? new HeldConnection(this.pool) : undefined;
+    endCancelledRunsOnLoss({
+      store: this.store,
+      owner: this.id,
+      events: this.events,
+      queues: settings.queues,
+      onFreed: (queue) => this.fetchers.get(queue)?.wake(),
+    });
     this.heartbeat = createHeartbeat({
       store: this.beatConnection ? { db: this.beatConnection.db, schema: this.store.schema } : this.store,
       beat: () => this.presence.beat(),
       owner: this.id,
       leaseMs: settings.jobs.lease,
-      held: () => [...this.dispatcher.fences(), ...this.completer.fences()],
-      onLost: (tokens) => this.dispatcher.leaseLost(tokens),
+      // Jobs a fetcher holds for their rate-limit start slot are claimed too.
+      held: () => [
+        ...this.dispatcher.fences(),
+        ...this.completer.fences(),
+        ...[...this.fetchers.values()].flatMap((f) => f.fences()),
+      ],
+      onLost: (tokens) => {
+        for (const fetcher of this.fetchers.values()) fetcher.leaseLost(tokens);
+        this.dispatcher.leaseLost(tokens);
+      },
       events: this.events,
     });
     this.loops = [

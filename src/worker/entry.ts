@@ -20,6 +20,7 @@ import { parsePayload } from './payload.ts';
 import { ProgressThrottle } from './progress.ts';
 import { encodeProgress, encodeResult } from './report.ts';
 import { createTaskPool } from './task_db.ts';
+import { missedWindow, reachStartWindow } from './start_window.ts';
 import { runTask, traceLogFields } from './tracing.ts';
 import type {
   FromWorker,
@@ -33,6 +34,8 @@ import type {
 import type { JobInfo, TaskConfig, TaskContext } from './types.ts';
 
 const setup = workerData as WorkerSetup;
+/** A rate-limited job's start window: [notBeforeMs, notAfterMs] (start_window.ts). */
+type Window = [number, number];
 const log = pino(
   {
     name: 'jobvisor',
@@ -206,11 +209,18 @@ export default function session({ port, queue }: SessionTask): Promise<void> {
   };
 
   /** Runs one job to its end; never throws. */
-  async function execute(run: JobRun, payloadText: string, traceContext?: string): Promise<void> {
+  async function execute(run: JobRun, payloadText: string, traceContext?: string, window?: Window): Promise<void> {
     try {
       const payload = parsePayload(payloadText);
       // A loaded task runs without a detour through the loader's promise.
       const task = loader.loaded(run.kind) ?? (await loader.get(run.kind));
+      if (window) {
+        const lateMs = await reachStartWindow(window[0], window[1]);
+        if (lateMs !== null) {
+          settle(run, missedWindow(lateMs));
+          return;
+        }
+      }
       const value = await runTask(task, payload, run, traceContext);
       settle(run, null, value === undefined ? undefined : encodeResult(value, setup.maxResultBytes));
     } catch (err) {
@@ -221,7 +231,7 @@ export default function session({ port, queue }: SessionTask): Promise<void> {
   port.on('message', (message: ToWorker) => {
     switch (message.type) {
       case 'run': {
-        const { ids, tokens, kinds, payloads, attempts, maxAttempts, traceContexts } = message;
+        const { ids, tokens, kinds, payloads, attempts, maxAttempts, traceContexts, notBeforeMs, notAfterMs } = message;
         for (let i = 0; i < ids.length; i++) {
           const run = new JobRun(
             owner,
@@ -233,7 +243,10 @@ export default function session({ port, queue }: SessionTask): Promise<void> {
             maxAttempts[i] as number,
           );
           running.set(run.token, run);
-          void currentJob.run(run, execute, run, payloads[i] as string, traceContexts?.[i]);
+          const notAfter = notAfterMs?.[i];
+          const window: Window | undefined =
+            notAfter === undefined ? undefined : [notBeforeMs?.[i] ?? -Infinity, notAfter];
+          void currentJob.run(run, execute, run, payloads[i] as string, traceContexts?.[i], window);
         }
         break;
       }

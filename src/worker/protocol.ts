@@ -28,6 +28,13 @@ export interface JobBatch {
    * sparse: a job without one is a hole (undefined).
    */
   traceContexts?: Array<string | undefined>;
+  /**
+   * Rate-limited jobs' start windows (ms since the epoch, Date.now()), present
+   * only when some job has one; sparse like traceContexts. The thread waits
+   * until notBeforeMs and hands back a job it reaches after notAfterMs.
+   */
+  notBeforeMs?: Array<number | undefined>;
+  notAfterMs?: Array<number | undefined>;
 }
 
 export type ToWorker =
@@ -43,6 +50,8 @@ export interface TaskError {
   retryInMs: number | null;
   /** Set when the task snoozed (SnoozeError): back to pending after this many ms, no attempt used. */
   snoozeMs?: number;
+  /** Set when the task was not started: the thread reached it this many ms past its start window. */
+  lateMs?: number;
 }
 
 /** Results of jobs that settled in one turn of the thread's event loop. */

@@ -1,8 +1,8 @@
 /**
  * External programs some tests run: promtool and the Prometheus server, from
- * Debian's `prometheus` package, and Debian's `chromium` (driven by
- * playwright-core; never a downloaded browser), and Debian's `pgbouncer` (run in
- * front of a test PostgreSQL). `npm test` installs the package when it can
+ * Debian's `prometheus` package, Debian's `chromium` (driven by
+ * playwright-core; never a downloaded browser), Debian's `pgbouncer` (run in
+ * front of a test PostgreSQL) and Debian's `faketime`. `npm test` installs the package when it can
  * (test/run.ts); when a program is still missing, the tests that need it are
  * skipped with the reason and the command that installs it, never failed.
  *
@@ -31,6 +31,8 @@ export const PROMTOOL: Tool = { env: 'PROMTOOL', name: 'promtool', debianPackage
 export const PROMETHEUS: Tool = { env: 'PROMETHEUS', name: 'prometheus', debianPackage: 'prometheus' };
 export const CHROMIUM: Tool = { env: 'CHROMIUM', name: 'chromium', debianPackage: 'chromium' };
 export const PGBOUNCER: Tool = { env: 'PGBOUNCER', name: 'pgbouncer', debianPackage: 'pgbouncer' };
+/** Debian's `faketime` (with libfaketime, which the clock-skew tests preload: test/helpers/faketime.ts). */
+export const FAKETIME: Tool = { env: 'FAKETIME_PROGRAM', name: 'faketime', debianPackage: 'faketime' };
 
 /** Test files and the tools they need. */
 export const TOOLS_BY_TEST: Record<string, Tool[]> = {
@@ -39,6 +41,8 @@ export const TOOLS_BY_TEST: Record<string, Tool[]> = {
   'dashboard_browser.test.ts': [CHROMIUM],
   'dashboard_rebinding.test.ts': [CHROMIUM],
   'pgbouncer.test.ts': [PGBOUNCER],
+  'chaos_clock_skew.test.ts': [FAKETIME],
+  'chaos_rate_pacing.test.ts': [FAKETIME],
 };
 
 /** The binary to run, or null when it is on neither the variable nor PATH. */

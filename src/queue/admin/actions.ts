@@ -19,9 +19,11 @@
  *   retry   failed, cancelled → pending; attempts 0, due now. Done jobs are
  *           not re-run: that would be a new job, and their handlers may not
  *           expect a second success.
- *   cancel  pending, running → cancelled. A running job's lease is taken
+ *   cancel  pending, running → cancelled. A running job's claim is taken
  *           away: its supervisor's next heartbeat finds it lost and aborts the
- *           task, and every write of that run is fenced off by its token.
+ *           task, and every write of that run is fenced off by its token. It
+ *           keeps its lease and no finished_at until that run has ended, so on
+ *           a limited queue it holds its slot meanwhile (cancelled_slot.ts).
  *   runNow  pending and not yet due → due now (and its queue is notified).
  *   delete  anything but running: a running job's supervisor still owns it;
  *           cancel it first, and delete it once it is cancelled.
@@ -83,7 +85,9 @@ const CANCEL = planned(
   `
 WITH t AS (${LOCK_BATCH})
 UPDATE jobvisor.jobs AS j
-   SET status = 'cancelled', finished_at = now(), locked_until = NULL
+   SET status = 'cancelled',
+       finished_at = CASE WHEN j.status = 'running' THEN NULL ELSE now() END,
+       locked_until = CASE WHEN j.status = 'running' THEN j.locked_until END
   FROM t
  WHERE j.id = t.id
 RETURNING j.id, j.queue`,

@@ -10,7 +10,7 @@
  * filter can use its partial index.
  *
  * With `payloadRedact`, the payload text is searched as the dashboard shows it
- * (migrations/012_redacted_payload.sql), so a search never matches inside a
+ * (migrations/013_redacted_payload.sql), so a search never matches inside a
  * redacted value. The plain `payload::text ILIKE` stays in front: the
  * projection is built only for rows whose payload matches at all, so a rare
  * search costs what it did, and a common one at most the list's limit or the

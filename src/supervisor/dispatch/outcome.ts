@@ -12,6 +12,9 @@
  *
  * Rules, in order:
  *   1. lease-lost → drop: another owner may hold the job; nothing is written.
+ *   1a. the thread reached a rate-limited job after its start window (lateMs)
+ *      → release: its task never ran, and starting it would bunch with the
+ *      on-time starts; claimed again, it gets a new slot, no attempt used.
  *   2. success → done, even after a stop request the task finished anyway.
  *   3. shutdown → release: the job goes back without using an attempt.
  *   4. timeout → a failure naming the timeout (and the killed thread, if so),
@@ -45,6 +48,8 @@ export interface TaskFailure {
   snoozeMs?: number;
   /** Frame lines of the error's stack (worker/convert.ts stackFrames). */
   stack?: string;
+  /** The task was not started: its start window had passed by this many ms. */
+  lateMs?: number;
 }
 
 /** What the dispatcher knows of the run (a ledger Run is one). */
@@ -64,6 +69,8 @@ export type Outcome =
 
 export function decideOutcome(result: RunResult, state: RunState): Outcome {
   if (state.stop === 'lease-lost') return { type: 'drop' };
+  if (result.type === 'task-error' && result.error.lateMs !== undefined)
+    return { type: 'release', reason: 'reached its thread past its rate-limit start slot' };
   if (result.type === 'success') {
     if (result.result === undefined && result.progress === undefined) return { type: 'done', runMs: result.runMs };
     return { type: 'done', runMs: result.runMs, report: { result: result.result, progress: result.progress } };

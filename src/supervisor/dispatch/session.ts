@@ -90,6 +90,10 @@ export class Session {
     out.maxAttempts.push(job.maxAttempts);
     // Sparse: a batch without trace contexts allocates nothing.
     if (job.traceContext !== undefined) (out.traceContexts ??= [])[out.ids.length - 1] = job.traceContext;
+    if (job.startWindow !== undefined) {
+      (out.notBeforeMs ??= [])[out.ids.length - 1] = job.startWindow.notBeforeMs;
+      (out.notAfterMs ??= [])[out.ids.length - 1] = job.startWindow.notAfterMs;
+    }
   }
 
   /** Sends the queued jobs; returns them (empty when none). */

@@ -1,0 +1,119 @@
+/**
+ * Rate-limited jobs a fetcher has claimed and holds until their start slot.
+ *
+ * A claim names each job's slot by the database's clock (claim_limited.ts);
+ * it is converted to the local clock with the offset the claims measure
+ * (db_clock.ts), and the job is given the window its task may start in
+ * (ClaimedJob.startWindow, checked in the worker thread just before the task).
+ * Jobs leave in groups by their wait, DISPATCH_LEAD_MS before the slot, for
+ * `deliver` (or `handBack` while paused).
+ *
+ * Held jobs are claimed: fences() gives them to the heartbeat, whose renewals
+ * keep their leases, and leaseLost() drops those it found gone. No hold may
+ * outlive its lease: a slot further ahead than half a lease (a clock gone
+ * wrong) is handed back at once, like a slot already missed beyond its
+ * tolerance; either is claimed again for a new slot, without using an attempt.
+ */
+import { startToleranceMs } from '../queue/claim_limited.ts';
+import type { ClaimedJob, Fence } from '../queue/types.ts';
+import type { DbClock } from './db_clock.ts';
+
+/**
+ * A held job goes to the dispatcher this long before its slot, so that the
+ * hand-off to its thread does not eat into its start tolerance; the thread
+ * waits for the slot itself (worker/start_window.ts).
+ */
+export const DISPATCH_LEAD_MS = 5;
+
+export class StartHolds {
+  private readonly groups = new Map<NodeJS.Timeout, ClaimedJob[]>();
+  private held = 0;
+
+  constructor(
+    private readonly options: {
+      clock: DbClock;
+      leaseMs: number;
+      deliver: (jobs: ClaimedJob[]) => void;
+      handBack: (jobs: ClaimedJob[], reason: string) => void;
+      paused: () => boolean;
+    },
+  ) {}
+
+  /** How many jobs are held. */
+  get size(): number {
+    return this.held;
+  }
+
+  /**
+   * Holds each job until its slot (`startAtMs`, same order, by the database's
+   * clock) of a limit whose period is `periodMs`.
+   */
+  add(jobs: ClaimedJob[], startAtMs: number[], periodMs: number): void {
+    const { clock, leaseMs } = this.options;
+    const tolerance = startToleranceMs(periodMs);
+    const now = clock.now();
+    const byWait = new Map<number, ClaimedJob[]>();
+    const missed: ClaimedJob[] = [];
+    const tooFar: ClaimedJob[] = [];
+    jobs.forEach((job, i) => {
+      const slot = clock.toLocal(startAtMs[i] ?? clock.offset + now);
+      job.startWindow = { notBeforeMs: slot, notAfterMs: slot + tolerance };
+      const wait = Math.max(0, Math.round(slot - DISPATCH_LEAD_MS - now));
+      if (slot + tolerance < now) missed.push(job);
+      else if (wait > leaseMs / 2) tooFar.push(job);
+      else byWait.set(wait, [...(byWait.get(wait) ?? []), job]);
+    });
+    if (missed.length > 0) this.options.handBack(missed, 'missed its rate-limit start slot before dispatch');
+    if (tooFar.length > 0) this.options.handBack(tooFar, 'rate-limit start slot further ahead than half a lease');
+    for (const [wait, group] of byWait) this.hold(group, wait);
+  }
+
+  fences(): Fence[] {
+    const out: Fence[] = [];
+    for (const jobs of this.groups.values()) for (const j of jobs) out.push({ id: j.id, token: j.token });
+    return out;
+  }
+
+  /** Drops the held jobs of these claims: they were lost, nothing of them may start. */
+  leaseLost(tokens: string[]): void {
+    if (this.held === 0) return;
+    const lost = new Set(tokens);
+    for (const [timer, jobs] of this.groups) {
+      const kept = jobs.filter((j) => !lost.has(j.token));
+      if (kept.length === jobs.length) continue;
+      this.held -= jobs.length - kept.length;
+      if (kept.length > 0) this.groups.set(timer, kept);
+      else {
+        clearTimeout(timer);
+        this.groups.delete(timer);
+      }
+    }
+  }
+
+  /** Hands every held job back now (paused, stopping). */
+  handBackAll(reason: string): void {
+    for (const [timer, jobs] of this.groups) {
+      clearTimeout(timer);
+      this.groups.delete(timer);
+      this.held -= jobs.length;
+      this.options.handBack(jobs, reason);
+    }
+  }
+
+  private hold(jobs: ClaimedJob[], wait: number): void {
+    if (wait < 1) {
+      this.options.deliver(jobs);
+      return;
+    }
+    this.held += jobs.length;
+    const timer = setTimeout(() => {
+      const group = this.groups.get(timer);
+      if (!group) return;
+      this.groups.delete(timer);
+      this.held -= group.length;
+      if (this.options.paused()) this.options.handBack(group, 'queue paused');
+      else this.options.deliver(group);
+    }, wait);
+    this.groups.set(timer, jobs);
+  }
+}

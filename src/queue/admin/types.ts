@@ -146,7 +146,21 @@ export interface SupervisorRow {
   version: string;
   /** Queue name → concurrency. */
   queues: Record<string, number>;
+  /** Queue name → its settings as this supervisor loaded them ({} from supervisors older than migration 012). */
+  queue_config: Record<string, QueueConfig>;
   started_at: Date;
   heartbeat_at: Date;
   in_flight: number;
+}
+
+/** A queue's settings as a supervisor reports them (supervisors.queue_config). */
+export interface QueueConfig {
+  concurrency: number;
+  jobsPerThread: number;
+  prefetch: number;
+  /** null: jobs.timeout applies. */
+  timeoutMs: number | null;
+  globalConcurrency?: number;
+  perKeyConcurrency?: number;
+  rateLimit?: { count: number; periodMs: number; perKey: boolean };
 }

@@ -83,6 +83,9 @@ button.danger { border-color:#fda29b; color:var(--bad); }
 .card b { display:block; font-size:1.4rem; }
 .flash { background:#dcfae6; border:1px solid #abefc6; padding:.5rem .8rem; margin-bottom:.8rem; }
 .flash.error { background:#fee4e2; border-color:#fecdca; }
+.flash.warn { background:#fffaeb; border-color:#fedf89; color:#93370d; } .flash p { margin:.2rem 0; }
+.status-unserved { background:#fffaeb; color:#b54708; border:1px solid #fedf89; }
+button.warn { border-color:#fedf89; color:#b54708; } form.inline { display:inline; margin:0; }
 dl.facts { display:grid; grid-template-columns:max-content 1fr; gap:.2rem 1rem; background:#fff; border:1px solid var(--line); padding:.6rem .9rem; }
 dl.facts dt { color:var(--muted); } dl.facts dd { margin:0; }
 svg.chart { background:#fff; border:1px solid var(--line); }

@@ -7,6 +7,7 @@ import {
   getJob,
   listJobs,
   overview,
+  QUEUE_NAME,
   scheduleSummaries,
   throughput,
 } from '../../queue/admin/index.ts';
@@ -45,7 +46,16 @@ export function pageRoutes(
 
   app.get('/', async (c) => {
     const [o, h, d] = await Promise.all([db.use((store) => overview(store)), hour(), day()]);
-    return c.html(overviewPage(view, { ...o, hour: h, day: d }));
+    const queue = c.req.query('queue');
+    return c.html(
+      overviewPage(view, {
+        ...o,
+        hour: h,
+        day: d,
+        flash: c.req.query('done'),
+        flashQueue: queue && QUEUE_NAME.test(queue) ? queue : undefined,
+      }),
+    );
   });
 
   app.get('/jobs', async (c) => {

@@ -80,6 +80,11 @@ describe('admin reads on 206 k rows', () => {
     const checks: Array<[string, () => Promise<unknown>]> = [
       ['list failed', () => listJobs(store, { status: 'failed' }, { limit: 50 })],
       ['list pending of a queue', () => listJobs(store, { status: 'pending', queue: 'q1' }, { limit: 50 })],
+      [
+        'list scheduled of a queue',
+        () => listJobs(store, { status: 'pending', due: false, queue: 'q1' }, { limit: 50 }),
+      ],
+      ['newer page of failed', () => listJobs(store, { status: 'failed' }, { limit: 50, before: '200100' })],
       ['count failed of a kind', () => countJobs(store, { status: 'failed', kind: 'k2' })],
       ['dead-letter groups', () => deadLetterGroups(store)],
       ['retry a group', () => retryJobs(store, { filter: { status: 'failed', kind: 'k3', errorPrefix: 'boom 1' } })],

@@ -27,10 +27,11 @@ export const FILTER_WHERE = `
   AND ($6::text IS NULL OR payload::text ILIKE $6)
   AND ($7::text IS NULL OR last_error ILIKE $7)
   AND ($8::float8 IS NULL OR coalesce(finished_at, created_at) < now() - $8::float8 * interval '1 millisecond')
-  AND ($9::text IS NULL OR ${ERROR_PREFIX_SQL} = $9)`;
+  AND ($9::text IS NULL OR ${ERROR_PREFIX_SQL} = $9)
+  AND ($10::bool IS NULL OR (status = 'pending' AND (run_at <= now()) = $10::bool))`;
 
-/** Number of parameters FILTER_WHERE uses; a statement's own start at $10. */
-export const FILTER_PARAMS = 9;
+/** Number of parameters FILTER_WHERE uses; a statement's own start at $11. */
+export const FILTER_PARAMS = 10;
 
 /**
  * The parameters of FILTER_WHERE for `filter`. `statuses`, when given, limits
@@ -55,6 +56,7 @@ export function filterParams(filter: JobFilter, statuses?: readonly JobStatus[])
     filter.errorText === undefined || filter.errorText === '' ? null : containsPattern(filter.errorText),
     filter.olderThan ?? null,
     filter.errorPrefix ?? null,
+    filter.due ?? null,
   ];
 }
 

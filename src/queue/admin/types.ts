@@ -94,12 +94,16 @@ export interface JobFilter {
   olderThan?: number;
   /** The first line of last_error, exactly (a dead-letter group). */
   errorPrefix?: string;
+  /** Pending jobs only: true, those due now; false, those not yet due ("scheduled"). */
+  due?: boolean;
 }
 
 /** Keyset page of a list in id DESC order: `after` is the last id of the previous page. */
 export interface Page {
   limit: number;
   after?: string | null;
+  /** The page of newer jobs: the first id of the page being left (takes precedence over `after`). */
+  before?: string | null;
 }
 
 export type BulkAction = 'retry' | 'cancel' | 'runNow' | 'delete';

@@ -26,8 +26,10 @@ export const SCRIPT = `'use strict';
       if (timer) clearTimeout(timer);
       timer = paused ? null : setTimeout(function () {
         // Never reload under someone typing a filter.
+        // Nor under rows ticked for a bulk action.
         var active = document.activeElement;
         if (active && /^(INPUT|SELECT|TEXTAREA)$/.test(active.tagName)) arm();
+        else if (document.querySelector('input.select-row:checked')) arm();
         else location.reload();
       }, seconds * 1000);
     };
@@ -43,6 +45,23 @@ export const SCRIPT = `'use strict';
     show();
     arm();
   }
+  var all = document.getElementById('select-all');
+  var rows = document.querySelectorAll('input.select-row');
+  var needs = document.querySelectorAll('[data-needs-selection]');
+  var sync = function () {
+    var n = document.querySelectorAll('input.select-row:checked').length;
+    needs.forEach(function (b) { b.disabled = n === 0; });
+    if (all) all.checked = n > 0 && n === rows.length;
+  };
+  if (all) {
+    all.hidden = false;
+    all.addEventListener('change', function () {
+      rows.forEach(function (r) { r.checked = all.checked; });
+      sync();
+    });
+  }
+  rows.forEach(function (r) { r.addEventListener('change', sync); });
+  if (rows.length) sync();
   document.querySelectorAll('form[data-confirm]').forEach(function (form) {
     form.addEventListener('submit', function (e) {
       if (!confirm(form.getAttribute('data-confirm'))) e.preventDefault();
@@ -70,7 +89,8 @@ a { color:var(--accent); }
 .status { display:inline-block; padding:0 .45rem; border-radius:9px; font-size:.8rem; background:#eaecf0; }
 .status-failed { background:#fee4e2; color:var(--bad); } .status-done { background:#dcfae6; color:var(--ok); }
 .status-running { background:#d1e9ff; color:#175cd3; } .status-pending { background:#fef0c7; color:#93370d; }
-.status-paused { background:#f4ebff; color:#6941c6; }
+.status-paused { background:#f4ebff; color:#6941c6; } .status-scheduled { background:#e0f2fe; color:#026aa2; border:1px dashed #7cd4fd; }
+.status-cancelled { background:#f2f4f7; color:#475467; }
 .err { color:var(--bad); white-space:pre-wrap; word-break:break-word; font-family:ui-monospace, monospace; font-size:.8rem; }
 pre { background:#fff; border:1px solid var(--line); padding:.8rem; overflow:auto; font-size:.85rem; }
 form.filters { display:flex; flex-wrap:wrap; gap:.5rem; align-items:end; margin-bottom:.8rem; }

@@ -1,6 +1,7 @@
 /** Cron schedules: next fire times and the job of the last fire. */
 import { html } from 'hono/html';
 import type { JobRow } from '../../queue/admin/index.ts';
+import { shownStatus } from './applicable.ts';
 import { layout, status, time, type ViewContext } from './layout.ts';
 
 export interface ScheduleLine {
@@ -44,7 +45,7 @@ export function schedulesPage(v: ViewContext, schedules: ScheduleLine[]) {
               <td>
                 ${
                   s.lastJob
-                    ? html`<a href="${v.base}jobs/${s.lastJob.id}">${s.lastJob.id}</a> ${status(s.lastJob.status)}
+                    ? html`<a href="${v.base}jobs/${s.lastJob.id}">${s.lastJob.id}</a> ${status(shownStatus(s.lastJob))}
                         ${time(s.lastJob.created_at)}`
                     : html`<span class="muted">none yet</span>`
                 }

@@ -35,6 +35,7 @@ export const TOOLS_BY_TEST: Record<string, Tool[]> = {
   'grafana.test.ts': [PROMTOOL],
   'prometheus.test.ts': [PROMETHEUS],
   'dashboard_browser.test.ts': [CHROMIUM],
+  'dashboard_ops_browser.test.ts': [CHROMIUM],
 };
 
 /** The binary to run, or null when it is on neither the variable nor PATH. */

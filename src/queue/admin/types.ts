@@ -150,7 +150,7 @@ export interface SupervisorRow {
   version: string;
   /** Queue name → concurrency. */
   queues: Record<string, number>;
-  /** Queue name → its settings as this supervisor loaded them ({} from supervisors older than migration 012). */
+  /** Queue name → its settings as this supervisor loaded them ({} from supervisors older than migration 013). */
   queue_config: Record<string, QueueConfig>;
   started_at: Date;
   heartbeat_at: Date;

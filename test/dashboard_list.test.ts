@@ -58,7 +58,7 @@ describe('dashboard jobs list over HTTP', () => {
   it('retries exactly the ticked rows of ten dead letters, after a confirmation of their count', async () => {
     const ids = await seedDeadLetters(t.pool, { kind: 'ticked', queue: 'parked', count: 10 });
     const chosen = [ids[1], ids[4], ids[8]] as string[];
-    const body = new URLSearchParams([['selection', '1'], ...chosen.map((id) => ['ids', id])]);
+    const body = new URLSearchParams([['selection', '1'], ...chosen.map((id): [string, string] => ['ids', id])]);
     const confirm = await post('jobs/retry', body);
     assert.equal(confirm.status, 200);
     const page = await confirm.text();

@@ -10,6 +10,7 @@
 export { BULK_BATCH_SIZE, cancelJobs, deleteJobs, retryFailedInBatches, retryJobs, runJobsNow } from './actions.ts';
 export { deadLetterGroups, type DeadLetterGroup } from './dead_letters.ts';
 export { checkIds, containsPattern } from './filter.ts';
+export { attemptsOf } from './attempts.ts';
 export { getJob, timeline } from './job.ts';
 export { COUNT_CAP, countJobs, listJobs, MAX_PAGE, statusOf } from './list.ts';
 export { overview, OVERVIEW_CAP, type Overview, type QueueOverview } from './overview.ts';
@@ -32,6 +33,7 @@ export {
   ACTION_STATUSES,
   JOB_STATUSES,
   timeText,
+  type Attempt,
   type AttemptError,
   type BulkAction,
   type BulkOptions,

@@ -53,6 +53,11 @@ export interface AttemptError {
   at: string;
   /** Absent on a snooze entry. */
   error?: string;
+  /** When this attempt started, and the supervisor that ran it (recorded by the completer since migration 014). */
+  started?: string;
+  owner?: string;
+  /** The error's stack frames, when recorded (kept by the worker since migration 012). */
+  stack?: string;
   /** A snooze (ctx.snooze / SnoozeError): put back until `until`, no attempt used. */
   snooze?: true;
   until?: string;
@@ -63,6 +68,20 @@ export interface TimelineEvent {
   event: 'created' | 'started' | 'failed' | 'snoozed' | 'finished';
   attempt?: number;
   error?: string;
+}
+
+/** One attempt of a job, as the job page lists them. Unknown times and owners are null. */
+export interface Attempt {
+  attempt: number;
+  started: Time | null;
+  ended: Time | null;
+  /** ended - started, in ms, when both are known. */
+  durationMs: number | null;
+  owner: string | null;
+  /** running, done, failed (it will be retried or was the last), or cancelled. */
+  outcome: string;
+  error: string | null;
+  stack: string | null;
 }
 
 /** Everything about one job, for `jobs show` and the job page. */

@@ -120,10 +120,10 @@ describe('dashboard queue controls over HTTP', () => {
     assert.match(html, /id="limit-global">2 of 3</);
     assert.match(html, /id="limit-per-key">1</);
     assert.match(html, /id="limit-rate">10 per 1m 0s</);
-    const byKey = /<table id="running-by-key">([\s\S]*?)<\/table>/.exec(html)?.[1] ?? '';
+    const byKey = /<table id="running-by-key"[^>]*>([\s\S]*?)<\/table>/.exec(html)?.[1] ?? '';
     assert.match(byKey, /tenant-1<\/td>\s*<td class="num">1<\/td>/);
-    assert.match(html, /<table id="recent-starts">[\s\S]*whole queue[\s\S]*<td class="num">4<\/td>/);
-    assert.match(html, /<table id="queue-supervisors">[\s\S]*h:1:a[\s\S]*jobs\.timeout/);
+    assert.match(html, /<table id="recent-starts"[^>]*>[\s\S]*whole queue[\s\S]*<td class="num">4<\/td>/);
+    assert.match(html, /<table id="queue-supervisors"[^>]*>[\s\S]*h:1:a[\s\S]*jobs\.timeout/);
     assert.doesNotMatch(html, /id="unserved"/);
   });
 

@@ -63,7 +63,7 @@ export function jobPage(v: ViewContext, job: JobDetail, payload: unknown, flashK
     <h2>Attempts</h2>
     ${attemptsTable(attemptsOf(job))}
     <h2>Timeline</h2>
-    <table id="timeline">
+    <table id="timeline" class="stack">
       <thead>
         <tr>
           <th>At</th>

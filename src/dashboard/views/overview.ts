@@ -47,7 +47,7 @@ export function overviewPage(v: ViewContext, d: OverviewData) {
           </p>`
         : ''
     }
-    <table id="queues">
+    <table id="queues" class="stack">
       <thead>
         <tr>
           <th>Queue</th>
@@ -85,11 +85,17 @@ export function overviewPage(v: ViewContext, d: OverviewData) {
                     : ''
                 }
               </td>
-              <td class="num"><a href="${jobs({ queue: q.queue, status: 'pending' })}">${count(q.pending)}</a></td>
-              <td class="num">${count(q.due)}</td>
-              <td class="num"><a href="${jobs({ queue: q.queue, status: 'running' })}">${count(q.running)}</a></td>
-              <td class="num"><a href="${jobs({ queue: q.queue, status: 'failed' })}">${count(q.dead)}</a></td>
-              <td class="num">${count(q.doneLastHour)}</td>
+              <td class="num" data-label="Pending">
+                <a href="${jobs({ queue: q.queue, status: 'pending' })}">${count(q.pending)}</a>
+              </td>
+              <td class="num" data-label="Due now">${count(q.due)}</td>
+              <td class="num" data-label="Running">
+                <a href="${jobs({ queue: q.queue, status: 'running' })}">${count(q.running)}</a>
+              </td>
+              <td class="num" data-label="Dead letters">
+                <a href="${jobs({ queue: q.queue, status: 'failed' })}">${count(q.dead)}</a>
+              </td>
+              <td class="num" data-label="Done (last hour)">${count(q.doneLastHour)}</td>
               ${v.readOnly ? '' : html`<td>${queueControls(v, q.queue, q.paused, 'overview')}</td>`}
             </tr>`,
         )}
@@ -98,7 +104,7 @@ export function overviewPage(v: ViewContext, d: OverviewData) {
     <h2>Throughput</h2>
     ${throughputChart('Last hour, per minute', d.hour)} ${throughputChart('Last day, per 15 minutes', d.day)}
     <h2>Supervisors</h2>
-    <table id="supervisors">
+    <table id="supervisors" class="stack">
       <thead>
         <tr>
           <th>Supervisor</th>
@@ -122,16 +128,16 @@ export function overviewPage(v: ViewContext, d: OverviewData) {
           (s) =>
             html`<tr>
               <td>${s.id}</td>
-              <td>${s.host} (pid ${s.pid})</td>
-              <td>${s.version}</td>
-              <td>
+              <td data-label="Host">${s.host} (pid ${s.pid})</td>
+              <td data-label="Version">${s.version}</td>
+              <td data-label="Queues">
                 ${Object.entries(s.queues ?? {})
                   .map(([q, n]) => `${q}×${n}`)
                   .join(', ')}
               </td>
-              <td class="num">${count(s.in_flight)}</td>
-              <td>${time(s.started_at)}</td>
-              <td>${time(s.heartbeat_at)}</td>
+              <td class="num" data-label="In flight">${count(s.in_flight)}</td>
+              <td data-label="Started">${time(s.started_at)}</td>
+              <td data-label="Last heartbeat">${time(s.heartbeat_at)}</td>
             </tr>`,
         )}
       </tbody>

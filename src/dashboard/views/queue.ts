@@ -27,7 +27,7 @@ function agreed<T>(d: QueueDetail, pick: (c: Partial<QueueConfig>) => T): T | 'd
 
 function keyTable(id: string, rows: Array<{ key: string; n: number }>, what: string, max: string): Html {
   if (rows.length === 0) return html`<p class="muted" id="${id}">None now.</p>`;
-  return html`<table id="${id}">
+  return html`<table id="${id}" class="stack">
     <thead>
       <tr>
         <th>Key</th>
@@ -114,7 +114,7 @@ export function queuePage(v: ViewContext, d: QueueDetail, flashKey?: string) {
             )}`
     }
     <h2>Supervisors serving it</h2>
-    <table id="queue-supervisors">
+    <table id="queue-supervisors" class="stack">
       <thead>
         <tr>
           <th>Supervisor</th>

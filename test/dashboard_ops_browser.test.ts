@@ -153,4 +153,78 @@ describe('operator controls in a real browser', { skip: skipUnless(CHROMIUM), ti
       ['Retry', 'Delete'],
     );
   });
+
+  it('applies the dark palette under an emulated dark color scheme', async () => {
+    const background = () => page.evaluate<string>('getComputedStyle(document.body).backgroundColor');
+    const luminance = (rgb: string) => {
+      const [r, g, b] = (rgb.match(/\d+/g) ?? []).map(Number);
+      return 0.2126 * (r ?? 0) + 0.7152 * (g ?? 0) + 0.0722 * (b ?? 0);
+    };
+    await page.emulateMedia({ colorScheme: 'light' });
+    await page.goto(d.url);
+    const light = await background();
+    await page.emulateMedia({ colorScheme: 'dark' });
+    const dark = await background();
+    assert.ok(luminance(light) > 200, `light background ${light}`);
+    assert.ok(luminance(dark) < 40, `dark background ${dark}`);
+    const text = await page.evaluate<string>('getComputedStyle(document.body).color');
+    assert.ok(luminance(text) > 180, `light text on the dark background: ${text}`);
+    await page.emulateMedia({ colorScheme: 'light' });
+  });
+
+  it('has no horizontal scroll at 390 px on the overview and the job list', async () => {
+    const phone = await browser.newPage({ viewport: { width: 390, height: 844 } });
+    try {
+      await seedDeadLetters(t.pool, {
+        kind: 'a_rather_long_kind_name_for_a_phone',
+        queue: 'parked',
+        count: 3,
+        error: 'Error: connect ECONNREFUSED 10.0.0.12:5432 while sending the monthly statement to the customer',
+      });
+      for (const where of ['', 'jobs', 'jobs?status=failed']) {
+        await phone.goto(`${d.url}${where}`);
+        const { scroll, client } = await phone.evaluate<{ scroll: number; client: number }>(
+          '({ scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth })',
+        );
+        assert.ok(scroll <= client, `/${where}: page is ${scroll} px wide in a ${client} px viewport`);
+        assert.ok(
+          await phone.locator('header a', { hasText: 'Schedules' }).isVisible(),
+          `/${where}: navigation visible`,
+        );
+      }
+    } finally {
+      await phone.close();
+    }
+  });
+
+  it('updates the overview in place, without a reload, and not while paused', async () => {
+    await page.goto(d.url);
+    await page.evaluate('window.stayed = true');
+    const before = await page.locator('#queues').innerText();
+    await seedDeadLetters(t.pool, { kind: 'live', queue: 'livequeue', count: 2 });
+    await page.waitForFunction("document.querySelector('#queues').textContent.includes('livequeue')", undefined, {
+      timeout: 30_000,
+    });
+    assert.ok(!before.includes('livequeue'));
+    assert.equal(
+      await page.evaluate<boolean>('window.stayed === true'),
+      true,
+      'the same document: updated without a reload',
+    );
+    // Paused: nothing is fetched any more.
+    await page.locator('#refresh-toggle').click();
+    assert.equal(await page.locator('#refresh-toggle').innerText(), 'Resume auto-refresh');
+    const stamp = await page.locator('[data-refresh]').getAttribute('data-updated');
+    let fetched = 0;
+    page.on('request', (r) => {
+      if (r.url() === d.url) fetched++;
+    });
+    await seedDeadLetters(t.pool, { kind: 'live', queue: 'quietqueue', count: 1 });
+    // Wait through more than one refresh interval (10 s) for a request that must not come.
+    await page.waitForTimeout(11_000);
+    assert.equal(fetched, 0);
+    assert.equal(await page.locator('[data-refresh]').getAttribute('data-updated'), stamp);
+    assert.ok(!(await page.locator('#queues').innerText()).includes('quietqueue'));
+    await page.locator('#refresh-toggle').click();
+  });
 });

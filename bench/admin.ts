@@ -23,6 +23,7 @@ import {
   deadLetterGroups,
   listJobs,
   overview,
+  queueDetail,
   throughput,
   type JobFilter,
 } from '../src/queue/admin/index.ts';
@@ -123,6 +124,7 @@ async function main(): Promise<void> {
     const lists: Array<[string, JobFilter]> = [
       ['dead letters of a kind', { status: 'failed', kind: 'thumbnail' }],
       ['pending of a queue', { status: 'pending', queue: 'mail' }],
+      ['scheduled of a queue', { status: 'pending', due: false, queue: 'mail' }],
       ['done of a kind', { status: 'done', kind: 'sync' }],
       ['a dead-letter group', { status: 'failed', errorPrefix: 'Error: upstream 7 refused the request' }],
       ['error text', { errorText: 'upstream 13' }],
@@ -143,6 +145,13 @@ async function main(): Promise<void> {
         listJobs(store, { status: 'pending' }, { limit: 50, after: page.next }),
       ),
     );
+    const older = await listJobs(store, { status: 'pending' }, { limit: 50, after: page.next });
+    results.push(
+      await measure('listJobs: pending, newer page (keyset)', () =>
+        listJobs(store, { status: 'pending' }, { limit: 50, before: older.prev }),
+      ),
+    );
+    results.push(await measure("queueDetail('mail')", () => queueDetail(store, 'mail')));
     results.push(await measure("throughput('hour')", () => throughput(store, 'hour')));
     results.push(await measure("throughput('day')", () => throughput(store, 'day')));
     results.push(await measure('deadLetterGroups()', () => deadLetterGroups(store)));

@@ -483,6 +483,10 @@ describe('throughput and overview', () => {
         ['b', 3, true],
       ],
     );
+    // A paused queue's jobs wait on purpose: the oldest due age is the other queues'.
+    assert.equal((await overview(store, now)).oldestDueAgeSeconds, 30, 'b is paused: a is left');
+    await pauseQueue(db.pool, 'a');
+    assert.equal((await overview(store, now)).oldestDueAgeSeconds, null, 'every queue with due jobs is paused');
   });
 });
 

@@ -14,6 +14,8 @@ import {
   deleteJobs,
   listJobs,
   overview,
+  queueDetail,
+  beatSupervisor,
   retryJobs,
   throughput,
 } from '../src/queue/admin/index.ts';
@@ -78,6 +80,11 @@ describe('admin reads on 206 k rows', () => {
     const checks: Array<[string, () => Promise<unknown>]> = [
       ['list failed', () => listJobs(store, { status: 'failed' }, { limit: 50 })],
       ['list pending of a queue', () => listJobs(store, { status: 'pending', queue: 'q1' }, { limit: 50 })],
+      [
+        'list scheduled of a queue',
+        () => listJobs(store, { status: 'pending', due: false, queue: 'q1' }, { limit: 50 }),
+      ],
+      ['newer page of failed', () => listJobs(store, { status: 'failed' }, { limit: 50, before: '200100' })],
       ['count failed of a kind', () => countJobs(store, { status: 'failed', kind: 'k2' })],
       ['dead-letter groups', () => deadLetterGroups(store)],
       ['retry a group', () => retryJobs(store, { filter: { status: 'failed', kind: 'k3', errorPrefix: 'boom 1' } })],
@@ -87,5 +94,31 @@ describe('admin reads on 206 k rows', () => {
       const plan = await planOf(fn);
       assert.doesNotMatch(plan, /Seq Scan/, `${name}: ${plan}`);
     }
+  });
+
+  it('the queue page reads its limits through the claim indexes, never the jobs table', async () => {
+    await beatSupervisor(store, {
+      id: 'plan:1',
+      host: 'h',
+      pid: 1,
+      version: '0',
+      queues: { q1: 4 },
+      queueConfig: {
+        q1: {
+          concurrency: 4,
+          jobsPerThread: 4,
+          prefetch: 0,
+          timeoutMs: null,
+          perKeyConcurrency: 1,
+          rateLimit: { count: 5, periodMs: 1000, perKey: true },
+        },
+      },
+      inFlight: 0,
+      leaseMs: 60_000,
+    });
+    const plan = await planOf(() => queueDetail(store, 'q1'));
+    assert.match(plan, /jobs_running_key_idx/, plan);
+    assert.match(plan, /rate_starts/, plan);
+    assert.doesNotMatch(plan, /Seq Scan on jobs/, plan);
   });
 });

@@ -139,6 +139,12 @@ describe('jobvisor CLI', () => {
     assert.equal(JSON.parse(r.stdout.trim().split('\n')[0] as string).id, failedId);
     r = await jobvisorInProcess(['jobs', 'list', '--kind', 'broken']);
     assert.match(r.stdout, /broken\s+failed/);
+    await db.pool.query(
+      "INSERT INTO jobvisor.jobs (kind, run_at) VALUES ('later_cli', now() + interval '1 day'), ('later_cli', now() - interval '1 minute')",
+    );
+    r = await jobvisorInProcess(['jobs', 'list', '--status', 'scheduled', '--kind', 'later_cli', '--json']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout.trim().split('\n').length, 1, 'only the job not yet due');
     r = await jobvisor(['jobs', 'retry', failedId, '999999']);
     assert.equal(r.code, 1, 'one id could not be retried');
     assert.match(r.stdout, new RegExp(`retried: ${failedId}`));

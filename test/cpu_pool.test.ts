@@ -147,7 +147,7 @@ describe('CPU-heavy jobs on the pool', () => {
       await delay(100);
     }
     const last = await get('/metrics');
-    const lagP99 = metric(last.body, 'jobvisor_nodejs_eventloop_lag_p99_seconds');
+    const lagP99 = metric(last.body, 'nodejs_eventloop_lag_p99_seconds');
 
     const outcome = await statuses(ids);
     assert.deepEqual(

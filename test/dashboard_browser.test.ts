@@ -5,7 +5,8 @@
  * 1,000, and proof that hostile payloads render inert.
  *
  * JOBVISOR_SCREENSHOTS=1 (npm run screenshots) also writes the README's
- * docs/img/dashboard-overview.png and docs/img/dashboard-job.png.
+ * docs/img/dashboard-overview.png and docs/img/dashboard-job.png, each also
+ * in the dark palette (-dark.png).
  */
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -98,6 +99,9 @@ describe('dashboard in a real browser', { skip: skipUnless(CHROMIUM), timeout: 2
     if (SCREENSHOTS) {
       mkdirSync(SCREENSHOTS, { recursive: true });
       await page.screenshot({ path: path.join(SCREENSHOTS, 'dashboard-overview.png'), fullPage: true });
+      await page.emulateMedia({ colorScheme: 'dark' });
+      await page.screenshot({ path: path.join(SCREENSHOTS, 'dashboard-overview-dark.png'), fullPage: true });
+      await page.emulateMedia({ colorScheme: 'light' });
     }
 
     // 2. Dead letters of one kind, through the filter form; the URL keeps the filter.
@@ -119,7 +123,12 @@ describe('dashboard in a real browser', { skip: skipUnless(CHROMIUM), timeout: 2
     assert.match(await page.locator('#last-error').innerText(), /template "invoice" not found/);
     const payload = await page.locator('#payload').innerText();
     assert.ok(payload.includes('"Token": "[redacted]"') && !payload.includes('tok-live'), payload);
-    if (SCREENSHOTS) await page.screenshot({ path: path.join(SCREENSHOTS, 'dashboard-job.png'), fullPage: true });
+    if (SCREENSHOTS) {
+      await page.screenshot({ path: path.join(SCREENSHOTS, 'dashboard-job.png'), fullPage: true });
+      await page.emulateMedia({ colorScheme: 'dark' });
+      await page.screenshot({ path: path.join(SCREENSHOTS, 'dashboard-job-dark.png'), fullPage: true });
+      await page.emulateMedia({ colorScheme: 'light' });
+    }
 
     // 4. Retry it; the real supervisor runs it to done.
     await page.getByRole('button', { name: 'Retry', exact: true }).click();

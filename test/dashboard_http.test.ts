@@ -189,7 +189,7 @@ describe('dashboard pages and bounds', () => {
   it('marks a paused queue on the overview, and unmarks it on resume', async () => {
     const row = async () => {
       const html = await (await fetch(d.url, { headers: bearer })).text();
-      return /<tr>\s*<td>\s*<a href="[^"]*queue=held[^"]*">held<\/a>(.*?)<\/td>/s.exec(html)?.[1] ?? null;
+      return /<tr>\s*<td>\s*<a href="[^"]*queues\/held">held<\/a>(.*?)<\/td>/s.exec(html)?.[1] ?? null;
     };
     await pauseQueue(t.pool, 'held');
     assert.match(

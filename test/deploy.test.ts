@@ -30,6 +30,7 @@ import { parse as parseYaml, parseAllDocuments } from 'yaml';
 import { loadConfig, type Settings } from '../src/config/index.ts';
 import { createDashboard, normaliseBasePath } from '../src/dashboard/app.ts';
 import { checkExposure } from '../src/dashboard/server.ts';
+import { pauseQueue, resumeQueue } from '../src/queue/pause.ts';
 import { createTestDatabase } from './helpers/db.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -383,7 +384,7 @@ describe('deploy/kubernetes', () => {
     );
   });
 
-  test('the KEDA query counts due pending jobs on a real database', async (t) => {
+  test('the KEDA query counts due pending jobs of queues that are not paused, on a real database', async (t) => {
     if (!process.env.JOBVISOR_TEST_DATABASE_URL) {
       t.skip('needs the test PostgreSQL: run through `npm test` or `npx tsx test/run.ts test/deploy.test.ts`');
       return;
@@ -397,12 +398,39 @@ describe('deploy/kubernetes', () => {
                      ('pending', interval '1 hour'), ('running', interval '-1 minute'), ('done', interval '-1 minute'),
                      ('failed', interval '-1 minute'), ('cancelled', interval '-1 minute')) AS v(s, d)`);
       const query = find('ScaledObject').spec.triggers[0].metadata.query as string;
-      const { rows } = await db.pool.query<{ count: string }>(query);
-      assert.equal(rows.length, 1);
-      assert.equal(Number(Object.values(rows[0] as object)[0]), 3, 'three pending jobs are due');
+      const count = async () => {
+        const { rows } = await db.pool.query<{ count: string }>(query);
+        assert.equal(rows.length, 1);
+        return Number(Object.values(rows[0] as object)[0]);
+      };
+      assert.equal(await count(), 3, 'three pending jobs are due');
+      // A paused queue's due jobs must not scale pods up: none of them may run.
+      await db.pool.query(`
+        INSERT INTO jobvisor.jobs (kind, payload, queue, run_at)
+        SELECT 'k', '{}', 'mail', now() - interval '1 minute' FROM generate_series(1, 5)`);
+      assert.equal(await count(), 8, 'five more due jobs in queue mail');
+      await pauseQueue(db.pool, 'mail');
+      assert.equal(await count(), 3, 'queue mail is paused: its due jobs are not counted');
+      await resumeQueue(db.pool, 'mail');
+      assert.equal(await count(), 8, 'resumed: counted again');
     } finally {
       await db.drop();
     }
+  });
+
+  test("the README's overlay adds kube-prometheus-stack's release label to the ServiceMonitor and PrometheusRule", () => {
+    const readme = readFileSync(path.join(root, 'README.md'), 'utf8');
+    const block = /```yaml\n# kustomization\.yaml of your overlay\n([\s\S]*?)```/.exec(readme)?.[1];
+    assert.ok(block, 'the overlay block in README.md, "Scrape and alert"');
+    const dir = mkdtempSync(path.join(scratch, 'release-'));
+    const overlay = block.replace(/^resources: .*$/m, `resources: [${path.relative(dir, base)}]`);
+    writeFileSync(path.join(dir, 'kustomization.yaml'), overlay);
+    const built = parseAllDocuments(run('kubectl', ['kustomize', dir])).map((d) => d.toJS() as Doc);
+    for (const kind of ['ServiceMonitor', 'PrometheusRule']) {
+      const doc = built.find((d) => d.kind === kind);
+      assert.equal(doc?.metadata.labels?.release, 'kube-prometheus-stack', kind);
+    }
+    assert.equal(built.length, docs.length, 'the overlay changes labels only');
   });
 
   test('database connections fit max_connections at full scale', () => {

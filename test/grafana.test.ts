@@ -4,8 +4,9 @@
  *   Debian's `prometheus` package; set PROMTOOL to use another binary);
  * - every PromQL expression of the dashboard parses (promtool checks it as a
  *   recording rule, with the dashboard variables substituted);
- * - every `jobvisor_*` name in the dashboard, the rules and the rule tests is one
- *   that `createMetrics().registry` exports (histograms as _bucket/_sum/_count);
+ * - every `jobvisor_*`, `process_*` and `nodejs_*` name in the dashboard, the rules and
+ *   the rule tests is one that `createMetrics().registry` exports (histograms as
+ *   _bucket/_sum/_count; Node's default metrics unprefixed);
  * - database gauges are aggregated with max/min, per-process counters with sum.
  */
 import { execFile } from 'node:child_process';
@@ -102,8 +103,9 @@ function exportedNames(metrics: MetricList): Set<string> {
   return names;
 }
 
+/** jobvisor's own names, and Node's default metrics (unprefixed, as every Node.js exporter names them). */
 function metricNames(expr: string): string[] {
-  return [...expr.matchAll(/\bjobvisor_[a-z0-9_]+/g)].map((match) => match[0]);
+  return [...expr.matchAll(/\b(?:jobvisor|process|nodejs)_[a-z0-9_]+/g)].map((match) => match[0]);
 }
 
 function unknownNames(expr: string, exported: Set<string>): string[] {
@@ -188,6 +190,11 @@ describe('grafana/', () => {
     assert.deepEqual(unknownNames('jobvisor_jobs_completed_total_bucket', exported), [
       'jobvisor_jobs_completed_total_bucket',
     ]);
+    // Node's default metrics keep their conventional names, so stock Node.js dashboards match.
+    assert.deepEqual(unknownNames('process_cpu_seconds_total + nodejs_eventloop_lag_p99_seconds', exported), []);
+    assert.deepEqual(unknownNames('jobvisor_process_cpu_seconds_total', exported), [
+      'jobvisor_process_cpu_seconds_total',
+    ]);
     assert.equal(aggregationProblems('sum by (queue) (jobvisor_jobs{status="pending"})', perProcess).length, 1);
     assert.equal(aggregationProblems('jobvisor_oldest_pending_seconds > 600', perProcess).length, 1);
     assert.equal(aggregationProblems('max by (queue) (rate(jobvisor_jobs_completed_total[5m]))', perProcess).length, 1);
@@ -216,18 +223,18 @@ describe('grafana/', () => {
     assert.match(output, /SUCCESS/);
   });
 
-  it('defines each alert with a for, a severity, a summary, a description and a runbook section', async () => {
+  it('defines each alert with a for, a severity, a summary, a description and a runbook_url to its section', async () => {
     const readme = await readFile(path.join(grafanaDir, 'README.md'), 'utf8');
     assert.deepEqual(rules.map((rule) => rule.alert).sort(), [...REQUIRED_ALERTS].sort());
     for (const rule of rules) {
       assert.match(rule.for ?? '', /^\d+[smh]$/, `${rule.alert}: for`);
       assert.match(rule.labels?.severity ?? '', /^(warning|critical)$/, `${rule.alert}: severity`);
       assert.ok(rule.annotations?.summary, `${rule.alert}: summary`);
-      assert.match(
-        rule.annotations?.description ?? '',
-        new RegExp(`grafana/README\\.md#${rule.alert?.toLowerCase()}`),
-        `${rule.alert}: runbook link`,
-      );
+      assert.ok(rule.annotations?.description, `${rule.alert}: description`);
+      // A URL Alertmanager and Grafana can link to, pointing at this README's section.
+      const runbook = rule.annotations?.runbook_url ?? '';
+      assert.match(runbook, /^https:\/\/[^\s{}]+\/grafana\/README\.md#[a-z]+$/, `${rule.alert}: runbook_url`);
+      assert.equal(runbook.split('#')[1], rule.alert?.toLowerCase(), `${rule.alert}: runbook_url anchor`);
       assert.match(readme, new RegExp(`^#+ ${rule.alert}$`, 'm'), `${rule.alert}: README section`);
     }
   });

@@ -282,7 +282,7 @@ describe('supervisor probes', () => {
       const ms = Date.now() - t0;
       assert.equal(silent.status, 200);
       assert.match(silent.body, /^jobvisor_database_gauges_up 0$/m);
-      assert.match(silent.body, /^jobvisor_process_resident_memory_bytes /m);
+      assert.match(silent.body, /^process_resident_memory_bytes /m);
       const ready = await get(sup.metricsPort, '/readyz', 10_000);
       assert.equal(ready.status, 503);
       process.stdout.write(`# /metrics with a silent database answered in ${ms} ms; /readyz: ${ready.body}\n`);

@@ -311,8 +311,8 @@ describe('a real Prometheus scraping a real supervisor', { timeout: 180_000, ski
       'jobvisor_job_run_seconds_bucket',
       'jobvisor_pool_threads_busy',
       'jobvisor_jobs_in_flight',
-      'jobvisor_nodejs_eventloop_lag_p99_seconds',
-      'jobvisor_process_resident_memory_bytes',
+      'nodejs_eventloop_lag_p99_seconds',
+      'process_resident_memory_bytes',
     ]) {
       assert.ok(
         withData.some((expr) => expr.includes(wanted)),

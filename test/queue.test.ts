@@ -9,6 +9,7 @@ import { claimJobs, nextDueIn } from '../src/queue/claim.ts';
 import { deleteOldJobs } from '../src/queue/cleanup.ts';
 import { completeJobs as completeIds, failJobs as failArrays, releaseJobs } from '../src/queue/complete.ts';
 import { enqueueMany } from '../src/queue/enqueue.ts';
+import { pauseQueue, resumeQueue } from '../src/queue/pause.ts';
 import { renewLeases } from '../src/queue/lease.ts';
 import { reapExpiredLeases } from '../src/queue/reaper.ts';
 import type { Store } from '../src/queue/sql.ts';
@@ -449,6 +450,14 @@ describe('cleanup and stats', () => {
       ],
       'a queue with nothing due has no age',
     );
+    // A paused queue has no age: its jobs wait on purpose (JobvisorOldestPendingTooOld must not page).
+    await pauseQueue(db.pool, 'q3');
+    assert.deepEqual(
+      (await oldestDueByQueue(store, at(1000))).filter((a) => a.queue !== 'ancient').map((a) => a.queue),
+      ['default'],
+    );
+    await resumeQueue(db.pool, 'q3');
+    assert.equal((await oldestDueByQueue(store, at(1000))).filter((a) => a.queue === 'q3').length, 1);
   });
 
   it('reads the oldest due age in a few pages however large the backlog', async () => {

@@ -1,5 +1,5 @@
 /**
- * `jobvisor jobs list [--status S] [--kind K] [--queue Q] [--limit N] [--json]`
+ * `jobvisor jobs list [--status S] [--kind K] [--queue Q] [--limit N] [--json]` (S may be `scheduled`: pending, not yet due)
  * `jobvisor jobs retry ID... | --failed [--kind K] [--limit N]` (--failed: in batches of 1,000)
  * `jobvisor jobs cancel ID...`
  * (`jobs show`, `jobs run-now` and `jobs delete` have their own files.)
@@ -24,7 +24,8 @@ import { runNowCommand } from './jobs_run_now.ts';
 import { showCommand } from './jobs_show.ts';
 import { table } from './table.ts';
 
-const STATUSES: readonly string[] = JOB_STATUSES;
+/** The table's statuses, and `scheduled`: pending and not yet due (as the dashboard's filter). */
+const STATUSES: readonly string[] = [...JOB_STATUSES, 'scheduled'];
 
 export async function jobsCommand(argv: string[]): Promise<number> {
   const [sub, ...rest] = argv;
@@ -71,7 +72,7 @@ async function list(argv: string[]): Promise<number> {
     listJobs(
       store,
       {
-        status: status as JobStatus | undefined,
+        ...(status === 'scheduled' ? { status: 'pending', due: false } : { status: status as JobStatus | undefined }),
         kind: values.kind as string | undefined,
         queue: values.queue as string | undefined,
       },

@@ -3,9 +3,10 @@
  * HTTP server (or Express/Connect, which pass `next`: requests outside
  * basePath go on to it), and as a web-standard `fetch` handler.
  *
- * Every request passes, in order: security headers (a CSP without inline
- * script or style, no framing, same-origin referrers) → without a token, the
- * Host check against DNS rebinding (hosts.ts) → static assets → login
+ * Every request passes, in order: security headers (Hono's secure-headers: a
+ * CSP without inline script or style, no framing, same-origin referrers) →
+ * without a token, the Host check against DNS rebinding (hosts.ts) → static
+ * assets → login
  * and logout → the credential check → for POSTs, the same-site check and then
  * read-only mode (403) → the page or action.
  */
@@ -13,6 +14,7 @@ import { getRequestListener } from '@hono/node-server';
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { getCookie } from 'hono/cookie';
+import { secureHeaders } from 'hono/secure-headers';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type pg from 'pg';
 import type { Schedule } from '../config/index.ts';
@@ -25,6 +27,7 @@ import { refuseCrossSite } from './origin.ts';
 import { actionRoutes } from './routes/actions.ts';
 import { loginRoutes } from './routes/login.ts';
 import { pageRoutes, STATEMENT_TIMEOUT } from './routes/pages.ts';
+import { queueRoutes } from './routes/queues.ts';
 import { SCRIPT, STYLE } from './static.ts';
 import { readDashboardToken } from './token.ts';
 import { messagePage } from './views/message.ts';
@@ -65,14 +68,25 @@ export type DashboardHandler = ((req: IncomingMessage, res: ServerResponse, next
   basePath: string;
 };
 
-const SECURITY_HEADERS: Record<string, string> = {
-  'Content-Security-Policy':
-    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
-  'X-Content-Type-Options': 'nosniff',
-  'X-Frame-Options': 'DENY',
-  'Referrer-Policy': 'same-origin',
-  'Cache-Control': 'no-store',
-};
+// Hono's secure-headers, with a CSP that allows no inline script or style (the
+// one script and stylesheet are served from the dashboard's own path). Its
+// default HSTS is left off: the dashboard does not know whether it is served
+// over https (a loopback http server would be poisoned for a year).
+const SECURITY_HEADERS = secureHeaders({
+  contentSecurityPolicy: {
+    defaultSrc: ["'self'"],
+    scriptSrc: ["'self'"],
+    styleSrc: ["'self'"],
+    imgSrc: ["'self'", 'data:'],
+    connectSrc: ["'self'"],
+    formAction: ["'self'"],
+    frameAncestors: ["'none'"],
+    baseUri: ["'none'"],
+  },
+  xFrameOptions: 'DENY',
+  referrerPolicy: 'same-origin',
+  strictTransportSecurity: false,
+});
 
 /** "/", or "/a/b" without a trailing slash. */
 export function normaliseBasePath(basePath = '/'): string {
@@ -104,9 +118,10 @@ export function createDashboard(options: DashboardOptions): DashboardHandler {
 
   const root = new Hono({ strict: false });
   const app = basePath === '/' ? root : root.basePath(basePath);
+  app.use(SECURITY_HEADERS);
   app.use(async (c, next) => {
     await next();
-    for (const [k, v] of Object.entries(SECURITY_HEADERS)) c.res.headers.set(k, v);
+    c.res.headers.set('Cache-Control', 'no-store');
   });
   if (token === null) {
     const allowedHosts = options.allowedHosts ?? [];
@@ -125,6 +140,10 @@ export function createDashboard(options: DashboardOptions): DashboardHandler {
   app.get('/static/app.css', (c) => c.body(STYLE, 200, { 'Content-Type': 'text/css; charset=utf-8' }));
   app.use(bodyLimit({ maxSize: 64 * 1024, onError: (c) => c.text('request body too large', 413) }));
   // Every state-changing request, login included, must come from a page of this site.
+  // Not Hono's csrf middleware: it checks form content types only, compares the
+  // Origin with the request URL's (the ingress' internal host behind a proxy,
+  // where X-Forwarded-Host names the public one) and has no Referer fallback;
+  // origin.ts does all three (see test/dashboard_http.test.ts).
   app.use(async (c, next) => {
     if (c.req.method === 'GET' || c.req.method === 'HEAD') return next();
     const why = refuseCrossSite({
@@ -158,6 +177,7 @@ export function createDashboard(options: DashboardOptions): DashboardHandler {
   const redact = options.redact ?? DEFAULT_REDACT;
   pageRoutes(app, { view, db, redact, schedules: options.schedules ?? [] });
   actionRoutes(app, { view, db, redact });
+  queueRoutes(app, { view, db });
   app.notFound((c) => c.html(messagePage(view, 'Not found', 'There is no such page.'), 404));
   root.notFound((c) => c.html(messagePage(view, 'Not found', 'There is no such page.'), 404));
   const onError = (err: Error & { code?: string }, c: Parameters<Parameters<typeof app.onError>[0]>[1]) => {

@@ -3,7 +3,8 @@
  * and the bulk actions' form fields use the same names, so a shared link, the
  * list and "retry everything matching" all mean the same rows.
  *
- *   status  pending | running | done | failed | cancelled
+ *   status  pending | scheduled | running | done | failed | cancelled
+ *           (scheduled: pending and not yet due; pending: due or not)
  *   queue   kind    exact names
  *   id      one or more job ids (comma or space separated)
  *   key     unique key (exact)
@@ -17,7 +18,7 @@ export const FILTER_FIELDS = ['status', 'queue', 'kind', 'id', 'key', 'q', 'erro
 export type FilterField = (typeof FILTER_FIELDS)[number];
 export type FilterParams = Partial<Record<FilterField, string>>;
 
-export const STATUSES = ['pending', 'running', 'done', 'failed', 'cancelled'] as const;
+export const STATUSES = ['pending', 'scheduled', 'running', 'done', 'failed', 'cancelled'] as const;
 
 export class FilterError extends Error {}
 
@@ -41,7 +42,10 @@ export function toFilter(p: FilterParams, redact: readonly string[] = []): JobFi
   if (p.status) {
     if (!(STATUSES as readonly string[]).includes(p.status))
       throw new FilterError(`status must be one of ${STATUSES.join(', ')}`);
-    filter.status = p.status as (typeof STATUSES)[number];
+    if (p.status === 'scheduled') {
+      filter.status = 'pending';
+      filter.due = false;
+    } else filter.status = p.status as Exclude<(typeof STATUSES)[number], 'scheduled'>;
   }
   if (p.queue) filter.queue = p.queue;
   if (p.kind) filter.kind = p.kind;

@@ -1,92 +1,97 @@
 /**
- * The dashboard's only script and stylesheet, served from its own origin so
- * the Content-Security-Policy can forbid inline script and style. The script
- * is an enhancement: every page and action works without it.
- *  - [data-refresh]: reload every N seconds unless paused (the pause button's
- *    state is kept in localStorage, so it survives the reload) or a form
- *    field has the focus.
+ * The dashboard's only script, served from its own origin so the
+ * Content-Security-Policy can forbid inline script (the stylesheet is in
+ * style.ts). The script is an enhancement: every page and action works without it.
+ *  - [data-refresh]: every N seconds, unless paused, the page is fetched again
+ *    and the box's content swapped in place (no reload: scroll position, open
+ *    <details> and the pause state stay). The pause button's state is kept in
+ *    localStorage. Nothing is swapped while a form field has the focus or rows
+ *    are ticked for a bulk action. The box's data-updated says when it last was.
  *  - form[data-confirm]: ask before submitting (bulk actions also have a
  *    server-side confirmation page stating the count).
+ *  - rows ticked for a bulk action: "select all", and the "… selected" buttons
+ *    stay disabled until a row is ticked.
+ * Listeners are on the document, so content swapped in keeps working.
  */
 
 export const SCRIPT = `'use strict';
 (function () {
   var KEY = 'jobvisor-refresh-paused';
   var box = document.querySelector('[data-refresh]');
-  if (box) {
-    var seconds = Number(box.getAttribute('data-refresh')) || 5;
+  var paused = localStorage.getItem(KEY) === '1';
+  var timer = null;
+  var seconds = box ? Number(box.getAttribute('data-refresh')) || 5 : 0;
+  var show = function () {
     var button = document.getElementById('refresh-toggle');
-    var paused = localStorage.getItem(KEY) === '1';
-    var timer = null;
-    var show = function () {
-      if (button) button.textContent = paused ? 'Resume auto-refresh' : 'Pause auto-refresh';
-      box.setAttribute('data-paused', paused ? '1' : '0');
-    };
-    var arm = function () {
-      if (timer) clearTimeout(timer);
-      timer = paused ? null : setTimeout(function () {
-        // Never reload under someone typing a filter.
-        var active = document.activeElement;
-        if (active && /^(INPUT|SELECT|TEXTAREA)$/.test(active.tagName)) arm();
-        else location.reload();
-      }, seconds * 1000);
-    };
     if (button) {
       button.hidden = false;
-      button.addEventListener('click', function () {
-        paused = !paused;
-        localStorage.setItem(KEY, paused ? '1' : '0');
-        show();
-        arm();
-      });
+      button.textContent = paused ? 'Resume auto-refresh' : 'Pause auto-refresh';
     }
+    if (box) box.setAttribute('data-paused', paused ? '1' : '0');
+  };
+  var busy = function () {
+    var active = document.activeElement;
+    if (active && active !== document.body && /^(INPUT|SELECT|TEXTAREA)$/.test(active.tagName)) return true;
+    return document.querySelector('input.select-row:checked') !== null;
+  };
+  var sync = function () {
+    var rows = document.querySelectorAll('input.select-row');
+    var n = document.querySelectorAll('input.select-row:checked').length;
+    document.querySelectorAll('[data-needs-selection]').forEach(function (b) { b.disabled = n === 0; });
+    var all = document.getElementById('select-all');
+    if (all) {
+      all.hidden = rows.length === 0;
+      all.checked = n > 0 && n === rows.length;
+    }
+  };
+  var swap = function (text) {
+    var next = new DOMParser().parseFromString(text, 'text/html').querySelector('[data-refresh]');
+    if (!next || !box || busy() || paused) return;
+    var open = [];
+    box.querySelectorAll('details[open]').forEach(function (d, i) { open.push(i); });
+    box.innerHTML = next.innerHTML;
+    box.querySelectorAll('details').forEach(function (d, i) { if (open.indexOf(i) >= 0) d.open = true; });
+    box.setAttribute('data-updated', String(Date.now()));
     show();
-    arm();
-  }
-  document.querySelectorAll('form[data-confirm]').forEach(function (form) {
-    form.addEventListener('submit', function (e) {
-      if (!confirm(form.getAttribute('data-confirm'))) e.preventDefault();
-    });
+    sync();
+  };
+  var arm = function () {
+    if (timer) clearTimeout(timer);
+    timer = paused || !box ? null : setTimeout(function () {
+      if (busy()) { arm(); return; }
+      fetch(location.href, { credentials: 'same-origin', headers: { 'X-Jobvisor-Refresh': '1' } })
+        .then(function (res) { return res.ok && !res.redirected ? res.text() : null; })
+        .then(function (text) { if (text) swap(text); })
+        .catch(function () {})
+        .then(arm);
+    }, seconds * 1000);
+  };
+  document.addEventListener('click', function (e) {
+    var t = e.target;
+    if (t && t.id === 'refresh-toggle') {
+      paused = !paused;
+      localStorage.setItem(KEY, paused ? '1' : '0');
+      show();
+      arm();
+    }
   });
+  document.addEventListener('change', function (e) {
+    var t = e.target;
+    if (!t) return;
+    if (t.id === 'select-all') {
+      document.querySelectorAll('input.select-row').forEach(function (r) { r.checked = t.checked; });
+    }
+    if (t.id === 'select-all' || (t.classList && t.classList.contains('select-row'))) sync();
+  });
+  document.addEventListener('submit', function (e) {
+    var form = e.target;
+    var text = form && form.getAttribute && form.getAttribute('data-confirm');
+    if (text && !confirm(text)) e.preventDefault();
+  });
+  show();
+  sync();
+  arm();
 })();
 `;
 
-export const STYLE = `
-:root { --fg:#1d2330; --muted:#667085; --line:#e4e7ec; --bg:#f7f8fa; --bad:#b42318; --ok:#067647; --accent:#1f4fd1; }
-* { box-sizing: border-box; }
-body { margin:0; font:14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color:var(--fg); background:var(--bg); }
-header { display:flex; gap:1.5rem; align-items:center; padding:.6rem 1.2rem; background:#101828; color:#fff; }
-header a { color:#d0d5dd; text-decoration:none; } header a:hover, header a.on { color:#fff; }
-header .brand { font-weight:700; color:#fff; margin-right:1rem; }
-header form { margin-left:auto; }
-main { padding:1rem 1.2rem 3rem; max-width:1400px; }
-h1 { font-size:1.3rem; margin:.2rem 0 1rem; } h2 { font-size:1.05rem; margin:1.6rem 0 .6rem; }
-table { border-collapse:collapse; width:100%; background:#fff; border:1px solid var(--line); }
-th, td { text-align:left; padding:.35rem .6rem; border-bottom:1px solid var(--line); vertical-align:top; }
-th { background:#f2f4f7; font-weight:600; font-size:.85rem; color:#344054; }
-td.num, th.num { text-align:right; font-variant-numeric:tabular-nums; }
-a { color:var(--accent); }
-.muted { color:var(--muted); }
-.status { display:inline-block; padding:0 .45rem; border-radius:9px; font-size:.8rem; background:#eaecf0; }
-.status-failed { background:#fee4e2; color:var(--bad); } .status-done { background:#dcfae6; color:var(--ok); }
-.status-running { background:#d1e9ff; color:#175cd3; } .status-pending { background:#fef0c7; color:#93370d; }
-.status-paused { background:#f4ebff; color:#6941c6; }
-.err { color:var(--bad); white-space:pre-wrap; word-break:break-word; font-family:ui-monospace, monospace; font-size:.8rem; }
-pre { background:#fff; border:1px solid var(--line); padding:.8rem; overflow:auto; font-size:.85rem; }
-form.filters { display:flex; flex-wrap:wrap; gap:.5rem; align-items:end; margin-bottom:.8rem; }
-form.filters label { display:flex; flex-direction:column; font-size:.78rem; color:var(--muted); }
-input, select, button { font:inherit; padding:.25rem .45rem; }
-button { cursor:pointer; border:1px solid #d0d5dd; background:#fff; border-radius:4px; }
-button.danger { border-color:#fda29b; color:var(--bad); }
-.actions { display:flex; gap:.5rem; flex-wrap:wrap; margin:.6rem 0; } .actions form { margin:0; }
-.cards { display:flex; gap:1rem; flex-wrap:wrap; } .card { background:#fff; border:1px solid var(--line); padding:.6rem .9rem; min-width:11rem; }
-.card b { display:block; font-size:1.4rem; }
-.flash { background:#dcfae6; border:1px solid #abefc6; padding:.5rem .8rem; margin-bottom:.8rem; }
-.flash.error { background:#fee4e2; border-color:#fecdca; }
-dl.facts { display:grid; grid-template-columns:max-content 1fr; gap:.2rem 1rem; background:#fff; border:1px solid var(--line); padding:.6rem .9rem; }
-dl.facts dt { color:var(--muted); } dl.facts dd { margin:0; }
-svg.chart { background:#fff; border:1px solid var(--line); }
-svg.chart .done { fill:#32d583; } svg.chart .failed { fill:#f97066; } svg.chart text { font-size:10px; fill:var(--muted); }
-.legend .done { color:#067647; } .legend .failed { color:var(--bad); }
-.pager { margin:.6rem 0; }
-`;
+export { STYLE } from './style.ts';

@@ -18,7 +18,10 @@ const DURATION_BUCKETS = [
 export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
   const registry = new Registry();
   if (options.defaultMetrics !== false) {
-    collectDefaultMetrics({ register: registry, prefix: 'jobvisor_', eventLoopMonitoringPrecision: 1 });
+    // Unprefixed (process_*, nodejs_*), as every Node.js exporter names them: the stock
+    // Node.js dashboards and alerts match them as they are. `job`/`instance` tell the
+    // processes apart; the `jobvisor_` prefix is for jobvisor's own metrics.
+    collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 1 });
   }
   const registers = [registry];
   const counter = (name: string, help: string, labelNames: readonly string[] = JOB_LABELS) =>

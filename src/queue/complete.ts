@@ -92,6 +92,8 @@ export async function completeJobs(
 }
 
 // The database decides retry or dead letter with the row's current max_attempts.
+// The history entry also keeps this attempt's start and owner (migration 016):
+// in SET, j.started_at and j.locked_by are still the attempt's own.
 const FAIL_JOBS = planned(
   'fail_jobs',
   `
@@ -102,8 +104,10 @@ UPDATE jobvisor.jobs AS j
        finished_at = CASE WHEN ($3::boolean[])[array_position($1::bigint[], j.id)] OR j.attempts >= j.max_attempts THEN coalesce($7::timestamptz, now()) END,
        locked_until = NULL,
        last_error = ($5::text[])[array_position($1::bigint[], j.id)],
-       errors = jobvisor.append_error(j.errors, j.attempts, coalesce($7::timestamptz, now()), ($5::text[])[array_position($1::bigint[], j.id)],
-                                      ($8::text[])[array_position($1::bigint[], j.id)])
+       errors = jobvisor.attempt_started(
+                  jobvisor.append_error(j.errors, j.attempts, coalesce($7::timestamptz, now()), ($5::text[])[array_position($1::bigint[], j.id)],
+                                        ($8::text[])[array_position($1::bigint[], j.id)]),
+                  j.started_at, j.locked_by)
  WHERE j.id = ANY($1::bigint[]) AND j.status = 'running' AND j.locked_by = $6
    AND j.lease_token = ANY($2::bigint[])
 RETURNING j.id, j.status`,

@@ -68,6 +68,9 @@ export async function countActiveJobs(store: Store, now: Now = null): Promise<Jo
 // each reading the head of its range, so the cost does not grow with the
 // backlog. The earliest head of a queue is its earliest pending run_at; if that
 // is due, it is the oldest due job. Through runThroughIndexes like the counts.
+// A paused queue is left out: its jobs wait on purpose, and an age growing with
+// the clock there would page (JobvisorOldestPendingTooOld) for nothing to fix.
+// One primary-key probe of jobvisor.queues per queue present.
 const OLDEST_DUE = planned(
   'oldest_due',
   `
@@ -88,13 +91,14 @@ SELECT queue,
                - min(greatest(run_at, timestamptz '1970-01-01 00:00:00+00'))) AS oldest_due_s
   FROM heads
  WHERE run_at <= coalesce($1::timestamptz, now())
+   AND NOT EXISTS (SELECT 1 FROM jobvisor.queues AS q WHERE q.queue = heads.queue AND q.paused)
  GROUP BY queue
  ORDER BY queue`,
 );
 
 /**
  * Seconds since the oldest due pending job of each queue became due (queues
- * with nothing due are left out). Costs one index probe per (queue, priority)
+ * with nothing due, and paused queues, are left out). Costs one index probe per (queue, priority)
  * present, whatever the backlog: the /metrics age gauge reads it on every
  * refresh, where the counts may have to wait (src/metrics/database-gauges.ts).
  */

@@ -8,6 +8,8 @@
 import { hostname } from 'node:os';
 import type { Logger } from '../log.ts';
 import { beatSupervisor, removeSupervisor } from '../queue/admin/supervisors.ts';
+import type { QueueSettings } from '../config/index.ts';
+import type { QueueConfig } from '../queue/admin/types.ts';
 import type { Store } from '../queue/sql.ts';
 import { VERSION } from '../version.ts';
 
@@ -16,10 +18,29 @@ export interface Presence {
   remove(): Promise<void>;
 }
 
+/** Each queue's settings as the supervisors table records them (limits only when set). Pure. */
+export function queueConfigs(queues: Record<string, QueueSettings>): Record<string, QueueConfig> {
+  return Object.fromEntries(
+    Object.entries(queues).map(([name, q]) => {
+      const config: QueueConfig = {
+        concurrency: q.concurrency,
+        jobsPerThread: q.jobsPerThread,
+        prefetch: q.prefetch,
+        timeoutMs: q.timeout,
+      };
+      if (q.globalConcurrency !== undefined) config.globalConcurrency = q.globalConcurrency;
+      if (q.perKeyConcurrency !== undefined) config.perKeyConcurrency = q.perKeyConcurrency;
+      if (q.rateLimit !== undefined) config.rateLimit = { ...q.rateLimit };
+      return [name, config];
+    }),
+  );
+}
+
 export function createPresence(options: {
   store: Store;
   id: string;
   queues: Record<string, number>;
+  queueConfig?: Record<string, QueueConfig>;
   leaseMs: number;
   inFlight: () => number;
   log: Logger;
@@ -38,6 +59,7 @@ export function createPresence(options: {
           pid: process.pid,
           version: VERSION,
           queues: options.queues,
+          queueConfig: options.queueConfig,
           inFlight: options.inFlight(),
           leaseMs: options.leaseMs,
         });

@@ -32,7 +32,7 @@ import { PrimaryWatch } from './primary_watch.ts';
 import { QuietStart } from './quiet_start.ts';
 import type { Loop } from './loop.ts';
 import { createCleanup, createReaper } from './maintenance.ts';
-import { createPresence, type Presence } from './presence.ts';
+import { createPresence, queueConfigs, type Presence } from './presence.ts';
 import { createScheduler } from './scheduler.ts';
 import { OptionsReader } from './options_reader.ts';
 import { TaskCatalog } from './task_catalog.ts';
@@ -189,6 +189,7 @@ export class Supervisor {
       store: this.store,
       id: this.id,
       queues: Object.fromEntries(Object.entries(settings.queues).map(([name, q]) => [name, q.concurrency])),
+      queueConfig: queueConfigs(settings.queues),
       leaseMs: settings.jobs.lease,
       inFlight: () => this.inFlight(),
       log,

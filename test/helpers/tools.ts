@@ -43,6 +43,7 @@ export const TOOLS_BY_TEST: Record<string, Tool[]> = {
   'pgbouncer.test.ts': [PGBOUNCER],
   'chaos_clock_skew.test.ts': [FAKETIME],
   'chaos_rate_pacing.test.ts': [FAKETIME],
+  'dashboard_ops_browser.test.ts': [CHROMIUM],
 };
 
 /** The binary to run, or null when it is on neither the variable nor PATH. */

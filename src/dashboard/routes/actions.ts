@@ -2,7 +2,9 @@
  * The actions, each a POST form (the same-site check and read-only mode are
  * applied before these run, in app.ts).
  *   /jobs/:id/{retry,cancel,run-now,delete}  one job, then back to its page
- *   /jobs/{retry,cancel,delete}              everything matching the filter
+ *   /jobs/{retry,cancel,delete}              everything matching the filter, or the
+ *                                            rows ticked on the list (fields `ids`:
+ *                                            exactly those, whatever the filter)
  * A bulk action without `confirm` answers with a page that states how many jobs
  * match and posts again with `confirm`; only that second post changes rows.
  * A bulk action needs at least one filter field: "every job" is never one click.
@@ -41,8 +43,14 @@ export function actionRoutes(app: Hono, deps: { view: ViewContext; db: Dashboard
 
   for (const [action, [run, done]] of Object.entries(BULK)) {
     app.post(`/jobs/${action}`, async (c) => {
-      const form = await c.req.parseBody();
-      const read = readFilter((name) => (typeof form[name] === 'string' ? form[name] : undefined), redact);
+      const form = await c.req.parseBody({ all: true });
+      const ticked = selectedIds(form.ids);
+      if (ticked === null && form.selection === '1')
+        return c.html(messagePage(view, 'Nothing selected', 'Tick the rows to act on first.'), 400);
+      const read =
+        ticked === null
+          ? readFilter((name) => (typeof form[name] === 'string' ? form[name] : undefined), redact)
+          : readFilter((name) => (name === 'id' ? ticked : undefined), redact);
       if ('error' in read) return c.html(messagePage(view, 'Bad filter', read.error), 400);
       const { params, filter } = read;
       if (isEmpty(params))
@@ -53,7 +61,14 @@ export function actionRoutes(app: Hono, deps: { view: ViewContext; db: Dashboard
         return c.html(confirmPage(view, action, params, total));
       }
       const result = await db.use((store) => run(store, { filter }));
-      return c.redirect(`${view.base}jobs?${toQuery(params, { done, n: String(result.changed) })}`, 303);
+      const shown = result.changed > 0 ? done : 'none-changed';
+      return c.redirect(`${view.base}jobs?${toQuery(params, { done: shown, n: String(result.changed) })}`, 303);
     });
   }
+}
+
+/** The ticked rows' ids as one `id` filter value, or null when none was sent. */
+function selectedIds(value: unknown): string | null {
+  const all = (Array.isArray(value) ? value : [value]).filter((v): v is string => typeof v === 'string' && v !== '');
+  return all.length === 0 ? null : all.join(',');
 }

@@ -7,6 +7,7 @@ import {
   getJob,
   listJobs,
   overview,
+  QUEUE_NAME,
   scheduleSummaries,
   throughput,
 } from '../../queue/admin/index.ts';
@@ -45,7 +46,16 @@ export function pageRoutes(
 
   app.get('/', async (c) => {
     const [o, h, d] = await Promise.all([db.use((store) => overview(store)), hour(), day()]);
-    return c.html(overviewPage(view, { ...o, hour: h, day: d }));
+    const queue = c.req.query('queue');
+    return c.html(
+      overviewPage(view, {
+        ...o,
+        hour: h,
+        day: d,
+        flash: c.req.query('done'),
+        flashQueue: queue && QUEUE_NAME.test(queue) ? queue : undefined,
+      }),
+    );
   });
 
   app.get('/jobs', async (c) => {
@@ -53,10 +63,15 @@ export function pageRoutes(
     if ('error' in read) return c.html(messagePage(view, 'Bad filter', read.error), 400);
     const { params, filter } = read;
     const after = c.req.query('after');
+    const before = c.req.query('before');
     // On two connections at once: a text filter makes both scan.
     const [list, total] = await Promise.all([
       db.use((store) =>
-        listJobs(store, filter, { limit: PAGE_SIZE, after: after && JOB_ID.test(after) ? after : null }),
+        listJobs(store, filter, {
+          limit: PAGE_SIZE,
+          after: after && JOB_ID.test(after) ? after : null,
+          before: before && JOB_ID.test(before) ? before : null,
+        }),
       ),
       // A count that hits the statement bound (a text filter on a huge table) leaves the list readable.
       db
@@ -72,6 +87,7 @@ export function pageRoutes(
         params,
         jobs: list.jobs,
         next: list.next,
+        prev: list.prev,
         total,
         flash: c.req.query('done'),
         flashDetail: Number.isSafeInteger(n) && n >= 0 ? `${count(n)} job${n === 1 ? '' : 's'} changed.` : undefined,

@@ -7,7 +7,7 @@ import { count, layout, time, type ViewContext } from './layout.ts';
 export function deadLettersPage(v: ViewContext, groups: DeadLetterGroup[]) {
   const body = html`<h1>Dead letters</h1>
     <p class="muted">Grouped by kind and by the first line of the error. Fix the cause, then retry the group.</p>
-    <table id="groups">
+    <table id="groups" class="stack">
       <thead>
         <tr>
           <th>Kind</th>

@@ -1,6 +1,9 @@
 /** One job: facts, owner and lease, the redacted payload, its status timeline, and its actions. */
 import { html } from 'hono/html';
 import type { JobDetail } from '../../queue/admin/index.ts';
+import { attemptsOf } from '../../queue/admin/index.ts';
+import { applies, shownStatus } from './applicable.ts';
+import { attemptsTable } from './attempts.ts';
 import { flash, layout, status, time, type ViewContext } from './layout.ts';
 
 const ACTIONS = [
@@ -12,13 +15,13 @@ const ACTIONS = [
 
 export function jobPage(v: ViewContext, job: JobDetail, payload: unknown, flashKey?: string) {
   const body = html`<div data-refresh="5">
-    <h1>Job ${job.id} ${status(job.status)}</h1>
+    <h1>Job ${job.id} ${status(shownStatus(job))}</h1>
     ${flash(flashKey)}
     ${
       v.readOnly
         ? ''
         : html`<div class="actions">
-            ${ACTIONS.map(
+            ${ACTIONS.filter(([action]) => applies(action, job)).map(
               ([action, label, danger]) =>
                 html`<form
                   method="post"
@@ -57,8 +60,10 @@ export function jobPage(v: ViewContext, job: JobDetail, payload: unknown, flashK
     </dl>
     <h2>Last error</h2>
     ${job.last_error ? html`<pre class="err" id="last-error">${job.last_error}</pre>` : html`<p class="muted">None.</p>`}
+    <h2>Attempts</h2>
+    ${attemptsTable(attemptsOf(job))}
     <h2>Timeline</h2>
-    <table id="timeline">
+    <table id="timeline" class="stack">
       <thead>
         <tr>
           <th>At</th>

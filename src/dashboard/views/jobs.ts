@@ -1,18 +1,32 @@
-/** The jobs list: filters kept in the URL, a capped count, keyset pages, bulk actions on the filter. */
+/**
+ * The jobs list: filters kept in the URL, a capped count, keyset pages both
+ * ways, bulk actions on the selected rows and on everything matching the
+ * filter; only actions that can change a job of the filtered status are offered.
+ */
 import { html } from 'hono/html';
 import type { JobRow } from '../../queue/admin/index.ts';
 import { FILTER_FIELDS, isEmpty, STATUSES, toQuery, type FilterParams } from '../filter.ts';
-import { count, flash, layout, status, time, type Html, type ViewContext } from './layout.ts';
+import { bulkApplies } from './applicable.ts';
+import { jobsTable } from './jobs_table.ts';
+import { count, flash, layout, type Html, type ViewContext } from './layout.ts';
 
 export interface JobsData {
   params: FilterParams;
   jobs: JobRow[];
   next: string | null;
+  /** The `before` cursor of the newer page; null on the first page. */
+  prev: string | null;
   /** Null when counting took longer than the statement bound (the list itself was read). */
   total: { count: number; capped: boolean } | null;
   flash?: string;
   flashDetail?: string;
 }
+
+const BULK_ACTIONS = [
+  ['retry', 'Retry', false],
+  ['cancel', 'Cancel', false],
+  ['delete', 'Delete', true],
+] as const;
 
 export function countText(total: { count: number; capped: boolean }): string {
   return total.capped ? `${count(total.count)}+` : count(total.count);
@@ -29,10 +43,30 @@ function field(name: string, label: string, value: string | undefined, size = 14
 
 export function jobsPage(v: ViewContext, d: JobsData) {
   const p = d.params;
+  const offered = BULK_ACTIONS.filter(([action]) => bulkApplies(action, p.status));
   const bulk = (action: string, label: string, danger = false) =>
     html`<form method="post" action="${v.base}jobs/${action}">
       ${filterInputs(p)}<button type="submit" class="${danger ? 'danger' : ''}">${label} all matching</button>
     </form>`;
+  const selectable = !v.readOnly && offered.length > 0 && d.jobs.length > 0;
+  // One form for the ticked rows; each button posts them to its own action.
+  const selection = selectable
+    ? html`<form method="post" id="selection" action="${v.base}jobs/retry" class="actions selection">
+        <input type="hidden" name="selection" value="1" />
+        <span class="muted">Selected rows:</span>
+        ${offered.map(
+          ([action, label, danger]) =>
+            html`<button
+              type="submit"
+              formaction="${v.base}jobs/${action}"
+              class="${danger ? 'danger' : ''}"
+              data-needs-selection
+            >
+              ${label} selected
+            </button>`,
+        )}
+      </form>`
+    : '';
   const body = html`<div data-refresh="10">
     <h1>Jobs</h1>
     ${flash(d.flash, d.flashDetail)}
@@ -59,56 +93,14 @@ export function jobsPage(v: ViewContext, d: JobsData) {
     }
     ${
       !v.readOnly && !isEmpty(p) && d.total && d.total.count > 0
-        ? html`<div class="actions">
-            ${bulk('retry', 'Retry')} ${bulk('cancel', 'Cancel')} ${bulk('delete', 'Delete', true)}
-          </div>`
+        ? html`<div class="actions">${offered.map(([action, label, danger]) => bulk(action, label, danger))}</div>`
         : ''
     }
-    <table id="jobs">
-      <thead>
-        <tr>
-          <th>Id</th>
-          <th>Kind</th>
-          <th>Queue</th>
-          <th>Status</th>
-          <th class="num">Attempts</th>
-          <th>Run at</th>
-          <th>Created</th>
-          <th>Last error</th>
-        </tr>
-      </thead>
-      <tbody>
-        ${
-          d.jobs.length === 0
-            ? html`<tr>
-                <td colspan="8" class="muted">No job matches.</td>
-              </tr>`
-            : ''
-        }
-        ${d.jobs.map(
-          (j) =>
-            html`<tr>
-              <td><a href="${v.base}jobs/${j.id}">${j.id}</a></td>
-              <td>${j.kind}</td>
-              <td>${j.queue}</td>
-              <td>${status(j.status)}</td>
-              <td class="num">${j.attempts}/${j.max_attempts}</td>
-              <td>${time(j.run_at)}</td>
-              <td>${time(j.created_at)}</td>
-              <td class="err">${firstLine(j.last_error)}</td>
-            </tr>`,
-        )}
-      </tbody>
-    </table>
+    ${selection} ${jobsTable(v, d.jobs, selectable)}
     <p class="pager">
+      ${p.id || !d.prev ? '' : html`<a rel="prev" href="${v.base}jobs?${toQuery(p, { before: d.prev })}">← Newer</a>`}
       ${p.id || !d.next ? '' : html`<a rel="next" href="${v.base}jobs?${toQuery(p, { after: d.next })}">Older →</a>`}
     </p>
   </div>`;
   return layout(v, 'Jobs', 'jobs', body);
-}
-
-function firstLine(s: string | null): string {
-  if (!s) return '';
-  const line = s.split('\n', 1)[0] ?? '';
-  return line.length > 200 ? `${line.slice(0, 200)}…` : line;
 }

@@ -84,16 +84,27 @@ export function status(s: string): Html {
   return html`<span class="status status-${s}">${s}</span>`;
 }
 
-/** Messages a redirect may ask a page to show: a fixed set, so no text travels in the URL. */
-export const FLASH: Record<string, string> = {
-  retried: 'Retried.',
-  cancelled: 'Cancelled.',
-  'ran-now': 'Set to run now.',
-  deleted: 'Deleted.',
-  unchanged: 'Nothing changed: the job was not in a state this action applies to.',
+/**
+ * Messages a redirect may ask a page to show: a fixed set, so no text travels
+ * in the URL. An action that changed nothing says so as a warning, never as a success.
+ */
+export const FLASH: Record<string, { text: string; level: 'ok' | 'warn' }> = {
+  retried: { text: 'Retried.', level: 'ok' },
+  cancelled: { text: 'Cancelled.', level: 'ok' },
+  'ran-now': { text: 'Set to run now.', level: 'ok' },
+  deleted: { text: 'Deleted.', level: 'ok' },
+  unchanged: { text: 'Nothing changed: the job was not in a state this action applies to.', level: 'warn' },
+  'none-changed': { text: 'Nothing changed: none of these jobs was in a state this action applies to.', level: 'warn' },
+  paused: { text: 'Paused: no job of this queue starts until it is resumed; running jobs finish.', level: 'ok' },
+  resumed: { text: 'Resumed: supervisors serving this queue claim its jobs again.', level: 'ok' },
+  'already-paused': { text: 'Nothing changed: the queue was already paused.', level: 'warn' },
+  'already-running': { text: 'Nothing changed: the queue was not paused.', level: 'warn' },
 };
 
 export function flash(key: string | undefined, detail?: string): Html {
-  const text = key ? FLASH[key] : undefined;
-  return text ? html`<p class="flash" role="status">${text}${detail ? ` ${detail}` : ''}</p>` : html``;
+  const entry = key ? FLASH[key] : undefined;
+  if (!entry) return html``;
+  return html`<p class="flash ${entry.level}" role="status" data-level="${entry.level}">
+    ${entry.text}${detail ? ` ${detail}` : ''}
+  </p>`;
 }

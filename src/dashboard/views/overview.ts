@@ -2,23 +2,38 @@
 import { html } from 'hono/html';
 import { OVERVIEW_CAP, type Overview } from '../../queue/admin/index.ts';
 import { throughputChart, type Bucket } from './chart.ts';
-import { age, count, layout, time, type ViewContext } from './layout.ts';
+import { unservedQueues } from '../../queue/admin/index.ts';
+import { age, count, flash, layout, time, type ViewContext } from './layout.ts';
+import { queueControls, queuePath } from './queue_controls.ts';
+import { unservedWarning } from './unserved.ts';
 
 /** The admin overview and the two throughput charts. */
 export interface OverviewData extends Overview {
   hour: Bucket[];
   day: Bucket[];
+  /** A redirect's message key (FLASH), and the queue it was about. */
+  flash?: string;
+  flashQueue?: string;
 }
 
 export function overviewPage(v: ViewContext, d: OverviewData) {
   const jobs = (q: Record<string, string>) => `${v.base}jobs?${new URLSearchParams(q).toString()}`;
-  const body = html`<div data-refresh="10">
+  const unserved = unservedQueues(
+    d.queues.map((q) => q.queue),
+    d.supervisors,
+  );
+  // Only a queue with jobs waiting needs the warning; the badge marks every unserved row.
+  const waiting = d.queues.filter((q) => unserved.has(q.queue) && q.pending > 0).map((q) => q.queue);
+  const body = html`<div data-refresh="10" data-live="overview">
     <h1>Overview</h1>
+    ${flash(d.flash, d.flashQueue ? `(queue ${d.flashQueue})` : undefined)} ${unservedWarning(waiting)}
     <p class="actions">
       <button type="button" id="refresh-toggle" hidden>Pause auto-refresh</button>
     </p>
     <div class="cards">
-      <div class="card">Oldest due job waits <b id="oldest-due">${age(d.oldestDueAgeSeconds)}</b></div>
+      <div class="card" title="paused queues are not counted">
+        Oldest due job waits <b id="oldest-due">${age(d.oldestDueAgeSeconds)}</b>
+      </div>
       <div class="card">
         Dead letters <b><a href="${v.base}dead-letters">${count(d.queues.reduce((n, q) => n + q.dead, 0))}</a></b>
       </div>
@@ -32,7 +47,7 @@ export function overviewPage(v: ViewContext, d: OverviewData) {
           </p>`
         : ''
     }
-    <table id="queues">
+    <table id="queues" class="stack">
       <thead>
         <tr>
           <th>Queue</th>
@@ -41,13 +56,14 @@ export function overviewPage(v: ViewContext, d: OverviewData) {
           <th class="num">Running</th>
           <th class="num">Dead letters</th>
           <th class="num">Done (last hour)</th>
+          ${v.readOnly ? '' : html`<th></th>`}
         </tr>
       </thead>
       <tbody>
         ${
           d.queues.length === 0
             ? html`<tr>
-                <td colspan="6" class="muted">No jobs yet.</td>
+                <td colspan="7" class="muted">No jobs yet.</td>
               </tr>`
             : ''
         }
@@ -55,7 +71,13 @@ export function overviewPage(v: ViewContext, d: OverviewData) {
           (q) =>
             html`<tr>
               <td>
-                <a href="${jobs({ queue: q.queue })}">${q.queue}</a>${
+                <a href="${queuePath(v, q.queue)}">${q.queue}</a>${
+                  unserved.has(q.queue)
+                    ? html` <span class="status status-unserved" title="no live supervisor has this queue in its config"
+                        >no supervisor</span
+                      >`
+                    : ''
+                }${
                   q.paused
                     ? html` <span class="status status-paused" title="paused cluster-wide: no job of it starts"
                         >paused</span
@@ -63,11 +85,18 @@ export function overviewPage(v: ViewContext, d: OverviewData) {
                     : ''
                 }
               </td>
-              <td class="num"><a href="${jobs({ queue: q.queue, status: 'pending' })}">${count(q.pending)}</a></td>
-              <td class="num">${count(q.due)}</td>
-              <td class="num"><a href="${jobs({ queue: q.queue, status: 'running' })}">${count(q.running)}</a></td>
-              <td class="num"><a href="${jobs({ queue: q.queue, status: 'failed' })}">${count(q.dead)}</a></td>
-              <td class="num">${count(q.doneLastHour)}</td>
+              <td class="num" data-label="Pending">
+                <a href="${jobs({ queue: q.queue, status: 'pending' })}">${count(q.pending)}</a>
+              </td>
+              <td class="num" data-label="Due now">${count(q.due)}</td>
+              <td class="num" data-label="Running">
+                <a href="${jobs({ queue: q.queue, status: 'running' })}">${count(q.running)}</a>
+              </td>
+              <td class="num" data-label="Dead letters">
+                <a href="${jobs({ queue: q.queue, status: 'failed' })}">${count(q.dead)}</a>
+              </td>
+              <td class="num" data-label="Done (last hour)">${count(q.doneLastHour)}</td>
+              ${v.readOnly ? '' : html`<td>${queueControls(v, q.queue, q.paused, 'overview')}</td>`}
             </tr>`,
         )}
       </tbody>
@@ -75,7 +104,7 @@ export function overviewPage(v: ViewContext, d: OverviewData) {
     <h2>Throughput</h2>
     ${throughputChart('Last hour, per minute', d.hour)} ${throughputChart('Last day, per 15 minutes', d.day)}
     <h2>Supervisors</h2>
-    <table id="supervisors">
+    <table id="supervisors" class="stack">
       <thead>
         <tr>
           <th>Supervisor</th>
@@ -99,16 +128,16 @@ export function overviewPage(v: ViewContext, d: OverviewData) {
           (s) =>
             html`<tr>
               <td>${s.id}</td>
-              <td>${s.host} (pid ${s.pid})</td>
-              <td>${s.version}</td>
-              <td>
+              <td data-label="Host">${s.host} (pid ${s.pid})</td>
+              <td data-label="Version">${s.version}</td>
+              <td data-label="Queues">
                 ${Object.entries(s.queues ?? {})
                   .map(([q, n]) => `${q}×${n}`)
                   .join(', ')}
               </td>
-              <td class="num">${count(s.in_flight)}</td>
-              <td>${time(s.started_at)}</td>
-              <td>${time(s.heartbeat_at)}</td>
+              <td class="num" data-label="In flight">${count(s.in_flight)}</td>
+              <td data-label="Started">${time(s.started_at)}</td>
+              <td data-label="Last heartbeat">${time(s.heartbeat_at)}</td>
             </tr>`,
         )}
       </tbody>

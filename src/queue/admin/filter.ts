@@ -35,10 +35,11 @@ export const FILTER_WHERE = `
        AND ($10::text[] IS NULL OR jobvisor.redacted_payload(payload, $10::text[])::text ILIKE $6)))
   AND ($7::text IS NULL OR last_error ILIKE $7)
   AND ($8::float8 IS NULL OR coalesce(finished_at, created_at) < now() - $8::float8 * interval '1 millisecond')
-  AND ($9::text IS NULL OR ${ERROR_PREFIX_SQL} = $9)`;
+  AND ($9::text IS NULL OR ${ERROR_PREFIX_SQL} = $9)
+  AND ($11::bool IS NULL OR (status = 'pending' AND (run_at <= now()) = $11::bool))`;
 
-/** Number of parameters FILTER_WHERE uses; a statement's own start at $11. */
-export const FILTER_PARAMS = 10;
+/** Number of parameters FILTER_WHERE uses; a statement's own start at $12. */
+export const FILTER_PARAMS = 11;
 
 /**
  * The parameters of FILTER_WHERE for `filter`. `statuses`, when given, limits
@@ -66,6 +67,7 @@ export function filterParams(filter: JobFilter, statuses?: readonly JobStatus[])
     filter.payloadRedact === undefined || filter.payloadRedact.length === 0
       ? null
       : filter.payloadRedact.map((k) => k.toLowerCase()),
+    filter.due ?? null,
   ];
 }
 

@@ -10,9 +10,14 @@
 export { BULK_BATCH_SIZE, cancelJobs, deleteJobs, retryFailedInBatches, retryJobs, runJobsNow } from './actions.ts';
 export { deadLetterGroups, type DeadLetterGroup } from './dead_letters.ts';
 export { checkIds, containsPattern } from './filter.ts';
+export { attemptsOf } from './attempts.ts';
 export { getJob, timeline } from './job.ts';
 export { COUNT_CAP, countJobs, listJobs, MAX_PAGE, statusOf } from './list.ts';
 export { overview, OVERVIEW_CAP, type Overview, type QueueOverview } from './overview.ts';
+// Pausing is part of the operator's API too (the CLI's `queues`, the dashboard's queue controls).
+export { pauseQueue, pausedQueues, resumeQueue } from '../pause.ts';
+export { QUEUE as QUEUE_NAME } from '../validate.ts';
+export { queueDetail, servingSupervisors, unservedQueues, TOP_KEYS, type QueueDetail } from './queue.ts';
 export { throughput, THROUGHPUT_RANGES, type ThroughputBucket } from './throughput.ts';
 export { nextFireTimes, scheduleSummaries, type ScheduleSummary } from './schedules.ts';
 export { stats, type Stats } from './stats.ts';
@@ -28,6 +33,7 @@ export {
   ACTION_STATUSES,
   JOB_STATUSES,
   timeText,
+  type Attempt,
   type AttemptError,
   type BulkAction,
   type BulkOptions,
@@ -38,6 +44,7 @@ export {
   type JobRow,
   type JobStatus,
   type Page,
+  type QueueConfig,
   type SupervisorRow,
   type Time,
   type TimelineEvent,

@@ -28,6 +28,19 @@ SELECT ${JOB_COLUMNS}
  LIMIT $${FILTER_PARAMS + 2}`,
 );
 
+// The newer page: the `limit` ids just above the cursor, read upwards and
+// turned round, so "← Newer" costs what "Older →" does.
+const LIST_NEWER = planned(
+  'admin_list_jobs_newer',
+  `
+SELECT ${JOB_COLUMNS}
+  FROM jobvisor.jobs
+ WHERE ${FILTER_WHERE}
+   AND id > $${FILTER_PARAMS + 1}
+ ORDER BY id
+ LIMIT $${FILTER_PARAMS + 2}`,
+);
+
 /** Timestamps of a row as Time (±infinity named). */
 export function jobRow<R extends JobRow>(r: R): R {
   r.run_at = time(r.run_at) as Time;
@@ -39,18 +52,31 @@ export function jobRow<R extends JobRow>(r: R): R {
 
 /**
  * One page of the jobs matching `filter`, newest first.
- * @returns the jobs and `next`, the cursor of the following page (null on the last).
+ * @returns the jobs; `next`, the `after` cursor of the older page (null on the
+ * last); `prev`, the `before` cursor of the newer page (null on the first).
  * @throws InputError for a bad id, cursor or status in the filter.
  */
 export async function listJobs(
   store: Store,
   filter: JobFilter,
   page: Page,
-): Promise<{ jobs: JobRow[]; next: string | null }> {
+): Promise<{ jobs: JobRow[]; next: string | null; prev: string | null }> {
   const limit = Math.max(1, Math.min(MAX_PAGE, Math.floor(page.limit)));
-  const rows = await run<JobRow>(store, LIST_JOBS, [...filterParams(filter), cursorParam(page.after), limit + 1]);
+  const before = cursorParam(page.before);
+  if (before !== null) {
+    const rows = await run<JobRow>(store, LIST_NEWER, [...filterParams(filter), before, limit + 1]);
+    const jobs = rows.slice(0, limit).reverse().map(jobRow);
+    // The cursor's own row (or older ones) exists: there is an older page, unless this one is empty.
+    return { jobs, next: jobs[jobs.length - 1]?.id ?? null, prev: rows.length > limit ? (jobs[0]?.id ?? null) : null };
+  }
+  const after = cursorParam(page.after);
+  const rows = await run<JobRow>(store, LIST_JOBS, [...filterParams(filter), after, limit + 1]);
   const jobs = rows.slice(0, limit).map(jobRow);
-  return { jobs, next: rows.length > limit ? (jobs[jobs.length - 1]?.id ?? null) : null };
+  return {
+    jobs,
+    next: rows.length > limit ? (jobs[jobs.length - 1]?.id ?? null) : null,
+    prev: after === null ? null : (jobs[0]?.id ?? after),
+  };
 }
 
 const COUNT_JOBS = planned(

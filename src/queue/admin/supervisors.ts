@@ -8,7 +8,7 @@
  * time. Readers skip rows past expires_at, whether or not a reaper ran.
  */
 import { planned, run, type Now, type Store } from '../sql.ts';
-import type { SupervisorRow } from './types.ts';
+import type { QueueConfig, SupervisorRow } from './types.ts';
 
 /** A row expires this many leases after its last beat. */
 export const SUPERVISOR_EXPIRY_LEASES = 3;
@@ -19,6 +19,8 @@ export interface SupervisorInfo {
   pid: number;
   version: string;
   queues: Record<string, number>;
+  /** Queue name → its settings as this supervisor loaded them (default: none recorded). */
+  queueConfig?: Record<string, QueueConfig>;
   inFlight: number;
   leaseMs: number;
 }
@@ -26,12 +28,13 @@ export interface SupervisorInfo {
 const BEAT = planned(
   'supervisor_beat',
   `
-INSERT INTO jobvisor.supervisors AS s (id, host, pid, version, queues, started_at, heartbeat_at, expires_at, in_flight)
+INSERT INTO jobvisor.supervisors AS s
+       (id, host, pid, version, queues, started_at, heartbeat_at, expires_at, in_flight, queue_config)
 VALUES ($1, $2, $3, $4, $5::jsonb, coalesce($8::timestamptz, now()), coalesce($8::timestamptz, now()),
-        coalesce($8::timestamptz, now()) + $7::float8 * interval '1 millisecond', $6)
+        coalesce($8::timestamptz, now()) + $7::float8 * interval '1 millisecond', $6, $9::jsonb)
 ON CONFLICT (id) DO UPDATE
    SET heartbeat_at = excluded.heartbeat_at, expires_at = excluded.expires_at, in_flight = excluded.in_flight,
-       queues = excluded.queues`,
+       queues = excluded.queues, queue_config = excluded.queue_config`,
 );
 
 /** Records `info` as alive now: inserts the row, or refreshes its heartbeat and jobs in flight. */
@@ -45,6 +48,7 @@ export async function beatSupervisor(store: Store, info: SupervisorInfo, now: No
     info.inFlight,
     info.leaseMs * SUPERVISOR_EXPIRY_LEASES,
     now,
+    JSON.stringify(info.queueConfig ?? {}),
   ]);
 }
 
@@ -68,7 +72,7 @@ export async function expireSupervisors(store: Store, now: Now = null): Promise<
 const LIST = planned(
   'supervisor_list',
   `
-SELECT id, host, pid, version, queues, started_at, heartbeat_at, in_flight
+SELECT id, host, pid, version, queues, queue_config, started_at, heartbeat_at, in_flight
   FROM jobvisor.supervisors
  WHERE expires_at >= coalesce($1::timestamptz, now())
  ORDER BY host, started_at, id`,

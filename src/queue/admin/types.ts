@@ -53,6 +53,9 @@ export interface AttemptError {
   at: string;
   /** Absent on a snooze entry. */
   error?: string;
+  /** When this attempt started, and the supervisor that ran it (recorded by the completer since migration 016). */
+  started?: string;
+  owner?: string;
   /** The error's stack frames (`at …` lines, at most 4 KiB); absent when it had none. */
   stack?: string;
   /** A snooze (ctx.snooze / SnoozeError): put back until `until`, no attempt used. */
@@ -67,6 +70,20 @@ export interface TimelineEvent {
   error?: string;
   /** A failure's stack frames, when recorded. */
   stack?: string;
+}
+
+/** One attempt of a job, as the job page lists them. Unknown times and owners are null. */
+export interface Attempt {
+  attempt: number;
+  started: Time | null;
+  ended: Time | null;
+  /** ended - started, in ms, when both are known. */
+  durationMs: number | null;
+  owner: string | null;
+  /** running, done, failed (it will be retried or was the last), or cancelled. */
+  outcome: string;
+  error: string | null;
+  stack: string | null;
 }
 
 /** Everything about one job, for `jobs show` and the job page. */
@@ -104,12 +121,16 @@ export interface JobFilter {
   olderThan?: number;
   /** The first line of last_error, exactly (a dead-letter group). */
   errorPrefix?: string;
+  /** Pending jobs only: true, those due now; false, those not yet due ("scheduled"). */
+  due?: boolean;
 }
 
 /** Keyset page of a list in id DESC order: `after` is the last id of the previous page. */
 export interface Page {
   limit: number;
   after?: string | null;
+  /** The page of newer jobs: the first id of the page being left (takes precedence over `after`). */
+  before?: string | null;
 }
 
 export type BulkAction = 'retry' | 'cancel' | 'runNow' | 'delete';
@@ -156,7 +177,21 @@ export interface SupervisorRow {
   version: string;
   /** Queue name → concurrency. */
   queues: Record<string, number>;
+  /** Queue name → its settings as this supervisor loaded them ({} from supervisors older than migration 015). */
+  queue_config: Record<string, QueueConfig>;
   started_at: Date;
   heartbeat_at: Date;
   in_flight: number;
+}
+
+/** A queue's settings as a supervisor reports them (supervisors.queue_config). */
+export interface QueueConfig {
+  concurrency: number;
+  jobsPerThread: number;
+  prefetch: number;
+  /** null: jobs.timeout applies. */
+  timeoutMs: number | null;
+  globalConcurrency?: number;
+  perKeyConcurrency?: number;
+  rateLimit?: { count: number; periodMs: number; perKey: boolean };
 }

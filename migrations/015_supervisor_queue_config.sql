@@ -1,0 +1,11 @@
+-- Each live supervisor's settings for every queue it serves, as it loaded them:
+-- the dashboard's queue page shows them side by side, so an operator sees
+-- replicas that disagree (a rollout half done, a ConfigMap edited on one pod)
+-- and queues that no live supervisor serves at all.
+--   queue name -> {"concurrency": 10, "jobsPerThread": 10, "prefetch": 0,
+--                  "timeoutMs": null, "globalConcurrency": 4,
+--                  "perKeyConcurrency": 1, "rateLimit": {"count": 5, "periodMs": 1000, "perKey": false}}
+-- (limits only when set). `queues` (name -> concurrency) is kept as it was,
+-- for the readers that know it. Adding a column with a constant default is a
+-- catalog-only change.
+ALTER TABLE jobvisor.supervisors ADD COLUMN queue_config jsonb NOT NULL DEFAULT '{}';

@@ -25,6 +25,9 @@ export type Db = pg.Pool | pg.PoolClient | pg.Client;
 /** Default bound on any one statement of a supervisor's pool. */
 export const DEFAULT_STATEMENT_TIMEOUT_MS = 30_000;
 
+/** Read on each new connection: a standby or a read-only server is refused (failover). */
+const SERVER_ROLE = `pg_is_in_recovery() AS in_recovery, current_setting('transaction_read_only') AS read_only`;
+
 /** pg-pool awaits `onConnect` before it hands a new connection out; @types/pg types it as returning void. */
 interface PoolConfigWithHook extends Omit<pg.PoolConfig, 'onConnect'> {
   onConnect?: (client: pg.ClientBase) => Promise<void>;
@@ -53,14 +56,13 @@ export function createPool(
     // startup parameters it does not know. pg-pool awaits onConnect before it hands the
     // connection out, so no query is ever queued behind it on the same client.
     onConnect: async (client) => {
-      const role = `pg_is_in_recovery() AS in_recovery, current_setting('transaction_read_only') AS read_only`;
       const { rows } = await client.query<{ in_recovery: boolean; read_only: string }>(
         timeoutMs > 0
           ? {
-              text: `SELECT set_config('statement_timeout', $1, false), ${role}`,
+              text: `SELECT set_config('statement_timeout', $1, false), ${SERVER_ROLE}`,
               values: [`${Math.floor(timeoutMs)}ms`],
             }
-          : { text: `SELECT ${role}` },
+          : { text: `SELECT ${SERVER_ROLE}` },
       );
       const row = rows[0];
       if (!options.allowReadOnly && row && (row.in_recovery || row.read_only === 'on'))

@@ -62,12 +62,13 @@ SELECT id FROM jobvisor.jobs
  * let `jobs delete --failed` delete jobs that `jobs retry --failed` had just
  * re-queued: 5,022 of 20,000 in one run.
  */
-function lockBatch(extra = ''): string {
-  return `SELECT id FROM jobvisor.jobs
- WHERE id = ANY($${FILTER_PARAMS + 1}::bigint[]) AND ${FILTER_WHERE} ${extra}
+const LOCKED_MATCHES = `SELECT id FROM jobvisor.jobs
+ WHERE id = ANY($${FILTER_PARAMS + 1}::bigint[]) AND ${FILTER_WHERE}`;
+const LOCK_BATCH = `${LOCKED_MATCHES}
  ORDER BY id FOR UPDATE`;
-}
-const LOCK_BATCH = lockBatch();
+/** run-now: only jobs not yet due. */
+const LOCK_BATCH_NOT_DUE = `${LOCKED_MATCHES} AND run_at > now()
+ ORDER BY id FOR UPDATE`;
 
 const RETRY = planned(
   'admin_retry',
@@ -98,7 +99,7 @@ RETURNING j.id, j.queue`,
 const RUN_NOW = planned(
   'admin_run_now',
   `
-WITH t AS (${lockBatch('AND run_at > now()')})
+WITH t AS (${LOCK_BATCH_NOT_DUE})
 UPDATE jobvisor.jobs AS j
    SET run_at = now()
   FROM t

@@ -99,7 +99,11 @@ describe('a failed job keeps each attempt’s stack', () => {
     const html = await page.text();
     assert.equal(page.status, 200);
     const folded = [...html.matchAll(/<details class="stack">\s*<summary>stack<\/summary>\s*<pre>([^<]*)<\/pre>/g)];
-    assert.equal(folded.length, 2, 'one folded stack per failed attempt');
+    assert.equal(
+      folded.length,
+      2,
+      'one folded stack per failed attempt, in the attempts table (not again in the timeline)',
+    );
     assert.match(folded[0]?.[1] ?? '', /^at charge \(file:/);
     assert.ok(!html.includes('tok_redacted_on_the_page'), 'dashboard.redact still applies to the payload');
     assert.ok(html.includes('[redacted]'));

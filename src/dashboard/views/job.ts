@@ -79,7 +79,7 @@ export function jobPage(v: ViewContext, job: JobDetail, payload: unknown, flashK
               <td>${time(e.at)}</td>
               <td>${e.event}</td>
               <td class="num">${e.attempt ?? ''}</td>
-              <td class="err">${e.error ?? ''}${e.stack === undefined ? '' : stackDetails(e.stack)}</td>
+              <td class="err">${e.error ?? ''}</td>
             </tr>`,
         )}
       </tbody>
@@ -92,12 +92,4 @@ export function jobPage(v: ViewContext, job: JobDetail, payload: unknown, flashK
     <pre id="result">${job.result === null ? '-' : JSON.stringify(job.result, null, 2)}</pre>
   </div>`;
   return layout(v, `Job ${job.id}`, 'jobs', body);
-}
-
-/** A failure's stack frames, folded: the message stays the row's text. */
-function stackDetails(stack: string) {
-  return html`<details class="stack">
-    <summary>stack</summary>
-    <pre>${stack}</pre>
-  </details>`;
 }

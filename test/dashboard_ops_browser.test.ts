@@ -202,9 +202,14 @@ describe('operator controls in a real browser', { skip: skipUnless(CHROMIUM), ti
     await page.evaluate('window.stayed = true');
     const before = await page.locator('#queues').innerText();
     await seedDeadLetters(t.pool, { kind: 'live', queue: 'livequeue', count: 2 });
-    await page.waitForFunction("document.querySelector('#queues').textContent.includes('livequeue')", undefined, {
-      timeout: 30_000,
-    });
+    // Read through the locator, not waitForFunction: the page's CSP (script-src 'self') forbids the eval it needs.
+    await until(
+      'the live update to show livequeue',
+      () => page.locator('#queues').innerText(),
+      (text) => text.includes('livequeue'),
+      30_000,
+      100,
+    );
     assert.ok(!before.includes('livequeue'));
     assert.equal(
       await page.evaluate<boolean>('window.stayed === true'),

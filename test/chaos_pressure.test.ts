@@ -434,11 +434,13 @@ describe('chaos: pressure', () => {
       summary(urgentPickup).p50 < 1000,
       `another queue kept its pickup time: ${JSON.stringify(summary(urgentPickup))} ms`,
     );
-    // Half the storm queue's median at most: a queue stuck behind the storm would wait as
-    // long as the storm's own jobs (measured 3.4× to more than 5× apart on two cores).
+    // Half the storm queue's p95 at most: a queue stuck behind the storm would wait as long
+    // as the storm's own jobs. The tail, not the median: most same-queue jobs now start within
+    // tens of ms too (p50 23 ms, against 622 ms before the second hardening round), and only
+    // those behind a wave of due retries wait (p95 1.7–2.1 s, against the other queue's 37–319 ms).
     assert.ok(
-      summary(urgentPickup).p50 * 2 < summary(pickup).p50,
-      `and far better than the storm's own queue: ${summary(urgentPickup).p50} against ${summary(pickup).p50} ms`,
+      summary(urgentPickup).p95 * 2 < summary(pickup).p95,
+      `and far better than the storm's own queue: p95 ${summary(urgentPickup).p95} against ${summary(pickup).p95} ms`,
     );
     // Same queue: FIFO by due time, so a new job waits behind the retries already due (bounded by the storm).
     assert.ok(

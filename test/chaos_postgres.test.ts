@@ -16,7 +16,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { enqueueMany } from '../src/queue/enqueue.ts';
-import { count, httpGet, report, statusCounts, until } from './helpers/chaos/measure.ts';
+import { count, httpGet, pickupMs, report, statusCounts, until } from './helpers/chaos/measure.ts';
 import { createMigratedDatabase, startChaosPostgres, type ChaosPostgres } from './helpers/chaos/postgres.ts';
 import { LIMITED_QUEUES, restartUnderLock } from './helpers/chaos/restart_under_lock.ts';
 import { FIXTURE_TASKS } from './helpers/inprocess.ts';
@@ -172,23 +172,7 @@ async function restartScenario(mode: 'fast' | 'immediate') {
 
   // LISTEN works again: a plain INSERT starts at once although the poll interval is 30 s.
   const pickups: number[] = [];
-  for (let i = 0; i < 3; i++) {
-    const { rows } = await pool.query("INSERT INTO jobvisor.jobs (kind) VALUES ('chaos_noop') RETURNING id");
-    const row = await until(
-      'probe job done',
-      async () =>
-        (
-          await pool.query(
-            'SELECT status, extract(epoch FROM started_at - created_at) * 1000 AS ms FROM jobvisor.jobs WHERE id = $1',
-            [rows[0].id],
-          )
-        ).rows[0],
-      (r) => r.status === 'done',
-      40_000,
-      20,
-    );
-    pickups.push(Math.round(Number(row.ms)));
-  }
+  for (let i = 0; i < 3; i++) pickups.push(await pickupMs(pool));
 
   const statuses = await statusCounts(pool, 'id = ANY($1)', [ids]);
   const reRuns = await count(

@@ -17,7 +17,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { enqueueMany } from '../src/queue/enqueue.ts';
-import { clockPasses, count, httpGet, report, until } from './helpers/chaos/measure.ts';
+import { clockPasses, count, httpGet, pickupMs, report, until } from './helpers/chaos/measure.ts';
 import { createMigratedDatabase, startChaosPostgres, type ChaosPostgres } from './helpers/chaos/postgres.ts';
 import { startProxy, type Proxy } from './helpers/chaos/proxy.ts';
 import { caughtUp, startStandby } from './helpers/chaos/standby.ts';
@@ -170,23 +170,7 @@ describe('chaos: the endpoint reaches a read-only server', () => {
 
     // LISTEN is back: a plain INSERT starts at once although the poll interval is 30 s.
     const pickups: number[] = [];
-    for (let i = 0; i < 3; i++) {
-      const { rows } = await pool.query("INSERT INTO jobvisor.jobs (kind) VALUES ('chaos_noop') RETURNING id");
-      const row = await until(
-        'probe job done',
-        async () =>
-          (
-            await pool.query(
-              'SELECT status, extract(epoch FROM started_at - created_at) * 1000 AS ms FROM jobvisor.jobs WHERE id = $1',
-              [rows[0].id],
-            )
-          ).rows[0],
-        (r) => r.status === 'done',
-        40_000,
-        20,
-      );
-      pickups.push(Math.round(Number(row.ms)));
-    }
+    for (let i = 0; i < 3; i++) pickups.push(await pickupMs(pool));
     const failovers = await Promise.all(supervisors.map((s) => metric(s, 'jobvisor_database_failovers_total')));
     const unwritable = await Promise.all(
       supervisors.map((s) => metric(s, 'jobvisor_database_unwritable_seconds_total')),

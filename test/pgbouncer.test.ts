@@ -14,7 +14,7 @@ import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { pauseQueue, resumeQueue } from '../src/queue/pause.ts';
 import { enqueueMany } from '../src/queue/enqueue.ts';
-import { count, report, until } from './helpers/chaos/measure.ts';
+import { count, pickupMs, report, until } from './helpers/chaos/measure.ts';
 import { startPgBouncer, type PgBouncer } from './helpers/chaos/pgbouncer.ts';
 import { createMigratedDatabase, startChaosPostgres, type ChaosPostgres } from './helpers/chaos/postgres.ts';
 import { FIXTURE_TASKS } from './helpers/inprocess.ts';
@@ -99,22 +99,8 @@ async function burst(db: pg.Pool, label: string): Promise<number> {
   return ms;
 }
 
-async function pickup(db: pg.Pool): Promise<number> {
-  const { rows } = await db.query("INSERT INTO jobvisor.jobs (kind) VALUES ('chaos_noop') RETURNING id");
-  const row = await until(
-    'probe job done',
-    async () =>
-      (
-        await pool.query(
-          'SELECT status, extract(epoch FROM started_at - created_at) * 1000 AS ms FROM jobvisor.jobs WHERE id = $1',
-          [rows[0].id],
-        )
-      ).rows[0],
-    (r) => r.status === 'done',
-    40_000,
-    20,
-  );
-  return Math.round(Number(row.ms));
+function pickup(db: pg.Pool): Promise<number> {
+  return pickupMs(db, { read: pool });
 }
 
 function databaseErrors(s: SpawnedSupervisor): string[] {

@@ -18,7 +18,7 @@ import pg from 'pg';
 import { enqueueMany } from '../../../src/queue/enqueue.ts';
 import { FIXTURE_TASKS } from '../inprocess.ts';
 import { spawnSupervisor, type SpawnedSupervisor } from '../supervisor.ts';
-import { count, httpGet, until } from './measure.ts';
+import { count, httpGet, pickupMs, until } from './measure.ts';
 import { createMigratedDatabase, startChaosPostgres, type ChaosPostgres } from './postgres.ts';
 import { startProxy, type Proxy } from './proxy.ts';
 import { overlaps, runsOf } from './runs.ts';
@@ -204,26 +204,10 @@ export async function failoverScenario(replication: 'synchronous' | 'asynchronou
 
     // LISTEN works: plain INSERTs start at once although the poll interval is 30 s.
     const pickups: number[] = [];
-    for (let i = 0; i < 3; i++) {
-      const { rows } = await direct.query(
-        "INSERT INTO jobvisor.jobs (kind, payload) VALUES ('failover_run', $1) RETURNING id",
-        [{ ms: 0, log: runLog }],
+    for (let i = 0; i < 3; i++)
+      pickups.push(
+        await pickupMs(direct, { kind: 'failover_run', payload: { ms: 0, log: runLog }, timeoutMs: 30_000 }),
       );
-      const row = await until(
-        'probe job done',
-        async () =>
-          (
-            await direct.query(
-              'SELECT status, extract(epoch FROM started_at - created_at) * 1000 AS ms FROM jobvisor.jobs WHERE id = $1',
-              [rows[0].id],
-            )
-          ).rows[0],
-        (r) => r.status === 'done',
-        30_000,
-        20,
-      );
-      pickups.push(Math.round(Number(row.ms)));
-    }
 
     const told = new Set<string>();
     for (const s of supervisors)

@@ -16,12 +16,45 @@ export function report(scenario: string, result: Record<string, unknown>): void 
   if (file) appendFileSync(file, `${line}\n`);
 }
 
+import { until } from '../poll.ts';
+
 export { clockPasses, until } from '../poll.ts';
 
 export function summary(values: number[]): { n: number; p50: number; p95: number; max: number } {
   const sorted = [...values].sort((a, b) => a - b);
   const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
   return { n: sorted.length, p50: at(0.5), p95: at(0.95), max: sorted[sorted.length - 1] ?? Number.NaN };
+}
+
+/**
+ * Inserts one job by plain SQL, waits until it is done, and returns its pickup
+ * in ms (created → started, both on the database's clock). With LISTEN working
+ * this is milliseconds even when the poll interval is 30 s.
+ * `read` polls through another pool than the insert (default: the same).
+ */
+export async function pickupMs(
+  db: pg.Pool,
+  options: { kind?: string; payload?: unknown; read?: pg.Pool; timeoutMs?: number } = {},
+): Promise<number> {
+  const read = options.read ?? db;
+  const { rows } = await db.query<{ id: string }>(
+    'INSERT INTO jobvisor.jobs (kind, payload) VALUES ($1, $2) RETURNING id',
+    [options.kind ?? 'chaos_noop', options.payload ?? {}],
+  );
+  const row = await until(
+    'probe job done',
+    async () =>
+      (
+        await read.query<{ status: string; ms: string }>(
+          'SELECT status, extract(epoch FROM started_at - created_at) * 1000 AS ms FROM jobvisor.jobs WHERE id = $1',
+          [rows[0]?.id],
+        )
+      ).rows[0],
+    (r) => r?.status === 'done',
+    options.timeoutMs ?? 40_000,
+    20,
+  );
+  return Math.round(Number(row?.ms));
 }
 
 export async function count(pool: pg.Pool, sql: string, values: unknown[] = []): Promise<number> {

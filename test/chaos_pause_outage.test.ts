@@ -21,6 +21,7 @@ import { spawnSupervisor, type SpawnedSupervisor } from './helpers/supervisor.ts
 
 const OUTAGE_MS = 10_000;
 const JOBS = 600;
+const CONCURRENCY = 5;
 
 let server: ChaosPostgres;
 let url: string;
@@ -40,7 +41,7 @@ before(async () => {
         tasksDir: FIXTURE_TASKS,
         config: {
           pool: { maxThreads: 1, dbPoolSize: 4 },
-          queues: { mail: { concurrency: 5, jobsPerThread: 5 } },
+          queues: { mail: { concurrency: CONCURRENCY, jobsPerThread: CONCURRENCY } },
           jobs: { lease: '30s', maxAttempts: 25 },
           poll: { interval: '500ms' },
           backoff: { base: '100ms', max: '500ms' },
@@ -137,7 +138,16 @@ describe('chaos: a pause right after an outage', () => {
       alive: supervisors.map((s) => s.child.exitCode === null),
     };
     report('pause-after-outage', result);
-    assert.equal(rows[0]?.late, 0, `jobs claimed after the pause committed started: ${JSON.stringify(result)}`);
+    // What may still start: a claim already on its way when the pause committed, before the
+    // pause's NOTIFY reached its supervisor (the claim statement does not read the pause
+    // itself). That is at most one claim round per supervisor, within a notification's
+    // latency: measured 0 in four runs, and once 5 jobs, the last 95 ms after the pause. The
+    // bug claimed 60–110 jobs for 4.3–9.4 s, with the pause read and LISTEN backing off.
+    const oneRound = supervisors.length * CONCURRENCY;
+    assert.ok(
+      (rows[0]?.late ?? 0) <= oneRound && (rows[0]?.late === 0 || Number(rows[0]?.last_ms) < 1000),
+      `jobs claimed after the pause committed started (at most one claim round, ${oneRound} jobs, within 1 s): ${JSON.stringify(result)}`,
+    );
     assert.ok(pending > 0, 'the paused queue keeps its backlog');
   });
 });

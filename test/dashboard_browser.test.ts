@@ -14,12 +14,13 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { seedDeadLetters, serveTestDashboard, TEST_TOKEN, type ServedDashboard } from './helpers/dashboard.ts';
 import { until } from './helpers/poll.ts';
 import { spawnSupervisor, type SpawnedSupervisor } from './helpers/supervisor.ts';
-import { CHROMIUM, findTool, skipUnless } from './helpers/tools.ts';
+import { launchChromium } from './helpers/browser.ts';
+import { CHROMIUM, skipUnless } from './helpers/tools.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const SCREENSHOTS = process.env.JOBVISOR_SCREENSHOTS === '1' ? path.join(root, 'docs/img') : null;
@@ -40,10 +41,7 @@ describe('dashboard in a real browser', { skip: skipUnless(CHROMIUM), timeout: 2
     // The "fixed" task: it failed before (the seeded history); now it succeeds.
     writeFileSync(path.join(tasksDir, 'package.json'), '{"type": "module"}\n');
     writeFileSync(path.join(tasksDir, 'invoice_pdf.js'), 'export default async () => "ok";\n');
-    browser = await chromium.launch({
-      executablePath: findTool(CHROMIUM) as string,
-      args: process.getuid?.() === 0 ? ['--no-sandbox'] : [],
-    });
+    browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   });
   after(async () => {

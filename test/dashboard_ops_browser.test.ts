@@ -9,12 +9,13 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { seedDeadLetters, serveTestDashboard, type ServedDashboard } from './helpers/dashboard.ts';
 import { until } from './helpers/poll.ts';
 import { spawnSupervisor, type SpawnedSupervisor } from './helpers/supervisor.ts';
-import { CHROMIUM, findTool, skipUnless } from './helpers/tools.ts';
+import { launchChromium } from './helpers/browser.ts';
+import { CHROMIUM, skipUnless } from './helpers/tools.ts';
 
 describe('operator controls in a real browser', { skip: skipUnless(CHROMIUM), timeout: 240_000 }, () => {
   let t: TestDatabase;
@@ -31,10 +32,7 @@ describe('operator controls in a real browser', { skip: skipUnless(CHROMIUM), ti
     tasksDir = mkdtempSync(path.join(tmpdir(), 'jobvisor-ops-tasks-'));
     writeFileSync(path.join(tasksDir, 'package.json'), '{"type": "module"}\n');
     writeFileSync(path.join(tasksDir, 'ping.js'), 'export default async () => "pong";\n');
-    browser = await chromium.launch({
-      executablePath: findTool(CHROMIUM) as string,
-      args: process.getuid?.() === 0 ? ['--no-sandbox'] : [],
-    });
+    browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     // Confirmations (pausing asks first) are accepted, as an operator would.
     page.on('dialog', (dialog) => void dialog.accept());

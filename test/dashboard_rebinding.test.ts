@@ -10,10 +10,11 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { seedDeadLetters, serveTestDashboard, type ServedDashboard } from './helpers/dashboard.ts';
-import { CHROMIUM, findTool, skipUnless } from './helpers/tools.ts';
+import { launchChromium } from './helpers/browser.ts';
+import { CHROMIUM, skipUnless } from './helpers/tools.ts';
 
 const IBAN = 'DE89370400440532013000';
 
@@ -42,10 +43,7 @@ describe('DNS rebinding in a real browser', { skip: skipUnless(CHROMIUM), timeou
   before(async () => {
     t = await createTestDatabase();
     d = await serveTestDashboard({ pool: t.pool, auth: false });
-    browser = await chromium.launch({
-      executablePath: findTool(CHROMIUM) as string,
-      args: [...(process.getuid?.() === 0 ? ['--no-sandbox'] : []), '--host-resolver-rules=MAP evil.test 127.0.0.1'],
-    });
+    browser = await launchChromium(['--host-resolver-rules=MAP evil.test 127.0.0.1']);
   });
   after(async () => {
     await browser?.close();

@@ -12,7 +12,7 @@ import { effectiveQueueLimits, loadConfig, QUEUE_DEFAULTS } from '../src/config/
 import { defaultPrefetch } from '../src/config/limits.ts';
 import { schema } from '../src/config/schema.ts';
 import { ConfigError } from '../src/errors.ts';
-import { checkQueue } from '../src/queue/validate.ts';
+import { checkQueue } from '../src/names.ts';
 
 const emptyDir = mkdtempSync(path.join(tmpdir(), 'jobvisor-config-'));
 after(() => rmSync(emptyDir, { recursive: true, force: true }));

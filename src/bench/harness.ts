@@ -8,7 +8,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { loadConfig, PACKAGE_ROOT, type Settings } from '../config/index.ts';
+import { loadConfig, type Settings } from '../config/index.ts';
+import { PACKAGE_ROOT } from '../paths.ts';
 import { createLogger } from '../log.ts';
 import { Supervisor } from '../supervisor/supervisor.ts';
 

@@ -7,7 +7,7 @@ import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { PACKAGE_ROOT } from '../config/index.ts';
+import { PACKAGE_ROOT } from '../paths.ts';
 
 const run = promisify(execFile);
 const PEERS_DIR = path.join(PACKAGE_ROOT, 'bench/peers');

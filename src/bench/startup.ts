@@ -13,7 +13,7 @@ import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { PACKAGE_ROOT } from '../config/index.ts';
+import { PACKAGE_ROOT } from '../paths.ts';
 import { enqueueMany } from '../queue/enqueue.ts';
 import type { BenchDatabase } from './database.ts';
 import { BENCH_INFRA } from './harness.ts';

@@ -16,7 +16,7 @@ import {
   timeText,
   type JobStatus,
 } from '../queue/admin/index.ts';
-import { checkName } from '../queue/validate.ts';
+import { checkName } from '../names.ts';
 import { integer, jobIds, parse, parseFlags } from './args.ts';
 import { report, withStore } from './job_store.ts';
 import { deleteCommand } from './jobs_delete.ts';

@@ -8,7 +8,7 @@
 import { parseDuration } from '../duration.ts';
 import { InputError } from '../errors.ts';
 import { deleteJobs, statusOf, type JobFilter } from '../queue/admin/index.ts';
-import { checkName } from '../queue/validate.ts';
+import { checkName } from '../names.ts';
 import { jobIds, parse } from './args.ts';
 import { report, withStore } from './job_store.ts';
 

@@ -7,7 +7,7 @@ import { InputError } from '../errors.ts';
 import { listQueues, pauseQueue, resumeQueue } from '../queue/pause.ts';
 import type { QueueApiOptions } from '../queue/pause.ts';
 import type { Db } from '../db/pool.ts';
-import { checkQueue } from '../queue/validate.ts';
+import { checkQueue } from '../names.ts';
 import { parse, parseFlags } from './args.ts';
 import { openContext } from './context.ts';
 import { table } from './table.ts';

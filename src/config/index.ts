@@ -1,12 +1,4 @@
 /** Configuration: the schema (and the types derived from it), loading, checks and queue limits. */
-export {
-  APP_CONFIG_FILES,
-  appConfigFile,
-  loadConfig,
-  PACKAGE_ROOT,
-  redacted,
-  unreadConfigFiles,
-  type LoadOptions,
-} from './load.ts';
+export { APP_CONFIG_FILES, appConfigFile, loadConfig, redacted, unreadConfigFiles, type LoadOptions } from './load.ts';
 export { connectionBudget, effectiveQueueLimits, type ConnectionBudget, type QueueLimits } from './limits.ts';
 export { QUEUE_DEFAULTS, type QueueSettings, type Schedule, type Settings } from './schema.ts';

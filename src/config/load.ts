@@ -12,9 +12,9 @@
 import convict from 'convict';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseDuration } from '../duration.ts';
 import { ConfigError } from '../errors.ts';
+import { PACKAGE_ROOT } from '../paths.ts';
 import { closestKey } from '../suggest.ts';
 import { effectiveQueueLimits } from './limits.ts';
 import { schema, type QueueInput, type ScheduleInput, type Settings } from './schema.ts';
@@ -27,9 +27,6 @@ import {
   isPlainObject,
   validateQueues,
 } from './validate.ts';
-
-/** The folder holding config/default.json: the package root. */
-export const PACKAGE_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 export interface LoadOptions {
   env?: NodeJS.ProcessEnv;

@@ -7,7 +7,7 @@ import convict from 'convict';
 import { CronExpressionParser } from 'cron-parser';
 import { parseDuration } from '../duration.ts';
 import { ConfigError } from '../errors.ts';
-import { QUEUE as QUEUE_NAME } from '../queue/validate.ts';
+import { QUEUE as QUEUE_NAME } from '../names.ts';
 import { closestKey } from '../suggest.ts';
 
 /** The longest delay a Node timer holds (2^31 - 1 ms, about 24.8 days): a longer one fires after 1 ms. */

@@ -8,6 +8,7 @@
  */
 import type pg from 'pg';
 import { withClient } from '../db/borrow.ts';
+import { setStatementTimeout, setStatementTimeoutSql, timeoutText } from '../db/statement_timeout.ts';
 import type { Store } from '../queue/sql.ts';
 
 export const DASHBOARD_STATEMENT_TIMEOUT_MS = 5_000;
@@ -22,16 +23,14 @@ export function dashboardDb(pool: pg.Pool, schema: string, timeoutMs = DASHBOARD
     use(fn) {
       return withClient(pool, async (client, discard) => {
         const { rows } = await client.query<{ before: string }>(
-          `SELECT current_setting('statement_timeout') AS before, set_config('statement_timeout', $1, false)`,
-          [`${timeoutMs}ms`],
+          `SELECT current_setting('statement_timeout') AS before, ${setStatementTimeoutSql(1)}`,
+          [timeoutText(timeoutMs)],
         );
         try {
           return await fn({ db: serialized(client), schema });
         } finally {
           // A client whose setting could not be restored is closed, not pooled again.
-          await client
-            .query(`SELECT set_config('statement_timeout', $1, false)`, [rows[0]?.before ?? '0'])
-            .catch((err: Error) => discard(err));
+          await setStatementTimeout(client, rows[0]?.before ?? '0').catch((err: Error) => discard(err));
         }
       });
     },

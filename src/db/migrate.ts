@@ -10,12 +10,13 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type pg from 'pg';
-import { PACKAGE_ROOT } from '../config/index.ts';
 import { JobvisorError } from '../errors.ts';
 import type { Logger } from '../log.ts';
+import { PACKAGE_ROOT } from '../paths.ts';
 import { borrow } from './borrow.ts';
 import type { Db } from './pool.ts';
 import { qualify } from './schema.ts';
+import { setStatementTimeout } from './statement_timeout.ts';
 
 export const MIGRATIONS_DIR = path.join(PACKAGE_ROOT, 'migrations');
 /** pg_advisory_xact_lock key: "jobvisor" as a number, shared by every replica. */
@@ -102,9 +103,7 @@ async function migrateOnce(pool: pg.Pool, options: MigrateOptions): Promise<stri
   let broken: Error | undefined;
   try {
     await client.query('BEGIN');
-    await client.query(`SELECT set_config('statement_timeout', $1, true)`, [
-      `${options.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS}ms`,
-    ]);
+    await setStatementTimeout(client, options.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS, 'transaction');
     // Waiting for another replica's migration holds no table lock: no lock timeout for it.
     await client.query('SELECT pg_advisory_xact_lock($1)', [LOCK_KEY]);
     await client.query(`SELECT set_config('lock_timeout', $1, true)`, [

@@ -19,6 +19,7 @@
 import pg from 'pg';
 import { ReadOnlyServerError } from '../errors.ts';
 import type { Logger } from '../log.ts';
+import { setStatementTimeoutSql, timeoutText } from './statement_timeout.ts';
 
 export type Db = pg.Pool | pg.PoolClient | pg.Client;
 
@@ -59,8 +60,8 @@ export function createPool(
       const { rows } = await client.query<{ in_recovery: boolean; read_only: string }>(
         timeoutMs > 0
           ? {
-              text: `SELECT set_config('statement_timeout', $1, false), ${SERVER_ROLE}`,
-              values: [`${Math.floor(timeoutMs)}ms`],
+              text: `SELECT ${setStatementTimeoutSql(1)}, ${SERVER_ROLE}`,
+              values: [timeoutText(timeoutMs)],
             }
           : { text: `SELECT ${SERVER_ROLE}` },
       );

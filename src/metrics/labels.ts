@@ -6,11 +6,11 @@
  * else is reported as `other`.
  */
 import { readdirSync } from 'node:fs';
+import { TASK_FILE } from '../names.ts';
 
 export const OTHER = 'other';
 /** Most kinds a task folder listing may contribute (a folder of thousands is not a label set). */
 export const MAX_KNOWN_KINDS = 500;
-const TASK_FILE = /^([A-Za-z0-9_][A-Za-z0-9_.:-]{0,199})\.(?:js|mjs|ts)$/;
 const RELIST_MS = 30_000;
 
 export interface LabelSet {

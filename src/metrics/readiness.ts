@@ -10,6 +10,7 @@
  */
 import pg from 'pg';
 import { isMigrated } from '../db/migrate.ts';
+import { setStatementTimeout } from '../db/statement_timeout.ts';
 import { readServerRole } from '../queue/server_role.ts';
 import type { Readiness } from './server.ts';
 
@@ -107,7 +108,7 @@ export class DatabaseProbe {
     client.on('error', () => this.drop());
     this.client = client;
     await client.connect();
-    await client.query(`SELECT set_config('statement_timeout', $1, false)`, [`${Math.floor(timeoutMs)}ms`]);
+    await setStatementTimeout(client, timeoutMs);
     return client;
   }
 

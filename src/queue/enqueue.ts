@@ -9,13 +9,14 @@
 import type { Db } from '../db/pool.ts';
 import { parseDuration } from '../duration.ts';
 import { InputError, notMigrated } from '../errors.ts';
+import { checkName, checkQueue } from '../names.ts';
 import { qualify } from '../db/schema.ts';
 import { captureTraceContext } from '../tracing/context.ts';
 import { COPY_JOBS, copyRows, type CopyRow } from './copy.ts';
 import { planned, run, type Store } from './sql.ts';
 import { defaultQueueOf } from './task_defaults.ts';
 import type { EnqueueOptions, EnqueueResult, JobSpec, JobSpecOf, PayloadOf } from './enqueue_types.ts';
-import { checkPayload, checkName, checkQueue } from './validate.ts';
+import { checkPayload } from './validate.ts';
 
 export type { EnqueueOptions, EnqueueResult, JobSpec, JobSpecOf, PayloadOf, TaskPayloads } from './enqueue_types.ts';
 

@@ -5,8 +5,8 @@
  * about once a second in case a notification was lost.
  */
 import type { Db } from '../db/pool.ts';
+import { checkQueue } from '../names.ts';
 import { planned, prepared, run, type Store } from './sql.ts';
-import { checkQueue } from './validate.ts';
 
 /** Where `jobvisor.queues` lives, as the API's callers name it. */
 export interface QueueApiOptions {

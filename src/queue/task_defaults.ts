@@ -9,7 +9,7 @@
  * with no entry goes to `default`; if its task is exclusive it still gets a
  * thread of its own there (the dispatcher reads the options too).
  */
-import { checkName, checkQueue } from './validate.ts';
+import { checkName, checkQueue } from '../names.ts';
 
 const queues = new Map<string, string>();
 

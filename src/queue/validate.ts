@@ -1,36 +1,11 @@
 /**
- * Limits on what a job may carry, checked before anything reaches the database.
- * Kinds and queue names become file names and label values, so they are plain
- * identifiers; payloads are any JSON value PostgreSQL's jsonb can store.
+ * Limits on what a job's payload may carry, checked before anything reaches the
+ * database: any JSON value PostgreSQL's jsonb can store. Kinds and queue names
+ * are checked by ../names.ts.
  */
 import { InputError } from '../errors.ts';
 
-const NAME = /^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,199}$/;
-/** Queue names also name configuration keys, where a dot would read as a path: no dots. */
-export const QUEUE = /^[A-Za-z0-9_][A-Za-z0-9_:-]{0,199}$/;
 export const MAX_PAYLOAD_DEPTH = 100;
-
-/** @throws InputError when `value` is not 1-200 letters, digits, _ . : - (not starting with . : -). */
-export function checkName(field: string, value: unknown): asserts value is string {
-  if (typeof value !== 'string' || !NAME.test(value)) {
-    const shown =
-      typeof value === 'string' ? JSON.stringify(value.length > 60 ? `${value.slice(0, 60)}…` : value) : typeof value;
-    throw new InputError(
-      `${field} ${shown} is not valid: use 1-200 letters, digits and _ . : - (starting with a letter, digit or _)`,
-    );
-  }
-}
-
-/** @throws InputError when `value` is not 1-200 letters, digits, _ : - (not starting with : -). */
-export function checkQueue(field: string, value: unknown): asserts value is string {
-  if (typeof value !== 'string' || !QUEUE.test(value)) {
-    const shown =
-      typeof value === 'string' ? JSON.stringify(value.length > 60 ? `${value.slice(0, 60)}…` : value) : typeof value;
-    throw new InputError(
-      `${field} ${shown} is not valid: use 1-200 letters, digits and _ : - (starting with a letter, digit or _; no dots)`,
-    );
-  }
-}
 
 /**
  * Serialises a payload to JSON text.

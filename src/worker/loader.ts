@@ -14,9 +14,9 @@ import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { NAME as KIND } from '../names.ts';
 import type { Task } from './types.ts';
 
-const KIND = /^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,199}$/;
 const EXTENSIONS = ['.js', '.mjs', '.cjs', '.ts'];
 
 /** Where tasks come from: files by kind, then folders (earlier wins). A plain list is folders only. */

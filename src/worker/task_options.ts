@@ -13,7 +13,7 @@
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { parseDuration } from '../duration.ts';
-import { checkQueue } from '../queue/validate.ts';
+import { checkQueue } from '../names.ts';
 import { findTaskFile, importTaskModule, kindOfFile, sourcesOf, type TaskPlaces } from './loader.ts';
 
 /** Task options, checked and with the timeout in ms. */

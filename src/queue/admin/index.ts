@@ -16,7 +16,7 @@ export { COUNT_CAP, countJobs, listJobs, MAX_PAGE, statusOf } from './list.ts';
 export { overview, OVERVIEW_CAP, type Overview, type QueueOverview } from './overview.ts';
 // Pausing is part of the operator's API too (the CLI's `queues`, the dashboard's queue controls).
 export { pauseQueue, pausedQueues, resumeQueue } from '../pause.ts';
-export { QUEUE as QUEUE_NAME } from '../validate.ts';
+export { QUEUE as QUEUE_NAME } from '../../names.ts';
 export { queueDetail, servingSupervisors, unservedQueues, TOP_KEYS, type QueueDetail } from './queue.ts';
 export { throughput, THROUGHPUT_RANGES, type ThroughputBucket } from './throughput.ts';
 export { nextFireTimes, scheduleSummaries, type ScheduleSummary } from './schedules.ts';

@@ -13,6 +13,7 @@
 import { createServer, type Server } from 'node:http';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { Registry } from 'prom-client';
+import { within } from '../within.ts';
 
 export interface Readiness {
   ready: boolean;
@@ -88,14 +89,4 @@ export async function startHttpServer(
         server.close(() => resolve());
       }),
   };
-}
-
-/** Waits for `promise`, but no longer than `ms`. */
-async function within(promise: Promise<void>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    await Promise.race([promise, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
-  } finally {
-    clearTimeout(timer);
-  }
 }

@@ -17,6 +17,7 @@ import { HeldConnection } from '../db/held.ts';
 import { createPool } from '../db/pool.ts';
 import type { Logger } from '../log.ts';
 import type { Store } from '../queue/sql.ts';
+import { within } from '../within.ts';
 import { Completer } from './completer.ts';
 import { ProgressWriter } from './progress_writer.ts';
 import { setTaskQueueDefault } from '../queue/task_defaults.ts';
@@ -391,15 +392,5 @@ export class Supervisor {
     if (this.ownsPool) await this.pool.end().catch(() => {});
     this.state = 'stopped';
     if (wasRunning) this.events.emit('supervisor:stopped', { supervisor: this.id });
-  }
-}
-
-async function within(promise: Promise<void>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
-  try {
-    return await Promise.race([promise.then(() => true), timeout]);
-  } finally {
-    clearTimeout(timer);
   }
 }

@@ -7,6 +7,7 @@
  * worker/traced-entry.ts. Where a tracer provider is already registered (the
  * user's own SDK, set up in a preload module), that one is kept.
  */
+import { within } from '../within.ts';
 import { otelApi, otelRegistered } from './api.ts';
 
 export type Env = Record<string, string | undefined>;
@@ -55,21 +56,6 @@ export const TRACE_FLUSH_MAX_MS = 1000;
 /** The wait for the exporter at shutdown: what is left of the grace, at most TRACE_FLUSH_MAX_MS. */
 export function traceFlushBudgetMs(graceMs: number, elapsedMs: number): number {
   return Math.max(0, Math.min(TRACE_FLUSH_MAX_MS, graceMs - elapsedMs));
-}
-
-/** `promise`'s settling, or false after `ms` (a timer that keeps no process alive). */
-function within(promise: Promise<unknown>, ms: number | undefined): Promise<boolean> {
-  const done = promise.then(
-    () => true,
-    () => true,
-  );
-  if (ms === undefined) return done;
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<boolean>((resolve) => {
-    timer = setTimeout(() => resolve(false), ms);
-    timer.unref();
-  });
-  return Promise.race([done, late]).finally(() => clearTimeout(timer));
 }
 
 export type StartResult =
@@ -136,7 +122,13 @@ export async function startTracing(
       flush: async () => {
         await provider.getDelegate?.().forceFlush?.();
       },
-      shutdown: (timeoutMs) => within(sdk.shutdown(), timeoutMs),
+      // A failed exporter shutdown has settled too: there is nothing left to wait for.
+      shutdown: (timeoutMs) =>
+        within(
+          sdk.shutdown().catch(() => {}),
+          timeoutMs,
+          { unref: true },
+        ),
     },
   };
 }

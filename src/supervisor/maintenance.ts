@@ -12,10 +12,10 @@
  * first finishes cancelled rows whose run's lease ran out (cancelled_slot.ts).
  */
 import type { Settings } from '../config/index.ts';
-import { expireSupervisors } from '../queue/admin/supervisors.ts';
 import { finishStaleCancelled } from '../queue/cancelled_slot.ts';
 import { deleteOldJobs } from '../queue/cleanup.ts';
 import { deadLetterExpired } from '../queue/fallback.ts';
+import { expireSupervisors } from '../queue/presence.ts';
 import { listExpiredLeases, reapExpiredLeases, reapLeases, type ReapedJob } from '../queue/reaper.ts';
 import type { Store } from '../queue/sql.ts';
 import type { SupervisorEvents } from './events.ts';

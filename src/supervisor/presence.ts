@@ -7,9 +7,8 @@
  */
 import { hostname } from 'node:os';
 import type { Logger } from '../log.ts';
-import { beatSupervisor, removeSupervisor } from '../queue/admin/supervisors.ts';
 import type { QueueSettings } from '../config/index.ts';
-import type { QueueConfig } from '../queue/admin/types.ts';
+import { beatSupervisor, removeSupervisor, type QueueConfig } from '../queue/presence.ts';
 import type { Store } from '../queue/sql.ts';
 import { VERSION } from '../version.ts';
 

@@ -21,14 +21,16 @@ export { queueDetail, servingSupervisors, unservedQueues, TOP_KEYS, type QueueDe
 export { throughput, THROUGHPUT_RANGES, type ThroughputBucket } from './throughput.ts';
 export { nextFireTimes, scheduleSummaries, type ScheduleSummary } from './schedules.ts';
 export { stats, type Stats } from './stats.ts';
+export { listSupervisors } from './supervisors.ts';
+// The supervisors write their own rows; operators and tests may too (a row to show).
 export {
   beatSupervisor,
   expireSupervisors,
-  listSupervisors,
   removeSupervisor,
   SUPERVISOR_EXPIRY_LEASES,
+  type QueueConfig,
   type SupervisorInfo,
-} from './supervisors.ts';
+} from '../presence.ts';
 export {
   ACTION_STATUSES,
   JOB_STATUSES,
@@ -44,7 +46,6 @@ export {
   type JobRow,
   type JobStatus,
   type Page,
-  type QueueConfig,
   type SupervisorRow,
   type Time,
   type TimelineEvent,

@@ -11,7 +11,8 @@
  */
 import { planned, run, type Now, type Store } from '../sql.ts';
 import { overview, type QueueOverview } from './overview.ts';
-import type { QueueConfig, SupervisorRow } from './types.ts';
+import type { QueueConfig } from '../presence.ts';
+import type { SupervisorRow } from './types.ts';
 
 /** Keys shown per limit, busiest first. */
 export const TOP_KEYS = 10;

@@ -1,4 +1,5 @@
 /** Rows and arguments shared by the admin functions (CLI and dashboard). */
+import type { QueueConfig } from '../presence.ts';
 
 /** Job statuses, as the table's CHECK constraint allows them. */
 export const JOB_STATUSES = ['pending', 'running', 'done', 'failed', 'cancelled'] as const;
@@ -182,16 +183,4 @@ export interface SupervisorRow {
   started_at: Date;
   heartbeat_at: Date;
   in_flight: number;
-}
-
-/** A queue's settings as a supervisor reports them (supervisors.queue_config). */
-export interface QueueConfig {
-  concurrency: number;
-  jobsPerThread: number;
-  prefetch: number;
-  /** null: jobs.timeout applies. */
-  timeoutMs: number | null;
-  globalConcurrency?: number;
-  perKeyConcurrency?: number;
-  rateLimit?: { count: number; periodMs: number; perKey: boolean };
 }

@@ -68,14 +68,12 @@ pruned AS (
    WHERE $9::int IS NOT NULL AND r.queue = $2 AND r.started_at <= t.at - $10::float8 * interval '1 millisecond'
 )`;
 
-/**
- * Queue-wide limits only (globalConcurrency and/or a queue-wide rate limit):
- * the plain claim's candidates, with LIMIT set to what the limits leave.
- */
-export const CLAIM_QUEUE_LIMITED = planned(
-  'claim_queue_limited',
-  `
-WITH t AS (
+// What the cluster limits leave for this claim, the same way in both
+// statements: `t` the claim's clock, `global_room` the queue's free slots
+// under globalConcurrency (a cancelled run still holding its lease holds its
+// slot), `paced` the first free start slot of a queue-wide rate limit, and
+// `budget` the least of them and the local places ($4).
+const BUDGET = `t AS (
   SELECT now, now + $12::float8 * interval '1 millisecond' AS at, $8::int AS per_key
     FROM (SELECT coalesce($5::timestamptz, clock_timestamp()) AS now) AS n
 ),
@@ -99,7 +97,16 @@ budget AS (
          extract(epoch FROM p.first_slot - t.at) * 1000 - $13::float8 / 2 AS next_free_ms,
          p.first_slot, extract(epoch FROM statement_timestamp()) * 1000 AS db_received_ms
     FROM global_room AS g, paced AS p, t
-),
+)`;
+
+/**
+ * Queue-wide limits only (globalConcurrency and/or a queue-wide rate limit):
+ * the plain claim's candidates, with LIMIT set to what the limits leave.
+ */
+export const CLAIM_QUEUE_LIMITED = planned(
+  'claim_queue_limited',
+  `
+WITH ${BUDGET},
 chosen AS (
   SELECT j.id, row_number() OVER (ORDER BY j.priority, j.run_at, j.id) AS seq
     FROM jobvisor.jobs AS j
@@ -165,31 +172,7 @@ WITH RECURSIVE walk(key, p, i) AS (
    WHERE w.i < $15::int
 ),
 keys AS (SELECT key, p, i FROM walk),
-t AS (
-  SELECT now, now + $12::float8 * interval '1 millisecond' AS at, $8::int AS per_key
-    FROM (SELECT coalesce($5::timestamptz, clock_timestamp()) AS now) AS n
-),
-global_room AS (
-  SELECT CASE WHEN $7::int IS NULL THEN $4::int
-              ELSE $7::int - (SELECT count(*)::int FROM jobvisor.jobs WHERE status = 'running' AND queue = $2)
-                           - (SELECT count(*)::int FROM jobvisor.jobs
-                               WHERE status = 'cancelled' AND finished_at IS NULL AND queue = $2
-                                 AND locked_until > (SELECT now FROM t)) END AS n
-),
-paced AS (
-  SELECT CASE WHEN $9::int IS NOT NULL AND NOT $11::bool THEN
-           greatest(t.at, (SELECT max(r.started_at) FROM jobvisor.rate_starts AS r WHERE r.queue = $2 AND r.key = '')
-                          + ($10::float8 / $9::int) * interval '1 millisecond') END AS first_slot
-    FROM t
-),
-budget AS (
-  SELECT greatest(0, least($4::int, g.n, CASE WHEN p.first_slot IS NULL THEN $4::int
-           ELSE ceil(extract(epoch FROM t.at + $13::float8 * interval '1 millisecond' - p.first_slot) * 1000
-                     / ($10::float8 / $9::int))::int END)) AS n,
-         extract(epoch FROM p.first_slot - t.at) * 1000 - $13::float8 / 2 AS next_free_ms,
-         p.first_slot, extract(epoch FROM statement_timestamp()) * 1000 AS db_received_ms
-    FROM global_room AS g, paced AS p, t
-),
+${BUDGET},
 priorities(p) AS (
   (SELECT priority FROM jobvisor.jobs WHERE status = 'pending' AND queue = $2 ORDER BY priority LIMIT 1)
   UNION ALL

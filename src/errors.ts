@@ -1,6 +1,6 @@
 /**
  * Errors with a stable `code`. PostgreSQL error codes are mapped in one place
- * (`isRetryableDbError`, `isReadOnlyDbError`), which decides what a loop may
+ * (`isRetryableDbError`, `isOutageError`, `isReadOnlyDbError`), which decides what a loop may
  * try again and what means "this server takes no writes: find the primary".
  */
 
@@ -117,6 +117,14 @@ export function isRetryableDbError(err: unknown): boolean {
   return /Connection terminated|connection timeout|Client has encountered a connection error|timeout exceeded when trying to connect|Client was closed/i.test(
     message,
   );
+}
+
+/** Transient conflicts are retryable but say nothing about the database being away. */
+const CONFLICT_SQLSTATE = new Set(['40001', '40P01', '55P03']);
+
+/** An error that means "the database is unreachable or restarting", nothing about the loop's own work. */
+export function isOutageError(err: unknown): boolean {
+  return isRetryableDbError(err) && !CONFLICT_SQLSTATE.has((err as { code?: string } | undefined)?.code ?? '');
 }
 
 /**

@@ -22,10 +22,11 @@ import { DEFAULT_MAX_BATCH_BYTES, enqueueMany } from '../src/queue/enqueue.ts';
 import type { Store } from '../src/queue/sql.ts';
 import { countActiveJobs } from '../src/queue/stats.ts';
 import { clampDelay, MAX_RETRY_DELAY_MS, retryDelay } from '../src/supervisor/backoff.ts';
+import { queueOutcomeStore } from '../src/supervisor/complete/store.ts';
 import { Completer } from '../src/supervisor/completer.ts';
 import { SupervisorEvents, type JobRef } from '../src/supervisor/events.ts';
 import { cleanupBudgetMs, createCleanup, createReaper } from '../src/supervisor/maintenance.ts';
-import { keepsBatch, writeSplitting } from '../src/supervisor/split_write.ts';
+import { keepsBatch, writeSplitting } from '../src/supervisor/complete/split_write.ts';
 import { runCliInProcess } from './helpers/cli.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { startSupervisor, testSettings } from './helpers/inprocess.ts';
@@ -218,7 +219,7 @@ describe('the completer', () => {
   const events = new SupervisorEvents();
   let completer: Completer;
   before(() => {
-    completer = new Completer(store, 'sup-a', settings, events);
+    completer = new Completer(queueOutcomeStore(store, 'sup-a', settings.jobs.maxSnoozes), settings, events);
   });
   afterEach(() => events.removeAllListeners());
 
@@ -229,7 +230,8 @@ describe('the completer', () => {
       Array.from({ length: 26 }, (_, i) => (i === 7 ? { poison_history: true } : { i })),
     );
     assert.equal(jobs.length, 26);
-    for (const job of jobs) completer.failed(job, { runMs: 1, error: 'boom', permanent: false, retryInMs: null });
+    for (const job of jobs)
+      completer.record(job, { type: 'retry', failure: { runMs: 1, error: 'boom', permanent: false, retryInMs: null } });
     await allWritten(completer);
     assert.equal(await count(`queue = 'q_split' AND status = 'pending' AND jsonb_array_length(errors) = 1`), 25);
     const { rows } = await db.pool.query(
@@ -244,7 +246,7 @@ describe('the completer', () => {
 
   it('clamps a retryInMs of 1e16 instead of failing the write (item 4)', async () => {
     const [job] = await claimed('q_delay', [{}]);
-    completer.failed(job!, { runMs: 1, error: 'later', permanent: false, retryInMs: 1e16 });
+    completer.record(job!, { type: 'retry', failure: { runMs: 1, error: 'later', permanent: false, retryInMs: 1e16 } });
     await allWritten(completer);
     assert.equal(await count(`queue = 'q_delay' AND status = 'pending' AND run_at > now() + interval '364 days'`), 1);
   });
@@ -255,7 +257,7 @@ describe('the completer', () => {
       throw new Error('listener bug');
     });
     const jobs = await claimed('q_listener', [{}, {}, {}]);
-    for (const job of jobs) completer.done(job, 1);
+    for (const job of jobs) completer.record(job, { type: 'done', runMs: 1 });
     await allWritten(completer);
     // Give a (wrong) second write the time to happen: it would report the jobs as fenced.
     await completer.flush(Date.now() + 200);
@@ -267,7 +269,12 @@ describe('the completer', () => {
 describe('completer.batchSize', () => {
   it('caps the rows of every statement, also for outcomes that gathered during a write', async () => {
     const events = new SupervisorEvents();
-    const small = new Completer(store, 'sup-a', testSettings({ completer: { batchSize: 10 } }), events);
+    const smallSettings = testSettings({ completer: { batchSize: 10 } });
+    const small = new Completer(
+      queueOutcomeStore(store, 'sup-a', smallSettings.jobs.maxSnoozes),
+      smallSettings,
+      events,
+    );
     const perStatement: number[] = [];
     events.on('job:completed', (b) => perStatement.push(b.jobs.length));
     const jobs = await claimed(
@@ -275,7 +282,7 @@ describe('completer.batchSize', () => {
       Array.from({ length: 35 }, (_, i) => ({ i })),
     );
     // The tenth outcome starts a write; the other 25 gather while it is in flight.
-    for (const job of jobs) small.done(job, 1);
+    for (const job of jobs) small.record(job, { type: 'done', runMs: 1 });
     await allWritten(small);
     assert.equal(await count(`queue = 'q_batch_size' AND status = 'done'`), 35);
     assert.equal(

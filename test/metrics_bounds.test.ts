@@ -14,7 +14,8 @@ import { createLabelSet, OTHER, taskKindsIn, UNBOUNDED_LABELS } from '../src/met
 import { createMetrics } from '../src/metrics/metrics.ts';
 import { observeEvents } from '../src/metrics/observe.ts';
 import { SupervisorEvents } from '../src/supervisor/events.ts';
-import { failingLoops, isOutageError, LoopHealth } from '../src/supervisor/loop-health.ts';
+import { isOutageError } from '../src/errors.ts';
+import { failingLoops, LoopHealth } from '../src/metrics/loop-health.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { spawnSupervisor } from './helpers/supervisor.ts';
 

@@ -5,7 +5,7 @@
  */
 import type { Settings } from '../config/index.ts';
 import type { Logger } from '../log.ts';
-import { LoopHealth } from '../supervisor/loop-health.ts';
+import { LoopHealth } from './loop-health.ts';
 import type { Supervisor } from '../supervisor/supervisor.ts';
 import { threadWatch } from '../supervisor/thread_watch.ts';
 import { BUILTIN_TASKS_DIR } from '../supervisor/threads.ts';

@@ -1,41 +1,48 @@
 /**
  * The completer: outcomes in, batched fenced writes out.
  *
- * Outcomes wait at most `flushIntervalMs` (or until `batchSize` are queued) and
- * are written per kind of write in statements of at most `batchSize` rows, one
- * batch in flight at a time. Outcomes that gathered during a long write leave
- * together when it returns, still cut into statements of `batchSize`: a
- * statement of 5,000 rows would hold its row locks and its share of the WAL
- * flush longer than a user who set the limit asked for. Until its outcome is
- * written a job stays in `fences()`, so the heartbeat keeps its lease.
+ * One way in: record(job, outcome), called by the dispatcher's report path
+ * only. Each outcome goes to the writer of its meaning (complete/: done,
+ * failed for both retry and dead, released, snoozed), each with its own batch
+ * (complete/outcome_batch.ts). Outcomes wait at most `flushIntervalMs` (or
+ * until `batchSize` are queued) and are written per writer in statements of at
+ * most `batchSize` rows, one write in flight at a time. Outcomes that gathered
+ * during a long write leave together when it returns, still cut into
+ * statements of `batchSize`: a statement of 5,000 rows would hold its row
+ * locks and its share of the WAL flush longer than a user who set the limit
+ * asked for. Until its outcome is written a job stays in `fences()`, so the
+ * heartbeat keeps its lease.
  *
- * A failed write is classified with keepsBatch (isRetryableDbError, plus
- * overload and statement timeouts): such an error keeps the unwritten outcomes
- * and tries them again after a growing delay; any other error splits the batch until the one row that fails is alone
- * (split_write.ts). That row is dead-lettered by itself with a last_error that
- * says why (queue/fallback.ts) and every other outcome is written normally.
- * Rows the database refuses through the fence (this supervisor no longer holds
- * that claim) are reported, never forced. Events go out after the write,
- * through safeEmit, so a throwing listener cannot make a written outcome look
- * unwritten.
+ * A failed write is classified with keepsBatch (complete/split_write.ts): an
+ * error that says nothing about the rows keeps the unwritten outcomes and
+ * tries them again after a growing delay; any other error splits the batch
+ * until the one row that fails is alone, and that row is dead-lettered by
+ * itself. Rows the database refuses through the fence (this supervisor no
+ * longer holds that claim) are reported, never forced. Events go out after the
+ * write, through safeEmit, so a throwing listener cannot make a written
+ * outcome look unwritten.
  */
 import type { Settings } from '../config/index.ts';
-import { completeJobs, releaseJobs, type Reports } from '../queue/complete.ts';
-import { deadLetterClaimed } from '../queue/fallback.ts';
-import type { Store } from '../queue/sql.ts';
 import type { ClaimedJob, Fence } from '../queue/types.ts';
-import { clampDelay, retryDelay } from './backoff.ts';
-import type { Failure, OutcomeSink, Report } from './dispatch/sink.ts';
-import type { JobRef, SupervisorEvents } from './events.ts';
-import { OutcomeBatch } from './outcome_batch.ts';
+import { doneWriter } from './complete/done.ts';
+import { failedWriter, type FailedRows } from './complete/failed.ts';
+import type { OutcomeSink, Recorded } from './complete/outcome.ts';
+import { OutcomeBatch, type BatchContext } from './complete/outcome_batch.ts';
+import { releasedWriter } from './complete/released.ts';
+import { snoozedWriter } from './complete/snoozed.ts';
+import type { OutcomeStore } from './complete/store.ts';
+import type { OutcomeOf } from './complete/writer.ts';
+import type { SupervisorEvents } from './events.ts';
 import { safeEmit } from './safe_emit.ts';
-import { writeFailed, writeSnoozed, type RequeueWriteContext } from './requeue_writes.ts';
-import { writeSplitting, type SplitResult } from './split_write.ts';
-
-const MAX_ERROR_CHARS = 4000;
 
 export class Completer implements OutcomeSink {
-  private queued = new OutcomeBatch();
+  private readonly done = new OutcomeBatch(doneWriter);
+  private readonly failed: OutcomeBatch<FailedRows, OutcomeOf<'retry' | 'dead'>>;
+  private readonly released = new OutcomeBatch(releasedWriter);
+  private readonly snoozed = new OutcomeBatch(snoozedWriter);
+  /** Every writer's batch: written together, in this order. */
+  private readonly batches: ReadonlyArray<{ readonly size: number; write(c: BatchContext): Promise<unknown> }>;
+  private readonly context: BatchContext;
   /** The write in flight, if any. */
   private writing: Promise<void> | undefined;
   /** By claim token. */
@@ -45,15 +52,18 @@ export class Completer implements OutcomeSink {
   private stopped = false;
 
   constructor(
-    private readonly store: Store,
-    private readonly owner: string,
-    private readonly settings: Pick<Settings, 'backoff' | 'completer'> & { jobs: Pick<Settings['jobs'], 'maxSnoozes'> },
+    store: OutcomeStore,
+    private readonly settings: Pick<Settings, 'backoff' | 'completer'>,
     private readonly events: SupervisorEvents,
-  ) {}
-
-  private get writeContext(): RequeueWriteContext {
-    const { store, owner, events, held } = this;
-    return { store, owner, events, held, maxSnoozes: this.settings.jobs.maxSnoozes };
+  ) {
+    this.failed = new OutcomeBatch(failedWriter(settings.backoff));
+    this.batches = [this.done, this.failed, this.released, this.snoozed];
+    this.context = {
+      store,
+      events,
+      maxRows: settings.completer.batchSize,
+      settled: (job) => this.held.delete(job.token),
+    };
   }
 
   /** Claims whose outcome is not yet written: the heartbeat keeps their leases. */
@@ -65,39 +75,29 @@ export class Completer implements OutcomeSink {
     return this.held.size;
   }
 
-  done(job: ClaimedJob, runMs: number, report?: Report): void {
-    this.queued.addDone(job, runMs, report);
-    this.added(job);
-  }
-
-  snoozed(job: ClaimedJob, delayMs: number, runMs: number): void {
-    const q = this.queued;
-    q.snoozedJobs.push(job);
-    q.snoozedMs.push(runMs);
-    q.snoozeDelays.push(clampDelay(delayMs));
-    this.added(job);
-  }
-
-  failed(job: ClaimedJob, f: Failure): void {
-    const q = this.queued;
-    q.failedJobs.push(job);
-    q.failedMs.push(f.runMs);
-    q.errors.push(clean(f.error));
-    q.stacks.push(f.stack === undefined ? null : clean(f.stack));
-    q.permanent.push(f.permanent);
-    q.delays.push(clampDelay(f.retryInMs ?? retryDelay(job.attempt, this.settings.backoff)));
-    this.added(job);
-  }
-
-  release(job: ClaimedJob, reason: string): void {
-    this.queued.released.push(job);
-    this.queued.reasons.push(reason);
-    this.added(job);
-  }
-
-  private added(job: ClaimedJob): void {
+  /** Queues the outcome with the writer of its meaning. */
+  record(job: ClaimedJob, outcome: Recorded): void {
+    switch (outcome.type) {
+      case 'done':
+        this.done.add(job, outcome);
+        break;
+      case 'retry':
+      case 'dead':
+        this.failed.add(job, outcome);
+        break;
+      case 'release':
+        this.released.add(job, outcome);
+        break;
+      case 'snooze':
+        this.snoozed.add(job, outcome);
+        break;
+    }
     this.held.set(job.token, job);
     this.schedule();
+  }
+
+  private get queued(): number {
+    return this.done.size + this.failed.size + this.released.size + this.snoozed.size;
   }
 
   /**
@@ -112,8 +112,8 @@ export class Completer implements OutcomeSink {
    */
   private schedule(): void {
     // While stopping, flush() writes whatever is queued.
-    if (this.stopped || this.writing || this.queued.size === 0) return;
-    if (this.retryDelayMs === 0 && this.queued.size >= this.settings.completer.batchSize) {
+    if (this.stopped || this.writing || this.queued === 0) return;
+    if (this.retryDelayMs === 0 && this.queued >= this.settings.completer.batchSize) {
       this.writeNow();
       return;
     }
@@ -133,135 +133,25 @@ export class Completer implements OutcomeSink {
   }
 
   private write(): void {
-    const batch = this.queued;
-    this.queued = new OutcomeBatch();
-    this.writing = this.writeBatch(batch).finally(() => {
+    this.writing = this.writeAll().finally(() => {
       this.writing = undefined;
       if (this.stopped) return;
       // What gathered meanwhile leaves now (after a failed write: after the retry delay).
-      if (this.queued.size > 0 && this.retryDelayMs === 0) this.writeNow();
+      if (this.queued > 0 && this.retryDelayMs === 0) this.writeNow();
       else this.schedule();
     });
   }
 
-  private async writeBatch(b: OutcomeBatch): Promise<void> {
-    const maxRows = this.settings.completer.batchSize;
-    const [done, failed, released, snoozed] = await Promise.all([
-      writeSplitting(b.doneJobs.length, {
-        maxRows,
-        write: (lo, hi) => this.writeDone(b, lo, hi),
-        alone: (i, err) =>
-          this.alone(b.doneJobs[i] as ClaimedJob, b.doneMs[i] as number, 'the job succeeded, but marking it done', err),
-      }),
-      writeSplitting(b.failedJobs.length, {
-        maxRows,
-        write: (lo, hi) => writeFailed(this.writeContext, b, lo, hi),
-        alone: (i, err) =>
-          this.alone(
-            b.failedJobs[i] as ClaimedJob,
-            b.failedMs[i] as number,
-            `the job failed (${b.errors[i]}), and recording that`,
-            err,
-          ),
-      }),
-      writeSplitting(b.released.length, {
-        maxRows,
-        write: (lo, hi) => this.writeReleased(b, lo, hi),
-        alone: (i, err) => this.alone(b.released[i] as ClaimedJob, 0, 'handing the job back', err),
-      }),
-      writeSplitting(b.snoozedJobs.length, {
-        maxRows,
-        write: (lo, hi) => writeSnoozed(this.writeContext, b, lo, hi),
-        alone: (i, err) =>
-          this.alone(
-            b.snoozedJobs[i] as ClaimedJob,
-            b.snoozedMs[i] as number,
-            'the job snoozed, and recording that',
-            err,
-          ),
-      }),
-    ]);
-    this.settle(done, b.doneJobs, (i) => this.queued.takeDone(b, i));
-    this.settle(failed, b.failedJobs, (i) => this.queued.takeFailed(b, i));
-    this.settle(released, b.released, (i) => this.queued.takeReleased(b, i));
-    this.settle(snoozed, b.snoozedJobs, (i) => this.queued.takeSnoozed(b, i));
-    const retryError = done.retryError ?? failed.retryError ?? released.retryError ?? snoozed.retryError;
+  /** Every writer's queued rows, written side by side; a retryable error slows the next write down. */
+  private async writeAll(): Promise<void> {
+    const errors = await Promise.all(this.batches.map((b) => b.write(this.context)));
+    const retryError = errors.find((err) => err !== undefined);
     if (retryError !== undefined) {
       this.retryDelayMs = Math.min(5000, Math.max(50, this.retryDelayMs * 2));
       safeEmit(this.events, 'db:error', { loop: 'completer', err: retryError });
     } else {
       this.retryDelayMs = 0;
     }
-  }
-
-  /**
-   * After a split write: unwritten outcomes (connection lost) are queued again;
-   * abandoned ones (even the fallback was refused) are let go, so their lease
-   * expires and the reaper, which splits the same way, takes them.
-   */
-  private settle(r: SplitResult, jobs: ClaimedJob[], requeue: (i: number) => void): void {
-    for (const i of r.unwritten) requeue(i);
-    for (const { index, err } of r.abandoned) {
-      this.held.delete((jobs[index] as ClaimedJob).token);
-      safeEmit(this.events, 'db:error', { loop: 'completer', err });
-    }
-  }
-
-  /** The fallback for one outcome its batch could not write: dead-letter it alone. */
-  private async alone(job: ClaimedJob, runMs: number, what: string, err: unknown): Promise<void> {
-    const error = clean(`${what} failed (${messageOf(err)}), so it was dead-lettered alone`);
-    const written = await deadLetterClaimed(this.store, this.owner, job, error);
-    this.held.delete(job.token);
-    if (written) safeEmit(this.events, 'job:dead', { jobs: [job], runMs: [runMs], errors: [error] });
-    else safeEmit(this.events, 'job:fenced', { jobs: [job] });
-  }
-
-  private async writeDone(b: OutcomeBatch, lo: number, hi: number): Promise<void> {
-    const jobs = b.doneJobs.slice(lo, hi);
-    const runMs = b.doneMs.slice(lo, hi);
-    const fenced = await completeJobs(
-      this.store,
-      this.owner,
-      jobs.map((j) => j.id),
-      jobs.map((j) => j.token),
-      null,
-      reportsOf(b.doneReports?.slice(lo, hi)),
-    );
-    for (const j of jobs) this.held.delete(j.token);
-    if (fenced.size === 0) {
-      safeEmit(this.events, 'job:completed', { jobs, runMs });
-      return;
-    }
-    const written: JobRef[] = [];
-    const ms: number[] = [];
-    jobs.forEach((j, i) => {
-      if (fenced.has(j.id)) return;
-      written.push(j);
-      ms.push(runMs[i] as number);
-    });
-    if (written.length) safeEmit(this.events, 'job:completed', { jobs: written, runMs: ms });
-    safeEmit(this.events, 'job:fenced', { jobs: jobs.filter((j) => fenced.has(j.id)) });
-  }
-
-  private async writeReleased(b: OutcomeBatch, lo: number, hi: number): Promise<void> {
-    const jobs = b.released.slice(lo, hi);
-    const written = new Set(
-      await releaseJobs(
-        this.store,
-        this.owner,
-        jobs.map((j) => ({ id: j.id, token: j.token })),
-      ),
-    );
-    const byReason = new Map<string, JobRef[]>();
-    jobs.forEach((j, i) => {
-      this.held.delete(j.token);
-      if (!written.has(j.id)) return;
-      const reason = b.reasons[lo + i] as string;
-      const list = byReason.get(reason) ?? [];
-      list.push(j);
-      byReason.set(reason, list);
-    });
-    for (const [reason, refs] of byReason) safeEmit(this.events, 'job:released', { jobs: refs, reason });
   }
 
   /**
@@ -274,30 +164,10 @@ export class Completer implements OutcomeSink {
     this.timer = undefined;
     while (Date.now() < deadline) {
       await this.writing;
-      if (this.queued.size === 0) return;
+      if (this.queued === 0) return;
       if (this.retryDelayMs > 0)
         await new Promise((r) => setTimeout(r, Math.min(this.retryDelayMs, Math.max(0, deadline - Date.now()))));
       this.write();
     }
   }
-}
-
-/** The reports of a slice of done runs, or undefined when none of them reported anything. */
-function reportsOf(reports: Array<Report | null> | undefined): Reports | undefined {
-  if (!reports?.some((r) => r !== null)) return undefined;
-  return {
-    results: reports.map((r) => r?.result ?? null),
-    progress: reports.map((r) => r?.progress ?? null),
-  };
-}
-
-/** last_error text: bounded, no NUL (PostgreSQL text cannot hold it). */
-function clean(error: string): string {
-  const text = error.replaceAll('\u0000', '\\0');
-  return text.length > MAX_ERROR_CHARS ? `${text.slice(0, MAX_ERROR_CHARS)}… (truncated)` : text;
-}
-
-function messageOf(err: unknown): string {
-  const text = (err as { message?: unknown } | undefined)?.message;
-  return typeof text === 'string' ? text.slice(0, 500) : 'unknown error';
 }

@@ -65,7 +65,7 @@ export interface Events {
   'database:writable': [{ unwritableMs: number; readOnly: boolean; failover: boolean; address: string }];
   'db:error': [{ loop: string; err: unknown }];
   'pool:changed': [{ threads: number; busy: number; queued: number }];
-  /** A loop's rounds have failed for longer than a lease (see loop-health.ts). */
+  /** A loop's rounds have failed for longer than a lease (see metrics/loop-health.ts). */
   'loop:failed': [{ loop: string; failingMs: number }];
   'loop:recovered': [{ loop: string; failedMs: number }];
   /** The supervisor was busy when every task's options were due to be read: the read waits for a quiet moment. */

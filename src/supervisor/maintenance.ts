@@ -21,7 +21,7 @@ import type { Store } from '../queue/sql.ts';
 import type { SupervisorEvents } from './events.ts';
 import { Loop } from './loop.ts';
 import { safeEmit } from './safe_emit.ts';
-import { keepsBatch, writeSplitting } from './split_write.ts';
+import { keepsBatch, writeSplitting } from './complete/split_write.ts';
 
 const MAX_REAP_BATCHES_PER_ROUND = 20;
 /** Rows the reaper's split path has given up on, remembered at most. */

@@ -20,11 +20,10 @@
  * `synchronous_standby_names`, read then and at start, says whether claims
  * must commit durably (`durableClaims`).
  */
-import { isReadOnlyDbError } from '../errors.ts';
+import { isOutageError, isReadOnlyDbError } from '../errors.ts';
 import { readServerRole } from '../queue/server_role.ts';
 import type { Db } from '../queue/sql.ts';
 import type { SupervisorEvents } from './events.ts';
-import { isOutageError } from './loop-health.ts';
 import { safeEmit } from './safe_emit.ts';
 
 /** How often an unwritable supervisor asks whether the endpoint leads to a primary again. */

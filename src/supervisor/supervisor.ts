@@ -19,9 +19,11 @@ import type { Logger } from '../log.ts';
 import type { Store } from '../queue/sql.ts';
 import { within } from '../within.ts';
 import { Completer } from './completer.ts';
+import { queueOutcomeStore } from './complete/store.ts';
 import { ProgressWriter } from './progress_writer.ts';
 import { setTaskQueueDefault } from '../queue/task_defaults.ts';
 import { Dispatcher } from './dispatch/dispatcher.ts';
+import { piscinaSessions } from './dispatch/session.ts';
 import { SupervisorEvents } from './events.ts';
 import { Fetcher } from './fetcher.ts';
 import { createHeartbeat } from './heartbeat.ts';
@@ -125,7 +127,11 @@ export class Supervisor {
       },
     });
     this.threads.on('error', (err: unknown) => log.error({ err }, 'worker pool error'));
-    this.completer = new Completer(this.store, this.id, settings, this.events);
+    this.completer = new Completer(
+      queueOutcomeStore(this.store, this.id, settings.jobs.maxSnoozes),
+      settings,
+      this.events,
+    );
     const taskDirs = { files: options.taskFiles ?? {}, dirs: [settings.tasks.dir, BUILTIN_TASKS_DIR].filter(Boolean) };
     this.optionsReader = new OptionsReader(taskDirs);
     // Booting beside the rest of start-up (the database, the listener, the probes),
@@ -142,7 +148,7 @@ export class Supervisor {
     );
     this.progress = new ProgressWriter(this.store, this.id, this.events);
     this.dispatcher = new Dispatcher({
-      pool: this.threads,
+      sessions: piscinaSessions(this.threads),
       queues: settings.queues,
       maxThreads: settings.pool.maxThreads,
       timeoutMs: settings.jobs.timeout,
@@ -178,9 +184,7 @@ export class Supervisor {
           capacity: () => this.dispatcher.capacity(queue),
           durableClaims: () => this.primary.durableClaims,
           deliver: (jobs) => this.dispatcher.add(jobs),
-          handBack: (jobs, reason) => {
-            for (const job of jobs) this.completer.release(job, reason);
-          },
+          handBack: (jobs, reason) => this.dispatcher.handBack(jobs, reason),
           beforeClaim: () => this.pauseWatch.beforeClaim(),
           events: this.events,
         }),

@@ -11,24 +11,25 @@
  * Capacity: a queue holds at most concurrency + prefetch runs and runs at most
  * `concurrency`; sessions never exceed maxThreads, so Piscina never queues
  * work. Placement (placement.ts) keeps exclusive tasks alone on a thread and
- * gives a starved queue a thread back. Queues are pumped round robin. A run
- * waits until its task's options are known (kindKnown); runs of other kinds go
- * past it.
+ * gives a starved queue a thread back. Queues are pumped round robin
+ * (pump.ts). A run waits until its task's options are known (kindKnown); runs
+ * of other kinds go past it. Every outcome, of a run or of a job never run
+ * (oversized, handed back), leaves through report(): the one way to the
+ * completer.
  *
  * Stopping a run (timeout, lost lease, shutdown) asks the task through
  * ctx.signal; one still going `abortGraceMs` later loses its thread (the only
  * way to stop `for(;;){}`), and the thread's other runs are handed back.
  * Shutdown: drainBuffers() → whenIdle() within the grace → abortAll() → close().
  */
-import type { QueueSettings } from '../../config/index.ts';
 import type { ClaimedJob, Fence } from '../../queue/types.ts';
-import type { DispatcherOptions } from './options.ts';
+import { applyTraits, type DispatcherOptions } from './options.ts';
 import { newRun, RunLedger, type Run } from './ledger.ts';
-import { deathCause, decideOutcome, oversized, type Outcome, type RunResult, type StopReason } from './outcome.ts';
-import { place } from './placement.ts';
-import type { Session, SessionHandlers } from './session.ts';
+import type { Outcome } from '../complete/outcome.ts';
+import { deathCause, decideOutcome, decideOversized, type RunResult, type StopReason } from './outcome.ts';
+import { startBuffered, type PumpParts } from './pump.ts';
+import type { RunSession, SessionHandlers } from './run_session.ts';
 import { SessionSet } from './session_set.ts';
-import { report } from './sink.ts';
 import { DeadlineSweep, deadlineAt } from './sweep.ts';
 
 export class Dispatcher {
@@ -36,6 +37,7 @@ export class Dispatcher {
   private readonly sessions: SessionSet;
   private readonly sweep: DeadlineSweep;
   private readonly handlers: SessionHandlers;
+  private readonly pumpParts: PumpParts;
   private readonly queueNames: string[];
   private closing = false;
   private readonly idleWaiters: Array<() => void> = [];
@@ -47,7 +49,7 @@ export class Dispatcher {
   constructor(private readonly options: DispatcherOptions) {
     this.queueNames = Object.keys(options.queues);
     this.ledger = new RunLedger(this.queueNames);
-    this.sessions = new SessionSet(options.pool, options.events);
+    this.sessions = new SessionSet(options.sessions, options.events);
     this.handlers = {
       ready: (session) => this.onReady(session),
       result: (token, result) => {
@@ -71,6 +73,15 @@ export class Dispatcher {
       },
       ended: (session, err) => this.sessionEnded(session, err),
     };
+    this.pumpParts = {
+      ledger: this.ledger,
+      sessions: this.sessions,
+      queues: options.queues,
+      maxThreads: options.maxThreads,
+      known: (run) => run.known || applyTraits(run, this.options),
+      open: (queue) => this.sessions.open(queue, this.handlers),
+      start: (run, session, now) => this.start(run, session, now),
+    };
     this.sweep = new DeadlineSweep(
       options.sweepMs ?? 250,
       () => this.ledger.runs(),
@@ -84,18 +95,9 @@ export class Dispatcher {
 
   /** A kind's task options have become known: its waiting runs may start. */
   kindKnown(kind: string): void {
-    for (const run of this.ledger.runs()) if (run.state === 'buffered' && run.job.kind === kind) this.applyTraits(run);
+    for (const run of this.ledger.runs())
+      if (run.state === 'buffered' && run.job.kind === kind) applyTraits(run, this.options);
     this.pump();
-  }
-
-  /** Sets the run's traits from its task's options, if they are known. */
-  private applyTraits(run: Run): boolean {
-    const traits = this.options.traits(run.job.kind);
-    if (traits === undefined) return false;
-    run.known = true;
-    run.exclusive = traits?.exclusiveThread ?? false;
-    run.timeoutMs = traits?.timeoutMs ?? this.options.queues[run.job.queue]?.timeout ?? this.options.timeoutMs;
-    return true;
   }
 
   /** Free places of a queue: concurrency + prefetch minus what it holds. */
@@ -128,7 +130,7 @@ export class Dispatcher {
       if (job.payload === null) {
         // Over the size limit (a plain-SQL insert can write one): never sent to a
         // thread, dead-lettered on its own. Its neighbours run as usual.
-        this.options.outcomes.failed(job, oversized(job, this.options.maxPayloadBytes));
+        this.report(job, decideOversized(job, this.options.maxPayloadBytes));
         continue;
       }
       // Claimed again while an older run is held here: its lease was lost (reaped
@@ -138,10 +140,20 @@ export class Dispatcher {
       if (stale?.state === 'running') this.stopRun(stale, 'lease-lost');
       else if (stale) this.settle(stale, { type: 'drop' });
       const run = newRun(job);
-      this.applyTraits(run);
+      applyTraits(run, this.options);
       this.ledger.add(run);
     }
     this.pump();
+  }
+
+  /**
+   * Jobs claimed for this supervisor that it will not run (the fetcher held
+   * them for a start slot, or claimed them as their queue was being paused):
+   * handed back, without using an attempt, through the same report path as
+   * every outcome. They never entered the ledger, so no capacity changes here.
+   */
+  handBack(jobs: ClaimedJob[], reason: string): void {
+    for (const job of jobs) this.report(job, { type: 'release', reason });
   }
 
   /** Leases the heartbeat found gone: runs stopped, nothing written, 'lease:lost' once each has ended. */
@@ -195,51 +207,14 @@ export class Dispatcher {
     let starved = false;
     for (let i = 0; i < names.length; i++) {
       const queue = names[(this.nextQueue + i) % names.length] as string;
-      if (this.pumpQueue(queue)) starved = true;
+      if (startBuffered(this.pumpParts, queue)) starved = true;
     }
     this.nextQueue = (this.nextQueue + 1) % Math.max(1, names.length);
     this.sessions.flushAll();
     this.endIdleSessions(starved);
   }
 
-  /** Starts what the queue may start; true when a run waits for a thread. */
-  private pumpQueue(queue: string): boolean {
-    const settings = this.options.queues[queue] as QueueSettings;
-    const buffer = this.ledger.buffer(queue);
-    if (buffer.length === 0) return false;
-    let seen = 0;
-    let starved = false;
-    const waiting: Run[] = [];
-    const now = performance.now();
-    while (seen < buffer.length && this.ledger.running(queue) < settings.concurrency) {
-      const run = buffer[seen] as Run;
-      if ((!run.known && !this.applyTraits(run)) || this.ledger.isRunning(run.job.id)) {
-        // Its task's options are being read, or an older run of this job is
-        // still stopping on a thread.
-        waiting.push(run);
-        seen++;
-        continue;
-      }
-      const placement = place(this.sessions, {
-        queue,
-        exclusive: run.exclusive,
-        jobsPerThread: settings.jobsPerThread,
-        maxThreads: this.options.maxThreads,
-      });
-      if (placement.type === 'wait') {
-        if (placement.yieldFrom) placement.yieldFrom.yielding = true;
-        starved = true;
-        break;
-      }
-      const session = placement.type === 'use' ? placement.session : this.sessions.open(queue, this.handlers);
-      this.start(run, session, now);
-      seen++;
-    }
-    if (seen > 0) buffer.splice(0, seen, ...waiting);
-    return starved;
-  }
-
-  private start(run: Run, session: Session, now: number): void {
+  private start(run: Run, session: RunSession, now: number): void {
     this.ledger.started(run, session);
     run.startedAt = now;
     run.deadline = deadlineAt(now, run.timeoutMs, session.ready);
@@ -259,7 +234,7 @@ export class Dispatcher {
   }
 
   /** The session's thread has booted: its runs' timeouts count from now. */
-  private onReady(session: Session): void {
+  private onReady(session: RunSession): void {
     const now = performance.now();
     for (const token of session.running) {
       const run = this.ledger.get(token);
@@ -270,7 +245,7 @@ export class Dispatcher {
     }
   }
 
-  private sessionEnded(session: Session, err: unknown): void {
+  private sessionEnded(session: RunSession, err: unknown): void {
     this.sessions.delete(session);
     const victims = [...session.running]
       .map((token) => this.ledger.get(token))
@@ -294,10 +269,20 @@ export class Dispatcher {
   /** Carries out an outcome, once per run: later calls for the same run do nothing. */
   private settle(run: Run, outcome: Outcome): void {
     if (!this.ledger.forget(run)) return;
-    report(outcome, run.job, this.options.outcomes, this.options.events);
+    this.report(run.job, outcome);
     this.freed.add(run.job.queue);
     if (!this.batching) this.capacityFreed();
     if (this.ledger.size === 0) for (const w of this.idleWaiters.splice(0)) w();
+  }
+
+  /**
+   * The one way to the completer: every outcome, of a run or of a job never
+   * run, goes out here. A dropped run (its lease was lost: another owner may
+   * hold the job) writes nothing and is only reported as 'lease:lost'.
+   */
+  private report(job: ClaimedJob, outcome: Outcome): void {
+    if (outcome.type === 'drop') this.options.events.emit('lease:lost', { jobs: [job] });
+    else this.options.outcomes.record(job, outcome);
   }
 
   /** Tells fetchers of the queues that gave back places (once per batch, not per job). */

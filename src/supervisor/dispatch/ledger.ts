@@ -15,7 +15,7 @@
  */
 import type { ClaimedJob, Fence } from '../../queue/types.ts';
 import type { StopReason } from './outcome.ts';
-import type { Session } from './session.ts';
+import type { RunSession } from './run_session.ts';
 
 export interface Run {
   job: ClaimedJob;
@@ -26,7 +26,7 @@ export interface Run {
   timeoutMs: number;
   /** Its task's options are known (exclusive and timeoutMs are set): until then it waits. */
   known: boolean;
-  session?: Session;
+  session?: RunSession;
   startedAt: number;
   deadline: number;
   /** Why the dispatcher asked the run to stop, once it has. */
@@ -105,7 +105,7 @@ export class RunLedger {
   }
 
   /** Marks a run (already taken out of its buffer) as sent to `session`. */
-  started(run: Run, session: Session): void {
+  started(run: Run, session: RunSession): void {
     run.state = 'running';
     run.session = session;
     this.runningById.set(run.job.id, run);

@@ -1,9 +1,10 @@
-/** What the dispatcher is built with. */
-import type { Piscina } from 'piscina';
+/** What the dispatcher is built with, and how a run takes its task's traits. */
 import type { QueueSettings } from '../../config/index.ts';
 import type { ClaimedJob } from '../../queue/types.ts';
 import type { SupervisorEvents } from '../events.ts';
-import type { OutcomeSink } from './sink.ts';
+import type { Run } from './ledger.ts';
+import type { OutcomeSink } from '../complete/outcome.ts';
+import type { SessionSource } from './run_session.ts';
 
 /** What the dispatcher needs to know about a task before it places a job of it. */
 export interface TaskTraits {
@@ -14,7 +15,8 @@ export interface TaskTraits {
 }
 
 export interface DispatcherOptions {
-  pool: Piscina;
+  /** Where sessions come from: worker threads (session.ts piscinaSessions), or a test's fakes. */
+  sessions: SessionSource;
   queues: Record<string, QueueSettings>;
   maxThreads: number;
   timeoutMs: number;
@@ -35,4 +37,14 @@ export interface DispatcherOptions {
    * go past them) until kindKnown() is called for it.
    */
   traits: (kind: string) => TaskTraits | null | undefined;
+}
+
+/** Sets the run's traits from its task's options, if they are known; false while they are not. */
+export function applyTraits(run: Run, o: Pick<DispatcherOptions, 'traits' | 'queues' | 'timeoutMs'>): boolean {
+  const traits = o.traits(run.job.kind);
+  if (traits === undefined) return false;
+  run.known = true;
+  run.exclusive = traits?.exclusiveThread ?? false;
+  run.timeoutMs = traits?.timeoutMs ?? o.queues[run.job.queue]?.timeout ?? o.timeoutMs;
+  return true;
 }

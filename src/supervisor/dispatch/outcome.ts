@@ -25,11 +25,11 @@
  *   5. thread killed to stop another run → release (not this job's fault).
  *   6. task error / thread death → a failure; retry or dead as the completer's
  *      SQL will decide it (permanent, or attempts used up → dead).
- * Both retry and dead reach the completer as one `failed(job, failure)` call:
- * the database decides with the row's current max_attempts; the label here is
- * the same rule for callers that want to know.
+ * Both retry and dead reach the completer's failed writer: the database
+ * decides with the row's current max_attempts; the label here is the same rule
+ * for callers that want to know (complete/outcome.ts).
  */
-import type { Failure, Report } from './sink.ts';
+import type { Failure, Outcome } from '../complete/outcome.ts';
 
 export type StopReason = 'timeout' | 'lease-lost' | 'shutdown';
 
@@ -58,14 +58,6 @@ export interface RunState {
   timeoutMs: number;
   job: { attempt: number; maxAttempts: number };
 }
-
-export type Outcome =
-  | { type: 'done'; runMs: number; report?: Report }
-  | { type: 'snooze'; runMs: number; delayMs: number }
-  | { type: 'retry'; failure: Failure }
-  | { type: 'dead'; failure: Failure }
-  | { type: 'release'; reason: string }
-  | { type: 'drop' };
 
 export function decideOutcome(result: RunResult, state: RunState): Outcome {
   if (state.stop === 'lease-lost') return { type: 'drop' };
@@ -106,6 +98,14 @@ export function decideOutcome(result: RunResult, state: RunState): Outcome {
 function failed(state: RunState, failure: Failure): Outcome {
   const dead = failure.permanent || state.job.attempt >= state.job.maxAttempts;
   return { type: dead ? 'dead' : 'retry', failure };
+}
+
+/** A job whose payload is over jobs.maxPayloadBytes is never run: a dead letter at once (permanent). */
+export function decideOversized(
+  size: { payloadBytes: number | null; payloadStoredBytes: number | null },
+  maxPayloadBytes: number,
+): Outcome {
+  return { type: 'dead', failure: oversized(size, maxPayloadBytes) };
 }
 
 /** The failure of a job whose payload is over jobs.maxPayloadBytes: it is never run. */

@@ -17,22 +17,10 @@ import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import type { Piscina } from 'piscina';
 import type { ClaimedJob } from '../../queue/types.ts';
 import type { FromWorker, JobBatch, ResultBatch, SessionTask, ToWorker } from '../../worker/protocol.ts';
-import type { RunResult, StopReason } from './outcome.ts';
+import type { StopReason } from './outcome.ts';
+import type { RunSession, SessionHandlers, SessionSource } from './run_session.ts';
 
-export interface SessionHandlers {
-  /** The thread has booted. */
-  ready(session: Session): void;
-  /** One run has ended on the thread; called for each run of a result batch. */
-  result(token: string, result: RunResult): void;
-  /** The end of one result batch. */
-  resultsEnd(): void;
-  /** Progress values (JSON text) of runs still on the thread, throttled there. */
-  progress(tokens: string[], values: string[]): void;
-  /** The Piscina task settled: `err` is the thread's death, or null. */
-  ended(session: Session, err: unknown): void;
-}
-
-export class Session {
+export class Session implements RunSession {
   ready = false;
   /** Gives its thread back to another queue: takes no new runs, ends once empty. */
   yielding = false;
@@ -139,6 +127,15 @@ export class Session {
     this.port.close();
     handlers.ended(this, err);
   }
+}
+
+/** Sessions on the threads of `pool`. */
+export function piscinaSessions(pool: Piscina): SessionSource {
+  return {
+    open: (queue, handlers) => new Session(queue, pool, handlers),
+    threads: () => pool.threads.length,
+    queued: () => pool.queueSize,
+  };
 }
 
 function readResults(batch: ResultBatch, handlers: SessionHandlers): void {

@@ -7,25 +7,24 @@
  * queue, kept warm so an idle queue's next job starts without a new Piscina
  * task, unless another queue waits for a thread.
  */
-import type { Piscina } from 'piscina';
 import type { SupervisorEvents } from '../events.ts';
-import { Session, type SessionHandlers } from './session.ts';
+import type { RunSession, SessionHandlers, SessionSource } from './run_session.ts';
 
-export class SessionSet implements Iterable<Session> {
-  private readonly sessions = new Set<Session>();
+export class SessionSet implements Iterable<RunSession> {
+  private readonly sessions = new Set<RunSession>();
   private readonly pending = new Set<Promise<void>>();
 
   constructor(
-    private readonly pool: Piscina,
+    private readonly source: SessionSource,
     private readonly events: SupervisorEvents,
   ) {}
 
-  [Symbol.iterator](): Iterator<Session> {
+  [Symbol.iterator](): Iterator<RunSession> {
     return this.sessions.values();
   }
 
-  open(queue: string, handlers: SessionHandlers): Session {
-    const session = new Session(queue, this.pool, handlers);
+  open(queue: string, handlers: SessionHandlers): RunSession {
+    const session = this.source.open(queue, handlers);
     this.sessions.add(session);
     const done = session.done;
     this.pending.add(done);
@@ -35,7 +34,7 @@ export class SessionSet implements Iterable<Session> {
   }
 
   /** The session's task has settled. */
-  delete(session: Session): void {
+  delete(session: RunSession): void {
     this.sessions.delete(session);
     this.emitChanged();
   }
@@ -86,9 +85,9 @@ export class SessionSet implements Iterable<Session> {
 
   private emitChanged(): void {
     this.events.emit('pool:changed', {
-      threads: this.pool.threads.length,
+      threads: this.source.threads(),
       busy: this.busy(),
-      queued: this.pool.queueSize,
+      queued: this.source.queued(),
     });
   }
 }

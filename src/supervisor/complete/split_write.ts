@@ -9,7 +9,7 @@
  * minimal fallback write) and every other row is written normally. A batch
  * with one bad row costs about 2·log2(n) extra statements, once.
  */
-import { isRetryableDbError } from '../errors.ts';
+import { isRetryableDbError } from '../../errors.ts';
 
 export interface SplitWrite {
   /** Writes rows [lo, hi) in one statement. */

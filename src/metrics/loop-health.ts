@@ -12,8 +12,8 @@
  * once, `/readyz` answers 503 naming it, and `jobvisor_loop_failing_seconds`
  * reports its age; `loop:recovered` follows when the streak ends.
  */
-import { isRetryableDbError } from '../errors.ts';
-import type { SupervisorEvents } from './events.ts';
+import { isOutageError } from '../errors.ts';
+import type { SupervisorEvents } from '../supervisor/events.ts';
 
 export interface Streak {
   since: number;
@@ -21,14 +21,6 @@ export interface Streak {
   announced: boolean;
   /** The last error said only that the database was unreachable (not a conflict, not a bad row). */
   outage: boolean;
-}
-
-/** Transient conflicts are retryable but say nothing about the database being away. */
-const CONFLICTS = new Set(['40001', '40P01', '55P03']);
-
-/** An error that means "the database is unreachable or restarting", nothing about the loop's own work. */
-export function isOutageError(err: unknown): boolean {
-  return isRetryableDbError(err) && !CONFLICTS.has((err as { code?: string } | undefined)?.code ?? '');
 }
 
 export interface FailingLoop {

@@ -1,0 +1,35 @@
+/**
+ * What the completer's writers write through: the queue/ statements of an
+ * outcome, bound to one store and owner (every write is fenced by that owner
+ * and the claim's token). Tests put a fake behind it to drive one decision at
+ * a time without a database.
+ */
+import { completeJobs, failJobs, releaseJobs, type Failures, type Reports } from '../../queue/complete.ts';
+import { deadLetterClaimed } from '../../queue/fallback.ts';
+import { snoozeJobs, type Snoozes } from '../../queue/snooze.ts';
+import type { Store } from '../../queue/sql.ts';
+import type { Fence } from '../../queue/types.ts';
+
+export interface OutcomeStore {
+  /** Marks jobs done; @returns the ids NOT written (fenced off). */
+  complete(ids: string[], tokens: string[], reports?: Reports): Promise<Set<string>>;
+  /** Records failed attempts; @returns the ids written, each a retry (`pending`) or a dead letter (`failed`). */
+  fail(failures: Failures): ReturnType<typeof failJobs>;
+  /** Hands claimed jobs back without using their attempt; @returns the ids written. */
+  release(jobs: Fence[]): Promise<string[]>;
+  /** Puts snoozed jobs back, or dead-letters those past jobs.maxSnoozes; @returns the ids written. */
+  snooze(snoozes: Snoozes): ReturnType<typeof snoozeJobs>;
+  /** Dead-letters one claimed job alone; false when the fence no longer matches. */
+  deadLetter(job: Fence, lastError: string): Promise<boolean>;
+}
+
+/** The OutcomeStore of a supervisor: queue/ statements on `store`, fenced by `owner`. */
+export function queueOutcomeStore(store: Store, owner: string, maxSnoozes: number): OutcomeStore {
+  return {
+    complete: (ids, tokens, reports) => completeJobs(store, owner, ids, tokens, null, reports),
+    fail: (failures) => failJobs(store, owner, failures),
+    release: (jobs) => releaseJobs(store, owner, jobs),
+    snooze: (snoozes) => snoozeJobs(store, owner, snoozes, maxSnoozes),
+    deadLetter: (job, lastError) => deadLetterClaimed(store, owner, job, lastError),
+  };
+}

@@ -11,6 +11,8 @@ import pg from 'pg';
 import { completeJobs, failJobs } from '../src/queue/complete.ts';
 import { enqueue, enqueueMany } from '../src/queue/enqueue.ts';
 import { InputError } from '../src/errors.ts';
+import { deleteOldJobs } from '../src/queue/cleanup.ts';
+import { settleStragglers } from '../src/queue/settle.ts';
 import type { Store } from '../src/queue/sql.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { jobRow, markRunning } from './helpers/workflow.ts';
@@ -233,6 +235,45 @@ describe('a failed or cancelled parent', () => {
     await markRunning(db.pool, a, 'sup', t);
     await failJobs(store, 'sup', { ids: [a], tokens: [t], permanent: [false], delaysMs: [0], errors: ['again'] });
     assert.equal((await jobRow(db.pool, c)).status, 'blocked');
+  });
+});
+
+describe('cleanup and the safety net', () => {
+  it('keeps a finished parent until its dependents have finished, then deletes the edges with the child', async () => {
+    const a = await add();
+    const c = await add('merge', { dependsOn: [a] });
+    const plain = await add('plain');
+    await finish(a);
+    await finish(plain);
+    await db.pool.query("UPDATE jobvisor.jobs SET finished_at = now() - interval '2 days' WHERE id IN ($1, $2)", [
+      a,
+      plain,
+    ]);
+    const clean = () => deleteOldJobs(store, { retentionMs: 3_600_000, failedRetentionMs: 3_600_000, limit: 1000 });
+    await clean();
+    const left = async (ids: string[]) =>
+      (
+        await db.pool.query('SELECT id::text FROM jobvisor.jobs WHERE id = ANY ($1::bigint[]) ORDER BY id', [ids])
+      ).rows.map((r) => r.id);
+    assert.deepEqual(await left([a, plain, c]), [a, c], 'the plain job goes; the parent of a pending child stays');
+    await finish(c);
+    await db.pool.query("UPDATE jobvisor.jobs SET finished_at = now() - interval '2 days' WHERE id = $1", [c]);
+    await clean();
+    assert.deepEqual(await left([a, c]), []);
+    const { rows } = await db.pool.query(
+      'SELECT count(*)::int AS n FROM jobvisor.job_dependencies WHERE child_id = $1',
+      [c],
+    );
+    assert.equal(rows[0].n, 0);
+  });
+
+  it('releases a child whose parent was marked done by plain SQL', async () => {
+    const a = await add();
+    const c = await add('merge', { dependsOn: [a] });
+    await db.pool.query("UPDATE jobvisor.jobs SET status = 'done', finished_at = now() WHERE id = $1", [a]);
+    assert.equal((await jobRow(db.pool, c)).status, 'blocked');
+    assert.ok((await settleStragglers(store, 100)) >= 1);
+    assert.equal((await jobRow(db.pool, c)).status, 'pending');
   });
 });
 

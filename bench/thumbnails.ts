@@ -253,6 +253,7 @@ async function main(): Promise<void> {
         throw new Error('the thumbnail task does not snooze');
       },
       progress: () => {},
+      parents: () => Promise.resolve([]),
     };
     const thumbsPerJob = WIDTHS.length;
     // Rounds interleave the runs (direct, 1 thread, 2 threads, direct, ...), so a

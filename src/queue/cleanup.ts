@@ -5,6 +5,17 @@
  */
 import { planned, run, type Now, type Store } from './sql.ts';
 
+// Workflows (migration 017): a parent stays while a dependent has not
+// finished (it has yet to read the parent's result), and a deleted child takes
+// its edges along. Plain rows have has_dependents and parents_waiting NULL,
+// so for them neither clause reads job_dependencies.
+const KEEP_READ_PARENTS = `AND (has_dependents IS NOT TRUE OR NOT EXISTS (
+             SELECT 1 FROM jobvisor.job_dependencies AS d JOIN jobvisor.jobs AS c ON c.id = d.child_id
+              WHERE d.parent_id = jobs.id AND c.status IN ('blocked', 'pending', 'running')))`;
+const DROP_EDGES = `edges AS (
+  DELETE FROM jobvisor.job_dependencies WHERE child_id = ANY (ARRAY(SELECT id FROM gone WHERE child))
+)`;
+
 const DELETE_FINISHED = planned(
   'delete_finished',
   `
@@ -13,11 +24,12 @@ WITH gone AS (
     SELECT id FROM jobvisor.jobs
      WHERE status IN ('done', 'cancelled', 'failed')
        AND finished_at < coalesce($4::timestamptz, now()) - CASE WHEN status = 'failed' THEN $2::float8 ELSE $1::float8 END * interval '1 millisecond'
+       ${KEEP_READ_PARENTS}
      ORDER BY finished_at
      LIMIT $3
      FOR UPDATE SKIP LOCKED))
-  RETURNING queue, kind, status
-)
+  RETURNING id, queue, kind, status, parents_waiting IS NOT NULL AS child
+), ${DROP_EDGES}
 SELECT queue, kind, status, count(*)::int AS count FROM gone GROUP BY 1, 2, 3`,
 );
 

@@ -18,6 +18,12 @@
 import { intArray, planned, run, type Now, type Store } from './sql.ts';
 import type { Fence } from './types.ts';
 
+// Workflow parents (has_dependents) release their children in the same
+// statement, so in the same transaction as their done write (workflow.ts).
+// settle_parents is STRICT: a batch without such rows aggregates to NULL and
+// the function is never called, so plain jobs pay one NULL column, no statement.
+const SETTLE_DONE = `jobvisor.settle_parents(array_agg(id) FILTER (WHERE has_dependents)) AS released`;
+
 // Answers with a count; the ids come back only when some row was fenced off
 // (rare), so a batch of a thousand completions parses one row, not a thousand.
 const COMPLETE_JOBS = planned(
@@ -28,10 +34,11 @@ WITH u AS (
      SET status = 'done', locked_until = NULL, finished_at = coalesce($4::timestamptz, now()), result = NULL
    WHERE j.id = ANY($1::bigint[]) AND j.status = 'running' AND j.locked_by = $3
      AND j.lease_token = ANY($2::bigint[])
-  RETURNING j.id
+  RETURNING j.id, j.has_dependents
 )
 SELECT count(*)::int AS written,
-       CASE WHEN count(*) < cardinality($1::bigint[]) THEN array_agg(id)::text[] END AS ids
+       CASE WHEN count(*) < cardinality($1::bigint[]) THEN array_agg(id)::text[] END AS ids,
+       ${SETTLE_DONE}
   FROM u`,
 );
 
@@ -49,10 +56,11 @@ WITH u AS (
          progress = coalesce(($6::jsonb[])[array_position($2::bigint[], j.lease_token)], j.progress)
    WHERE j.id = ANY($1::bigint[]) AND j.status = 'running' AND j.locked_by = $3
      AND j.lease_token = ANY($2::bigint[])
-  RETURNING j.id
+  RETURNING j.id, j.has_dependents
 )
 SELECT count(*)::int AS written,
-       CASE WHEN count(*) < cardinality($1::bigint[]) THEN array_agg(id)::text[] END AS ids
+       CASE WHEN count(*) < cardinality($1::bigint[]) THEN array_agg(id)::text[] END AS ids,
+       ${SETTLE_DONE}
   FROM u`,
 );
 
@@ -94,9 +102,12 @@ export async function completeJobs(
 // The database decides retry or dead letter with the row's current max_attempts.
 // The history entry also keeps this attempt's start and owner (migration 016):
 // in SET, j.started_at and j.locked_by are still the attempt's own.
+// A dead letter with dependents settles them in the same statement (cancelled,
+// or released to run anyway: settle_parents in migration 017).
 const FAIL_JOBS = planned(
   'fail_jobs',
   `
+WITH u AS (
 UPDATE jobvisor.jobs AS j
    SET status = CASE WHEN ($3::boolean[])[array_position($1::bigint[], j.id)] OR j.attempts >= j.max_attempts THEN 'failed' ELSE 'pending' END,
        run_at = CASE WHEN ($3::boolean[])[array_position($1::bigint[], j.id)] OR j.attempts >= j.max_attempts THEN j.run_at
@@ -110,7 +121,11 @@ UPDATE jobvisor.jobs AS j
                   j.started_at, j.locked_by)
  WHERE j.id = ANY($1::bigint[]) AND j.status = 'running' AND j.locked_by = $6
    AND j.lease_token = ANY($2::bigint[])
-RETURNING j.id, j.status`,
+RETURNING j.id, j.status, j.has_dependents
+), settled AS (
+  SELECT jobvisor.settle_parents(array_agg(id) FILTER (WHERE has_dependents AND status = 'failed')) FROM u
+)
+SELECT u.id, u.status FROM u, settled`,
 );
 
 /**

@@ -12,11 +12,12 @@ import { InputError, notMigrated } from '../errors.ts';
 import { checkName, checkQueue } from '../names.ts';
 import { qualify } from '../db/schema.ts';
 import { captureTraceContext } from '../tracing/context.ts';
-import { COPY_JOBS, copyRows, type CopyRow } from './copy.ts';
+import { COPY_JOBS, copyRows } from './copy.ts';
 import { planned, run, type Store } from './sql.ts';
 import { defaultQueueOf } from './task_defaults.ts';
 import type { EnqueueOptions, EnqueueResult, JobSpec, JobSpecOf, PayloadOf } from './enqueue_types.ts';
-import { checkPayload } from './validate.ts';
+import { checkKey, checkPayload, shown } from './validate.ts';
+import { checkDependencies, insertGraph, type GraphRow } from './workflow.ts';
 
 export type { EnqueueOptions, EnqueueResult, JobSpec, JobSpecOf, PayloadOf, TaskPayloads } from './enqueue_types.ts';
 
@@ -32,21 +33,8 @@ export const DEFAULT_MAX_BATCH_BYTES = 64 * 1024 * 1024;
 /** From this many jobs without unique keys, enqueueMany uses COPY (see copy.ts). */
 export const COPY_THRESHOLD = 500;
 
-/** A validated job, ready for INSERT or COPY. */
-interface Row extends CopyRow {
-  uniqueKey: string | null;
-  concurrencyKey: string | null;
-}
-
-/** A value for an error message: one line, bounded, and never a throw itself. */
-function shown(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value.length > 60 ? `${value.slice(0, 60)}…` : value);
-  try {
-    return String(value);
-  } catch {
-    return typeof value;
-  }
-}
+/** A validated job, ready for INSERT or COPY (or, with parents, insertGraph). */
+type Row = GraphRow;
 
 /**
  * Builds a validated row. Field names in errors are bare (`kind …`);
@@ -57,8 +45,9 @@ function shown(value: unknown): string {
 function toRow(
   kind: string,
   payload: unknown,
-  options: Omit<EnqueueOptions, 'schema' | 'maxPayloadBytes'>,
+  options: Omit<EnqueueOptions, 'schema' | 'maxPayloadBytes' | 'dependsOn'> & { dependsOn?: unknown },
   maxPayloadBytes: number | undefined,
+  index: number | null = null,
 ): Row {
   checkName('kind', kind);
   const queue = options.queue ?? defaultQueueOf(kind);
@@ -104,7 +93,8 @@ function toRow(
     payload === undefined ? {} : payload,
     maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
   );
-  return { queue, kind, payload: text, priority, maxAttempts, runAt, delayMs, uniqueKey, concurrencyKey };
+  const graph = checkDependencies(options.dependsOn, options.onParentFailure, index);
+  return { queue, kind, payload: text, priority, maxAttempts, runAt, delayMs, uniqueKey, concurrencyKey, ...graph };
 }
 
 /**
@@ -210,16 +200,6 @@ function checkBatchBytes(rows: Row[], maxBytes: number): void {
     );
 }
 
-/** A key option (uniqueKey, concurrencyKey): 1 to 1000 characters of well-formed text, or none. */
-function checkKey(name: string, value: unknown): string | null {
-  if (value === undefined || value === null) return null;
-  if (typeof value !== 'string' || value.length === 0 || value.length > 1000)
-    throw new InputError(`${name} must be a string of 1 to 1000 characters`);
-  if (value.includes('\u0000') || !value.isWellFormed())
-    throw new InputError(`${name} contains a NUL character or invalid UTF-16`);
-  return value;
-}
-
 function keyOf(kind: string, key: string): string {
   return `${kind}\u0000${key}`;
 }
@@ -239,7 +219,7 @@ export async function enqueue<K extends string>(
 ): Promise<EnqueueResult> {
   const row = toRow(kind, payload, options, options.maxPayloadBytes);
   const schema = options.schema ?? 'jobvisor';
-  const [result] = await written(schema, () => insertRows({ db, schema }, [row], captureTraceContext()));
+  const [result] = await written(schema, () => insertAny({ db, schema }, [row], captureTraceContext()));
   return result as EnqueueResult;
 }
 
@@ -273,18 +253,39 @@ export async function enqueueMany<K extends string>(
     const job = jobs[i] as JobSpec | null | undefined;
     if (typeof job !== 'object' || job === null) throw new InputError(`jobs[${i}] must be an object`);
     try {
-      rows[i] = toRow(job.kind, job.payload, job, options.maxPayloadBytes);
+      rows[i] = toRow(job.kind, job.payload, job, options.maxPayloadBytes, i);
     } catch (err) {
       throw err instanceof InputError ? new InputError(`jobs[${i}].${err.message}`, { cause: err.cause }) : err;
     }
   }
   checkBatchBytes(rows, options.maxBatchBytes ?? DEFAULT_MAX_BATCH_BYTES);
   const schema = options.schema ?? 'jobvisor';
-  if (rows.length >= COPY_THRESHOLD && rows.every((r) => r.uniqueKey === null && r.concurrencyKey === null)) {
+  const graph = rows.some((r) => r.parentIds.length + r.parentIndexes.length > 0);
+  if (!graph && rows.length >= COPY_THRESHOLD && rows.every((r) => r.uniqueKey === null && r.concurrencyKey === null)) {
     const ids = await written(schema, () =>
       copyRows(db, schema, rows, (s) => qualify(COPY_JOBS, s), captureTraceContext()),
     );
     return ids.map((id) => ({ id, duplicate: false }));
   }
-  return written(schema, () => insertRows({ db, schema }, rows, captureTraceContext()));
+  return written(schema, () => insertAny({ db, schema }, rows, captureTraceContext()));
+}
+
+/** Plain rows take INSERT_JOBS as before; a batch where any job has parents takes insertGraph. */
+async function insertAny(store: Store, rows: Row[], traceContext: string | null): Promise<EnqueueResult[]> {
+  if (!rows.some((r) => r.parentIds.length + r.parentIndexes.length > 0)) return insertRows(store, rows, traceContext);
+  const ids = await insertGraph(store, rows, traceContext);
+  const skipped = rows.filter((r, i) => ids[i] === null && r.uniqueKey !== null);
+  const existing = new Map<string, string>();
+  if (skipped.length > 0) {
+    const found = await run<{ id: string; kind: string; unique_key: string }>(store, FIND_UNIQUE, [
+      skipped.map((r) => r.kind),
+      skipped.map((r) => r.uniqueKey),
+    ]);
+    for (const r of found) existing.set(keyOf(r.kind, r.unique_key), r.id);
+  }
+  return rows.map((r, i) => {
+    const id = ids[i] ?? null;
+    if (id !== null) return { id, duplicate: false };
+    return { id: r.uniqueKey === null ? null : (existing.get(keyOf(r.kind, r.uniqueKey)) ?? null), duplicate: true };
+  });
 }

@@ -26,6 +26,13 @@ export interface EnqueueOptions {
   uniqueKey?: string;
   /** Groups jobs for the queue's per-key limits (perKeyConcurrency, rateLimit.perKey); column concurrency_key. */
   concurrencyKey?: string;
+  /**
+   * Job ids this job waits for: it stays `blocked` until every one is done
+   * (README "Workflows"). A missing id is an InputError; nothing is written.
+   */
+  dependsOn?: Array<string | number | bigint>;
+  /** When a parent is dead-lettered or cancelled: cancel this job (default, cascading) or run it anyway. */
+  onParentFailure?: 'cancel' | 'run';
   /** Schema of the jobs table; default "jobvisor". */
   schema?: string;
   /** Largest payload accepted, in bytes of JSON; default 1 MiB. */
@@ -39,8 +46,13 @@ export interface EnqueueResult {
   duplicate: boolean;
 }
 
-export interface JobSpec<K extends string = string> extends Omit<EnqueueOptions, 'schema' | 'maxPayloadBytes'> {
+export interface JobSpec<K extends string = string> extends Omit<
+  EnqueueOptions,
+  'schema' | 'maxPayloadBytes' | 'dependsOn'
+> {
   kind: K;
+  /** Parent ids, or `{ index: n }` for the n-th job of the same call (n below this job's own index). */
+  dependsOn?: Array<string | number | bigint | { index: number }>;
   payload?: PayloadOf<K>;
 }
 

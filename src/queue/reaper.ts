@@ -24,7 +24,8 @@ WITH expired AS (
    ORDER BY id
    LIMIT $1
    FOR UPDATE SKIP LOCKED
-), t AS (SELECT coalesce($2::timestamptz, now()) AS now)
+), t AS (SELECT coalesce($2::timestamptz, now()) AS now),
+u AS (
 UPDATE jobvisor.jobs AS j
    SET status = CASE WHEN j.attempts >= j.max_attempts THEN 'failed' ELSE 'pending' END,
        finished_at = CASE WHEN j.attempts >= j.max_attempts THEN t.now END,
@@ -35,7 +36,12 @@ UPDATE jobvisor.jobs AS j
                 'lease expired: supervisor ' || coalesce(j.locked_by, '?') || ' stopped renewing it (crashed, frozen or cut off)')
   FROM expired, t
  WHERE j.id = expired.id
-RETURNING j.id, j.queue, j.kind, j.status, j.locked_by`,
+RETURNING j.id, j.queue, j.kind, j.status, j.locked_by, j.has_dependents
+), settled AS (
+  -- A dead-lettered workflow parent settles its children (migration 017).
+  SELECT jobvisor.settle_parents(array_agg(id) FILTER (WHERE has_dependents AND status = 'failed')) FROM u
+)
+SELECT u.id, u.queue, u.kind, u.status, u.locked_by FROM u, settled`,
 );
 
 export interface ReapedJob {

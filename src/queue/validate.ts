@@ -70,3 +70,23 @@ function checkText(field: string, text: string) {
     throw new InputError(`${field} contains a NUL character (\\u0000), which PostgreSQL cannot store`);
   if (!text.isWellFormed()) throw new InputError(`${field} contains invalid UTF-16 (a lone surrogate)`);
 }
+
+/** A value for an error message: one line, bounded, and never a throw itself. */
+export function shown(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value.length > 60 ? `${value.slice(0, 60)}…` : value);
+  try {
+    return String(value);
+  } catch {
+    return typeof value;
+  }
+}
+
+/** A key option (uniqueKey, concurrencyKey): 1 to 1000 characters of well-formed text, or none. */
+export function checkKey(name: string, value: unknown): string | null {
+  if (value === undefined || value === null) return null;
+  if (typeof value !== 'string' || value.length === 0 || value.length > 1000)
+    throw new InputError(`${name} must be a string of 1 to 1000 characters`);
+  if (value.includes('\u0000') || !value.isWellFormed())
+    throw new InputError(`${name} contains a NUL character or invalid UTF-16`);
+  return value;
+}

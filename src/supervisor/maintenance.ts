@@ -14,6 +14,7 @@
 import type { Settings } from '../config/index.ts';
 import { finishStaleCancelled } from '../queue/cancelled_slot.ts';
 import { deleteOldJobs } from '../queue/cleanup.ts';
+import { settleStragglers } from '../queue/settle.ts';
 import { deadLetterExpired } from '../queue/fallback.ts';
 import { expireSupervisors } from '../queue/presence.ts';
 import { listExpiredLeases, reapExpiredLeases, reapLeases, type ReapedJob } from '../queue/reaper.ts';
@@ -34,6 +35,7 @@ export function createReaper(store: Store, settings: Settings['reaper'], events:
     intervalMs: settings.interval,
     run: async () => {
       await finishStaleCancelled(store, settings.batchSize);
+      await settleStragglers(store, settings.batchSize);
       for (let i = 0; i < MAX_REAP_BATCHES_PER_ROUND; i++) {
         let jobs: ReapedJob[];
         try {

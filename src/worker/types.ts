@@ -6,6 +6,9 @@
  */
 import type { Logger } from 'pino';
 import type pg from 'pg';
+import type { ParentJob } from '../queue/parents.ts';
+
+export type { ParentJob };
 
 /** What a task knows about the job it is running. */
 export interface JobInfo {
@@ -41,6 +44,11 @@ export interface TaskContext {
    * @throws ReportError (ProgressNotJson, ProgressTooLarge) when the value is not JSON or over 4 KiB.
    */
   progress(value: unknown): void;
+  /**
+   * The parents of a workflow job (`dependsOn`): id, kind, status and result
+   * of each, in id order; empty for a job without parents. Read through ctx.db.
+   */
+  parents(): Promise<ParentJob[]>;
 }
 
 export interface TaskConfig {

@@ -55,5 +55,8 @@ export function taskContext(options: TaskContextOptions = {}): TaskContext {
     progress(value) {
       options.onProgress?.(value);
     },
+    parents() {
+      return Promise.resolve([]);
+    },
   };
 }

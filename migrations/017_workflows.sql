@@ -1,0 +1,100 @@
+-- Workflows: a job may wait for other jobs (its parents) to be done.
+--
+-- A waiting job is `blocked`; `parents_waiting` counts its parents not yet
+-- settled (done, or failed/cancelled when it runs anyway). The job that
+-- settles the last one moves it to `pending` in the same transaction, through
+-- jobvisor.settle_parents(), which the done and dead-letter writes call only
+-- for rows with `has_dependents` set. A plain job keeps all three columns NULL:
+-- no index entry, no trigger, no statement more than before.
+--
+-- Locks: ADD COLUMN without a default and the CHECK constraints NOT VALID are
+-- catalog changes (ACCESS EXCLUSIVE for milliseconds). The status constraint is
+-- not validated: every existing row passed the old one, which was narrower, so
+-- a VALIDATE would scan the whole table under that lock to prove nothing.
+
+ALTER TABLE jobvisor.jobs
+  ADD COLUMN parents_waiting integer,   -- NULL: not a workflow child
+  ADD COLUMN on_parent_failure text,    -- NULL: 'cancel'
+  ADD COLUMN has_dependents boolean;    -- set on a parent when a child is enqueued
+
+ALTER TABLE jobvisor.jobs
+  DROP CONSTRAINT jobs_status_check,
+  ADD CONSTRAINT jobs_status_check
+    CHECK (status IN ('pending', 'running', 'done', 'failed', 'cancelled', 'blocked')) NOT VALID,
+  ADD CONSTRAINT jobs_on_parent_failure_check CHECK (on_parent_failure IN ('cancel', 'run')) NOT VALID;
+
+-- One row per edge. `counted`: this parent's settling has been applied to the
+-- child's parents_waiting, so a parent that becomes done twice (re-queued after
+-- success) never counts twice. No foreign keys: those would put a trigger on
+-- every delete from jobs, plain jobs included.
+CREATE TABLE jobvisor.job_dependencies (
+  child_id  bigint  NOT NULL,
+  parent_id bigint  NOT NULL,
+  counted   boolean NOT NULL DEFAULT false,
+  PRIMARY KEY (child_id, parent_id)
+);
+CREATE INDEX job_dependencies_parent_idx ON jobvisor.job_dependencies (parent_id);
+-- The safety-net pass reads only edges not yet counted.
+CREATE INDEX job_dependencies_uncounted_idx ON jobvisor.job_dependencies (parent_id) WHERE NOT counted;
+
+-- Applies the settling of `parents` (now done, failed or cancelled) to their
+-- children: each edge not yet counted is counted once; a child whose last
+-- parent settled becomes pending and due; a child of a failed or cancelled
+-- parent is cancelled (naming the parent) unless it runs anyway, and the
+-- cancellation cascades down. VOLATILE: each statement takes a fresh snapshot,
+-- so an edge committed while the caller waited for its parent's row lock is
+-- seen. Children are locked in id order, so two writers settling parents of
+-- the same children wait for each other instead of deadlocking; the row lock
+-- also serialises the decrement (the second writer re-reads the count).
+-- Returns how many children became pending.
+CREATE FUNCTION jobvisor.settle_parents(parents bigint[]) RETURNS integer
+LANGUAGE plpgsql VOLATILE STRICT AS $$
+DECLARE
+  settled bigint[] := parents;
+  edge_child bigint[];
+  edge_parent bigint[];
+  edge_status text[];
+  released integer := 0;
+  n integer;
+BEGIN
+  WHILE cardinality(settled) > 0 LOOP
+    WITH e AS (
+      UPDATE jobvisor.job_dependencies AS d SET counted = true
+        FROM jobvisor.jobs AS p
+       WHERE d.parent_id = ANY (settled) AND NOT d.counted
+         AND p.id = d.parent_id AND p.status IN ('done', 'failed', 'cancelled')
+      RETURNING d.child_id, d.parent_id, p.status
+    )
+    SELECT array_agg(e.child_id), array_agg(e.parent_id), array_agg(e.status)
+      INTO edge_child, edge_parent, edge_status FROM e;
+    EXIT WHEN edge_child IS NULL;
+    PERFORM 1 FROM jobvisor.jobs WHERE id = ANY (edge_child) ORDER BY id FOR NO KEY UPDATE;
+    WITH c AS (
+      SELECT child_id, count(*)::int AS n,
+             min(parent_id) FILTER (WHERE status <> 'done') AS failed_parent,
+             min(status) FILTER (WHERE status <> 'done') AS failed_status
+        FROM unnest(edge_child, edge_parent, edge_status) AS x(child_id, parent_id, status)
+       GROUP BY child_id
+    ), u AS (
+      UPDATE jobvisor.jobs AS j
+         SET parents_waiting = greatest(j.parents_waiting - c.n, 0),
+             status = CASE WHEN c.failed_parent IS NOT NULL AND j.on_parent_failure IS DISTINCT FROM 'run' THEN 'cancelled'
+                           WHEN j.parents_waiting - c.n <= 0 THEN 'pending'
+                           ELSE 'blocked' END,
+             run_at = CASE WHEN c.failed_parent IS NULL OR j.on_parent_failure = 'run'
+                           THEN greatest(j.run_at, now()) ELSE j.run_at END,
+             finished_at = CASE WHEN c.failed_parent IS NOT NULL AND j.on_parent_failure IS DISTINCT FROM 'run'
+                                THEN now() END,
+             last_error = CASE WHEN c.failed_parent IS NOT NULL AND j.on_parent_failure IS DISTINCT FROM 'run'
+                               THEN 'parent ' || c.failed_parent || ' is ' || c.failed_status ELSE j.last_error END
+        FROM c
+       WHERE j.id = c.child_id AND j.status = 'blocked'
+      RETURNING j.id, j.status, j.has_dependents
+    )
+    SELECT coalesce(array_agg(id) FILTER (WHERE status = 'cancelled' AND has_dependents), '{}'),
+           count(*) FILTER (WHERE status = 'pending')
+      INTO settled, n FROM u;
+    released := released + n;
+  END LOOP;
+  RETURN released;
+END $$;

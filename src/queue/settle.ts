@@ -1,0 +1,25 @@
+/**
+ * The safety net of workflows: the release and cascade happen in a parent's
+ * own done or dead-letter write (settle_parents, migration 017), but a parent
+ * finished by a path that does not call it (a plain-SQL `UPDATE … SET status =
+ * 'done'`, an edge inserted by hand after its parent finished) would leave its
+ * children blocked. The reaper's round settles those: edges not yet counted
+ * whose parent has finished. Reads only the partial index of uncounted edges,
+ * so a database without workflows reads one empty index page.
+ */
+import { planned, run, type Store } from './sql.ts';
+
+const SETTLE_STRAGGLERS = planned(
+  'settle_stragglers',
+  `
+SELECT coalesce(jobvisor.settle_parents(array_agg(DISTINCT parent_id)), 0) AS released
+  FROM (SELECT d.parent_id FROM jobvisor.job_dependencies AS d JOIN jobvisor.jobs AS p ON p.id = d.parent_id
+         WHERE NOT d.counted AND p.status IN ('done', 'failed', 'cancelled')
+         LIMIT $1) AS s`,
+);
+
+/** Settles up to `limit` edges whose parent finished without settling them; returns the children released. */
+export async function settleStragglers(store: Store, limit: number): Promise<number> {
+  const [row] = await run<{ released: number }>(store, SETTLE_STRAGGLERS, [limit]);
+  return row?.released ?? 0;
+}

@@ -1,0 +1,197 @@
+/**
+ * Enqueueing jobs that wait for other jobs (workflows). A job with `dependsOn`
+ * is inserted `blocked` with `parents_waiting` = its parents not yet done, and
+ * one job_dependencies row per parent; parents get `has_dependents`, so their
+ * done or dead-letter write settles their children (settle_parents, migration
+ * 017). Plain batches never come here.
+ *
+ * Race with a parent's completion: the statement locks the parents first
+ * (FOR NO KEY UPDATE, the lock a completion's UPDATE takes), so either the
+ * completion committed before and the parent is seen done (its edge is
+ * inserted already counted), or the completion waits for this insert to
+ * commit, and settle_parents, whose statements each take a fresh snapshot,
+ * then sees the new edge.
+ *
+ * Cycles cannot be written: a job names existing ids, or earlier jobs of the
+ * same call by index. A missing parent makes the whole statement write
+ * nothing; the caller gets an InputError naming it.
+ */
+import { InputError } from '../errors.ts';
+import { shown } from './validate.ts';
+import type { CopyRow } from './copy.ts';
+import { intArray, planned, run, type Store } from './sql.ts';
+
+/** A validated job of a batch with dependencies. */
+export interface GraphRow extends CopyRow {
+  uniqueKey: string | null;
+  concurrencyKey: string | null;
+  onParentFailure: 'cancel' | 'run' | null;
+  /** Existing parent ids (digit strings), without duplicates. */
+  parentIds: string[];
+  /** Earlier jobs of the same call, by index, without duplicates. */
+  parentIndexes: number[];
+}
+
+export type Dependency = string | number | bigint | { index: number };
+
+/** Larger than any bigint id: PostgreSQL would reject it with an error that aborts the transaction. */
+const MAX_ID = 9_223_372_036_854_775_807n;
+
+/**
+ * Checks `dependsOn` of the job at `index` (null: a single enqueue, where
+ * `{ index }` is not allowed) and `onParentFailure`.
+ * @throws InputError naming the bad entry.
+ */
+export function checkDependencies(
+  dependsOn: unknown,
+  onParentFailure: unknown,
+  index: number | null,
+): Pick<GraphRow, 'parentIds' | 'parentIndexes' | 'onParentFailure'> {
+  if (onParentFailure !== undefined && onParentFailure !== 'cancel' && onParentFailure !== 'run')
+    throw new InputError(`onParentFailure must be 'cancel' or 'run', got ${shown(onParentFailure)}`);
+  if (dependsOn === undefined || dependsOn === null) {
+    if (onParentFailure !== undefined) throw new InputError('onParentFailure needs dependsOn');
+    return { parentIds: [], parentIndexes: [], onParentFailure: null };
+  }
+  if (!Array.isArray(dependsOn)) throw new InputError('dependsOn must be an array of job ids');
+  if (dependsOn.length > 100_000) throw new InputError('dependsOn: at most 100000 parents per job');
+  const ids = new Set<string>();
+  const indexes = new Set<number>();
+  for (const [i, dep] of (dependsOn as unknown[]).entries()) {
+    if (typeof dep === 'object' && dep !== null && 'index' in dep) {
+      const n = dep.index;
+      if (index === null) throw new InputError(`dependsOn[${i}]: { index } is only for enqueueMany`);
+      if (typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n >= index)
+        throw new InputError(`dependsOn[${i}]: index must name an earlier job of this call (0 to ${index - 1})`);
+      indexes.add(n);
+      continue;
+    }
+    const text =
+      typeof dep === 'number' && Number.isSafeInteger(dep)
+        ? String(dep)
+        : typeof dep === 'bigint' || typeof dep === 'string'
+          ? String(dep)
+          : null;
+    if (text === null || !/^[1-9][0-9]{0,18}$/.test(text) || BigInt(text) > MAX_ID)
+      throw new InputError(`dependsOn[${i}] is not a job id (a positive integer)`);
+    ids.add(text);
+  }
+  if (ids.size + indexes.size === 0) throw new InputError('dependsOn is empty: leave it out for a job without parents');
+  return {
+    parentIds: [...ids],
+    parentIndexes: [...indexes],
+    onParentFailure: onParentFailure ?? null,
+  };
+}
+
+// Ids are drawn from the table's sequence first (`ids`, by position), so
+// edges between jobs of the same call can name them before the insert.
+const INSERT_GRAPH = planned(
+  'insert_graph',
+  `
+WITH p AS (
+  SELECT id, status FROM jobvisor.jobs WHERE id = ANY ($13::bigint[]) ORDER BY id FOR NO KEY UPDATE
+), ok AS (
+  SELECT count(*) = cardinality($13::bigint[]) AS ok FROM p
+), flag AS (
+  UPDATE jobvisor.jobs AS j SET has_dependents = true
+    FROM p WHERE j.id = p.id AND j.has_dependents IS NOT TRUE AND (SELECT ok FROM ok)
+), ids AS (
+  SELECT ord, nextval('jobvisor.jobs_id_seq') AS id
+    FROM generate_series(1, cardinality($1::text[])) AS ord WHERE (SELECT ok FROM ok)
+), e AS (
+  SELECT c.id AS child_id, coalesce(x.parent_id, ip.id) AS parent_id,
+         coalesce(p.status = 'done', false) AS counted, x.child
+    FROM unnest($14::int[], $15::bigint[], $16::int[]) AS x(child, parent_id, parent_idx)
+    JOIN ids AS c ON c.ord = x.child
+    LEFT JOIN ids AS ip ON ip.ord = x.parent_idx
+    LEFT JOIN p ON p.id = x.parent_id
+), w AS (
+  SELECT child, count(*) FILTER (WHERE NOT counted)::int AS waiting FROM e GROUP BY child
+), ins AS (
+  INSERT INTO jobvisor.jobs (id, queue, kind, payload, priority, max_attempts, run_at, unique_key, trace_context,
+                             concurrency_key, status, parents_waiting, on_parent_failure, has_dependents)
+  OVERRIDING SYSTEM VALUE
+  SELECT ids.id, j.queue, j.kind, j.payload, j.priority, coalesce(j.max_attempts, 8),
+         coalesce(j.run_at, now() + coalesce(j.delay_ms, 0) * interval '1 millisecond'), j.unique_key, $9::jsonb,
+         j.concurrency_key, CASE WHEN w.waiting > 0 THEN 'blocked' ELSE 'pending' END, w.waiting,
+         j.on_parent_failure, j.has_dependents
+    FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::int[], $5::int[], $6::timestamptz[], $7::float8[], $8::text[],
+                $10::text[], $11::text[], $12::boolean[])
+         WITH ORDINALITY AS j(queue, kind, payload, priority, max_attempts, run_at, delay_ms, unique_key,
+                              concurrency_key, on_parent_failure, has_dependents, ord)
+    JOIN ids USING (ord)
+    LEFT JOIN w ON w.child = j.ord
+  ON CONFLICT (kind, unique_key) WHERE unique_key IS NOT NULL DO NOTHING
+  RETURNING id
+), edges AS (
+  INSERT INTO jobvisor.job_dependencies (child_id, parent_id, counted)
+  SELECT child_id, parent_id, counted FROM e WHERE child_id IN (SELECT id FROM ins)
+)
+SELECT (SELECT ok FROM ok) AS ok,
+       (SELECT array_agg(id) FROM unnest($13::bigint[]) AS m(id) WHERE id NOT IN (SELECT id FROM p))::text[] AS missing,
+       (SELECT array_agg(CASE WHEN ids.id IN (SELECT id FROM ins) THEN ids.id END ORDER BY ids.ord) FROM ids)::text[] AS ids`,
+);
+
+/**
+ * Inserts a batch where some jobs have parents, in one statement.
+ * @returns each job's id in order, null where a uniqueKey duplicate was skipped.
+ * @throws InputError naming parent ids that do not exist; nothing is written then.
+ */
+export async function insertGraph(
+  store: Store,
+  rows: GraphRow[],
+  traceContext: string | null,
+): Promise<Array<string | null>> {
+  const referenced = new Set<number>();
+  const edgeChild: number[] = [];
+  const edgeId: Array<string | null> = [];
+  const edgeIndex: Array<number | null> = [];
+  const external = new Set<string>();
+  rows.forEach((r, i) => {
+    for (const id of r.parentIds) {
+      external.add(id);
+      edgeChild.push(i + 1);
+      edgeId.push(id);
+      edgeIndex.push(null);
+    }
+    for (const n of r.parentIndexes) {
+      referenced.add(n);
+      edgeChild.push(i + 1);
+      edgeId.push(null);
+      edgeIndex.push(n + 1);
+    }
+  });
+  for (const n of referenced)
+    if (rows[n]?.uniqueKey !== null)
+      throw new InputError(
+        `jobs[${n}] has a uniqueKey and is a parent by index: a skipped duplicate would leave its children waiting`,
+      );
+  const [row] = await run<{ ok: boolean; missing: string[] | null; ids: Array<string | null> | null }>(
+    store,
+    INSERT_GRAPH,
+    [
+      rows.map((r) => r.queue),
+      rows.map((r) => r.kind),
+      rows.map((r) => r.payload),
+      rows.map((r) => r.priority),
+      rows.map((r) => r.maxAttempts),
+      rows.map((r) => r.runAt),
+      rows.map((r) => r.delayMs),
+      rows.map((r) => r.uniqueKey),
+      traceContext,
+      rows.map((r) => r.concurrencyKey),
+      rows.map((r) => r.onParentFailure),
+      rows.map((_, i) => (referenced.has(i) ? true : null)),
+      intArray([...external]),
+      edgeChild,
+      edgeId,
+      edgeIndex,
+    ],
+  );
+  if (!row?.ok) {
+    const missing = row?.missing ?? [];
+    throw new InputError(`dependsOn: no job ${missing.slice(0, 5).join(', ')}${missing.length > 5 ? ', …' : ''}`);
+  }
+  return row.ids ?? [];
+}

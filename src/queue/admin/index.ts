@@ -22,6 +22,17 @@ export { throughput, THROUGHPUT_RANGES, type ThroughputBucket } from './throughp
 export { nextFireTimes, scheduleSummaries, type ScheduleSummary } from './schedules.ts';
 export { stats, type Stats } from './stats.ts';
 export {
+  RELATED_LIMIT,
+  relationsOf,
+  WORKFLOW_LIMIT,
+  workflowOf,
+  type RelatedJob,
+  type RelatedJobs,
+  type Relations,
+  type Workflow,
+  type WorkflowNode,
+} from './workflow.ts';
+export {
   beatSupervisor,
   expireSupervisors,
   listSupervisors,

@@ -24,7 +24,7 @@ export interface RelatedJob {
 export interface RelatedJobs {
   jobs: RelatedJob[];
   total: number;
-  /** Status → count, over all of them (not only those listed). */
+  /** Status → count, over all of them (not only those listed); statuses in alphabetical order. */
   byStatus: Record<string, number>;
 }
 
@@ -92,7 +92,8 @@ export async function relationsOf(store: Store, id: string, limit = RELATED_LIMI
   const counts = await run<{ side: string; status: string; count: number }>(store, RELATED_COUNTS, [checked]);
   const side = (which: string): RelatedJobs => {
     const byStatus: Record<string, number> = {};
-    for (const c of counts) if (c.side === which) byStatus[c.status] = c.count;
+    const mine = counts.filter((c) => c.side === which).sort((a, b) => (a.status < b.status ? -1 : 1));
+    for (const c of mine) byStatus[c.status] = c.count;
     return {
       jobs: rows.filter((r) => r.side === which).map(({ id, kind, queue, status }) => ({ id, kind, queue, status })),
       total: Object.values(byStatus).reduce((a, b) => a + b, 0),

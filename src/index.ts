@@ -26,12 +26,14 @@ export {
   listSupervisors,
   nextFireTimes,
   overview,
+  relationsOf,
   retryJobs,
   runJobsNow,
   scheduleSummaries,
   stats,
   throughput,
   timeText,
+  workflowOf,
 } from './queue/admin/index.ts';
 export type {
   BulkAction,
@@ -46,12 +48,17 @@ export type {
   Overview,
   Page,
   QueueOverview,
+  RelatedJob,
+  RelatedJobs,
+  Relations,
   ScheduleSummary,
   Stats,
   SupervisorRow,
   ThroughputBucket,
   Time,
   TimelineEvent,
+  Workflow,
+  WorkflowNode,
 } from './queue/admin/index.ts';
 export { createDashboard } from './dashboard/app.ts';
 export type { DashboardHandler, DashboardOptions } from './dashboard/app.ts';

@@ -455,8 +455,8 @@ describe('throughput and overview', () => {
     );
     const o = await overview(store, now);
     assert.deepEqual(o.queues, [
-      { queue: 'a', pending: 2, due: 1, running: 1, dead: 0, doneLastHour: 1, paused: false },
-      { queue: 'b', pending: 2, due: 1, running: 0, dead: 1, doneLastHour: 0, paused: false },
+      { queue: 'a', pending: 2, due: 1, running: 1, dead: 0, doneLastHour: 1, blocked: 0, paused: false },
+      { queue: 'b', pending: 2, due: 1, running: 0, dead: 1, doneLastHour: 0, blocked: 0, paused: false },
     ]);
     assert.equal(o.oldestDueAgeSeconds, 30);
     assert.equal(o.capped, false);

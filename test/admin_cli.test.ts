@@ -10,6 +10,7 @@ import { beatSupervisor } from '../src/queue/admin/index.ts';
 import { runCliInProcess } from './helpers/cli.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { BIN } from './helpers/supervisor.ts';
+import { insertWorkflow } from './helpers/workflow.ts';
 
 let db: TestDatabase;
 
@@ -17,7 +18,7 @@ before(async () => {
   db = await createTestDatabase('admin_cli');
 });
 beforeEach(async () => {
-  await db.pool.query('TRUNCATE jobvisor.jobs, jobvisor.supervisors');
+  await db.pool.query('TRUNCATE jobvisor.jobs, jobvisor.supervisors, jobvisor.job_dependencies');
 });
 after(async () => {
   await db.drop();
@@ -65,6 +66,50 @@ describe('jobs show', () => {
     r = await cli(['jobs', 'show', id!, '--json']);
     const job = JSON.parse(r.stdout);
     assert.deepEqual([job.id, job.payload, job.errors.length, job.timeline[0].event], [id, { image: 7 }, 1, 'created']);
+  });
+
+  it("lists a workflow job's parents and dependents with their statuses, in text and --json", async () => {
+    const ids = await insertWorkflow(db.pool, [
+      { kind: 'render_page', status: 'done' },
+      { kind: 'render_page', status: 'running' },
+      { kind: 'render_page', status: 'failed', queue: 'pdf' },
+      { kind: 'merge_pdf', parents: [0, 1, 2] },
+      { kind: 'email_pdf', parents: [3] },
+    ]);
+    const [done, running, failed, merge, email] = ids as [string, string, string, string, string];
+    let r = await cli(['jobs', 'show', merge]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^status\s+blocked$/m);
+    const tail = r.stdout.slice(r.stdout.indexOf('\nparents:') + 1);
+    assert.deepEqual(tail.trimEnd().split('\n'), [
+      'parents: 3 (1 done, 1 failed, 1 running)',
+      `  ${running}  running    render_page  (queue default)`,
+      `  ${failed}  failed     render_page  (queue pdf)`,
+      `  ${done}  done       render_page  (queue default)`,
+      'dependents: 1 (1 blocked)',
+      `  ${email}  blocked    email_pdf  (queue default)`,
+    ]);
+    r = await cli(['jobs', 'show', merge, '--json']);
+    const job = JSON.parse(r.stdout);
+    assert.equal(job.status, 'blocked');
+    assert.deepEqual(
+      job.parents.jobs.map((j: { id: string; status: string }) => [j.id, j.status]),
+      [
+        [running, 'running'],
+        [failed, 'failed'],
+        [done, 'done'],
+      ],
+    );
+    assert.deepEqual(job.parents.byStatus, { done: 1, running: 1, failed: 1 });
+    assert.deepEqual(job.dependents, {
+      jobs: [{ id: email, kind: 'email_pdf', queue: 'default', status: 'blocked' }],
+      total: 1,
+      byStatus: { blocked: 1 },
+    });
+    // A parent shows its one dependent; a job outside any workflow shows neither list.
+    assert.match((await cli(['jobs', 'show', done])).stdout, /^parents: none\ndependents: 1 \(1 blocked\)$/m);
+    const [plain] = await insert(`(kind) VALUES ('solo')`);
+    assert.doesNotMatch((await cli(['jobs', 'show', plain!])).stdout, /parents|dependents/);
   });
 
   it('a missing job exits 1; a bad id or a second id exits 2', async () => {

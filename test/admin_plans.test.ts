@@ -16,15 +16,19 @@ import {
   overview,
   queueDetail,
   beatSupervisor,
+  relationsOf,
   retryJobs,
   throughput,
+  workflowOf,
 } from '../src/queue/admin/index.ts';
 import type { Store } from '../src/queue/sql.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
+import { fanIn, insertWorkflow } from './helpers/workflow.ts';
 
 let db: TestDatabase;
 let pool: pg.Pool;
 let store: Store;
+let workflow: string[];
 const plans: string[] = [];
 
 async function planOf(fn: () => Promise<unknown>): Promise<string> {
@@ -49,7 +53,13 @@ before(async () => {
   await pool.query(
     `INSERT INTO jobvisor.jobs (kind, queue) SELECT 'k' || (i % 5), 'q' || (i % 3) FROM generate_series(1, 5000) AS i`,
   );
+  // 100,000 small workflows of two finished jobs among the done rows, and one
+  // fan-in of 2,000 done parents whose merge and e-mail jobs are blocked.
+  await pool.query(`INSERT INTO jobvisor.job_dependencies (child_id, parent_id)
+                    SELECT i + 1, i FROM generate_series(1, 200000, 2) AS i`);
+  workflow = await insertWorkflow(pool, fanIn(2000));
   await pool.query('VACUUM ANALYZE jobvisor.jobs');
+  await pool.query('VACUUM ANALYZE jobvisor.job_dependencies');
   await pool.query(`LOAD 'auto_explain'`);
   await pool.query(`SET auto_explain.log_level = notice`);
   await pool.query(`SET auto_explain.log_nested_statements = on`);
@@ -65,6 +75,7 @@ describe('admin reads on 206 k rows', () => {
   it('the overview reads each status through its index, never the table', async () => {
     const plan = await planOf(() => overview(store));
     assert.match(plan, /jobs_pending_idx/, plan);
+    assert.match(plan, /jobs_blocked_idx/, plan);
     assert.match(plan, /jobs_finished_idx/, plan);
     // The supervisors table is tiny and may be read whole; the jobs table never.
     assert.doesNotMatch(plan, /Seq Scan on jobs/, plan);
@@ -79,6 +90,7 @@ describe('admin reads on 206 k rows', () => {
   it('filtered lists, counts, groups and bulk actions by status use the partial indexes', async () => {
     const checks: Array<[string, () => Promise<unknown>]> = [
       ['list failed', () => listJobs(store, { status: 'failed' }, { limit: 50 })],
+      ['list blocked', () => listJobs(store, { status: 'blocked' }, { limit: 50 })],
       ['list pending of a queue', () => listJobs(store, { status: 'pending', queue: 'q1' }, { limit: 50 })],
       [
         'list scheduled of a queue',
@@ -120,5 +132,28 @@ describe('admin reads on 206 k rows', () => {
     assert.match(plan, /jobs_running_key_idx/, plan);
     assert.match(plan, /rate_starts/, plan);
     assert.doesNotMatch(plan, /Seq Scan on jobs/, plan);
+  });
+
+  it("a job's parents, dependents and workflow follow the edges' indexes, never a table whole", async () => {
+    const [parent, merge] = [workflow[0]!, workflow[2000]!];
+    const checks: Array<[string, () => Promise<unknown>, RegExp[]]> = [
+      [
+        'parents of a fan-in',
+        () => relationsOf(store, merge),
+        [/job_dependencies_pkey/, /job_dependencies_parent_idx/],
+      ],
+      ['dependents of a parent', () => relationsOf(store, parent), [/job_dependencies_parent_idx/]],
+      [
+        'workflow of a fan-in',
+        () => workflowOf(store, merge),
+        [/job_dependencies_pkey/, /job_dependencies_parent_idx/],
+      ],
+      ['workflow of two', () => workflowOf(store, '2'), [/job_dependencies_pkey/]],
+    ];
+    for (const [name, fn, indexes] of checks) {
+      const plan = await planOf(fn);
+      assert.doesNotMatch(plan, /Seq Scan/, `${name}: ${plan}`);
+      for (const index of indexes) assert.match(plan, index, `${name}: ${plan}`);
+    }
   });
 });

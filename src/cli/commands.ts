@@ -94,7 +94,7 @@ export const COMMAND_SPECS: CommandSpec[] = [
     args: '[options]',
     summary: 'list jobs, newest first',
     options: [
-      { flag: '--status S', meaning: 'pending, running, done, failed or cancelled' },
+      { flag: '--status S', meaning: 'pending, running, done, failed, cancelled or blocked' },
       { flag: '--kind K', meaning: 'only this kind' },
       { flag: '--queue Q', meaning: 'only this queue' },
       { flag: '--limit N', meaning: 'at most N rows, 1 … 10000', default: '50' },

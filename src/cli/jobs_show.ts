@@ -1,6 +1,18 @@
-/** `jobvisor jobs show ID [--json]`: one job, with its payload, owner, lease and timeline (exit 1 when not found). */
+/**
+ * `jobvisor jobs show ID [--json]`: one job, with its payload, owner, lease,
+ * timeline, and its parents and dependents (workflows) with their statuses
+ * (exit 1 when not found).
+ */
 import { InputError } from '../errors.ts';
-import { getJob, timeText, type JobDetail, type Time } from '../queue/admin/index.ts';
+import {
+  getJob,
+  relationsOf,
+  timeText,
+  type JobDetail,
+  type RelatedJobs,
+  type Relations,
+  type Time,
+} from '../queue/admin/index.ts';
 import { jobIds, parse } from './args.ts';
 import { withStore } from './job_store.ts';
 
@@ -8,13 +20,40 @@ export async function showCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parse(argv, { json: { type: 'boolean' } }, 'jobs show');
   if (positionals.length > 1) throw new InputError('jobs show: give one job id');
   const [id] = jobIds(positionals) as [string];
-  const job = await withStore((store) => getJob(store, id));
-  if (!job) {
+  const found = await withStore(async (store) => {
+    const job = await getJob(store, id);
+    return job && { job, relations: await relationsOf(store, id) };
+  });
+  if (!found) {
     process.stderr.write(`job ${id}: not found\n`);
     return 1;
   }
-  process.stdout.write(values.json ? `${JSON.stringify(job)}\n` : describe(job));
+  const { job, relations } = found;
+  process.stdout.write(
+    values.json ? `${JSON.stringify({ ...job, ...relations })}\n` : describe(job) + describeRelations(relations),
+  );
   return 0;
+}
+
+/**
+ * Parents and dependents, each a count by status, then one line per job
+ * listed (unfinished first; the rest are counted). Nothing for a job outside
+ * any workflow.
+ */
+export function describeRelations(r: Relations): string {
+  if (r.parents.total === 0 && r.dependents.total === 0) return '';
+  const side = (title: string, s: RelatedJobs): string[] => {
+    const counts = Object.entries(s.byStatus)
+      .map(([status, n]) => `${n} ${status}`)
+      .join(', ');
+    const lines = [`${title}: ${s.total === 0 ? 'none' : `${s.total} (${counts})`}`];
+    const width = Math.max(0, ...s.jobs.map((j) => j.id.length));
+    for (const j of s.jobs)
+      lines.push(`  ${j.id.padStart(width)}  ${j.status.padEnd(9)}  ${j.kind}  (queue ${j.queue})`);
+    if (s.total > s.jobs.length) lines.push(`  … and ${s.total - s.jobs.length} more`);
+    return lines;
+  };
+  return `${[...side('parents', r.parents), ...side('dependents', r.dependents)].join('\n')}\n`;
 }
 
 function when(t: Time | null): string {

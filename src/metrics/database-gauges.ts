@@ -9,7 +9,7 @@
  *   - the age of each queue's oldest due job, which JobvisorOldestPendingTooOld
  *     pages on, costs one index probe per (queue, priority) present, whatever
  *     the backlog;
- *   - the counts read an index entry per pending, running and failed row: 1.1–2.0 s
+ *   - the counts read an index entry per pending, running, failed and blocked row: 1.1–2.0 s
  *     at 2 million pending. So they are re-read no sooner than COSTLY_READ_SPACING (20)
  *     times their last read's duration after it ended. Read on every scrape, a
  *     backlog made each replica spend a growing share of a database core on

@@ -61,7 +61,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
     waitSeconds: histogram('jobvisor_job_wait_seconds', 'Time from a job being due (run_at) to its start.'),
     jobs: gauge(
       'jobvisor_jobs',
-      'Jobs in the database by queue, kind and status (global; aggregate with max). Counts pending, running and failed.',
+      'Jobs in the database by queue, kind and status (global; aggregate with max). Counts pending, running, failed and blocked.',
       ['queue', 'kind', 'status'],
     ),
     oldestPending: gauge(

@@ -1,8 +1,8 @@
 /**
  * Counts for `jobvisor stats` and the database gauges.
  *
- * `countActiveJobs` reads only pending, running and failed rows through their
- * partial indexes: cheap however many done rows the table keeps. `countAllJobs`
+ * `countActiveJobs` reads only pending, running, failed and blocked rows through
+ * their partial indexes: cheap however many done rows the table keeps. `countAllJobs`
  * scans the table and is for the CLI only.
  */
 import { planned, run, runThroughIndexes, type Now, type Store } from './sql.ts';
@@ -22,7 +22,7 @@ export interface JobCount {
 // counts as due since 1970 instead: an age that is visibly wrong, not an error.
 //
 // Shape: one branch per active status, each matching one partial index
-// (jobs_pending_idx, jobs_running_idx, jobs_failed_idx). With `status IN (…)`
+// (jobs_pending_idx, jobs_running_idx, jobs_failed_idx, jobs_blocked_idx). With `status IN (…)`
 // over the whole table the planner chose a parallel Seq Scan once the table
 // held a million done rows: 380 ms per scrape against 23 ms this way. Sent
 // unnamed (planned), so a plan made while the table was tiny is never reused,
@@ -38,7 +38,8 @@ SELECT queue, kind, status, count(*)::int AS count,
                  FILTER (WHERE status = 'pending' AND run_at <= coalesce($1::timestamptz, now()))) AS oldest_due_s
   FROM (SELECT queue, kind, status, run_at FROM jobvisor.jobs WHERE status = 'pending'
         UNION ALL SELECT queue, kind, status, run_at FROM jobvisor.jobs WHERE status = 'running'
-        UNION ALL SELECT queue, kind, status, run_at FROM jobvisor.jobs WHERE status = 'failed') AS active
+        UNION ALL SELECT queue, kind, status, run_at FROM jobvisor.jobs WHERE status = 'failed'
+        UNION ALL SELECT queue, kind, status, run_at FROM jobvisor.jobs WHERE status = 'blocked') AS active
  GROUP BY 1, 2, 3
  ORDER BY 1, 2, 3`,
 );

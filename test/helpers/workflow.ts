@@ -38,3 +38,71 @@ export async function markRunning(pool: pg.Pool, id: string, owner: string, toke
     [id, owner, token],
   );
 }
+/**
+ * Workflows for the read-side tests, written in plain SQL: jobs (a given
+ * status each; `blocked` by default) and their edges in
+ * jobvisor.job_dependencies. One statement per table, so a graph of
+ * thousands of nodes is two round trips.
+ *
+ * The shape is the one `enqueueMany(db, [{ kind, payload, dependsOn: [{ index }] }])`
+ * takes: a node's `parents` are indexes of earlier nodes. Switching this
+ * helper to that API is a matter of mapping nodes to specs once it exists; the
+ * statuses given here would then come from running the jobs.
+ */
+
+export interface WorkflowNode {
+  kind: string;
+  /** Default: 'blocked' when the node has parents, else 'pending'. */
+  status?: string;
+  queue?: string;
+  payload?: unknown;
+  /** Indexes of earlier nodes of the same call. */
+  parents?: number[];
+}
+
+/**
+ * Inserts `nodes` and their edges; returns the new ids, in the order of `nodes`.
+ * @throws when a parent index is not an earlier node (the contract's no-cycle rule).
+ */
+export async function insertWorkflow(pool: pg.Pool, nodes: WorkflowNode[]): Promise<string[]> {
+  nodes.forEach((n, i) => {
+    for (const p of n.parents ?? [])
+      if (!Number.isInteger(p) || p < 0 || p >= i) throw new Error(`node ${i}: parent ${p} is not an earlier node`);
+  });
+  const { rows } = await pool.query<{ id: string; ord: number }>(
+    `INSERT INTO jobvisor.jobs (kind, queue, status, payload, finished_at)
+     SELECT k, q, s, p, CASE WHEN s IN ('done', 'failed', 'cancelled') THEN now() END
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[]) WITH ORDINALITY AS t(k, q, s, p, ord)
+      ORDER BY ord
+     RETURNING id`,
+    [
+      nodes.map((n) => n.kind),
+      nodes.map((n) => n.queue ?? 'default'),
+      nodes.map((n) => n.status ?? ((n.parents ?? []).length > 0 ? 'blocked' : 'pending')),
+      nodes.map((n) => JSON.stringify(n.payload ?? {})),
+    ],
+  );
+  // Identity values follow the insertion order of one statement.
+  const ids = rows.map((r) => r.id).sort((a, b) => (BigInt(a) < BigInt(b) ? -1 : 1));
+  const child: string[] = [];
+  const parent: string[] = [];
+  nodes.forEach((n, i) => {
+    for (const p of n.parents ?? []) {
+      child.push(ids[i] as string);
+      parent.push(ids[p] as string);
+    }
+  });
+  if (child.length > 0)
+    await pool.query(
+      `INSERT INTO jobvisor.job_dependencies (child_id, parent_id) SELECT * FROM unnest($1::bigint[], $2::bigint[])`,
+      [child, parent],
+    );
+  return ids;
+}
+
+/** `n` parents (status `parentStatus`) → one fan-in job → one last job: the nodes for insertWorkflow. */
+export function fanIn(n: number, parentStatus = 'done'): WorkflowNode[] {
+  const parents = Array.from({ length: n }, (_, i) => ({ kind: 'render_page', status: parentStatus, payload: { i } }));
+  const all = parents.map((_, i) => i);
+  return [...parents, { kind: 'merge_pdf', parents: all }, { kind: 'email_pdf', parents: [n] }];
+}

@@ -54,6 +54,7 @@ export function overviewPage(v: ViewContext, d: OverviewData) {
           <th class="num">Pending</th>
           <th class="num">Due now</th>
           <th class="num">Running</th>
+          <th class="num" title="waiting for their parents">Blocked</th>
           <th class="num">Dead letters</th>
           <th class="num">Done (last hour)</th>
           ${v.readOnly ? '' : html`<th></th>`}
@@ -63,7 +64,7 @@ export function overviewPage(v: ViewContext, d: OverviewData) {
         ${
           d.queues.length === 0
             ? html`<tr>
-                <td colspan="7" class="muted">No jobs yet.</td>
+                <td colspan="8" class="muted">No jobs yet.</td>
               </tr>`
             : ''
         }
@@ -91,6 +92,9 @@ export function overviewPage(v: ViewContext, d: OverviewData) {
               <td class="num" data-label="Due now">${count(q.due)}</td>
               <td class="num" data-label="Running">
                 <a href="${jobs({ queue: q.queue, status: 'running' })}">${count(q.running)}</a>
+              </td>
+              <td class="num" data-label="Blocked">
+                <a href="${jobs({ queue: q.queue, status: 'blocked' })}">${count(q.blocked)}</a>
               </td>
               <td class="num" data-label="Dead letters">
                 <a href="${jobs({ queue: q.queue, status: 'failed' })}">${count(q.dead)}</a>

@@ -76,6 +76,8 @@ export function queuePage(v: ViewContext, d: QueueDetail, flashKey?: string) {
       <dd><a href="${jobs({ status: 'scheduled' })}">${count(c.pending - c.due)}</a></dd>
       <dt>Running</dt>
       <dd><a href="${jobs({ status: 'running' })}">${count(c.running)}</a></dd>
+      <dt>Blocked (waiting for parents)</dt>
+      <dd><a href="${jobs({ status: 'blocked' })}">${count(c.blocked)}</a></dd>
       <dt>Dead letters</dt>
       <dd><a href="${jobs({ status: 'failed' })}">${count(c.dead)}</a></dd>
       <dt>Done (last hour)</dt>

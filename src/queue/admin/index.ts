@@ -24,6 +24,17 @@ export { stats, type Stats } from './stats.ts';
 export { listSupervisors } from './supervisors.ts';
 // The supervisors write their own rows; operators and tests may too (a row to show).
 export {
+  RELATED_LIMIT,
+  relationsOf,
+  WORKFLOW_LIMIT,
+  workflowOf,
+  type RelatedJob,
+  type RelatedJobs,
+  type Relations,
+  type Workflow,
+  type WorkflowNode,
+} from './workflow.ts';
+export {
   beatSupervisor,
   expireSupervisors,
   removeSupervisor,

@@ -3,7 +3,7 @@
  * the live supervisors.
  *
  * Shape: one branch per status, each matching that status' partial index
- * (jobs_pending_idx, jobs_running_idx, jobs_failed_idx) or, for jobs done in
+ * (jobs_pending_idx, jobs_running_idx, jobs_failed_idx, jobs_blocked_idx) or, for jobs done in
  * the last hour, jobs_finished_idx, so the cost follows the active rows and
  * the last hour, never the million done rows behind them (see stats.ts for
  * the plan this avoids). Each branch reads at most `cap` + 1 rows, so a table
@@ -26,6 +26,8 @@ export interface QueueOverview {
   /** Dead letters (status failed). */
   dead: number;
   doneLastHour: number;
+  /** Jobs waiting for their parents (workflows). */
+  blocked: number;
   /** Paused cluster-wide (`jobvisor queues pause`): supervisors claim none of its jobs. */
   paused: boolean;
 }
@@ -49,21 +51,25 @@ const QUEUE_COUNTS = planned(
   'admin_queue_counts',
   `
 WITH counts AS (
-  SELECT queue, count(*) AS pending, count(*) FILTER (WHERE run_at <= ${NOW}) AS due, 0 AS running, 0 AS dead, 0 AS done
+  SELECT queue, count(*) AS pending, count(*) FILTER (WHERE run_at <= ${NOW}) AS due, 0 AS running, 0 AS dead, 0 AS done,
+         0 AS blocked
     FROM (SELECT queue, run_at FROM jobvisor.jobs WHERE status = 'pending' LIMIT $2) AS p GROUP BY queue
   UNION ALL
-  SELECT queue, 0, 0, count(*), 0, 0
+  SELECT queue, 0, 0, count(*), 0, 0, 0
     FROM (SELECT queue FROM jobvisor.jobs WHERE status = 'running' LIMIT $2) AS r GROUP BY queue
   UNION ALL
-  SELECT queue, 0, 0, 0, count(*), 0
+  SELECT queue, 0, 0, 0, count(*), 0, 0
     FROM (SELECT queue FROM jobvisor.jobs WHERE status = 'failed' LIMIT $2) AS f GROUP BY queue
   UNION ALL
-  SELECT queue, 0, 0, 0, 0, count(*)
+  SELECT queue, 0, 0, 0, 0, count(*), 0
     FROM (SELECT queue FROM jobvisor.jobs WHERE status = 'done' AND finished_at > ${NOW} - interval '1 hour' LIMIT $2) AS d
    GROUP BY queue
+  UNION ALL
+  SELECT queue, 0, 0, 0, 0, 0, count(*)
+    FROM (SELECT queue FROM jobvisor.jobs WHERE status = 'blocked' LIMIT $2) AS b GROUP BY queue
 )
 SELECT queue, sum(pending)::int AS pending, sum(due)::int AS due, sum(running)::int AS running,
-       sum(dead)::int AS dead, sum(done)::int AS "doneLastHour"
+       sum(dead)::int AS dead, sum(done)::int AS "doneLastHour", sum(blocked)::int AS blocked
   FROM counts
  GROUP BY queue
  ORDER BY queue`,
@@ -108,13 +114,14 @@ export async function overview(store: Store, now: Now = null, options: { cap?: n
   // A paused queue is listed even when it holds no jobs: the pause is what an operator looks for.
   const idle = [...paused]
     .filter((queue) => !counted.some((q) => q.queue === queue))
-    .map((queue) => ({ queue, pending: 0, due: 0, running: 0, dead: 0, doneLastHour: 0 }));
+    .map((queue) => ({ queue, pending: 0, due: 0, running: 0, dead: 0, doneLastHour: 0, blocked: 0 }));
   const queues = [...counted, ...idle]
     .map((q) => ({ ...q, paused: paused.has(q.queue) }))
     .sort((a, b) => (a.queue < b.queue ? -1 : a.queue > b.queue ? 1 : 0));
   const oldest = await run<{ s: number | null }>(store, OLDEST_DUE, [now]);
   const supervisors = await listSupervisors(store, now);
-  const total = (key: 'pending' | 'running' | 'dead' | 'doneLastHour') => queues.reduce((n, q) => n + q[key], 0);
-  const capped = (['pending', 'running', 'dead', 'doneLastHour'] as const).some((k) => total(k) > cap);
+  const total = (key: 'pending' | 'running' | 'dead' | 'doneLastHour' | 'blocked') =>
+    queues.reduce((n, q) => n + q[key], 0);
+  const capped = (['pending', 'running', 'dead', 'doneLastHour', 'blocked'] as const).some((k) => total(k) > cap);
   return { queues, oldestDueAgeSeconds: oldest[0]?.s ?? null, supervisors, capped };
 }

@@ -90,6 +90,7 @@ export async function queueDetail(store: Store, queue: string, now: Now = null):
       running: row?.running ?? 0,
       dead: row?.dead ?? 0,
       doneLastHour: row?.doneLastHour ?? 0,
+      blocked: row?.blocked ?? 0,
     },
     supervisors,
     runningByKey,

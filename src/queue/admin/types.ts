@@ -1,8 +1,8 @@
 /** Rows and arguments shared by the admin functions (CLI and dashboard). */
 import type { QueueConfig } from '../presence.ts';
 
-/** Job statuses, as the table's CHECK constraint allows them. */
-export const JOB_STATUSES = ['pending', 'running', 'done', 'failed', 'cancelled'] as const;
+/** Job statuses, as the table's CHECK constraint allows them; `blocked`: waiting for its parents (a workflow). */
+export const JOB_STATUSES = ['pending', 'running', 'done', 'failed', 'cancelled', 'blocked'] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
 
 /**

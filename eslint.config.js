@@ -3,7 +3,10 @@
 // a switch that forgets a new union member).
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
-import jobvisor from './scripts/eslint-pool-connect.js';
+import layers from './scripts/eslint-layers.js';
+import poolConnect from './scripts/eslint-pool-connect.js';
+
+const jobvisor = { rules: { ...poolConnect.rules, ...layers.rules } };
 
 export default tseslint.config(
   { ignores: ['node_modules/', 'dist/', '.jobvisor/', 'bench/peers/', 'bench/results/', 'test/fixtures/**/*.js'] },
@@ -38,6 +41,13 @@ export default tseslint.config(
     ignores: ['src/db/borrow.ts'],
     plugins: { jobvisor },
     rules: { 'jobvisor/no-pool-connect': 'error' },
+  },
+  {
+    // Imports between the parts of src/ point down the floors; the table is in
+    // scripts/eslint-layers.js and drawn in docs/ARCHITECTURE.md.
+    files: ['src/**/*.ts'],
+    plugins: { jobvisor },
+    rules: { 'jobvisor/layers': 'error' },
   },
   {
     // Tests read JSON bodies, query rows and CLI output typed \`any\` and assert on

@@ -80,6 +80,23 @@ export class TaskSetupError extends JobvisorError {
   }
 }
 
+/** An SQLSTATE (its classes are 00–58, F0, HV, P0 and XX), as opposed to a Node error code such as EPIPE. */
+const SQLSTATE = /^([0-5][0-9A-Z]|F0|HV|P0|XX)[0-9A-Z]{3}$/;
+/** SQLSTATEs after which the session is gone or going: class 08 and the shutdowns. */
+const SESSION_ENDED = /^(08|57P0[1-3])/;
+
+/**
+ * True when `err` means the connection cannot be trusted again: a connection
+ * exception, a server shutdown, or an error without an SQLSTATE (a socket
+ * error, `Connection terminated`, or a failure of the caller's own code in the
+ * middle of a session). A statement's own error (a constraint, a timeout)
+ * leaves the connection usable.
+ */
+export function isConnectionLost(err: Error & { code?: unknown }): boolean {
+  const code = typeof err.code === 'string' ? err.code : '';
+  return !SQLSTATE.test(code) || SESSION_ENDED.test(code);
+}
+
 /** SQLSTATE classes and codes a loop may retry after a pause. */
 const RETRYABLE_SQLSTATE = new Set([
   '40001', // serialization_failure

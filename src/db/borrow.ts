@@ -16,7 +16,7 @@
  * forbids `.connect()` on a pool anywhere else in src/.
  */
 import type pg from 'pg';
-import { isReadOnlyDbError } from '../errors.ts';
+import { isConnectionLost, isReadOnlyDbError } from '../errors.ts';
 import type { Db } from './pool.ts';
 
 export interface Borrowed {
@@ -87,21 +87,4 @@ export function withConnection<T>(db: Db, fn: (client: pg.PoolClient | pg.Client
 
 export function isPool(db: Db): db is pg.Pool {
   return typeof (db as pg.Pool).totalCount === 'number';
-}
-
-/** An SQLSTATE (its classes are 00–58, F0, HV, P0 and XX), as opposed to a Node error code such as EPIPE. */
-const SQLSTATE = /^([0-5][0-9A-Z]|F0|HV|P0|XX)[0-9A-Z]{3}$/;
-/** SQLSTATEs after which the session is gone or going: class 08 and the shutdowns. */
-const SESSION_ENDED = /^(08|57P0[1-3])/;
-
-/**
- * True when `err` means the connection cannot be trusted again: a connection
- * exception, a server shutdown, or an error without an SQLSTATE (a socket
- * error, `Connection terminated`, or a failure of the caller's own code in the
- * middle of a session). A statement's own error (a constraint, a timeout)
- * leaves the connection usable.
- */
-export function isConnectionLost(err: Error & { code?: unknown }): boolean {
-  const code = typeof err.code === 'string' ? err.code : '';
-  return !SQLSTATE.test(code) || SESSION_ENDED.test(code);
 }

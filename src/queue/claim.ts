@@ -3,6 +3,24 @@
  * priority first, and leases them to `owner`. It commits at once: no row lock
  * is held while a task runs; the lease does the rest.
  *
+ * What "due" means, here and in every claim: `status = 'pending'` and
+ * `run_at <= now`, taken by priority (lowest first), then run_at, then id. No
+ * other status is ever due (a `blocked` job waits for its parents). Each place
+ * below states it, because each is shaped for its own index walk; a change to
+ * the meaning changes all of them, and test/claim_due.test.ts checks that a
+ * plain, a queue-wide limited and a per-key limited queue agree:
+ *   - jobvisor.due_job_ids() (migration 010): the plain claim (CLAIM_JOBS) and
+ *     the queue-wide limited claim (claim_limited_sql.ts CLAIM_QUEUE_LIMITED);
+ *   - claim_limited_sql.ts CLAIM_KEY_LIMITED: `walk` (keys with pending jobs),
+ *     `priorities`/`keyless_head` (jobs without a key) and the `kp` walk in
+ *     `offers` (each key's due jobs); CLAIM_CHOSEN's UPDATE re-checks
+ *     `pending` for both limited claims;
+ *   - NEXT_DUE below (when the next pending job comes due);
+ *   - the partial indexes the walks read, jobs_pending_idx (migration 001) and
+ *     jobs_pending_key_idx (006), `WHERE status = 'pending'`.
+ * Readers that count due jobs for people (queue/stats.ts, admin/overview.ts,
+ * admin/filter.ts `due`) say the same in their own words.
+ *
  * Shape: `WHERE id = ANY((SELECT jobvisor.due_job_ids(queue, n, now)))`: the
  * function (migration 010) picks and locks the due ids, one index probe per
  * priority present, so jobs not yet due are never read; the UPDATE then finds

@@ -201,7 +201,7 @@ describe('the completer, against a fake store', () => {
     );
     assert.deepEqual(store.ops(), ['fail']);
     const [call] = store.calls;
-    assert.ok(call?.op === 'fail');
+    assert.ok(call?.op === 'fail', `expected op fail, got ${call?.op}`);
     assert.deepEqual(call.rows.ids, ['1', '2', '3', '4']);
     assert.deepEqual(call.rows.permanent, [false, false, true, false]);
     // The backoff (base 1 s, no jitter) of each attempt, and a task's own delay clamped to a year.
@@ -224,7 +224,7 @@ describe('the completer, against a fake store', () => {
     );
     const fallback = store.calls.filter((c) => c.op === 'deadLetter');
     assert.equal(fallback.length, 1);
-    assert.ok(fallback[0]?.op === 'deadLetter');
+    assert.ok(fallback[0]?.op === 'deadLetter', `expected op deadLetter, got ${fallback[0]?.op}`);
     assert.equal(fallback[0].id, '7');
     assert.match(
       fallback[0].lastError,
@@ -288,7 +288,7 @@ describe('the completer, against a fake store', () => {
       [job(2), { type: 'snooze', runMs: 2, delayMs: -5 }],
     );
     const [call] = store.calls;
-    assert.ok(call?.op === 'snooze');
+    assert.ok(call?.op === 'snooze', `expected op snooze, got ${call?.op}`);
     assert.deepEqual(call.rows.delaysMs, [1500, 0]);
     assert.deepEqual(seen['job:snoozed'], [['1']]);
     assert.deepEqual(seen['job:dead'], [['2']]);

@@ -196,7 +196,7 @@ describe('the dispatcher, with fake sessions and sink', () => {
       ],
     );
     const first = recorded[0]?.outcome;
-    assert.ok(first?.type === 'retry');
+    assert.ok(first?.type === 'retry', `expected type retry, got ${first?.type}`);
     assert.equal(first.failure.error, 'TypeError: boom');
   });
 
@@ -209,7 +209,7 @@ describe('the dispatcher, with fake sessions and sink', () => {
     );
     const [oversized] = recorded;
     assert.equal(oversized?.id, '1');
-    assert.ok(oversized.outcome.type === 'dead');
+    assert.ok(oversized.outcome.type === 'dead', `expected type dead, got ${oversized.outcome?.type}`);
     assert.equal(oversized.outcome.failure.permanent, true);
     assert.match(
       oversized.outcome.failure.error,
@@ -269,7 +269,7 @@ describe('the dispatcher, with fake sessions and sink', () => {
       ],
     );
     const first = recorded[0]?.outcome;
-    assert.ok(first?.type === 'retry');
+    assert.ok(first?.type === 'retry', `expected type retry, got ${first?.type}`);
     assert.match(first.failure.error, /^WorkerCrashed: .*kaput/);
     assert.deepEqual(died, ['kaput']);
   });

@@ -8,12 +8,9 @@
  * hand them back without using an attempt; flush outcomes; release threads and
  * connections. It is idempotent, safe before start(), and resolves when done.
  */
-import { randomBytes } from 'node:crypto';
-import { hostname } from 'node:os';
 import type pg from 'pg';
 import type { Piscina } from 'piscina';
 import type { Settings } from '../config/index.ts';
-import { HeldConnection } from '../db/held.ts';
 import { createPool } from '../db/pool.ts';
 import type { Logger } from '../log.ts';
 import type { Store } from '../queue/sql.ts';
@@ -21,40 +18,37 @@ import { within } from '../within.ts';
 import { Completer } from './completer.ts';
 import { queueOutcomeStore } from './complete/store.ts';
 import { ProgressWriter } from './progress_writer.ts';
-import { setTaskQueueDefault } from '../queue/task_defaults.ts';
 import { Dispatcher } from './dispatch/dispatcher.ts';
 import { piscinaSessions } from './dispatch/session.ts';
 import { SupervisorEvents } from './events.ts';
-import { Fetcher } from './fetcher.ts';
-import { createHeartbeat } from './heartbeat.ts';
 import { Listener } from './listener.ts';
 import { wakeLimitedOnOutcomes } from './limited_wake.ts';
 import { endCancelledRunsOnLoss } from './cancelled_runs.ts';
-import { PauseWatch } from './pause_watch.ts';
+import type { PauseWatch } from './pause_watch.ts';
 import { PrimaryWatch } from './primary_watch.ts';
-import { QuietStart } from './quiet_start.ts';
 import type { Loop } from './loop.ts';
-import { createCleanup, createReaper } from './maintenance.ts';
-import { createPresence, queueConfigs, type Presence } from './presence.ts';
-import { createScheduler } from './scheduler.ts';
-import { OptionsReader } from './options_reader.ts';
-import { TaskCatalog } from './task_catalog.ts';
+import type { Presence } from './presence.ts';
 import type { TaskCheck } from '../worker/check_task.ts';
-import { BUILTIN_TASKS_DIR, createThreadPool } from './threads.ts';
+import { buildQuietStart, buildTasks } from './build_tasks.ts';
+import type { OptionsReader } from './options_reader.ts';
+import type { QuietStart } from './quiet_start.ts';
+import type { TaskCatalog } from './task_catalog.ts';
+import {
+  buildFetchers,
+  buildHeartbeat,
+  buildMaintenance,
+  buildPauseWatch,
+  buildPresence,
+  buildThreads,
+  dispatcherSettings,
+  supervisorId,
+} from './build.ts';
+import { drainRuns, within } from './drain_runs.ts';
+
+import type { Fetcher } from './fetcher.ts';
+import type { HeldConnection } from '../db/held.ts';
 
 const ABORT_GRACE_MS = 1000;
-/**
- * Every task's options are read this long after start if the supervisor is
- * not busy then (no job held, no claim within READ_ALL_TASKS_CHECK_MS), else
- * at the first quiet check, and at the latest READ_ALL_TASKS_LATEST_MS after
- * start (quiet_start.ts). A kind's first job never waits for this: it reads
- * its own.
- */
-const READ_ALL_TASKS_AFTER_MS = 2000;
-const READ_ALL_TASKS_CHECK_MS = 500;
-const READ_ALL_TASKS_LATEST_MS = 30_000;
-/** The fallback read of paused queues when a notification is lost. */
-const PAUSE_POLL_MS = 1000;
 const FLUSH_DEADLINE_MS = 5000;
 const PRESENCE_REMOVE_MS = 2000;
 
@@ -68,10 +62,6 @@ export interface SupervisorOptions {
   taskFiles?: Record<string, string>;
 }
 
-export function supervisorId(name: string): string {
-  return `${name || hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
-}
-
 export class Supervisor {
   readonly id: string;
   readonly events = new SupervisorEvents();
@@ -82,7 +72,7 @@ export class Supervisor {
   private readonly dispatcher: Dispatcher;
   private readonly completer: Completer;
   private readonly progress: ProgressWriter;
-  private readonly fetchers = new Map<string, Fetcher>();
+  private readonly fetchers: Map<string, Fetcher>;
   private readonly loops: Loop[];
   private readonly heartbeat: Loop;
   /** The heartbeat's own connection, out of the pool (db/held.ts); none with a pool of fewer than 3. */
@@ -108,100 +98,41 @@ export class Supervisor {
       options.pool ??
       createPool(options.databaseUrl, { max: settings.database.poolSize, log, applicationName: 'jobvisor' });
     this.store = { db: this.pool, schema: settings.database.schema };
-    this.threads = createThreadPool({
-      maxThreads: settings.pool.maxThreads,
-      idleTimeoutMs: settings.pool.idleTimeout,
-      maxOldGenerationSizeMb: settings.pool.maxOldGenerationSizeMb,
-      maxYoungGenerationSizeMb: settings.pool.maxYoungGenerationSizeMb,
-      stackSizeMb: settings.pool.stackSizeMb,
-      setup: {
-        builtinTasksDir: BUILTIN_TASKS_DIR,
-        userTasksDir: settings.tasks.dir,
-        taskFiles: options.taskFiles ?? {},
-        databaseUrl: options.databaseUrl,
-        dbPoolSize: settings.pool.dbPoolSize,
-        maxResultBytes: settings.jobs.maxResultBytes,
-        logLevel: settings.log.level,
-        supervisor: this.id,
-        taskConfig: { thumbnails: settings.thumbnails, reports: settings.reports, schema: settings.database.schema },
-      },
-    });
+    this.threads = buildThreads(settings, this.id, options.databaseUrl, options.taskFiles ?? {});
     this.threads.on('error', (err: unknown) => log.error({ err }, 'worker pool error'));
     this.completer = new Completer(
       queueOutcomeStore(this.store, this.id, settings.jobs.maxSnoozes),
       settings,
       this.events,
     );
-    const taskDirs = { files: options.taskFiles ?? {}, dirs: [settings.tasks.dir, BUILTIN_TASKS_DIR].filter(Boolean) };
-    this.optionsReader = new OptionsReader(taskDirs);
-    // Booting beside the rest of start-up (the database, the listener, the probes),
-    // the options thread is ready when the first job's kind is read.
-    this.optionsReader.warm();
-    this.catalog = new TaskCatalog(
-      taskDirs,
-      (problem) => log.warn(problem),
-      (kind, options) => {
-        this.useTaskQueue(kind, options?.queue);
-        this.dispatcher.kindKnown(kind);
-      },
-      (kind) => this.optionsReader.read(kind),
-    );
+    ({ reader: this.optionsReader, catalog: this.catalog } = buildTasks(
+      settings,
+      options.taskFiles ?? {},
+      log,
+      (kind) => this.dispatcher.kindKnown(kind),
+    ));
     this.progress = new ProgressWriter(this.store, this.id, this.events);
     this.dispatcher = new Dispatcher({
+      ...dispatcherSettings(settings, ABORT_GRACE_MS),
       sessions: piscinaSessions(this.threads),
-      queues: settings.queues,
-      maxThreads: settings.pool.maxThreads,
-      timeoutMs: settings.jobs.timeout,
-      abortGraceMs: ABORT_GRACE_MS,
-      maxPayloadBytes: settings.jobs.maxPayloadBytes,
       events: this.events,
       outcomes: this.completer,
       progress: (job, json) => this.progress.report(job, json),
       onCapacity: (queue) => this.fetchers.get(queue)?.onCapacity(),
       traits: (kind) => this.catalog.get(kind),
     });
-    let lastClaimAt = -Infinity;
-    this.events.on('job:claimed', () => (lastClaimAt = performance.now()));
-    this.readAll = new QuietStart({
-      afterMs: READ_ALL_TASKS_AFTER_MS,
-      checkMs: READ_ALL_TASKS_CHECK_MS,
-      latestMs: READ_ALL_TASKS_LATEST_MS,
-      busy: () => this.dispatcher.size > 0 || performance.now() - lastClaimAt < READ_ALL_TASKS_CHECK_MS,
-      deferred: () => this.events.emit('tasks:deferred', { held: this.dispatcher.size }),
-      run: () => void this.catalog.readAll(),
-    });
-    for (const [queue, queueSettings] of Object.entries(settings.queues)) {
-      this.fetchers.set(
-        queue,
-        new Fetcher({
-          store: this.store,
-          queue,
-          settings: queueSettings,
-          owner: this.id,
-          leaseMs: settings.jobs.lease,
-          maxPayloadBytes: settings.jobs.maxPayloadBytes,
-          pollIntervalMs: settings.poll.interval,
-          capacity: () => this.dispatcher.capacity(queue),
-          durableClaims: () => this.primary.durableClaims,
-          deliver: (jobs) => this.dispatcher.add(jobs),
-          handBack: (jobs, reason) => this.dispatcher.handBack(jobs, reason),
-          beforeClaim: () => this.pauseWatch.beforeClaim(),
-          events: this.events,
-        }),
-      );
-    }
-    this.presence = createPresence({
+    this.readAll = buildQuietStart(this.events, this.catalog, () => this.dispatcher.size);
+    this.fetchers = buildFetchers({
       store: this.store,
-      id: this.id,
-      queues: Object.fromEntries(Object.entries(settings.queues).map(([name, q]) => [name, q.concurrency])),
-      queueConfig: queueConfigs(settings.queues),
-      leaseMs: settings.jobs.lease,
-      inFlight: () => this.inFlight(),
-      log,
+      settings,
+      owner: this.id,
+      dispatcher: this.dispatcher,
+      durableClaims: () => this.primary.durableClaims,
+      beforeClaim: () => this.pauseWatch.beforeClaim(),
+      events: this.events,
     });
+    this.presence = buildPresence(this.store, settings, this.id, () => this.inFlight(), log);
     wakeLimitedOnOutcomes(this.events, settings.queues, (queue) => this.fetchers.get(queue)?.onCapacity());
-    const poolMax = (this.pool as { options?: { max?: number } }).options?.max ?? settings.database.poolSize;
-    this.beatConnection = poolMax >= 3 ? new HeldConnection(this.pool) : undefined;
     endCancelledRunsOnLoss({
       store: this.store,
       owner: this.id,
@@ -209,11 +140,12 @@ export class Supervisor {
       queues: settings.queues,
       onFreed: (queue) => this.fetchers.get(queue)?.wake(),
     });
-    this.heartbeat = createHeartbeat({
-      store: this.beatConnection ? { db: this.beatConnection.db, schema: this.store.schema } : this.store,
-      beat: () => this.presence.beat(),
+    ({ heartbeat: this.heartbeat, connection: this.beatConnection } = buildHeartbeat({
+      pool: this.pool,
+      store: this.store,
+      settings,
       owner: this.id,
-      leaseMs: settings.jobs.lease,
+      beat: () => this.presence.beat(),
       // Jobs a fetcher holds for their rate-limit start slot are claimed too.
       held: () => [
         ...this.dispatcher.fences(),
@@ -225,28 +157,13 @@ export class Supervisor {
         this.dispatcher.leaseLost(tokens);
       },
       events: this.events,
-    });
-    this.loops = [
-      createReaper(this.store, settings.reaper, this.events),
-      createCleanup(this.store, settings.cleanup, this.events),
-      createScheduler({
-        store: this.store,
-        schedules: settings.schedules,
-        settings: settings.scheduler,
-        maxAttempts: settings.jobs.maxAttempts,
-        events: this.events,
-      }),
-    ];
-    this.pauseWatch = new PauseWatch({
+    }));
+    this.loops = buildMaintenance(this.store, settings, this.events);
+    this.pauseWatch = buildPauseWatch({
       store: this.store,
-      queues: [...this.fetchers.keys()],
-      intervalMs: PAUSE_POLL_MS,
+      fetchers: this.fetchers,
+      dispatcher: this.dispatcher,
       notified: () => this.listener.isListening,
-      onPause: (queue) => {
-        this.fetchers.get(queue)?.setPaused(true);
-        this.dispatcher.releaseBuffered(queue);
-      },
-      onResume: (queue) => this.fetchers.get(queue)?.setPaused(false),
       events: this.events,
     });
     this.listener = new Listener({
@@ -272,8 +189,6 @@ export class Supervisor {
   get listening(): boolean {
     return this.listener.isListening;
   }
-
-  // States are getters (draining, listening); counts are methods.
 
   /** Jobs held right now (claimed and not yet recorded); of one queue: claimed and not yet finished. */
   inFlight(queue?: string): number {
@@ -329,16 +244,6 @@ export class Supervisor {
     await Promise.all(kinds.map((kind) => this.catalog.read(kind)));
   }
 
-  /** A task's `options.queue`: the default queue of its kind's jobs enqueued in this process. */
-  private useTaskQueue(kind: string, queue: string | undefined): void {
-    if (queue === undefined) return;
-    if (this.options.settings.queues[queue]) setTaskQueueDefault(kind, queue);
-    else
-      this.options.log.warn(
-        `task ${kind} asks for queue "${queue}", which this supervisor does not serve (config queues); its jobs enqueued without a queue go to "default"`,
-      );
-  }
-
   /**
    * A notification: claims on the queue it names. An empty payload (a plain
    * `NOTIFY jobvisor_jobs`, or the listener reconnecting) wakes every queue;
@@ -374,12 +279,7 @@ export class Supervisor {
       this.primary.stop(),
       ...this.loops.map((l) => l.stop()),
     ]);
-    this.dispatcher.drainBuffers();
-    const grace = this.options.settings.shutdown.grace;
-    if (!(await within(this.dispatcher.whenIdle(), grace))) {
-      this.dispatcher.abortAll();
-      await within(this.dispatcher.whenIdle(), ABORT_GRACE_MS + 1000);
-    }
+    await drainRuns(this.dispatcher, this.options.settings.shutdown.grace, ABORT_GRACE_MS);
     await this.progress.stop();
     await this.completer.flush(Date.now() + FLUSH_DEADLINE_MS);
     await this.heartbeat.stop();

@@ -1,0 +1,193 @@
+/**
+ * The supervisor's parts, each built from the settings and the callbacks that
+ * tie it to the others (supervisor.ts calls these in order: a part's event
+ * listeners run in the order the parts are built). Builders decide nothing at
+ * run time; they only say which setting and which neighbour each part gets.
+ */
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import type pg from 'pg';
+import type { Piscina } from 'piscina';
+import type { Settings } from '../config/index.ts';
+import { HeldConnection } from '../db/held.ts';
+import type { Store } from '../queue/sql.ts';
+import type { ClaimedJob, Fence } from '../queue/types.ts';
+import type { Dispatcher } from './dispatch/dispatcher.ts';
+import type { DispatcherOptions } from './dispatch/options.ts';
+import type { SupervisorEvents } from './events.ts';
+import { Fetcher } from './fetcher.ts';
+import { createHeartbeat } from './heartbeat.ts';
+import type { Logger } from '../log.ts';
+import type { Loop } from './loop.ts';
+import { PauseWatch } from './pause_watch.ts';
+import { createPresence, queueConfigs, type Presence } from './presence.ts';
+import { createCleanup, createReaper } from './maintenance.ts';
+import { createScheduler } from './scheduler.ts';
+import { BUILTIN_TASKS_DIR, createThreadPool } from './threads.ts';
+
+/** The fallback read of paused queues when a notification is lost. */
+const PAUSE_POLL_MS = 1000;
+
+/** The owner id of this supervisor's claims: its name (or the host's), pid, and a random part. */
+export function supervisorId(name: string): string {
+  return `${name || hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+}
+
+/** What the dispatcher takes from the settings. */
+export function dispatcherSettings(
+  settings: Settings,
+  abortGraceMs: number,
+): Pick<DispatcherOptions, 'queues' | 'maxThreads' | 'timeoutMs' | 'abortGraceMs' | 'maxPayloadBytes'> {
+  return {
+    queues: settings.queues,
+    maxThreads: settings.pool.maxThreads,
+    timeoutMs: settings.jobs.timeout,
+    abortGraceMs,
+    maxPayloadBytes: settings.jobs.maxPayloadBytes,
+  };
+}
+
+/** The worker threads, each set up to load this supervisor's tasks and reach its database. */
+export function buildThreads(
+  settings: Settings,
+  supervisor: string,
+  databaseUrl: string,
+  taskFiles: Record<string, string>,
+): Piscina {
+  return createThreadPool({
+    maxThreads: settings.pool.maxThreads,
+    idleTimeoutMs: settings.pool.idleTimeout,
+    maxOldGenerationSizeMb: settings.pool.maxOldGenerationSizeMb,
+    maxYoungGenerationSizeMb: settings.pool.maxYoungGenerationSizeMb,
+    stackSizeMb: settings.pool.stackSizeMb,
+    setup: {
+      builtinTasksDir: BUILTIN_TASKS_DIR,
+      userTasksDir: settings.tasks.dir,
+      taskFiles,
+      databaseUrl,
+      dbPoolSize: settings.pool.dbPoolSize,
+      maxResultBytes: settings.jobs.maxResultBytes,
+      logLevel: settings.log.level,
+      supervisor,
+      taskConfig: { thumbnails: settings.thumbnails, reports: settings.reports, schema: settings.database.schema },
+    },
+  });
+}
+
+/** One fetcher per configured queue, claiming into the dispatcher and handing back through it. */
+export function buildFetchers(p: {
+  store: Store;
+  settings: Settings;
+  owner: string;
+  dispatcher: Dispatcher;
+  durableClaims: () => boolean;
+  beforeClaim: () => Promise<void>;
+  events: SupervisorEvents;
+}): Map<string, Fetcher> {
+  const { settings, dispatcher } = p;
+  const fetchers = new Map<string, Fetcher>();
+  for (const [queue, queueSettings] of Object.entries(settings.queues)) {
+    const fetcher = new Fetcher({
+      store: p.store,
+      queue,
+      settings: queueSettings,
+      owner: p.owner,
+      leaseMs: settings.jobs.lease,
+      maxPayloadBytes: settings.jobs.maxPayloadBytes,
+      pollIntervalMs: settings.poll.interval,
+      capacity: () => dispatcher.capacity(queue),
+      durableClaims: p.durableClaims,
+      deliver: (jobs: ClaimedJob[]) => dispatcher.add(jobs),
+      handBack: (jobs, reason) => dispatcher.handBack(jobs, reason),
+      beforeClaim: p.beforeClaim,
+      events: p.events,
+    });
+    fetchers.set(queue, fetcher);
+  }
+  return fetchers;
+}
+
+/**
+ * The heartbeat, and its own connection out of the pool (db/held.ts) when the
+ * pool has at least 3: leases are then renewed even when the pool is exhausted.
+ */
+export function buildHeartbeat(p: {
+  pool: pg.Pool;
+  store: Store;
+  settings: Settings;
+  owner: string;
+  beat: () => Promise<void>;
+  /** Every claim held here: in the dispatcher, the completer, and a fetcher's start holds. */
+  held: () => Fence[];
+  onLost: (tokens: string[]) => void;
+  events: SupervisorEvents;
+}): { heartbeat: Loop; connection: HeldConnection | undefined } {
+  const poolMax = (p.pool as { options?: { max?: number } }).options?.max ?? p.settings.database.poolSize;
+  const connection = poolMax >= 3 ? new HeldConnection(p.pool) : undefined;
+  const heartbeat = createHeartbeat({
+    store: connection ? { db: connection.db, schema: p.store.schema } : p.store,
+    beat: p.beat,
+    owner: p.owner,
+    leaseMs: p.settings.jobs.lease,
+    held: p.held,
+    onLost: p.onLost,
+    events: p.events,
+  });
+  return { heartbeat, connection };
+}
+
+/** The loops that keep the table in order: reaper, cleanup, scheduler. */
+export function buildMaintenance(store: Store, settings: Settings, events: SupervisorEvents): Loop[] {
+  return [
+    createReaper(store, settings.reaper, events),
+    createCleanup(store, settings.cleanup, events),
+    createScheduler({
+      store,
+      schedules: settings.schedules,
+      settings: settings.scheduler,
+      maxAttempts: settings.jobs.maxAttempts,
+      events,
+    }),
+  ];
+}
+
+/** This supervisor's row in the supervisors table: its queues, their limits, and the jobs it holds. */
+export function buildPresence(
+  store: Store,
+  settings: Settings,
+  id: string,
+  inFlight: () => number,
+  log: Logger,
+): Presence {
+  return createPresence({
+    store,
+    id,
+    queues: Object.fromEntries(Object.entries(settings.queues).map(([name, q]) => [name, q.concurrency])),
+    queueConfig: queueConfigs(settings.queues),
+    leaseMs: settings.jobs.lease,
+    inFlight,
+    log,
+  });
+}
+
+/** Which queues are paused: a paused queue claims nothing, and its claimed jobs not yet started go back. */
+export function buildPauseWatch(p: {
+  store: Store;
+  fetchers: Map<string, Fetcher>;
+  dispatcher: Dispatcher;
+  notified: () => boolean;
+  events: SupervisorEvents;
+}): PauseWatch {
+  return new PauseWatch({
+    store: p.store,
+    queues: [...p.fetchers.keys()],
+    intervalMs: PAUSE_POLL_MS,
+    notified: p.notified,
+    onPause: (queue) => {
+      p.fetchers.get(queue)?.setPaused(true);
+      p.dispatcher.releaseBuffered(queue);
+    },
+    onResume: (queue) => p.fetchers.get(queue)?.setPaused(false),
+    events: p.events,
+  });
+}

@@ -29,6 +29,7 @@ export {
   SUPERVISOR_EXPIRY_LEASES,
   type SupervisorInfo,
 } from './supervisors.ts';
+export { retryDependents } from './graph_actions.ts';
 export {
   ACTION_STATUSES,
   JOB_STATUSES,

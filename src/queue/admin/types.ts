@@ -1,7 +1,7 @@
 /** Rows and arguments shared by the admin functions (CLI and dashboard). */
 
 /** Job statuses, as the table's CHECK constraint allows them. */
-export const JOB_STATUSES = ['pending', 'running', 'done', 'failed', 'cancelled'] as const;
+export const JOB_STATUSES = ['pending', 'running', 'done', 'failed', 'cancelled', 'blocked'] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
 
 /**
@@ -141,9 +141,9 @@ export type BulkAction = 'retry' | 'cancel' | 'runNow' | 'delete';
  */
 export const ACTION_STATUSES: Readonly<Record<BulkAction, readonly JobStatus[]>> = {
   retry: ['failed', 'cancelled'],
-  cancel: ['pending', 'running'],
+  cancel: ['pending', 'running', 'blocked'],
   runNow: ['pending'],
-  delete: ['pending', 'done', 'failed', 'cancelled'],
+  delete: ['pending', 'done', 'failed', 'cancelled', 'blocked'],
 };
 
 /** The jobs a bulk action applies to: these ids, or everything matching a filter. */

@@ -98,3 +98,26 @@ BEGIN
   END LOOP;
   RETURN released;
 END $$;
+
+-- Re-counts the parents of `children` (jobs being retried): an edge counts
+-- again only while its parent is done. A child whose parents are all done
+-- becomes pending, else blocked; a failed or cancelled parent is applied again
+-- at once (settle_parents: the child is cancelled again, or runs anyway).
+CREATE FUNCTION jobvisor.reblock(children bigint[]) RETURNS integer
+LANGUAGE plpgsql VOLATILE STRICT AS $$
+DECLARE
+  failed bigint[];
+BEGIN
+  UPDATE jobvisor.job_dependencies AS d SET counted = (p.status = 'done')
+    FROM jobvisor.jobs AS p
+   WHERE d.child_id = ANY (children) AND p.id = d.parent_id;
+  UPDATE jobvisor.jobs AS j
+     SET parents_waiting = w.n, status = CASE WHEN w.n = 0 THEN 'pending' ELSE 'blocked' END
+    FROM (SELECT d.child_id, count(*) FILTER (WHERE NOT d.counted)::int AS n
+            FROM jobvisor.job_dependencies AS d WHERE d.child_id = ANY (children) GROUP BY d.child_id) AS w
+   WHERE j.id = w.child_id;
+  SELECT array_agg(DISTINCT d.parent_id) INTO failed
+    FROM jobvisor.job_dependencies AS d JOIN jobvisor.jobs AS p ON p.id = d.parent_id
+   WHERE d.child_id = ANY (children) AND NOT d.counted AND p.status IN ('failed', 'cancelled');
+  RETURN coalesce(jobvisor.settle_parents(failed), 0);
+END $$;

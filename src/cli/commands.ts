@@ -78,6 +78,12 @@ export const COMMAND_SPECS: CommandSpec[] = [
         flag: '--concurrency-key K',
         meaning: "the key of the queue's per-key limits (perKeyConcurrency, rateLimit.perKey)",
       },
+      { flag: '--depends-on ID,ID', meaning: 'wait (status blocked) until these jobs are done' },
+      {
+        flag: '--on-parent-failure P',
+        meaning: 'when a parent is dead-lettered or cancelled: cancel this job, or run it anyway',
+        default: 'cancel',
+      },
       { flag: '--json', meaning: 'print { id, duplicate } as JSON' },
     ],
     example: `jobvisor enqueue welcome_email '{"user_id": 1}' --delay 10s`,
@@ -111,9 +117,14 @@ export const COMMAND_SPECS: CommandSpec[] = [
   },
   {
     name: 'jobs retry',
-    args: 'ID... | --failed [--kind K] [--limit N]',
-    summary: 're-queue dead letters and cancelled jobs (attempts back to 0, due now)',
+    args: 'ID... [--with-dependents] | --failed [--kind K] [--limit N]',
+    summary:
+      're-queue dead letters and cancelled jobs (attempts back to 0, due now; blocked again if they have parents)',
     options: [
+      {
+        flag: '--with-dependents',
+        meaning: 'also the jobs cancelled because these failed, all the way down (blocked until these are done)',
+      },
       { flag: '--failed', meaning: 'every dead letter instead of the ids given, in batches' },
       { flag: '--kind K', meaning: 'with --failed: only this kind' },
       { flag: '--limit N', meaning: 'with --failed: at most N of them, lowest ids first' },
@@ -123,7 +134,8 @@ export const COMMAND_SPECS: CommandSpec[] = [
   {
     name: 'jobs cancel',
     args: 'ID...',
-    summary: 'cancel pending and running jobs (a running job is aborted at its next heartbeat)',
+    summary:
+      'cancel pending, blocked and running jobs (a running job is aborted at its next heartbeat); their dependents are cancelled too',
     options: [],
     example: 'jobvisor jobs cancel 42 43',
   },
@@ -136,9 +148,13 @@ export const COMMAND_SPECS: CommandSpec[] = [
   },
   {
     name: 'jobs delete',
-    args: 'ID... | --failed [--kind K] [--older-than D]',
+    args: 'ID... [--force] | --failed [--kind K] [--older-than D]',
     summary: 'delete jobs, or dead letters in batches; a running job is never deleted (cancel it first)',
     options: [
+      {
+        flag: '--force',
+        meaning: 'also parents whose dependents have not finished (their blocked dependents are cancelled)',
+      },
       { flag: '--failed', meaning: 'every dead letter instead of the ids given' },
       { flag: '--kind K', meaning: 'with --failed: only this kind' },
       { flag: '--older-than D', meaning: 'with --failed: only those that failed more than D ago ("7d")' },

@@ -1,6 +1,7 @@
 /**
  * `jobvisor enqueue KIND [JSON] [--queue Q] [--priority N] [--run-at ISO | --delay 10s]
- *                   [--max-attempts N] [--unique-key K] [--concurrency-key K] [--json]`
+ *                   [--max-attempts N] [--unique-key K] [--concurrency-key K]
+ *                   [--depends-on ID,ID [--on-parent-failure cancel|run]] [--json]`
  * Prints the new job's id. A duplicate unique key is reported as skipped (exit 0).
  * Without --queue the job goes to the task's `options.queue` (see task_options.ts).
  * Every argument is checked before connecting: bad input writes nothing.
@@ -25,6 +26,8 @@ export async function enqueueCommand(argv: string[]): Promise<number> {
       'max-attempts': { type: 'string' },
       'unique-key': { type: 'string' },
       'concurrency-key': { type: 'string' },
+      'depends-on': { type: 'string' },
+      'on-parent-failure': { type: 'string' },
       json: { type: 'boolean' },
     },
     'enqueue',
@@ -51,6 +54,7 @@ export async function enqueueCommand(argv: string[]): Promise<number> {
     maxAttempts: integer('--max-attempts', values['max-attempts'] as string | undefined, 1, 1000),
     uniqueKey: values['unique-key'] as string | undefined,
     concurrencyKey: values['concurrency-key'] as string | undefined,
+    ...dependencies(values['depends-on'] as string | undefined, values['on-parent-failure'] as string | undefined),
   };
   if (options.runAt !== undefined && options.delay !== undefined)
     throw new InputError('enqueue: give --run-at or --delay, not both');
@@ -113,4 +117,15 @@ async function taskQueue(kind: string, settings: Settings): Promise<string | und
     `warning: task ${kind} asks for queue "${options.queue}", which config queues does not list; using "default"\n`,
   );
   return undefined;
+}
+
+/** `--depends-on 1,2,3` and `--on-parent-failure`; the ids themselves are checked by validateJob. */
+function dependencies(list: string | undefined, onFailure: string | undefined): Partial<EnqueueOptions> {
+  if (list === undefined) {
+    if (onFailure !== undefined) throw new InputError('enqueue: --on-parent-failure goes with --depends-on');
+    return {};
+  }
+  const ids = list.split(',').map((id) => id.trim());
+  if (ids.some((id) => id === '')) throw new InputError('enqueue: --depends-on takes job ids separated by commas');
+  return { dependsOn: ids, onParentFailure: onFailure as EnqueueOptions['onParentFailure'] };
 }

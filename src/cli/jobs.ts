@@ -11,6 +11,7 @@ import {
   JOB_STATUSES,
   listJobs,
   retryFailedInBatches,
+  retryDependents,
   retryJobs,
   statusOf,
   timeText,
@@ -107,11 +108,18 @@ async function list(argv: string[]): Promise<number> {
 async function retry(argv: string[]): Promise<number> {
   const { values, positionals } = parse(
     argv,
-    { failed: { type: 'boolean' }, kind: { type: 'string' }, limit: { type: 'string' } },
+    {
+      failed: { type: 'boolean' },
+      kind: { type: 'string' },
+      limit: { type: 'string' },
+      'with-dependents': { type: 'boolean' },
+    },
     'jobs retry',
   );
+  const withDependents = values['with-dependents'] === true;
   if (values.failed) {
     if (positionals.length > 0) throw new InputError('jobs retry: give job ids or --failed, not both');
+    if (withDependents) throw new InputError('jobs retry: --with-dependents goes with job ids');
     if (values.kind !== undefined) checkName('--kind', values.kind);
     const limit = integer('--limit', values.limit as string | undefined, 1, Number.MAX_SAFE_INTEGER);
     const count = await withStore((store) =>
@@ -123,15 +131,14 @@ async function retry(argv: string[]): Promise<number> {
   if (values.kind !== undefined) throw new InputError('jobs retry: --kind goes with --failed');
   if (values.limit !== undefined) throw new InputError('jobs retry: --limit goes with --failed');
   const ids = jobIds(positionals);
-  return withStore(async (store) =>
-    report(
-      'retried',
-      ids,
-      (await retryJobs(store, { ids })).ids ?? [],
-      await statusOf(store, ids),
-      'only failed or cancelled jobs can be retried',
-    ),
-  );
+  return withStore(async (store) => {
+    const retried = (await retryJobs(store, { ids })).ids ?? [];
+    if (withDependents) {
+      const back = await retryDependents(store, retried);
+      if (back.length > 0) process.stdout.write(`brought back ${back.length} dependent job(s): ${back.join(' ')}\n`);
+    }
+    return report('retried', ids, retried, await statusOf(store, ids), 'only failed or cancelled jobs can be retried');
+  });
 }
 
 async function cancel(argv: string[]): Promise<number> {
@@ -143,7 +150,7 @@ async function cancel(argv: string[]): Promise<number> {
       ids,
       (await cancelJobs(store, { ids })).ids ?? [],
       await statusOf(store, ids),
-      'only pending or running jobs can be cancelled',
+      'only pending, blocked or running jobs can be cancelled',
     ),
   );
 }

@@ -1,9 +1,11 @@
 /**
- * `jobvisor jobs delete ID... | --failed [--kind K] [--older-than 7d]`
+ * `jobvisor jobs delete ID... [--force] | --failed [--kind K] [--older-than 7d]`
  *
  * Deletes the jobs named, or dead letters (of a kind, finished longer ago than
  * a duration), in batches of 1,000. A running job is never deleted: its
- * supervisor still owns it; cancel it first. Asks nothing; prints counts.
+ * supervisor still owns it; cancel it first. A workflow parent whose
+ * dependents have not finished is kept unless --force (its blocked dependents
+ * are then cancelled). Asks nothing; prints counts.
  */
 import { parseDuration } from '../duration.ts';
 import { InputError } from '../errors.ts';
@@ -15,11 +17,17 @@ import { report, withStore } from './job_store.ts';
 export async function deleteCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parse(
     argv,
-    { failed: { type: 'boolean' }, kind: { type: 'string' }, 'older-than': { type: 'string' } },
+    {
+      failed: { type: 'boolean' },
+      kind: { type: 'string' },
+      'older-than': { type: 'string' },
+      force: { type: 'boolean' },
+    },
     'jobs delete',
   );
   const kind = values.kind as string | undefined;
   const olderThan = values['older-than'] as string | undefined;
+  const force = values.force === true;
   if (values.failed) {
     if (positionals.length > 0) throw new InputError('jobs delete: give job ids or --failed, not both');
     const filter: JobFilter = { status: 'failed' };
@@ -28,7 +36,7 @@ export async function deleteCommand(argv: string[]): Promise<number> {
       filter.kind = kind;
     }
     if (olderThan !== undefined) filter.olderThan = duration(olderThan);
-    const { changed } = await withStore((store) => deleteJobs(store, { filter }));
+    const { changed } = await withStore((store) => deleteJobs(store, { filter }, { force }));
     process.stdout.write(`deleted ${changed} failed job(s)\n`);
     return 0;
   }
@@ -36,13 +44,13 @@ export async function deleteCommand(argv: string[]): Promise<number> {
   if (olderThan !== undefined) throw new InputError('jobs delete: --older-than goes with --failed');
   const ids = jobIds(positionals);
   return withStore(async (store) => {
-    const result = await deleteJobs(store, { ids });
+    const result = await deleteJobs(store, { ids }, { force });
     return report(
       'deleted',
       ids,
       result.ids ?? [],
       await statusOf(store, ids),
-      'a running job is never deleted (cancel it first)',
+      'a running job is never deleted (cancel it first), nor a parent whose dependents have not finished (--force)',
     );
   });
 }

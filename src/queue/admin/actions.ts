@@ -29,6 +29,7 @@
  *           cancel it first, and delete it once it is cancelled.
  */
 import { planned, run, type Store } from '../sql.ts';
+import { DROP_DELETED_EDGES, NO_LIVE_DEPENDENTS, REBLOCK_RETRIED, SETTLE_CANCELLED } from './graph_actions.ts';
 import { FILTER_PARAMS, FILTER_WHERE, filterParams } from './filter.ts';
 import {
   ACTION_STATUSES,
@@ -73,25 +74,28 @@ const LOCK_BATCH_NOT_DUE = `${LOCKED_MATCHES} AND run_at > now()
 const RETRY = planned(
   'admin_retry',
   `
-WITH t AS (${LOCK_BATCH})
+WITH t AS (${LOCK_BATCH}), u AS (
 UPDATE jobvisor.jobs AS j
-   SET status = 'pending', attempts = 0, snoozes = 0, run_at = now(), finished_at = NULL, locked_until = NULL
+   SET status = CASE WHEN j.parents_waiting IS NULL THEN 'pending' ELSE 'blocked' END,
+       attempts = 0, snoozes = 0, run_at = now(), finished_at = NULL, locked_until = NULL
   FROM t
  WHERE j.id = t.id
-RETURNING j.id, j.queue`,
+RETURNING j.id, j.queue, j.parents_waiting IS NOT NULL AS child
+), ${REBLOCK_RETRIED}`,
 );
 
 const CANCEL = planned(
   'admin_cancel',
   `
-WITH t AS (${LOCK_BATCH})
+WITH t AS (${LOCK_BATCH}), u AS (
 UPDATE jobvisor.jobs AS j
    SET status = 'cancelled',
        finished_at = CASE WHEN j.status = 'running' THEN NULL ELSE now() END,
        locked_until = CASE WHEN j.status = 'running' THEN j.locked_until END
   FROM t
  WHERE j.id = t.id
-RETURNING j.id, j.queue`,
+RETURNING j.id, j.queue, j.has_dependents
+), ${SETTLE_CANCELLED}`,
 );
 
 // run_at only: the status does not change, so the re-queue trigger stays
@@ -110,11 +114,23 @@ RETURNING j.id, j.queue`,
 const DELETE = planned(
   'admin_delete',
   `
-WITH t AS (${LOCK_BATCH})
+WITH t AS (${LOCK_BATCH}), gone AS (
+DELETE FROM jobvisor.jobs AS j
+ USING t
+ WHERE j.id = t.id AND ${NO_LIVE_DEPENDENTS}
+RETURNING j.id, j.queue, j.has_dependents, j.parents_waiting IS NOT NULL AS child
+), ${DROP_DELETED_EDGES}`,
+);
+
+const DELETE_FORCE = planned(
+  'admin_delete_force',
+  `
+WITH t AS (${LOCK_BATCH}), gone AS (
 DELETE FROM jobvisor.jobs AS j
  USING t
  WHERE j.id = t.id
-RETURNING j.id, j.queue`,
+RETURNING j.id, j.queue, j.has_dependents, j.parents_waiting IS NOT NULL AS child
+), ${DROP_DELETED_EDGES}`,
 );
 
 const NOTIFY_QUEUES = planned(
@@ -134,6 +150,7 @@ const ACTIONS = {
   runNow: { statuses: ACTION_STATUSES.runNow, change: RUN_NOW, notify: true },
   delete: { statuses: ACTION_STATUSES.delete, change: DELETE, notify: false },
 } satisfies Record<BulkAction, Action>;
+const FORCED_DELETE: Action = { ...ACTIONS.delete, change: DELETE_FORCE };
 
 async function bulk(store: Store, action: Action, target: BulkTarget, options: BulkOptions = {}): Promise<BulkResult> {
   const byIds = 'ids' in target;
@@ -200,9 +217,17 @@ export function runJobsNow(store: Store, target: BulkTarget, options?: BulkOptio
   return bulk(store, ACTIONS.runNow, target, options);
 }
 
-/** Deletes jobs that are not running (a running job is never deleted: cancel it first). */
-export function deleteJobs(store: Store, target: BulkTarget, options?: BulkOptions): Promise<BulkResult> {
-  return bulk(store, ACTIONS.delete, target, options);
+/**
+ * Deletes jobs that are not running (a running job is never deleted: cancel it
+ * first). A workflow parent whose dependents have not finished is left alone
+ * unless `force`; forced, its blocked dependents are cancelled (cascading).
+ */
+export function deleteJobs(
+  store: Store,
+  target: BulkTarget,
+  options?: BulkOptions & { force?: boolean },
+): Promise<BulkResult> {
+  return bulk(store, options?.force ? FORCED_DELETE : ACTIONS.delete, target, options);
 }
 
 /**

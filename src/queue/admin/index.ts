@@ -42,6 +42,7 @@ export {
   type QueueConfig,
   type SupervisorInfo,
 } from '../presence.ts';
+export { retryDependents } from './graph_actions.ts';
 export {
   ACTION_STATUSES,
   JOB_STATUSES,

@@ -142,9 +142,9 @@ export type BulkAction = 'retry' | 'cancel' | 'runNow' | 'delete';
  */
 export const ACTION_STATUSES: Readonly<Record<BulkAction, readonly JobStatus[]>> = {
   retry: ['failed', 'cancelled'],
-  cancel: ['pending', 'running'],
+  cancel: ['pending', 'running', 'blocked'],
   runNow: ['pending'],
-  delete: ['pending', 'done', 'failed', 'cancelled'],
+  delete: ['pending', 'done', 'failed', 'cancelled', 'blocked'],
 };
 
 /** The jobs a bulk action applies to: these ids, or everything matching a filter. */

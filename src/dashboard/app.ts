@@ -28,6 +28,7 @@ import { actionRoutes } from './routes/actions.ts';
 import { loginRoutes } from './routes/login.ts';
 import { pageRoutes, STATEMENT_TIMEOUT } from './routes/pages.ts';
 import { queueRoutes } from './routes/queues.ts';
+import { workflowRoutes } from './routes/workflow.ts';
 import { SCRIPT, STYLE } from './static.ts';
 import { readDashboardToken } from './token.ts';
 import { messagePage } from './views/message.ts';
@@ -178,6 +179,7 @@ export function createDashboard(options: DashboardOptions): DashboardHandler {
   pageRoutes(app, { view, db, redact, schedules: options.schedules ?? [] });
   actionRoutes(app, { view, db, redact });
   queueRoutes(app, { view, db });
+  workflowRoutes(app, { view, db });
   app.notFound((c) => c.html(messagePage(view, 'Not found', 'There is no such page.'), 404));
   root.notFound((c) => c.html(messagePage(view, 'Not found', 'There is no such page.'), 404));
   const onError = (err: Error & { code?: string }, c: Parameters<Parameters<typeof app.onError>[0]>[1]) => {

@@ -10,14 +10,14 @@ export const STYLE = `
   --bad:#b42318; --ok:#067647; --accent:#1f4fd1; --bar:#101828; --bar-fg:#d0d5dd; --btn-line:#d0d5dd;
   --s-bg:#eaecf0; --s-failed:#fee4e2; --s-done:#dcfae6; --s-running:#d1e9ff; --s-running-fg:#175cd3;
   --s-pending:#fef0c7; --s-pending-fg:#93370d; --s-paused:#f4ebff; --s-paused-fg:#6941c6;
-  --s-sched:#e0f2fe; --s-sched-fg:#026aa2; --s-sched-line:#7cd4fd;
+  --s-sched:#e0f2fe; --s-sched-fg:#026aa2; --s-sched-line:#7cd4fd; --s-blocked:#e0e7ff; --s-blocked-fg:#3538cd;
   --ok-bg:#dcfae6; --ok-line:#abefc6; --warn-bg:#fffaeb; --warn-line:#fedf89; --warn-fg:#93370d; --err-bg:#fee4e2; --err-line:#fecdca; }
 @media (prefers-color-scheme: dark) { :root {
   --fg:#e4e7ec; --muted:#98a2b3; --line:#344054; --bg:#0c111d; --panel:#161b26; --head:#1f242f; --head-fg:#cecfd2;
   --bad:#f97066; --ok:#47cd89; --accent:#84adff; --bar:#000; --bar-fg:#94969c; --btn-line:#475467;
   --s-bg:#333741; --s-failed:#55160c; --s-done:#053321; --s-running:#102a56; --s-running-fg:#84caff;
   --s-pending:#4e1d09; --s-pending-fg:#fec84b; --s-paused:#2c1c5f; --s-paused-fg:#bdb4fe;
-  --s-sched:#0b2a3f; --s-sched-fg:#7cd4fd; --s-sched-line:#0086c9;
+  --s-sched:#0b2a3f; --s-sched-fg:#7cd4fd; --s-sched-line:#0086c9; --s-blocked:#1f235b; --s-blocked-fg:#a4bcfd;
   --ok-bg:#053321; --ok-line:#085d3a; --warn-bg:#4e1d09; --warn-line:#93370d; --warn-fg:#fec84b; --err-bg:#55160c; --err-line:#912018; } }
 * { box-sizing: border-box; }
 body { margin:0; font:14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color:var(--fg); background:var(--bg); }
@@ -41,6 +41,7 @@ a { color:var(--accent); }
 .status-paused { background:var(--s-paused); color:var(--s-paused-fg); }
 .status-scheduled { background:var(--s-sched); color:var(--s-sched-fg); border:1px dashed var(--s-sched-line); }
 .status-cancelled { color:var(--muted); }
+.status-blocked { background:var(--s-blocked); color:var(--s-blocked-fg); }
 .status-unserved { background:var(--warn-bg); color:var(--warn-fg); border:1px solid var(--warn-line); }
 .err { color:var(--bad); white-space:pre-wrap; word-break:break-word; font-family:ui-monospace, monospace; font-size:.8rem; }
 pre { background:var(--panel); border:1px solid var(--line); padding:.8rem; overflow:auto; font-size:.85rem; max-width:100%; }
@@ -64,6 +65,15 @@ svg.chart { background:var(--panel); border:1px solid var(--line); max-width:100
 svg.chart .done { fill:#32d583; } svg.chart .failed { fill:#f97066; } svg.chart text { font-size:10px; fill:var(--muted); }
 .legend .done { color:var(--ok); } .legend .failed { color:var(--bad); }
 .pager { margin:.6rem 0; display:flex; gap:1.5rem; }
+.graph-scroll { overflow:auto; max-height:80vh; max-width:100%; border:1px solid var(--line); background:var(--panel); }
+svg.graph { display:block; max-width:none; } svg.graph text { font-size:11px; fill:var(--fg); pointer-events:none; }
+svg.graph text.kind { font-weight:600; } svg.graph .edge { fill:none; stroke:var(--muted); stroke-width:1.2; }
+svg.graph .arrow { fill:var(--muted); } svg.graph text.edge-count { fill:var(--muted); font-size:10px; }
+svg.graph rect { stroke:var(--line); fill:var(--s-bg); } svg.graph rect.root { stroke:var(--accent); stroke-width:3; }
+svg.graph .n-done { fill:var(--s-done); } svg.graph .n-failed { fill:var(--s-failed); }
+svg.graph .n-running { fill:var(--s-running); } svg.graph .n-pending { fill:var(--s-pending); }
+svg.graph .n-blocked { fill:var(--s-blocked); } svg.graph .n-cancelled { fill:var(--s-bg); stroke-dasharray:4 3; }
+svg.graph .n-group { fill:var(--panel); stroke:var(--muted); } svg.graph a:hover rect { stroke:var(--accent); }
 figure { margin:.6rem 0; max-width:100%; } .scroll { max-width:100%; }
 @media (max-width: 640px) {
   header { padding:.5rem .8rem; gap:.3rem 1rem; } header .brand { margin-right:0; }

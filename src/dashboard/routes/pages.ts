@@ -8,6 +8,7 @@ import {
   listJobs,
   overview,
   QUEUE_NAME,
+  relationsOf,
   scheduleSummaries,
   throughput,
 } from '../../queue/admin/index.ts';
@@ -97,15 +98,21 @@ export function pageRoutes(
 
   app.get('/jobs/:id', async (c) => {
     const id = c.req.param('id');
-    const job = JOB_ID.test(id) ? await db.use((store) => getJob(store, id)) : null;
-    if (!job) return c.html(messagePage(view, 'Not found', `There is no job ${id}.`), 404);
+    const found = JOB_ID.test(id)
+      ? await db.use(async (store) => {
+          const job = await getJob(store, id);
+          return job && { job, relations: await relationsOf(store, id) };
+        })
+      : null;
+    if (!found) return c.html(messagePage(view, 'Not found', `There is no job ${id}.`), 404);
+    const { job, relations } = found;
     // A result or progress value may carry what the payload did: redacted alike.
     const shown = {
       ...job,
       result: redactPayload(job.result, deps.redact),
       progress: redactPayload(job.progress, deps.redact),
     };
-    return c.html(jobPage(view, shown, redactPayload(job.payload, deps.redact), c.req.query('done')));
+    return c.html(jobPage(view, shown, relations, redactPayload(job.payload, deps.redact), c.req.query('done')));
   });
 
   app.get('/dead-letters', async (c) => {

@@ -1,9 +1,10 @@
 /** One job: facts, owner and lease, the redacted payload, its status timeline, and its actions. */
 import { html } from 'hono/html';
-import type { JobDetail } from '../../queue/admin/index.ts';
+import type { JobDetail, Relations } from '../../queue/admin/index.ts';
 import { attemptsOf } from '../../queue/admin/index.ts';
 import { applies, shownStatus } from './applicable.ts';
 import { attemptsTable } from './attempts.ts';
+import { relationsSection } from './job_relations.ts';
 import { flash, layout, status, time, type ViewContext } from './layout.ts';
 
 const ACTIONS = [
@@ -13,7 +14,7 @@ const ACTIONS = [
   ['delete', 'Delete', true],
 ] as const;
 
-export function jobPage(v: ViewContext, job: JobDetail, payload: unknown, flashKey?: string) {
+export function jobPage(v: ViewContext, job: JobDetail, relations: Relations, payload: unknown, flashKey?: string) {
   const body = html`<div data-refresh="5">
     <h1>Job ${job.id} ${status(shownStatus(job))}</h1>
     ${flash(flashKey)}
@@ -58,6 +59,7 @@ export function jobPage(v: ViewContext, job: JobDetail, payload: unknown, flashK
       <dt>Finished</dt>
       <dd>${time(job.finished_at)}</dd>
     </dl>
+    ${relationsSection(v, job.id, relations)}
     <h2>Last error</h2>
     ${job.last_error ? html`<pre class="err" id="last-error">${job.last_error}</pre>` : html`<p class="muted">None.</p>`}
     <h2>Attempts</h2>

@@ -146,19 +146,28 @@ WITH RECURSIVE component(id) AS (
 SELECT id::text AS id FROM component LIMIT $2`,
 );
 
-// The rows of those ids and, for each, its parents among them. A child's
-// parents come from the primary key's prefix; a fan-in's 10,000 parents are
-// 10,000 index entries whatever the limit, which is why the limit is on nodes.
+// The rows of those ids, each one probe of the jobs' primary key.
 const NODES = planned(
   'admin_workflow_nodes',
   `
-SELECT j.id, j.kind, j.queue, j.status,
-       array(SELECT d.parent_id::text FROM jobvisor.job_dependencies AS d
-              WHERE d.child_id = j.id AND d.parent_id = ANY($1::bigint[])
-              ORDER BY d.parent_id) AS parents
+SELECT j.id, j.kind, j.queue, j.status
   FROM jobvisor.jobs AS j
  WHERE j.id = ANY($1::bigint[])
  ORDER BY j.id`,
+);
+
+// Their edges to parents: one probe of the primary key's prefix per id. Kept
+// to edges inside the set in the caller, with a hash set: tested per row in
+// SQL (parent_id = ANY of the 2,000 ids) the 2,100 edges of one fan-in cost
+// 1.9 s, against about 10 ms this way. A fan-in's 10,000 parents are 10,000
+// index entries whatever the limit, which is why the limit is on nodes.
+const EDGES = planned(
+  'admin_workflow_edges',
+  `
+SELECT d.child_id::text AS child, d.parent_id::text AS parent
+  FROM unnest($1::bigint[]) AS c(id)
+ CROSS JOIN LATERAL (SELECT child_id, parent_id FROM jobvisor.job_dependencies WHERE child_id = c.id) AS d
+ ORDER BY d.child_id, d.parent_id`,
 );
 
 /**
@@ -173,6 +182,15 @@ export async function workflowOf(store: Store, id: string, limit = WORKFLOW_LIMI
   const ids = (await run<{ id: string }>(store, COMPONENT, [root, n + 1])).map((r) => r.id);
   const truncated = ids.length > n;
   const kept = ids.slice(0, n);
-  const nodes = await run<WorkflowNode>(store, NODES, [kept]);
+  const rows = await run<RelatedJob>(store, NODES, [kept]);
+  const inside = new Set(kept);
+  const parents = new Map<string, string[]>();
+  for (const e of await run<{ child: string; parent: string }>(store, EDGES, [kept]))
+    if (inside.has(e.parent)) {
+      const list = parents.get(e.child);
+      if (list) list.push(e.parent);
+      else parents.set(e.child, [e.parent]);
+    }
+  const nodes = rows.map((r) => ({ ...r, parents: parents.get(r.id) ?? [] }));
   return { root, nodes, truncated, limit: n };
 }

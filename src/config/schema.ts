@@ -4,6 +4,7 @@
  * `duration: true` here, turned into milliseconds on load).
  */
 import { availableParallelism } from 'node:os';
+import { clusterSchema } from './cluster.ts';
 import { dashboardSchema } from './dashboard.ts';
 import type { QueueInput, QueueSettings, Schedule, ScheduleInput } from './sections.ts';
 import { BYTE_COUNT, durationFormat, intIn, timerFormat, validateSchedules } from './validate.ts';
@@ -239,6 +240,7 @@ export const schema = {
     },
   },
   dashboard: dashboardSchema,
+  cluster: clusterSchema,
   log: {
     level: {
       doc: 'pino level.',

@@ -6,7 +6,7 @@
  * facts that every replica reports: aggregate them with `max`, never `sum`.
  * Counters and histograms are per process: aggregate them with `sum`.
  */
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type Aggregator } from 'prom-client';
 import { droppedLogLines } from '../log.ts';
 
 const JOB_LABELS = ['queue', 'kind'] as const;
@@ -26,8 +26,9 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
   const registers = [registry];
   const counter = (name: string, help: string, labelNames: readonly string[] = JOB_LABELS) =>
     new Counter({ name, help, labelNames, registers });
-  const gauge = (name: string, help: string, labelNames: readonly string[] = []) =>
-    new Gauge({ name, help, labelNames, registers });
+  // `aggregator`: how the cluster primary merges the children's values (default sum).
+  const gauge = (name: string, help: string, labelNames: readonly string[] = [], aggregator?: Aggregator) =>
+    new Gauge({ name, help, labelNames, registers, ...(aggregator ? { aggregator } : {}) });
   const histogram = (name: string, help: string) =>
     new Histogram({ name, help, labelNames: JOB_LABELS, buckets: DURATION_BUCKETS, registers });
 
@@ -63,11 +64,13 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
       'jobvisor_jobs',
       'Jobs in the database by queue, kind and status (global; aggregate with max). Counts pending, running, failed and blocked.',
       ['queue', 'kind', 'status'],
+      'max',
     ),
     oldestPending: gauge(
       'jobvisor_oldest_pending_seconds',
       'Age of the oldest due pending job per queue (global; aggregate with max).',
       ['queue'],
+      'max',
     ),
     inFlight: gauge('jobvisor_jobs_in_flight', 'Jobs claimed by this supervisor and not yet recorded, per queue.', [
       'queue',
@@ -84,12 +87,15 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
       'jobvisor_queue_paused',
       '1 while the queue is paused (jobvisor queues pause), as this supervisor last read it; 0 otherwise.',
       ['queue'],
+      'max',
     ),
     draining: gauge('jobvisor_supervisor_draining', '1 while this supervisor is shutting down.'),
     info: gauge('jobvisor_supervisor_info', 'Always 1; labels identify the supervisor.', ['supervisor', 'version']),
     databaseGaugesUp: gauge(
       'jobvisor_database_gauges_up',
       '1 when the last read of the database gauges succeeded within the scrape deadline; 0: jobvisor_jobs and jobvisor_oldest_pending_seconds are stale.',
+      [],
+      'min',
     ),
     loopFailing: gauge(
       'jobvisor_loop_failing_seconds',
@@ -109,6 +115,8 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
     readOnlyServer: gauge(
       'jobvisor_database_read_only',
       '1 while the server reached is read-only (in recovery: a standby or a demoted primary); 0 otherwise.',
+      [],
+      'max',
     ),
     dbErrors: counter('jobvisor_database_errors_total', 'Database errors seen by supervisor loops.', ['loop']),
     // Read at scrape time from the log destination (log.ts), which cannot wait for the reader.
@@ -125,3 +133,45 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;
+
+/**
+ * The cluster primary's own metrics (`jobvisor start --processes N`), merged
+ * into the children's on its /metrics. `child` is the slot (0 … N-1), so the
+ * series stay bounded however often a slot's process is replaced.
+ */
+export function createClusterMetrics() {
+  const registry = new Registry();
+  const registers = [registry];
+  return {
+    registry,
+    restarts: new Counter({
+      name: 'jobvisor_cluster_restarts_total',
+      help: 'Supervisor processes the cluster primary restarted after an unexpected exit, per slot.',
+      labelNames: ['child'],
+      registers,
+    }),
+    recycles: new Counter({
+      name: 'jobvisor_cluster_recycles_total',
+      help: 'Supervisor processes replaced and drained for reaching cluster.maxJobs or cluster.maxRssMb, per slot.',
+      labelNames: ['child', 'reason'],
+      registers,
+    }),
+    handedBack: new Counter({
+      name: 'jobvisor_cluster_jobs_handed_back_total',
+      help: 'Running jobs of exited supervisor processes the primary put back at once (not through the lease).',
+      registers,
+    }),
+    children: new Gauge({
+      name: 'jobvisor_cluster_children',
+      help: 'Supervisor processes alive under this primary.',
+      registers,
+    }),
+    childrenReady: new Gauge({
+      name: 'jobvisor_cluster_children_ready',
+      help: 'Supervisor processes under this primary that answered ready at the last scrape.',
+      registers,
+    }),
+  };
+}
+
+export type ClusterMetrics = ReturnType<typeof createClusterMetrics>;

@@ -23,7 +23,8 @@ export interface Readiness {
 export interface HttpOptions {
   host: string;
   port: number;
-  registry: Registry;
+  /** What /metrics answers: a registry, or anything that renders like one (the cluster's aggregate). */
+  registry: Pick<Registry, 'metrics' | 'contentType'>;
   /** Called before each /metrics answer (refreshes database gauges), given the time it may take. */
   beforeScrape?: (deadlineMs: number) => Promise<void>;
   /** Longest wait for beforeScrape (default 2 s). */

@@ -16,7 +16,7 @@ import { observeEvents } from './observe.ts';
 import { DatabaseProbe, READ_ONLY_REASON } from './readiness.ts';
 import { startHttpServer, type Readiness } from './server.ts';
 
-export async function serveSupervisor(options: {
+export interface ObserveOptions {
   settings: Settings;
   supervisor: Supervisor;
   databaseUrl: string;
@@ -24,7 +24,20 @@ export async function serveSupervisor(options: {
   log: Logger;
   /** Task kinds known beyond the folders (the app's tasks map). */
   kinds?: string[];
-}) {
+}
+
+/** A supervisor's metrics and readiness, without a server: what a cluster child hands its primary. */
+export interface ObservedSupervisor {
+  metrics: Metrics;
+  readiness: () => Promise<Readiness>;
+  /** Refreshes the gauges read at scrape time (threads, in flight, database gauges). */
+  beforeScrape: (deadlineMs: number) => Promise<void>;
+  probe: DatabaseProbe;
+  close: () => Promise<void>;
+}
+
+/** Wires the metrics and the readiness of `supervisor` (serveSupervisor serves them). */
+export function observeSupervisor(options: ObserveOptions): ObservedSupervisor {
   const { settings, supervisor, metrics, log } = options;
   const labels = createLabelSet({
     queues: Object.keys(settings.queues),
@@ -53,11 +66,10 @@ export async function serveSupervisor(options: {
     return { ready: false, reason: `failing for longer than a lease: ${list}` };
   };
 
-  const http = await startHttpServer({
-    host: settings.metrics.host,
-    port: settings.metrics.port,
-    registry: metrics.registry,
+  return {
+    metrics,
     readiness,
+    probe,
     beforeScrape: async (deadlineMs) => {
       for (const queue of Object.keys(settings.queues)) metrics.inFlight.labels(queue).set(supervisor.inFlight(queue));
       metrics.threads.set(supervisor.threadCount());
@@ -68,15 +80,30 @@ export async function serveSupervisor(options: {
       for (const f of health.failing()) metrics.loopFailing.labels(f.loop).set(f.failingMs / 1000);
       await gauges.refresh(deadlineMs);
     },
+    close: async () => {
+      health.stop();
+      await probe.close();
+    },
+  };
+}
+
+/** observeSupervisor() served on settings.metrics.{host,port}: /metrics, /healthz, /readyz. */
+export async function serveSupervisor(options: ObserveOptions) {
+  const observed = observeSupervisor(options);
+  const http = await startHttpServer({
+    host: options.settings.metrics.host,
+    port: options.settings.metrics.port,
+    registry: options.metrics.registry,
+    readiness: observed.readiness,
+    beforeScrape: observed.beforeScrape,
   });
   return {
-    port: http.port,
-    readiness,
-    probe,
+    port: http.port as number | undefined,
+    readiness: observed.readiness,
+    probe: observed.probe,
     async close() {
-      health.stop();
       await http.close();
-      await probe.close();
+      await observed.close();
     },
   };
 }

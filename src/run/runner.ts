@@ -18,7 +18,7 @@ import { safeUrl, type Logger } from '../log.ts';
 import { createMetrics } from '../metrics/metrics.ts';
 import { DatabaseProbe } from '../metrics/readiness.ts';
 import type { Readiness } from '../metrics/server.ts';
-import { serveSupervisor } from '../metrics/supervisor-http.ts';
+import { observeSupervisor, serveSupervisor, type ObservedSupervisor } from '../metrics/supervisor-http.ts';
 import type { SupervisorEvents } from '../supervisor/events.ts';
 import { Supervisor } from '../supervisor/supervisor.ts';
 import { threadWatch } from '../supervisor/thread_watch.ts';
@@ -51,6 +51,10 @@ export interface RunnerSetup {
   startSdk: boolean;
   /** Runs last in stop(): what the caller owns (the command's embedded server). */
   close?: () => Promise<void>;
+  /** Called with the supervisor's id and events once it exists, before its first claim (a cluster child tells its primary). */
+  onSupervisor?: (id: string, events: SupervisorEvents) => void;
+  /** With serveMetrics: hand the metrics and readiness to this instead of serving HTTP (a cluster child). */
+  exportMetrics?: (observed: ObservedSupervisor) => void;
 }
 
 /** A running supervisor, as run() returns it. */
@@ -94,6 +98,7 @@ export async function startRunner(setup: RunnerSetup): Promise<Runner> {
     pool: setup.pool,
     taskFiles: setup.taskFiles,
   });
+  setup.onSupervisor?.(supervisor.id, supervisor.events);
   let stopAskedAt = 0;
   // Best-effort: a collector that never answers gets what is left of the grace, at most 1 s.
   const endTracing = async () => {
@@ -195,12 +200,16 @@ export async function startRunner(setup: RunnerSetup): Promise<Runner> {
 async function serve(setup: RunnerSetup, supervisor: Supervisor) {
   const metrics = createMetrics();
   metrics.info.labels(supervisor.id, VERSION).set(1);
-  return serveSupervisor({
+  const options = {
     settings: setup.settings,
     supervisor,
     databaseUrl: setup.databaseUrl,
     metrics,
     log: setup.log,
     kinds: Object.keys(setup.taskFiles),
-  });
+  };
+  if (!setup.exportMetrics) return serveSupervisor(options);
+  const observed = observeSupervisor(options);
+  setup.exportMetrics(observed);
+  return { port: undefined, readiness: observed.readiness, probe: observed.probe, close: () => observed.close() };
 }

@@ -1,0 +1,227 @@
+/**
+ * The cluster primary: N slots, each holding one supervisor process. It runs
+ * no jobs.
+ *
+ * Invariants:
+ *   - every slot has a process or a restart timer, until stop();
+ *   - a process that exits has its running jobs handed back at once (by its
+ *     supervisor id, fenced by owner and token: queue/hand_back.ts);
+ *   - an unexpected exit is restarted after restartDelayMs (restart_delay.ts)
+ *     and logged in one line; a process the primary asked to drain is not;
+ *   - recycling starts the replacement first and drains the old process only
+ *     once the replacement claims, so the slot never stops claiming.
+ */
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { Logger } from '../log.ts';
+import { createClusterMetrics } from '../metrics/metrics.ts';
+import { handBackJobsOf } from '../queue/hand_back.ts';
+import type { Store } from '../queue/sql.ts';
+import { retire } from './aggregate.ts';
+import { CHILD_SLOT_ENV, PRIMARY_ID_ENV, type ChildMessage, type MetricsJson } from './messages.ts';
+import { nextStreak, restartDelayMs } from './restart_delay.ts';
+import { SupervisorChild, type ChildExit, type ForkOptions } from './supervisor_child.ts';
+
+/** A claim the dead process sent may commit just after its exit: one more sweep this much later. */
+const SECOND_SWEEP_MS = 300;
+const MB = 1024 * 1024;
+
+export interface PrimaryOptions {
+  processes: number;
+  maxJobs: number;
+  maxRssMb: number;
+  store: Store;
+  log: Logger;
+  fork: ForkOptions;
+}
+
+interface Slot {
+  current: SupervisorChild | undefined;
+  streak: number;
+  restart: NodeJS.Timeout | undefined;
+  /** The process being replaced, while its replacement starts. */
+  replacing: SupervisorChild | undefined;
+  recycleAfter: number;
+}
+
+export class ClusterPrimary {
+  readonly id = `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+  readonly metrics = createClusterMetrics();
+  private readonly slots: Slot[];
+  private readonly children = new Set<SupervisorChild>();
+  private retired: MetricsJson = [];
+  private stopping = false;
+  /** onExit runs of processes that exited, until their hand-back is done. */
+  private readonly handling = new Set<Promise<void>>();
+
+  constructor(private readonly options: PrimaryOptions) {
+    this.slots = Array.from({ length: options.processes }, () => ({
+      current: undefined,
+      streak: 0,
+      restart: undefined,
+      replacing: undefined,
+      recycleAfter: 0,
+    }));
+  }
+
+  get processes(): number {
+    return this.options.processes;
+  }
+
+  /** Every live process, replacements and processes being drained included. */
+  live(): SupervisorChild[] {
+    return [...this.children].filter((c) => c.alive);
+  }
+
+  /** The process each slot counts on (readiness), live or not. */
+  current(): Array<SupervisorChild | undefined> {
+    return this.slots.map((s) => s.current);
+  }
+
+  /** Counters and histograms of exited processes (aggregate.ts). */
+  retiredMetrics(): MetricsJson {
+    return this.retired;
+  }
+
+  start(): void {
+    for (let i = 0; i < this.slots.length; i++) this.spawn(i);
+  }
+
+  private spawn(slot: number): SupervisorChild {
+    const { fork } = this.options;
+    const child = new SupervisorChild(
+      slot,
+      { ...fork, env: { ...fork.env, [CHILD_SLOT_ENV]: String(slot), [PRIMARY_ID_ENV]: this.id } },
+      (c, m) => this.onMessage(c, m),
+    );
+    this.children.add(child);
+    this.metrics.children.set(this.live().length);
+    this.options.log.info({ child: slot, childPid: child.pid }, 'supervisor process started');
+    const handled: Promise<void> = child.exited
+      .then((exit) => this.onExit(child, exit))
+      .finally(() => this.handling.delete(handled));
+    this.handling.add(handled);
+    const s = this.slots[slot] as Slot;
+    s.current = child;
+    return child;
+  }
+
+  private onMessage(child: SupervisorChild, m: ChildMessage): void {
+    if (m.jobvisor === 'stats') this.maybeRecycle(child);
+  }
+
+  private async onExit(child: SupervisorChild, exit: ChildExit): Promise<void> {
+    this.children.delete(child);
+    this.metrics.children.set(this.live().length);
+    const slot = this.slots[child.slot] as Slot;
+    const expected = child.drainAsked || this.stopping;
+    const handedBack = await this.handBack(child, exit);
+    this.retired = await retire(this.retired, child.lastMetrics).catch(() => this.retired);
+    const fields = { child: child.slot, childPid: child.pid, supervisor: child.supervisorId, ...exit, handedBack };
+    if (slot.current !== child) {
+      if (slot.replacing === child) slot.replacing = undefined;
+      this.options.log.info(fields, 'supervisor process exited');
+      return;
+    }
+    if (slot.replacing) {
+      // The replacement died before it claimed: the old process keeps the slot.
+      slot.current = slot.replacing;
+      slot.replacing = undefined;
+      slot.streak = nextStreak(slot.streak, 0);
+      slot.recycleAfter = performance.now() + restartDelayMs(slot.streak);
+      this.options.log.warn(
+        fields,
+        'replacement supervisor process exited before it claimed: the old one keeps its slot',
+      );
+      return;
+    }
+    if (expected) {
+      this.options.log.info(fields, 'supervisor process exited');
+      return;
+    }
+    slot.current = undefined;
+    slot.streak = nextStreak(slot.streak, performance.now() - child.startedAt);
+    const delayMs = restartDelayMs(slot.streak);
+    this.metrics.restarts.labels(String(child.slot)).inc();
+    this.options.log.warn(
+      { ...fields, crashes: slot.streak, restartInMs: delayMs },
+      'supervisor process exited unexpectedly: its jobs handed back, restarting it',
+    );
+    slot.restart = setTimeout(() => {
+      slot.restart = undefined;
+      if (!this.stopping) this.spawn(child.slot);
+    }, delayMs);
+  }
+
+  private async handBack(child: SupervisorChild, exit: ChildExit): Promise<number> {
+    const id = child.supervisorId;
+    if (!id) return 0;
+    const how = exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`;
+    const reason = `supervisor ${id} exited (${how}) while running it: handed back by the cluster primary`;
+    const sweep = async () => {
+      try {
+        return (await handBackJobsOf(this.options.store, id, reason)).length;
+      } catch (err) {
+        this.options.log.warn(
+          { err, supervisor: id },
+          'could not hand back the jobs of an exited supervisor: their leases will',
+        );
+        return 0;
+      }
+    };
+    const n = await sweep();
+    setTimeout(
+      () =>
+        void sweep().then((late) => {
+          if (late > 0)
+            this.options.log.info(
+              { supervisor: id, handedBack: late },
+              'late claims of an exited supervisor handed back',
+            );
+          this.metrics.handedBack.inc(late);
+        }),
+      SECOND_SWEEP_MS,
+    ).unref();
+    this.metrics.handedBack.inc(n);
+    return n;
+  }
+
+  private maybeRecycle(child: SupervisorChild): void {
+    const slot = this.slots[child.slot] as Slot;
+    const { maxJobs, maxRssMb } = this.options;
+    if (this.stopping || slot.current !== child || slot.replacing || !child.ready) return;
+    if (performance.now() < slot.recycleAfter) return;
+    const reason =
+      maxJobs > 0 && child.jobs >= maxJobs
+        ? 'maxJobs'
+        : maxRssMb > 0 && child.rssBytes > maxRssMb * MB
+          ? 'maxRssMb'
+          : undefined;
+    if (!reason) return;
+    this.metrics.recycles.labels(String(child.slot), reason).inc();
+    this.options.log.info(
+      { child: child.slot, childPid: child.pid, jobs: child.jobs, rssMb: Math.round(child.rssBytes / MB), reason },
+      'recycling a supervisor process: its replacement starts before it drains',
+    );
+    slot.replacing = child;
+    const next = this.spawn(child.slot);
+    void next.whenReady().then((ready) => {
+      if (!ready || slot.replacing !== child) return;
+      slot.replacing = undefined;
+      child.drain();
+    });
+  }
+
+  /** Stops restarting and asks every process to drain; resolves when all have exited. Idempotent. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    for (const s of this.slots) clearTimeout(s.restart);
+    for (const c of this.live()) c.drain();
+    while (this.handling.size > 0) await Promise.all([...this.handling]);
+  }
+
+  /** Sends `signal` to every live process (a second SIGTERM forces their drain; SIGKILL ends them). */
+  signalAll(signal: NodeJS.Signals): void {
+    for (const c of this.live()) c.signal(signal);
+  }
+}

@@ -1,0 +1,127 @@
+/**
+ * Cluster mode's decisions as pure functions: the process count of `auto`
+ * (cgroup quota), the restart back-off, what "enough children ready" means,
+ * the per-child labels and retired counters of the aggregated metrics, and
+ * the `cluster` configuration keys.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
+import path from 'node:path';
+import { describe, it } from 'node:test';
+import { Counter, Gauge, Registry } from 'prom-client';
+import { aggregate, cumulative, labelChild, retire } from '../src/cluster/aggregate.ts';
+import { availableCpus, quotaCpus, resolveProcesses } from '../src/cluster/cpus.ts';
+import { enoughReady } from '../src/cluster/http.ts';
+import type { MetricsJson } from '../src/cluster/messages.ts';
+import { MAX_RESTART_DELAY_MS, nextStreak, restartDelayMs, STABLE_MS } from '../src/cluster/restart_delay.ts';
+import { loadConfig } from '../src/config/index.ts';
+
+describe('cluster: process count', () => {
+  it('reads the cgroup v2 quota, rounding a fraction up', () => {
+    assert.equal(quotaCpus('max 100000\n'), undefined);
+    assert.equal(quotaCpus('200000 100000'), 2);
+    assert.equal(quotaCpus('150000 100000'), 2);
+    assert.equal(quotaCpus('50000 100000'), 1);
+    assert.equal(quotaCpus(undefined), undefined);
+    assert.equal(quotaCpus('garbage'), undefined);
+  });
+
+  it('auto is the smaller of the CPUs available and the quota', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'jobvisor-cpu-'));
+    const file = path.join(dir, 'cpu.max');
+    writeFileSync(file, '100000 100000\n');
+    assert.equal(availableCpus(file), 1);
+    writeFileSync(file, 'max 100000\n');
+    assert.equal(availableCpus(file), availableParallelism());
+    assert.equal(availableCpus(path.join(dir, 'missing')), availableParallelism());
+    assert.equal(
+      resolveProcesses('auto', () => 6),
+      6,
+    );
+    assert.equal(
+      resolveProcesses(3, () => 6),
+      3,
+    );
+  });
+});
+
+describe('cluster: restart back-off', () => {
+  it('first crash at once, then 1, 2, 4 s … capped at 30 s; a stable run ends the streak', () => {
+    assert.deepEqual([1, 2, 3, 4, 5, 6, 7, 20].map(restartDelayMs), [
+      0,
+      1000,
+      2000,
+      4000,
+      8000,
+      16000,
+      MAX_RESTART_DELAY_MS,
+      MAX_RESTART_DELAY_MS,
+    ]);
+    assert.equal(nextStreak(0, 10), 1);
+    assert.equal(nextStreak(3, 100), 4);
+    assert.equal(nextStreak(5, STABLE_MS), 1);
+  });
+});
+
+describe('cluster: readiness', () => {
+  it('enough is half the processes, rounded up', () => {
+    assert.deepEqual([1, 2, 3, 4, 8].map(enoughReady), [1, 1, 2, 2, 4]);
+  });
+});
+
+async function processMetrics(completed: number, threads: number, jobs: number): Promise<MetricsJson> {
+  const registry = new Registry();
+  new Counter({ name: 'jobvisor_jobs_completed_total', help: 'c', registers: [registry] }).inc(completed);
+  new Gauge({ name: 'jobvisor_pool_threads', help: 't', registers: [registry] }).set(threads);
+  new Gauge({ name: 'jobvisor_jobs', help: 'j', aggregator: 'max', registers: [registry] }).set(jobs);
+  return await registry.getMetricsAsJSON();
+}
+
+describe('cluster: aggregated metrics', () => {
+  it('sums counters, labels per-process series by child, takes the max of database gauges', async () => {
+    const a = labelChild(await processMetrics(5, 2, 100), '0');
+    const b = labelChild(await processMetrics(7, 3, 100), '1');
+    const text = await aggregate([a, b]).metrics();
+    assert.match(text, /^jobvisor_jobs_completed_total 12$/m);
+    assert.match(text, /^jobvisor_pool_threads\{child="0"\} 2$/m);
+    assert.match(text, /^jobvisor_pool_threads\{child="1"\} 3$/m);
+    assert.match(text, /^jobvisor_jobs 100$/m);
+  });
+
+  it('an exited process keeps its counters in the totals, not its gauges', async () => {
+    const gone = await processMetrics(5, 2, 100);
+    assert.deepEqual(
+      cumulative(gone).map((m) => m.name),
+      ['jobvisor_jobs_completed_total'],
+    );
+    let retired = await retire([], gone);
+    retired = await retire(retired, await processMetrics(4, 1, 90));
+    const live = labelChild(await processMetrics(1, 2, 100), '0');
+    const text = await aggregate([live, retired]).metrics();
+    assert.match(text, /^jobvisor_jobs_completed_total 10$/m);
+    assert.match(text, /^jobvisor_pool_threads\{child="0"\} 2$/m);
+    assert.doesNotMatch(text, /jobvisor_pool_threads 2/);
+  });
+});
+
+describe('cluster: configuration', () => {
+  const load = (env: Record<string, string>) =>
+    loadConfig({ env: { ...env }, configDir: '/nonexistent', cwd: tmpdir() });
+
+  it('defaults to one process and no recycling', () => {
+    const s = load({});
+    assert.deepEqual(s.cluster, { processes: 1, maxRssMb: 0, maxJobs: 0 });
+  });
+
+  it('JOBVISOR_PROCESSES takes a count or auto', () => {
+    assert.equal(load({ JOBVISOR_PROCESSES: '4' }).cluster.processes, 4);
+    assert.equal(load({ JOBVISOR_PROCESSES: 'auto' }).cluster.processes, 'auto');
+  });
+
+  it('a bad count stops start-up with the key named', () => {
+    for (const bad of ['0', 'many', '-2', '1.5'])
+      assert.throws(() => load({ JOBVISOR_PROCESSES: bad }), /cluster\.processes/);
+    assert.throws(() => load({ JOBVISOR_CLUSTER_MAX_JOBS: '-1' }), /cluster\.maxJobs/);
+  });
+});

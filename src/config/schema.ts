@@ -195,7 +195,12 @@ export const schema = {
       duration: true as const,
       default: '30d',
     },
-    batchSize: { doc: 'Rows deleted per statement.', format: intIn(1, 100_000), default: 1000 },
+    // 5,000: a batch is an ordered walk of jobs_finished_idx (src/queue/cleanup.ts), so its
+    // cost grows with its rows, while each statement's own cost (three round trips, the
+    // commit's flush, planning) does not. A 500,000-row backlog with 1,000 per statement
+    // took 17 s from the supervisor's start at cleanup.interval 2s; a batch of 5,000 holds
+    // its row locks (on finished rows, which no claim reads) for about 10 ms.
+    batchSize: { doc: 'Rows deleted per statement.', format: intIn(1, 100_000), default: 5000 },
   },
   scheduler: {
     interval: {

@@ -1,7 +1,35 @@
 /**
- * Cleanup: deletes finished jobs past their retention, oldest first, in small
- * batches. SKIP LOCKED and the `jobs_finished_idx` partial index keep it off the
- * rows and index pages that claims use, so it never blocks them.
+ * Cleanup: deletes finished jobs past their retention, oldest first, in
+ * batches. The `jobs_finished_idx` partial index keeps it off the rows and
+ * index pages that claims use, so it never blocks them.
+ *
+ * Shape, and why:
+ * - The batch is the first `limit` entries of `jobs_finished_idx` below the
+ *   later of the two cut-offs, in index order: `finished_at < now - least(retentions)` is
+ *   the index condition, so the walk starts at the oldest row and stops at the
+ *   first row still kept. (With only the per-status cut-off, which reads
+ *   `status` from the row, the walk had no index condition and went on through
+ *   every kept row whenever a batch came back short.) The per-status cut-off
+ *   filters the rows the walk passes: dead letters are usually kept longer.
+ * - It runs as an index walk whatever the statistics say (`planned(…, 'indexWalk')`:
+ *   no sort, no bitmap, no sequential scan). On a table never analyzed,
+ *   PostgreSQL estimated 625 of 500,000 expired rows, read all of them through
+ *   a bitmap and sorted them on disk to keep 1,000: 314 ms a batch, and the
+ *   backlog went at about 2,000 rows/s.
+ * - The rows are deleted by `ctid`, as the walk found them (a TID scan, no
+ *   second walk of the primary key), and not locked first; the delete checks
+ *   status and age again. A row updated between the walk and the delete (a
+ *   dead letter re-queued) is rechecked in its newer version, which fails
+ *   that check, so the job stays (the TID alone is not rechecked before
+ *   PostgreSQL 17). A row locked by another transaction (another supervisor's
+ *   batch) is waited for, then skipped when it is gone. Against the earlier
+ *   `id = ANY(… FOR UPDATE SKIP LOCKED)`, on a 500,000-row backlog, batches of
+ *   5,000: 12-20 ms a batch instead of 20-40, and 174 bytes of WAL per row
+ *   instead of 236 (full-page images are most of both; the lock wrote a
+ *   record per row of its own).
+ * - A condition on a row's other tables (for example that no dependent of the
+ *   job is unfinished) goes in the walk's WHERE as a correlated `NOT EXISTS`
+ *   on an indexed column: a nested-loop anti join keeps the index order.
  */
 import { planned, run, type Now, type Store } from './sql.ts';
 
@@ -9,9 +37,9 @@ import { planned, run, type Now, type Store } from './sql.ts';
 // finished (it has yet to read the parent's result), and a deleted child takes
 // its edges along. Plain rows have has_dependents and parents_waiting NULL,
 // so for them neither clause reads job_dependencies.
-const KEEP_READ_PARENTS = `AND (has_dependents IS NOT TRUE OR NOT EXISTS (
-             SELECT 1 FROM jobvisor.job_dependencies AS d JOIN jobvisor.jobs AS c ON c.id = d.child_id
-              WHERE d.parent_id = jobs.id AND c.status IN ('blocked', 'pending', 'running')))`;
+const KEEP_READ_PARENTS = `AND (j.has_dependents IS NOT TRUE OR NOT EXISTS (
+               SELECT 1 FROM jobvisor.job_dependencies AS e JOIN jobvisor.jobs AS c ON c.id = e.child_id
+                WHERE e.parent_id = j.id AND c.status IN ('blocked', 'pending', 'running')))`;
 const DROP_EDGES = `edges AS (
   DELETE FROM jobvisor.job_dependencies WHERE child_id = ANY (ARRAY(SELECT id FROM gone WHERE child))
 )`;
@@ -20,17 +48,23 @@ const DELETE_FINISHED = planned(
   'delete_finished',
   `
 WITH gone AS (
-  DELETE FROM jobvisor.jobs WHERE id = ANY (ARRAY(
-    SELECT id FROM jobvisor.jobs
-     WHERE status IN ('done', 'cancelled', 'failed')
-       AND finished_at < coalesce($4::timestamptz, now()) - CASE WHEN status = 'failed' THEN $2::float8 ELSE $1::float8 END * interval '1 millisecond'
-       ${KEEP_READ_PARENTS}
-     ORDER BY finished_at
-     LIMIT $3
-     FOR UPDATE SKIP LOCKED))
-  RETURNING id, queue, kind, status, parents_waiting IS NOT NULL AS child
+  DELETE FROM jobvisor.jobs AS d
+   WHERE d.ctid = ANY (ARRAY(
+           SELECT j.ctid FROM jobvisor.jobs AS j
+            WHERE j.status IN ('done', 'cancelled', 'failed')
+              AND j.finished_at < coalesce($4::timestamptz, now()) - least($1::float8, $2::float8) * interval '1 millisecond'
+              AND j.finished_at < coalesce($4::timestamptz, now())
+                                  - CASE WHEN j.status = 'failed' THEN $2::float8 ELSE $1::float8 END * interval '1 millisecond'
+              ${KEEP_READ_PARENTS}
+            ORDER BY j.finished_at
+            LIMIT $3))
+     AND d.status IN ('done', 'cancelled', 'failed')
+     AND d.finished_at < coalesce($4::timestamptz, now())
+                         - CASE WHEN d.status = 'failed' THEN $2::float8 ELSE $1::float8 END * interval '1 millisecond'
+  RETURNING d.id, d.queue, d.kind, d.status, d.parents_waiting IS NOT NULL AS child
 ), ${DROP_EDGES}
 SELECT queue, kind, status, count(*)::int AS count FROM gone GROUP BY 1, 2, 3`,
+  'indexWalk',
 );
 
 export interface Cleaned {

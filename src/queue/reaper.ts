@@ -7,6 +7,10 @@
  * reason other than the connection, the loop lists the expired ids
  * (`listExpiredLeases`) and reaps them by id (`reapLeases`), splitting around
  * the row that fails (see src/supervisor/split_write.ts).
+ *
+ * Both walk `jobs_running_idx` in id order as an index walk (`planned(…, 'indexWalk')`):
+ * on a table never analyzed PostgreSQL chose to read every running row
+ * through a bitmap and sort them (test/statements.test.ts).
  */
 import { intArray, planned, run, type Now, type Store } from './sql.ts';
 
@@ -42,6 +46,7 @@ RETURNING j.id, j.queue, j.kind, j.status, j.locked_by, j.has_dependents
   SELECT jobvisor.settle_parents(array_agg(id) FILTER (WHERE has_dependents AND status = 'failed')) FROM u
 )
 SELECT u.id, u.queue, u.kind, u.status, u.locked_by FROM u, settled`,
+  'indexWalk',
 );
 
 export interface ReapedJob {
@@ -64,6 +69,7 @@ SELECT id FROM jobvisor.jobs
  WHERE status = 'running' AND locked_until < coalesce($2::timestamptz, now()) AND NOT (id = ANY($3::bigint[]))
  ORDER BY id
  LIMIT $1`,
+  'indexWalk',
 );
 
 /** Ids of expired leases (at most `limit`), leaving out `skip`: the split path's input. */

@@ -5,7 +5,7 @@
  * their partial indexes: cheap however many done rows the table keeps. `countAllJobs`
  * scans the table and is for the CLI only.
  */
-import { planned, run, runThroughIndexes, type Now, type Store } from './sql.ts';
+import { planned, run, type Now, type Store } from './sql.ts';
 
 export interface JobCount {
   queue: string;
@@ -26,7 +26,7 @@ export interface JobCount {
 // over the whole table the planner chose a parallel Seq Scan once the table
 // held a million done rows: 380 ms per scrape against 23 ms this way. Sent
 // unnamed (planned), so a plan made while the table was tiny is never reused,
-// and with sequential scans priced out (runThroughIndexes): statistics from the
+// and with sequential scans priced out (`planned(…, 'throughIndexes')`): statistics from the
 // tiny table that put a sixth of the grown one in `pending` still tipped the
 // pending branch into a parallel sequential scan of all of it.
 const COUNT_ACTIVE = planned(
@@ -42,6 +42,7 @@ SELECT queue, kind, status, count(*)::int AS count,
         UNION ALL SELECT queue, kind, status, run_at FROM jobvisor.jobs WHERE status = 'blocked') AS active
  GROUP BY 1, 2, 3
  ORDER BY 1, 2, 3`,
+  'throughIndexes',
 );
 
 const COUNT_ALL = planned(
@@ -61,14 +62,14 @@ function numbers(rows: JobCount[]): JobCount[] {
 }
 
 export async function countActiveJobs(store: Store, now: Now = null): Promise<JobCount[]> {
-  return numbers(await runThroughIndexes<JobCount>(store, COUNT_ACTIVE, [now]));
+  return numbers(await run<JobCount>(store, COUNT_ACTIVE, [now]));
 }
 
 // The oldest due job of each queue, without counting: one probe of
 // jobs_pending_idx (queue, priority, run_at, id) per (queue, priority) present,
 // each reading the head of its range, so the cost does not grow with the
 // backlog. The earliest head of a queue is its earliest pending run_at; if that
-// is due, it is the oldest due job. Through runThroughIndexes like the counts.
+// is due, it is the oldest due job. With sequential scans priced out like the counts.
 // A paused queue is left out: its jobs wait on purpose, and an age growing with
 // the clock there would page (JobvisorOldestPendingTooOld) for nothing to fix.
 // One primary-key probe of jobvisor.queues per queue present.
@@ -95,6 +96,7 @@ SELECT queue,
    AND NOT EXISTS (SELECT 1 FROM jobvisor.queues AS q WHERE q.queue = heads.queue AND q.paused)
  GROUP BY queue
  ORDER BY queue`,
+  'throughIndexes',
 );
 
 /**
@@ -107,7 +109,7 @@ export async function oldestDueByQueue(
   store: Store,
   now: Now = null,
 ): Promise<Array<{ queue: string; oldest_due_s: number }>> {
-  const rows = await runThroughIndexes<{ queue: string; oldest_due_s: string }>(store, OLDEST_DUE, [now]);
+  const rows = await run<{ queue: string; oldest_due_s: string }>(store, OLDEST_DUE, [now]);
   return rows.map((r) => ({ queue: r.queue, oldest_due_s: Number(r.oldest_due_s) }));
 }
 

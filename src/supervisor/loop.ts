@@ -11,8 +11,10 @@
 export interface LoopOptions {
   name: string;
   intervalMs: number;
-  /** One round. */
+  /** One round. Resolving `'more'` says work is left over: the next round comes after `moreDelayMs`. */
   run: () => Promise<unknown>;
+  /** The delay after a round that resolved `'more'` (default: the interval). */
+  moreDelayMs?: number;
   onError: (err: unknown) => void;
   /** Longest delay after failed rounds (default 30 s). */
   maxBackoffMs?: number;
@@ -24,6 +26,7 @@ export class Loop {
   private stopped = false;
   private started = false;
   private failures = 0;
+  private more = false;
 
   constructor(private readonly options: LoopOptions) {}
 
@@ -49,7 +52,7 @@ export class Loop {
 
   private async round(): Promise<void> {
     try {
-      await this.options.run();
+      this.more = (await this.options.run()) === 'more';
       this.failures = 0;
     } catch (err) {
       this.failures++;
@@ -63,7 +66,9 @@ export class Loop {
       void this.runOnce().then(() => {
         const backoff =
           this.failures === 0
-            ? this.options.intervalMs
+            ? this.more
+              ? (this.options.moreDelayMs ?? this.options.intervalMs)
+              : this.options.intervalMs
             : Math.min(this.options.maxBackoffMs ?? 30_000, this.options.intervalMs * 2 ** Math.min(this.failures, 5));
         this.schedule(jittered(backoff));
       });

@@ -43,7 +43,7 @@ import {
   dispatcherSettings,
   supervisorId,
 } from './build.ts';
-import { drainRuns, within } from './drain_runs.ts';
+import { drainRuns } from './drain_runs.ts';
 
 import type { Fetcher } from './fetcher.ts';
 import type { HeldConnection } from '../db/held.ts';

@@ -42,3 +42,39 @@ export async function pagesRead<T>(
     await pool.end();
   }
 }
+
+/** One node of an EXPLAIN (FORMAT JSON) plan, with the fields the plan tests read. */
+export interface PlanNode {
+  'Node Type': string;
+  'Relation Name'?: string;
+  'Index Name'?: string;
+  'Index Cond'?: string;
+  'Recheck Cond'?: string;
+  'Parent Relationship'?: string;
+  Plans?: PlanNode[];
+}
+
+/**
+ * The plan PostgreSQL chooses for `text` with these parameter values, as an
+ * unnamed statement gets it (a custom plan), without running it.
+ */
+export async function explainPlan(db: pg.Pool | pg.ClientBase, text: string, values: unknown[]): Promise<PlanNode> {
+  const { rows } = await db.query<{ 'QUERY PLAN': Array<{ Plan: PlanNode }> }>(`EXPLAIN (FORMAT JSON) ${text}`, values);
+  const top = rows[0]?.['QUERY PLAN'][0]?.Plan;
+  assert.ok(top, `no plan for ${text}`);
+  return top;
+}
+
+/** Every node of a plan, depth first, the node itself first. */
+export function planNodes(node: PlanNode): PlanNode[] {
+  return [node, ...(node.Plans ?? []).flatMap(planNodes)];
+}
+
+/** A node as EXPLAIN's text format names it: "Index Scan using jobs_pkey on jobs", "Seq Scan on jobs". */
+export function describeNode(node: PlanNode): string {
+  const index = node['Index Name'];
+  const relation = node['Relation Name'];
+  if (index && relation) return `${node['Node Type']} using ${index} on ${relation}`;
+  if (index) return `${node['Node Type']} on ${index}`;
+  return relation ? `${node['Node Type']} on ${relation}` : node['Node Type'];
+}

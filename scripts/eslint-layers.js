@@ -29,7 +29,7 @@ export const LAYERS = {
   config: LEAVES,
   db: LEAVES,
   tracing: LEAVES,
-  worker: ['tracing', ...LEAVES],
+  worker: ['queue', 'db', 'tracing', ...LEAVES],
   queue: ['config', 'db', 'tracing', ...LEAVES],
   'queue/admin': ['queue', 'config', 'db', ...LEAVES],
   tasks: ['worker', 'queue', 'db', ...LEAVES],
@@ -38,7 +38,8 @@ export const LAYERS = {
   dashboard: ['queue/admin', 'queue', 'config', 'db', ...LEAVES],
   run: ['supervisor', 'metrics', 'worker', 'config', 'db', 'tracing', ...LEAVES],
   bench: ['supervisor', 'queue', 'config', 'db', ...LEAVES],
-  cli: ['run', 'bench', 'dashboard', 'supervisor', 'worker', 'queue/admin', 'queue', 'config', 'db', ...LEAVES],
+  cluster: ['run', 'supervisor', 'metrics', 'queue', 'config', 'db', ...LEAVES],
+  cli: ['cluster', 'run', 'bench', 'dashboard', 'supervisor', 'worker', 'queue/admin', 'queue', 'config', 'db', ...LEAVES],
   index: ['*'],
 };
 

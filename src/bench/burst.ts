@@ -9,12 +9,15 @@
  * (polling throughout cost jobvisor's run PostgreSQL CPU the peers' runs did
  * not pay). With
  * `analyze`, the same burst commits together with an `ANALYZE` of the table,
- * which is what the burst would see once autovacuum had caught up.
+ * which is what the burst would see once autovacuum had caught up. Each run
+ * also reports PostgreSQL's CPU time and WAL bytes per job, from the insert
+ * to the last job done.
  */
 import { withClient } from '../db/borrow.ts';
 import { enqueueMany } from '../queue/enqueue.ts';
 import type { BenchDatabase } from './database.ts';
 import { configuredSupervisor, jobCounter } from './harness.ts';
+import { startPgCost, type PerJobCost } from './pg_cost.ts';
 import { waitAllDone, WARM_UP } from './process.ts';
 
 /** The configurations measured side by side: what a user writes first, and the tuned shape. */
@@ -27,6 +30,8 @@ export interface BurstResult {
   jobs: number;
   seconds: number;
   jobsPerSec: number;
+  /** PostgreSQL's CPU and WAL per job, from the insert's start to the last job done (src/bench/pg_cost.ts). */
+  cost: PerJobCost;
 }
 
 export async function burst(
@@ -44,6 +49,7 @@ export async function burst(
       Array.from({ length: WARM_UP }, (_, i) => ({ kind: 'noop', payload: { i } })),
     );
     await waitAllDone(db, WARM_UP);
+    const cost = await startPgCost(db.pool);
     await withClient(db.pool, async (client) => {
       await client.query('BEGIN');
       await client.query(
@@ -57,7 +63,7 @@ export async function burst(
     await started.reached(WARM_UP + jobs);
     await waitAllDone(db, WARM_UP + jobs, 2);
     const seconds = (performance.now() - t0) / 1000;
-    return { jobs, seconds, jobsPerSec: jobs / seconds };
+    return { jobs, seconds, jobsPerSec: jobs / seconds, cost: await cost.stop(jobs) };
   } finally {
     await supervisor.stop();
   }

@@ -37,8 +37,8 @@ export function benchConfig(shape: QueueShape): Record<string, unknown> {
   };
 }
 
-export function benchSettings(shape: QueueShape): Settings {
-  return loadConfig({ env: {}, overrides: benchConfig(shape) });
+export function benchSettings(shape: QueueShape, overrides: Record<string, unknown> = {}): Settings {
+  return loadConfig({ env: {}, overrides: { ...benchConfig(shape), ...overrides } });
 }
 
 /** The settings a bench adds to a user's configuration: the no-op tasks, a free metrics port, quiet logs. */
@@ -81,9 +81,9 @@ export function jobCounter(supervisor: Supervisor, event: 'job:started' | 'job:c
   };
 }
 
-/** An in-process supervisor; `completions(n)` resolves when n more jobs are done. */
-export function inProcessSupervisor(databaseUrl: string, shape: QueueShape) {
-  const settings = benchSettings(shape);
+/** An in-process supervisor (`overrides` replace top-level keys); `completions(n)` resolves when n more jobs are done. */
+export function inProcessSupervisor(databaseUrl: string, shape: QueueShape, overrides?: Record<string, unknown>) {
+  const settings = benchSettings(shape, overrides);
   const supervisor = new Supervisor({ settings, databaseUrl, log: createLogger({ level: 'warn', fd: 2 }) });
   const done = jobCounter(supervisor, 'job:completed');
   return { supervisor, completions: (n: number): Promise<void> => done.reached(done.count + n) };

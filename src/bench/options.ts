@@ -74,6 +74,7 @@ export const BENCH_ARGS = {
   'deep-pending': { type: 'string' },
   'deep-done': { type: 'string' },
   duration: { type: 'string' },
+  retention: { type: 'string' },
   peers: { type: 'string' },
   json: { type: 'boolean' },
 } as const;
@@ -109,6 +110,14 @@ export function benchOptions(argv: string[]) {
       throw new InputError(`bench: --duration ${(err as Error).message}`);
     }
   }
+  let retentionMs: number | undefined;
+  if (values.retention !== undefined) {
+    try {
+      retentionMs = parseDuration(str('retention') as string);
+    } catch (err) {
+      throw new InputError(`bench: --retention ${(err as Error).message}`);
+    }
+  }
   const peerArg = str('peers') ?? 'none';
   const peers =
     peerArg === 'none' ? [] : listOf('peer', peerArg === 'all' ? PEER_SYSTEMS.join(',') : peerArg, PEER_SYSTEMS);
@@ -128,6 +137,7 @@ export function benchOptions(argv: string[]) {
     deepPending,
     deepDone,
     durationMs,
+    retentionMs,
     peers,
     json: values.json === true,
   };

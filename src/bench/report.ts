@@ -25,7 +25,25 @@ export function makeRow(
 
 export function describeRow(row: Row): string {
   const digits = row.unit === 'ms' ? 2 : 0;
-  return `  ${row.scenario} ${row.system}: ${row.median.toFixed(digits)} ${row.unit} (runs ${row.values.map((v) => v.toFixed(digits)).join(', ')})\n`;
+  return `  ${row.scenario} ${row.system}: ${row.median.toFixed(digits)} ${row.unit} (runs ${row.values.map((v) => v.toFixed(digits)).join(', ')})${describeCost(row.extra?.perJob)}\n`;
+}
+
+/** The medians of PostgreSQL's per-job cost over a row's runs (src/bench/pg_cost.ts), if it has them. */
+function describeCost(perJob: unknown): string {
+  if (!Array.isArray(perJob) || perJob.length === 0) return '';
+  const costs = perJob as Array<Record<string, number | undefined>>;
+  const of = (key: string) => {
+    const values = costs.map((c) => c[key]).filter((v): v is number => typeof v === 'number');
+    return values.length > 0 ? median(values) : undefined;
+  };
+  const cpu = of('dbCpuMsPerJob');
+  const server = of('serverCpuMsPerJob');
+  return (
+    `; per job: WAL ${of('walBytesPerJob')} bytes` +
+    (cpu === undefined
+      ? ''
+      : `, PostgreSQL CPU ${(cpu * 1000).toFixed(0)} µs (whole server ${((server ?? 0) * 1000).toFixed(0)} µs)`)
+  );
 }
 
 /**

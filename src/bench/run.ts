@@ -10,7 +10,7 @@
  *                  [--burst-jobs 20000,100000] [--configs concurrency-only,tuned]
  *                  [--jobs 20000] [--concurrency 50] [--processes 3] [--runs 3]
  *                  [--threads 1] [--jobs-per-thread 50] [--prefetch 2000] [--samples 200]
- *                  [--deep-pending 1000000] [--deep-done 5000000] [--duration 10m]
+ *                  [--deep-pending 1000000] [--deep-done 5000000] [--duration 10m] [--retention 1m]
  *                  [--peers all|none|graphile-fast,...] [--json]
  */
 import { cpus, totalmem } from 'node:os';
@@ -21,6 +21,7 @@ import { deepVersusShallow } from './deep.ts';
 import { enqueueJobvisor, enqueueUnnest } from './enqueue.ts';
 import { benchOptions } from './options.ts';
 import { runPeer } from './peers.ts';
+import type { PerJobCost } from './pg_cost.ts';
 import { pickup } from './pickup.ts';
 import { processInProcess, processMulti } from './process.ts';
 import { describeRow, formatTable, makeRow, type Row } from './report.ts';
@@ -49,6 +50,7 @@ export async function runBench(argv: string[]): Promise<number> {
     deepPending,
     deepDone,
     durationMs,
+    retentionMs,
     peers,
     json,
   } = benchOptions(argv);
@@ -114,12 +116,19 @@ export async function runBench(argv: string[]): Promise<number> {
       if (scenario === 'burst') {
         for (const n of burstJobs) {
           const variants: Variant[] = configs.flatMap((c) =>
-            [false, true].map((analyze) => ({
-              system: `jobvisor ${c}${analyze ? ' +ANALYZE' : ''}`,
-              measure: () =>
-                fresh('burst', async (db) => (await burst(db, n, BURST_CONFIGS[c] ?? {}, { analyze })).jobsPerSec),
-              extra: { jobs: n, config: BURST_CONFIGS[c], analyze },
-            })),
+            [false, true].map((analyze) => {
+              const perJob: PerJobCost[] = [];
+              return {
+                system: `jobvisor ${c}${analyze ? ' +ANALYZE' : ''}`,
+                measure: () =>
+                  fresh('burst', async (db) => {
+                    const r = await burst(db, n, BURST_CONFIGS[c] ?? {}, { analyze });
+                    perJob.push(r.cost);
+                    return r.jobsPerSec;
+                  }),
+                extra: { jobs: n, config: BURST_CONFIGS[c], analyze, perJob },
+              };
+            }),
           );
           for (const p of peers) variants.push({ system: p, measure: () => peer(p, 'burst', n), extra: { jobs: n } });
           await roundRobin(`burst ${n}`, 'jobs/s', variants);
@@ -249,19 +258,8 @@ export async function runBench(argv: string[]): Promise<number> {
         emit(makeRow('process (deep table)', 'jobvisor', 'jobs/s', [r.deepJobsPerSec]));
         emit(makeRow('process (shallow table)', 'jobvisor', 'jobs/s', [r.shallowJobsPerSec]));
       } else if (scenario === 'sustained') {
-        const r = await fresh('sustained', (db) => sustained(db, durationMs, shape));
-        emit(
-          makeRow('sustained', 'jobvisor', 'jobs/s', r.windows, {
-            lossPercent: r.lossPercent,
-            lossOfMediansPercent: r.lossOfMediansPercent,
-            rssStartMb: r.rssStartMb,
-            rssEndMb: r.rssEndMb,
-            rssMb: r.rssMb,
-            table: r.table,
-            completed: r.completed,
-            durationMs,
-          }),
-        );
+        const { jobsPerSec, ...r } = await fresh('sustained', (db) => sustained(db, durationMs, shape, retentionMs));
+        emit(makeRow('sustained', 'jobvisor', 'jobs/s', jobsPerSec, { ...r, durationMs }));
       }
     }
   } finally {

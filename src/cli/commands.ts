@@ -210,6 +210,11 @@ export const COMMAND_SPECS: CommandSpec[] = [
       { flag: '--deep-pending N', meaning: 'pending rows in the deep scenario', default: '1000000' },
       { flag: '--deep-done N', meaning: 'finished rows in the deep scenario', default: '5000000' },
       { flag: '--duration D', meaning: 'length of the sustained scenario', default: '10m' },
+      {
+        flag: '--retention D',
+        meaning: 'in the sustained scenario, delete done rows older than D (cleanup every 10 s)',
+        default: 'keep all',
+      },
       { flag: '--peers LIST', meaning: 'other job systems to run beside: none, all or a list', default: 'none' },
       { flag: '--json', meaning: 'print results as JSON' },
     ],

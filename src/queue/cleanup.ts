@@ -27,9 +27,12 @@
  *   5,000: 12-20 ms a batch instead of 20-40, and 174 bytes of WAL per row
  *   instead of 236 (full-page images are most of both; the lock wrote a
  *   record per row of its own).
- * - A condition on a row's other tables (for example that no dependent of the
- *   job is unfinished) goes in the walk's WHERE as a correlated `NOT EXISTS`
- *   on an indexed column: a nested-loop anti join keeps the index order.
+ * - A condition on a row's other tables goes in the walk's WHERE as a
+ *   correlated `NOT EXISTS (… WHERE x.parent_id = j.id … OFFSET 0)` over an
+ *   indexed column: `OFFSET 0` keeps it a subplan probed per walked row, so
+ *   the walk keeps its order (2 buffer hits a row, 5,000 rows in 10 ms).
+ *   Without it PostgreSQL made an anti join whose inner side read every
+ *   unfinished job through the primary key.
  */
 import { planned, run, type Now, type Store } from './sql.ts';
 

@@ -136,6 +136,52 @@ const EXPECTED: Record<string, Expectation> = {
   find_unique: { values: () => [['k1'], ['u20']], uses: /jobs_unique_key_idx/ },
   reserve_ids: { values: () => [10], wholeTable: 'reads no table' },
 
+  // Workflows (src/queue/workflow.ts, parents.ts, settle.ts, admin/workflow.ts, admin/graph_actions.ts).
+  insert_graph: {
+    values: (f) => [
+      ['default'],
+      ['k1'],
+      ['{}'],
+      [0],
+      [null],
+      [null],
+      [null],
+      [null],
+      null,
+      [null],
+      [null],
+      [false],
+      [f.someId],
+      [1],
+      [f.someId],
+      [null],
+    ],
+    uses: /jobs_pkey/,
+    sorts: 'the given parent ids, locked in order',
+  },
+  list_parents: { values: (f) => [f.someId], uses: /jobs_pkey/ },
+  settle_stragglers: { values: () => [1000], uses: /jobs_pkey/ },
+  // The dependents' rows by id, or the cancelled rows' own index (the planner's pick when it
+  // thinks few are cancelled): an operator's command, and either walk is bounded.
+  admin_retry_dependents: { values: (f) => [[f.someId]], uses: /jobs_(pkey|cancelled_idx)/ },
+  admin_delete_force: {
+    values: (f) => failedOfKind([f.failedIds]),
+    uses: /jobs_pkey/,
+    sorts: 'the given ids, locked in order',
+  },
+  admin_related: { values: (f) => [f.someId, 50], uses: /jobs_pkey/ },
+  admin_related_counts: { values: (f) => [f.someId], uses: /jobs_pkey/ },
+  admin_workflow_component: { values: (f) => [f.someId, 2000], uses: /job_dependencies/ },
+  admin_workflow_nodes: { values: (f) => [[f.someId]], uses: /jobs_pkey/, sorts: 'the given ids' },
+  admin_workflow_edges: { values: (f) => [[f.someId]], uses: /job_dependencies/ },
+
+  // Cluster mode (src/queue/hand_back.ts).
+  hand_back_jobs_of: {
+    values: () => ['o', 'process exited', now],
+    uses: /jobs_running_idx/,
+    sorts: "one supervisor's running rows (its jobs in flight), locked in id order",
+  },
+
   // Maintenance (src/queue/reaper.ts, cleanup.ts).
   reap_leases: { values: () => [1000, now, null], uses: /^Index Scan using jobs_running_idx/ },
   list_expired_leases: {

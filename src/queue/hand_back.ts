@@ -20,7 +20,8 @@ WITH owned AS (
    WHERE status = 'running' AND locked_by = $1
    ORDER BY id
    FOR UPDATE
-), t AS (SELECT coalesce($3::timestamptz, now()) AS now)
+), t AS (SELECT coalesce($3::timestamptz, now()) AS now),
+u AS (
 UPDATE jobvisor.jobs AS j
    SET status = CASE WHEN j.attempts >= j.max_attempts THEN 'failed' ELSE 'pending' END,
        finished_at = CASE WHEN j.attempts >= j.max_attempts THEN t.now END,
@@ -31,7 +32,12 @@ UPDATE jobvisor.jobs AS j
   FROM owned, t
  WHERE j.id = owned.id AND j.status = 'running' AND j.locked_by = $1
    AND j.lease_token IS NOT DISTINCT FROM owned.lease_token
-RETURNING j.id, j.status`,
+RETURNING j.id, j.status, j.has_dependents
+), settled AS (
+  -- A dead-lettered workflow parent settles its children (migration 017), as in the reaper.
+  SELECT jobvisor.settle_parents(array_agg(id) FILTER (WHERE has_dependents AND status = 'failed')) FROM u
+)
+SELECT u.id, u.status FROM u, settled`,
 );
 
 export interface HandedBack {

@@ -13,7 +13,8 @@ const SETTLE_STRAGGLERS = planned(
   'settle_stragglers',
   `
 SELECT coalesce(jobvisor.settle_parents(array_agg(DISTINCT parent_id)), 0) AS released
-  FROM (SELECT d.parent_id FROM jobvisor.job_dependencies AS d JOIN jobvisor.jobs AS p ON p.id = d.parent_id
+  FROM (SELECT d.parent_id FROM jobvisor.job_dependencies AS d
+         CROSS JOIN LATERAL (SELECT status FROM jobvisor.jobs WHERE id = d.parent_id LIMIT 1) AS p
          WHERE NOT d.counted AND p.status IN ('done', 'failed', 'cancelled')
          LIMIT $1) AS s`,
 );

@@ -49,8 +49,7 @@ WITH RECURSIVE down(id) AS (
 ), u AS (
   UPDATE jobvisor.jobs AS j
      SET status = 'blocked', attempts = 0, snoozes = 0, run_at = now(), finished_at = NULL, locked_until = NULL
-    FROM down
-   WHERE j.id = down.id AND j.status = 'cancelled' AND j.last_error LIKE 'parent % is %'
+   WHERE j.id = ANY (ARRAY(SELECT id FROM down)) AND j.status = 'cancelled' AND j.last_error LIKE 'parent % is %'
   RETURNING j.id
 )
 SELECT array_agg(id ORDER BY id)::text[] AS ids, jobvisor.reblock(array_agg(id)) AS released FROM u`,

@@ -3,7 +3,7 @@
  *
  * When a batched outcome or reap fails for a reason other than the connection,
  * the batch is split until the one row that fails is alone (see
- * src/supervisor/split_write.ts). That row is then dead-lettered here with the
+ * src/supervisor/complete/split_write.ts). That row is then dead-lettered here with the
  * smallest write that can succeed: status, times and last_error, without
  * appending to its `errors` history or computing a retry time, the two parts
  * that a malformed row or an absurd delay broke. Its last_error says what

@@ -6,7 +6,7 @@
  * `reapExpiredLeases` is the normal round: one statement. When it fails for a
  * reason other than the connection, the loop lists the expired ids
  * (`listExpiredLeases`) and reaps them by id (`reapLeases`), splitting around
- * the row that fails (see src/supervisor/split_write.ts).
+ * the row that fails (see src/supervisor/complete/split_write.ts).
  *
  * Both walk `jobs_running_idx` in id order as an index walk (`planned(…, 'indexWalk')`):
  * on a table never analyzed PostgreSQL chose to read every running row

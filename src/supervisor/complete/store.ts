@@ -2,7 +2,8 @@
  * What the completer's writers write through: the queue/ statements of an
  * outcome, bound to one store and owner (every write is fenced by that owner
  * and the claim's token). Tests put a fake behind it to drive one decision at
- * a time without a database.
+ * a time without a database. Return types follow the statements', so a change
+ * to what a statement returns reaches every writer through the type checker.
  */
 import { completeJobs, failJobs, releaseJobs, type Failures, type Reports } from '../../queue/complete.ts';
 import { deadLetterClaimed } from '../../queue/fallback.ts';
@@ -12,15 +13,15 @@ import type { Fence } from '../../queue/types.ts';
 
 export interface OutcomeStore {
   /** Marks jobs done; @returns the ids NOT written (fenced off). */
-  complete(ids: string[], tokens: string[], reports?: Reports): Promise<Set<string>>;
+  complete(ids: string[], tokens: string[], reports?: Reports): ReturnType<typeof completeJobs>;
   /** Records failed attempts; @returns the ids written, each a retry (`pending`) or a dead letter (`failed`). */
   fail(failures: Failures): ReturnType<typeof failJobs>;
   /** Hands claimed jobs back without using their attempt; @returns the ids written. */
-  release(jobs: Fence[]): Promise<string[]>;
+  release(jobs: Fence[]): ReturnType<typeof releaseJobs>;
   /** Puts snoozed jobs back, or dead-letters those past jobs.maxSnoozes; @returns the ids written. */
   snooze(snoozes: Snoozes): ReturnType<typeof snoozeJobs>;
   /** Dead-letters one claimed job alone; false when the fence no longer matches. */
-  deadLetter(job: Fence, lastError: string): Promise<boolean>;
+  deadLetter(job: Fence, lastError: string): ReturnType<typeof deadLetterClaimed>;
 }
 
 /** The OutcomeStore of a supervisor: queue/ statements on `store`, fenced by `owner`. */

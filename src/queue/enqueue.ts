@@ -56,7 +56,7 @@ function shown(value: unknown): string {
 function toRow(
   kind: string,
   payload: unknown,
-  options: Omit<EnqueueOptions, 'schema' | 'maxPayloadBytes'>,
+  options: Omit<EnqueueOptions, 'schema' | 'maxPayloadBytes' | 'dependsOn'>,
   maxPayloadBytes: number | undefined,
 ): Row {
   checkName('kind', kind);

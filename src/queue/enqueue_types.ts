@@ -30,6 +30,10 @@ export interface EnqueueOptions {
   schema?: string;
   /** Largest payload accepted, in bytes of JSON; default 1 MiB. */
   maxPayloadBytes?: number;
+  /** Jobs this one waits for: it stays `blocked` until every one is done (workflows). */
+  dependsOn?: readonly string[];
+  /** What a dead-lettered or cancelled parent does to this job: `cancel` it (default) or `run` it anyway. */
+  onParentFailure?: 'cancel' | 'run';
 }
 
 export interface EnqueueResult {
@@ -39,9 +43,14 @@ export interface EnqueueResult {
   duplicate: boolean;
 }
 
-export interface JobSpec<K extends string = string> extends Omit<EnqueueOptions, 'schema' | 'maxPayloadBytes'> {
+export interface JobSpec<K extends string = string> extends Omit<
+  EnqueueOptions,
+  'schema' | 'maxPayloadBytes' | 'dependsOn'
+> {
   kind: K;
   payload?: PayloadOf<K>;
+  /** Ids of existing jobs, or `{ index }` of an earlier job of the same enqueueMany call. */
+  dependsOn?: ReadonlyArray<string | { index: number }>;
 }
 
 /**

@@ -174,7 +174,8 @@ export const COMMAND_SPECS: CommandSpec[] = [
     options: [
       {
         flag: '--scenario LIST',
-        meaning: 'comma-separated: burst, cold, startup, enqueue, process, processes, pickup, deep, sustained, limits',
+        meaning:
+          'comma-separated: burst, cold, startup, enqueue, process, processes, pickup, deep, sustained, limits, fanin, chain, workflows',
         default: 'burst,cold,startup,pickup',
       },
       { flag: '--burst-jobs LIST', meaning: 'jobs in each one-statement burst', default: '20000,100000' },
@@ -194,6 +195,9 @@ export const COMMAND_SPECS: CommandSpec[] = [
       { flag: '--deep-pending N', meaning: 'pending rows in the deep scenario', default: '1000000' },
       { flag: '--deep-done N', meaning: 'finished rows in the deep scenario', default: '5000000' },
       { flag: '--duration D', meaning: 'length of the sustained scenario', default: '10m' },
+      { flag: '--fanin-parents N', meaning: 'parents of the fan-in job in the fanin scenario', default: '10000' },
+      { flag: '--chain-length N', meaning: 'jobs in the chain scenario', default: '1000' },
+      { flag: '--workflows N', meaning: 'workflows of 3 → 1 in the workflows scenario', default: '10000' },
       { flag: '--peers LIST', meaning: 'other job systems to run beside: none, all or a list', default: 'none' },
       { flag: '--json', meaning: 'print results as JSON' },
     ],

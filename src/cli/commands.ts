@@ -105,7 +105,7 @@ export const COMMAND_SPECS: CommandSpec[] = [
   {
     name: 'jobs show',
     args: 'ID [--json]',
-    summary: 'one job: payload, owner, lease, error history and timeline',
+    summary: 'one job: payload, owner, lease, error history, timeline, and its parents and dependents (workflows) with their statuses',
     options: [json],
     example: 'jobvisor jobs show 42',
   },

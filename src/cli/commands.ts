@@ -105,7 +105,8 @@ export const COMMAND_SPECS: CommandSpec[] = [
   {
     name: 'jobs show',
     args: 'ID [--json]',
-    summary: 'one job: payload, owner, lease, error history, timeline, and its parents and dependents (workflows) with their statuses',
+    summary:
+      'one job: payload, owner, lease, error history, timeline, and its parents and dependents (workflows) with their statuses',
     options: [json],
     example: 'jobvisor jobs show 42',
   },

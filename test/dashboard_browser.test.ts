@@ -93,7 +93,7 @@ describe('dashboard in a real browser', { skip: skipUnless(CHROMIUM), timeout: 2
       },
       (text) => text.includes(supervisor?.pid.toString() ?? '?'),
     );
-    assert.match(await queues.innerText(), /default\s+0\s+0\s+0\s+7\s/);
+    assert.match(await queues.innerText(), /default\s+0\s+0\s+0\s+0\s+7\s/);
     if (SCREENSHOTS) {
       mkdirSync(SCREENSHOTS, { recursive: true });
       await page.screenshot({ path: path.join(SCREENSHOTS, 'dashboard-overview.png'), fullPage: true });

@@ -55,6 +55,9 @@ const SCENARIOS = [
   'deep',
   'sustained',
   'limits',
+  'fanin',
+  'chain',
+  'workflows',
 ] as const;
 const DEFAULT_SCENARIOS = 'burst,cold,startup,pickup';
 
@@ -76,6 +79,9 @@ export const BENCH_ARGS = {
   duration: { type: 'string' },
   retention: { type: 'string' },
   peers: { type: 'string' },
+  'fanin-parents': { type: 'string' },
+  'chain-length': { type: 'string' },
+  workflows: { type: 'string' },
   json: { type: 'boolean' },
 } as const;
 
@@ -102,6 +108,11 @@ export function benchOptions(argv: string[]) {
   };
   const deepPending = integer('--deep-pending', str('deep-pending'), 1000, 100_000_000) ?? 1_000_000;
   const deepDone = integer('--deep-done', str('deep-done'), 0, 100_000_000) ?? 5_000_000;
+  const workflow = {
+    faninParents: integer('--fanin-parents', str('fanin-parents'), 1, 99_999) ?? 10_000,
+    chainLength: integer('--chain-length', str('chain-length'), 2, 100_000) ?? 1000,
+    workflows: integer('--workflows', str('workflows'), 1, 25_000) ?? 10_000,
+  };
   let durationMs = 600_000;
   if (values.duration !== undefined) {
     try {
@@ -136,6 +147,7 @@ export function benchOptions(argv: string[]) {
     shape,
     deepPending,
     deepDone,
+    workflow,
     durationMs,
     retentionMs,
     peers,

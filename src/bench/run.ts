@@ -6,11 +6,13 @@
  * Variants of one scenario run round-robin (run 1 of each, then run 2, …) so
  * that load from anything else on the machine falls on all alike.
  *
- *   jobvisor bench [--scenario burst,cold,startup,pickup,enqueue,process,processes,deep,sustained,limits]
+ *   jobvisor bench [--scenario burst,cold,startup,pickup,enqueue,process,processes,deep,sustained,limits,
+ *                               fanin,chain,workflows]
  *                  [--burst-jobs 20000,100000] [--configs concurrency-only,tuned]
  *                  [--jobs 20000] [--concurrency 50] [--processes 3] [--runs 3]
  *                  [--threads 1] [--jobs-per-thread 50] [--prefetch 2000] [--samples 200]
  *                  [--deep-pending 1000000] [--deep-done 5000000] [--duration 10m] [--retention 1m]
+ *                  [--fanin-parents 10000] [--chain-length 1000] [--workflows 10000]
  *                  [--peers all|none|graphile-fast,...] [--json]
  */
 import { cpus, totalmem } from 'node:os';
@@ -28,6 +30,7 @@ import { describeRow, formatTable, makeRow, type Row } from './report.ts';
 import { loadAverage, openBenchServer, serverVersion } from './server.ts';
 import { cold, ENTRIES, entryAvailable, startup } from './startup.ts';
 import { sustained } from './sustained.ts';
+import { runWorkflowScenario } from './workflow_rows.ts';
 
 type Measure = () => Promise<number>;
 interface Variant {
@@ -49,6 +52,7 @@ export async function runBench(argv: string[]): Promise<number> {
     shape,
     deepPending,
     deepDone,
+    workflow,
     durationMs,
     retentionMs,
     peers,
@@ -113,7 +117,9 @@ export async function runBench(argv: string[]): Promise<number> {
         `jobvisor bench: ${machine.cores} cores (${machine.cpu}), ${machine.memoryGiB} GiB, Node ${machine.node}, PostgreSQL ${machine.postgres}; ${runs} run(s) per scenario; load average ${loadAverage()}\n`,
       );
     for (const scenario of scenarios) {
-      if (scenario === 'burst') {
+      if (scenario === 'fanin' || scenario === 'chain' || scenario === 'workflows') {
+        await runWorkflowScenario(scenario, { runs, shape, ...workflow, fresh, roundRobin, emit });
+      } else if (scenario === 'burst') {
         for (const n of burstJobs) {
           const variants: Variant[] = configs.flatMap((c) =>
             [false, true].map((analyze) => {

@@ -111,7 +111,8 @@ export const COMMAND_SPECS: CommandSpec[] = [
   {
     name: 'jobs show',
     args: 'ID [--json]',
-    summary: 'one job: payload, owner, lease, error history and timeline',
+    summary:
+      'one job: payload, owner, lease, error history, timeline, and its parents and dependents (workflows) with their statuses',
     options: [json],
     example: 'jobvisor jobs show 42',
   },
@@ -190,7 +191,8 @@ export const COMMAND_SPECS: CommandSpec[] = [
     options: [
       {
         flag: '--scenario LIST',
-        meaning: 'comma-separated: burst, cold, startup, enqueue, process, processes, pickup, deep, sustained, limits',
+        meaning:
+          'comma-separated: burst, cold, startup, enqueue, process, processes, pickup, deep, sustained, limits, fanin, chain, workflows',
         default: 'burst,cold,startup,pickup',
       },
       { flag: '--burst-jobs LIST', meaning: 'jobs in each one-statement burst', default: '20000,100000' },
@@ -215,6 +217,9 @@ export const COMMAND_SPECS: CommandSpec[] = [
         meaning: 'in the sustained scenario, delete done rows older than D (cleanup every 10 s)',
         default: 'keep all',
       },
+      { flag: '--fanin-parents N', meaning: 'parents of the fan-in job in the fanin scenario', default: '10000' },
+      { flag: '--chain-length N', meaning: 'jobs in the chain scenario', default: '1000' },
+      { flag: '--workflows N', meaning: 'workflows of 3 → 1 in the workflows scenario', default: '10000' },
       { flag: '--peers LIST', meaning: 'other job systems to run beside: none, all or a list', default: 'none' },
       { flag: '--json', meaning: 'print results as JSON' },
     ],

@@ -16,6 +16,7 @@ import { enoughReady } from '../src/cluster/http.ts';
 import type { MetricsJson } from '../src/cluster/messages.ts';
 import { MAX_RESTART_DELAY_MS, nextStreak, restartDelayMs, STABLE_MS } from '../src/cluster/restart_delay.ts';
 import { loadConfig } from '../src/config/index.ts';
+import { groupSupervisors, supervisorsTable } from '../src/dashboard/views/supervisors.ts';
 
 describe('cluster: process count', () => {
   it('reads the cgroup v2 quota, rounding a fraction up', () => {
@@ -123,5 +124,47 @@ describe('cluster: configuration', () => {
     for (const bad of ['0', 'many', '-2', '1.5'])
       assert.throws(() => load({ JOBVISOR_PROCESSES: bad }), /cluster\.processes/);
     assert.throws(() => load({ JOBVISOR_CLUSTER_MAX_JOBS: '-1' }), /cluster\.maxJobs/);
+  });
+});
+
+describe('cluster: the supervisors view', () => {
+  const row = (id: string, host: string, primary: string | null, slot: number | null) => ({
+    id,
+    host,
+    pid: 1,
+    version: '0',
+    queues: { default: 10 },
+    queue_config: {},
+    started_at: new Date(0),
+    heartbeat_at: new Date(0),
+    in_flight: 0,
+    cluster_primary: primary,
+    cluster_slot: slot,
+  });
+
+  it('groups by host, then the processes of one primary by slot, alone ones first', async () => {
+    const rows = [
+      row('a:2:x', 'a', 'a:1:p', 1),
+      row('a:3:y', 'a', 'a:1:p', 0),
+      row('a:9:z', 'a', null, null),
+      row('b:5:w', 'b', null, null),
+    ];
+    const groups = groupSupervisors(rows);
+    assert.deepEqual(
+      groups.map((h) => [h.host, h.groups.map((g) => [g.primary, g.rows.map((r) => r.id)])]),
+      [
+        [
+          'a',
+          [
+            [null, ['a:9:z']],
+            ['a:1:p', ['a:3:y', 'a:2:x']],
+          ],
+        ],
+        ['b', [[null, ['b:5:w']]]],
+      ],
+    );
+    const text = String(await supervisorsTable(rows));
+    assert.match(text, /primary a:1:p: 2 processes[\s\S]*child 0: a:3:y[\s\S]*child 1: a:2:x/);
+    assert.match(text, /<tr class="group" data-host="b">/);
   });
 });

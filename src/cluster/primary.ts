@@ -5,7 +5,8 @@
  * Invariants:
  *   - every slot has a process or a restart timer, until stop();
  *   - a process that exits has its running jobs handed back at once (by its
- *     supervisor id, fenced by owner and token: queue/hand_back.ts);
+ *     supervisor id, fenced by owner and token: queue/hand_back.ts) and its
+ *     row in the supervisors table removed;
  *   - an unexpected exit is restarted after restartDelayMs (restart_delay.ts)
  *     and logged in one line; a process the primary asked to drain is not;
  *   - recycling starts the replacement first and drains the old process only
@@ -15,6 +16,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Logger } from '../log.ts';
 import { createClusterMetrics } from '../metrics/metrics.ts';
+import { removeSupervisor } from '../queue/admin/supervisors.ts';
 import { handBackJobsOf } from '../queue/hand_back.ts';
 import type { Store } from '../queue/sql.ts';
 import { retire } from './aggregate.ts';
@@ -170,6 +172,8 @@ export class ClusterPrimary {
       }
     };
     const n = await sweep();
+    // A crashed process left its row in the supervisors table: it is gone now, not in 3 leases.
+    await removeSupervisor(this.options.store, id).catch(() => {});
     setTimeout(
       () =>
         void sweep().then((late) => {

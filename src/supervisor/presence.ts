@@ -44,6 +44,7 @@ export function createPresence(options: {
   leaseMs: number;
   inFlight: () => number;
   log: Logger;
+  cluster?: { primary: string; slot: number };
 }): Presence {
   let failing = false;
   const report = (err: unknown, msg: string) => {
@@ -62,6 +63,7 @@ export function createPresence(options: {
           queueConfig: options.queueConfig,
           inFlight: options.inFlight(),
           leaseMs: options.leaseMs,
+          cluster: options.cluster,
         });
         failing = false;
       } catch (err) {

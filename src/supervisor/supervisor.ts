@@ -63,6 +63,8 @@ export interface SupervisorOptions {
   pool?: pg.Pool;
   /** The app's tasks by kind (absolute paths), looked up before tasks.dir and the built-in tasks. */
   taskFiles?: Record<string, string>;
+  /** Under a cluster primary: its id and this process's slot, for the supervisors table. */
+  cluster?: { primary: string; slot: number };
 }
 
 export function supervisorId(name: string): string {
@@ -193,6 +195,7 @@ export class Supervisor {
       leaseMs: settings.jobs.lease,
       inFlight: () => this.inFlight(),
       log,
+      cluster: options.cluster,
     });
     wakeLimitedOnOutcomes(this.events, settings.queues, (queue) => this.fetchers.get(queue)?.onCapacity());
     const poolMax = (this.pool as { options?: { max?: number } }).options?.max ?? settings.database.poolSize;

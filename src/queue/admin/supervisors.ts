@@ -23,15 +23,18 @@ export interface SupervisorInfo {
   queueConfig?: Record<string, QueueConfig>;
   inFlight: number;
   leaseMs: number;
+  /** Under a cluster primary: its id and this process's slot (default: none, a supervisor alone). */
+  cluster?: { primary: string; slot: number };
 }
 
 const BEAT = planned(
   'supervisor_beat',
   `
 INSERT INTO jobvisor.supervisors AS s
-       (id, host, pid, version, queues, started_at, heartbeat_at, expires_at, in_flight, queue_config)
+       (id, host, pid, version, queues, started_at, heartbeat_at, expires_at, in_flight, queue_config,
+        cluster_primary, cluster_slot)
 VALUES ($1, $2, $3, $4, $5::jsonb, coalesce($8::timestamptz, now()), coalesce($8::timestamptz, now()),
-        coalesce($8::timestamptz, now()) + $7::float8 * interval '1 millisecond', $6, $9::jsonb)
+        coalesce($8::timestamptz, now()) + $7::float8 * interval '1 millisecond', $6, $9::jsonb, $10, $11)
 ON CONFLICT (id) DO UPDATE
    SET heartbeat_at = excluded.heartbeat_at, expires_at = excluded.expires_at, in_flight = excluded.in_flight,
        queues = excluded.queues, queue_config = excluded.queue_config`,
@@ -49,6 +52,8 @@ export async function beatSupervisor(store: Store, info: SupervisorInfo, now: No
     info.leaseMs * SUPERVISOR_EXPIRY_LEASES,
     now,
     JSON.stringify(info.queueConfig ?? {}),
+    info.cluster?.primary ?? null,
+    info.cluster?.slot ?? null,
   ]);
 }
 
@@ -72,13 +77,13 @@ export async function expireSupervisors(store: Store, now: Now = null): Promise<
 const LIST = planned(
   'supervisor_list',
   `
-SELECT id, host, pid, version, queues, queue_config, started_at, heartbeat_at, in_flight
+SELECT id, host, pid, version, queues, queue_config, started_at, heartbeat_at, in_flight, cluster_primary, cluster_slot
   FROM jobvisor.supervisors
  WHERE expires_at >= coalesce($1::timestamptz, now())
- ORDER BY host, started_at, id`,
+ ORDER BY host, cluster_primary NULLS FIRST, cluster_slot, started_at, id`,
 );
 
-/** The supervisors alive (not expired), by host. */
+/** The supervisors alive (not expired), by host, then a cluster primary's processes together by slot. */
 export async function listSupervisors(store: Store, now: Now = null): Promise<SupervisorRow[]> {
   return run<SupervisorRow>(store, LIST, [now]);
 }

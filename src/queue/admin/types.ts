@@ -182,6 +182,9 @@ export interface SupervisorRow {
   started_at: Date;
   heartbeat_at: Date;
   in_flight: number;
+  /** The cluster primary that started this process (null: a supervisor alone; before migration 019). */
+  cluster_primary: string | null;
+  cluster_slot: number | null;
 }
 
 /** A queue's settings as a supervisor reports them (supervisors.queue_config). */

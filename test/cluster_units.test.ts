@@ -5,6 +5,7 @@
  * the `cluster` configuration keys.
  */
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
@@ -17,6 +18,7 @@ import type { MetricsJson } from '../src/cluster/messages.ts';
 import { MAX_RESTART_DELAY_MS, nextStreak, restartDelayMs, STABLE_MS } from '../src/cluster/restart_delay.ts';
 import { loadConfig } from '../src/config/index.ts';
 import { groupSupervisors, supervisorsTable } from '../src/dashboard/views/supervisors.ts';
+import { BIN } from './helpers/supervisor.ts';
 
 describe('cluster: process count', () => {
   it('reads the cgroup v2 quota, rounding a fraction up', () => {
@@ -124,6 +126,16 @@ describe('cluster: configuration', () => {
     for (const bad of ['0', 'many', '-2', '1.5'])
       assert.throws(() => load({ JOBVISOR_PROCESSES: bad }), /cluster\.processes/);
     assert.throws(() => load({ JOBVISOR_CLUSTER_MAX_JOBS: '-1' }), /cluster\.maxJobs/);
+  });
+
+  it('jobvisor start --processes with a bad value: exit 2, one line naming the key, nothing started', () => {
+    const r = spawnSync(process.execPath, [BIN, 'start', '--processes', 'many'], {
+      encoding: 'utf8',
+      env: { ...process.env, DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none', NODE_ENV: 'test' },
+    });
+    assert.equal(r.status, 2);
+    assert.match(r.stderr, /cluster\.processes: must be "auto" or an integer from 1 to 256, got "many"/);
+    assert.equal(r.stderr.trim().split('\n').length, 1);
   });
 });
 

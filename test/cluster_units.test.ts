@@ -15,7 +15,13 @@ import { aggregate, cumulative, labelChild, retire } from '../src/cluster/aggreg
 import { availableCpus, quotaCpus, resolveProcesses } from '../src/cluster/cpus.ts';
 import { enoughReady } from '../src/cluster/http.ts';
 import type { MetricsJson } from '../src/cluster/messages.ts';
-import { MAX_RESTART_DELAY_MS, nextStreak, restartDelayMs, STABLE_MS } from '../src/cluster/restart_delay.ts';
+import {
+  MAX_RESTART_DELAY_MS,
+  nextStreak,
+  recycleReason,
+  restartDelayMs,
+  STABLE_MS,
+} from '../src/cluster/restart_delay.ts';
 import { loadConfig } from '../src/config/index.ts';
 import { groupSupervisors, supervisorsTable } from '../src/dashboard/views/supervisors.ts';
 import { BIN } from './helpers/supervisor.ts';
@@ -64,6 +70,15 @@ describe('cluster: restart back-off', () => {
     assert.equal(nextStreak(0, 10), 1);
     assert.equal(nextStreak(3, 100), 4);
     assert.equal(nextStreak(5, STABLE_MS), 1);
+  });
+
+  it('recycles at maxJobs finished or above maxRssMb resident; 0 turns each off', () => {
+    const MB = 1024 * 1024;
+    assert.equal(recycleReason({ jobs: 2999, rssBytes: 10 * MB }, { maxJobs: 3000, maxRssMb: 0 }), undefined);
+    assert.equal(recycleReason({ jobs: 3000, rssBytes: 10 * MB }, { maxJobs: 3000, maxRssMb: 0 }), 'maxJobs');
+    assert.equal(recycleReason({ jobs: 5, rssBytes: 513 * MB }, { maxJobs: 0, maxRssMb: 512 }), 'maxRssMb');
+    assert.equal(recycleReason({ jobs: 5, rssBytes: 512 * MB }, { maxJobs: 0, maxRssMb: 512 }), undefined);
+    assert.equal(recycleReason({ jobs: 1e9, rssBytes: 1e12 }, { maxJobs: 0, maxRssMb: 0 }), undefined);
   });
 });
 

@@ -21,7 +21,7 @@ import { handBackJobsOf } from '../queue/hand_back.ts';
 import type { Store } from '../queue/sql.ts';
 import { retire } from './aggregate.ts';
 import { CHILD_SLOT_ENV, PRIMARY_ID_ENV, type ChildMessage, type MetricsJson } from './messages.ts';
-import { nextStreak, restartDelayMs } from './restart_delay.ts';
+import { nextStreak, recycleReason, restartDelayMs } from './restart_delay.ts';
 import { SupervisorChild, type ChildExit, type ForkOptions } from './supervisor_child.ts';
 
 /** A claim the dead process sent may commit just after its exit: one more sweep this much later. */
@@ -192,15 +192,9 @@ export class ClusterPrimary {
 
   private maybeRecycle(child: SupervisorChild): void {
     const slot = this.slots[child.slot] as Slot;
-    const { maxJobs, maxRssMb } = this.options;
     if (this.stopping || slot.current !== child || slot.replacing || !child.ready) return;
     if (performance.now() < slot.recycleAfter) return;
-    const reason =
-      maxJobs > 0 && child.jobs >= maxJobs
-        ? 'maxJobs'
-        : maxRssMb > 0 && child.rssBytes > maxRssMb * MB
-          ? 'maxRssMb'
-          : undefined;
+    const reason = recycleReason(child, this.options);
     if (!reason) return;
     this.metrics.recycles.labels(String(child.slot), reason).inc();
     this.options.log.info(

@@ -181,4 +181,20 @@ describe('cluster: a native crash in one task', () => {
     assert.match(text, /jobvisor_pool_threads\{child="0"\}/);
     assert.match(text, /jobvisor_pool_threads\{child="1"\}/);
   });
+
+  it('the supervisors table names the primary and the slot of each process', async () => {
+    const primary = String(cluster.logs.find((l) => l.msg === 'cluster ready')?.primary);
+    const rows = await until(
+      'both processes in the supervisors table',
+      async () =>
+        (await db.pool.query('SELECT cluster_primary, cluster_slot FROM jobvisor.supervisors ORDER BY cluster_slot'))
+          .rows,
+      (r) => r.length === 2,
+      20_000,
+    );
+    assert.deepEqual(rows, [
+      { cluster_primary: primary, cluster_slot: 0 },
+      { cluster_primary: primary, cluster_slot: 1 },
+    ]);
+  });
 });

@@ -5,6 +5,7 @@
  * the `cluster` configuration keys.
  */
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
@@ -14,8 +15,16 @@ import { aggregate, cumulative, labelChild, retire } from '../src/cluster/aggreg
 import { availableCpus, quotaCpus, resolveProcesses } from '../src/cluster/cpus.ts';
 import { enoughReady } from '../src/cluster/http.ts';
 import type { MetricsJson } from '../src/cluster/messages.ts';
-import { MAX_RESTART_DELAY_MS, nextStreak, restartDelayMs, STABLE_MS } from '../src/cluster/restart_delay.ts';
+import {
+  MAX_RESTART_DELAY_MS,
+  nextStreak,
+  recycleReason,
+  restartDelayMs,
+  STABLE_MS,
+} from '../src/cluster/restart_delay.ts';
 import { loadConfig } from '../src/config/index.ts';
+import { groupSupervisors, supervisorsTable } from '../src/dashboard/views/supervisors.ts';
+import { BIN } from './helpers/supervisor.ts';
 
 describe('cluster: process count', () => {
   it('reads the cgroup v2 quota, rounding a fraction up', () => {
@@ -61,6 +70,15 @@ describe('cluster: restart back-off', () => {
     assert.equal(nextStreak(0, 10), 1);
     assert.equal(nextStreak(3, 100), 4);
     assert.equal(nextStreak(5, STABLE_MS), 1);
+  });
+
+  it('recycles at maxJobs finished or above maxRssMb resident; 0 turns each off', () => {
+    const MB = 1024 * 1024;
+    assert.equal(recycleReason({ jobs: 2999, rssBytes: 10 * MB }, { maxJobs: 3000, maxRssMb: 0 }), undefined);
+    assert.equal(recycleReason({ jobs: 3000, rssBytes: 10 * MB }, { maxJobs: 3000, maxRssMb: 0 }), 'maxJobs');
+    assert.equal(recycleReason({ jobs: 5, rssBytes: 513 * MB }, { maxJobs: 0, maxRssMb: 512 }), 'maxRssMb');
+    assert.equal(recycleReason({ jobs: 5, rssBytes: 512 * MB }, { maxJobs: 0, maxRssMb: 512 }), undefined);
+    assert.equal(recycleReason({ jobs: 1e9, rssBytes: 1e12 }, { maxJobs: 0, maxRssMb: 0 }), undefined);
   });
 });
 
@@ -123,5 +141,57 @@ describe('cluster: configuration', () => {
     for (const bad of ['0', 'many', '-2', '1.5'])
       assert.throws(() => load({ JOBVISOR_PROCESSES: bad }), /cluster\.processes/);
     assert.throws(() => load({ JOBVISOR_CLUSTER_MAX_JOBS: '-1' }), /cluster\.maxJobs/);
+  });
+
+  it('jobvisor start --processes with a bad value: exit 2, one line naming the key, nothing started', () => {
+    const r = spawnSync(process.execPath, [BIN, 'start', '--processes', 'many'], {
+      encoding: 'utf8',
+      env: { ...process.env, DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none', NODE_ENV: 'test' },
+    });
+    assert.equal(r.status, 2);
+    assert.match(r.stderr, /cluster\.processes: must be "auto" or an integer from 1 to 256, got "many"/);
+    assert.equal(r.stderr.trim().split('\n').length, 1);
+  });
+});
+
+describe('cluster: the supervisors view', () => {
+  const row = (id: string, host: string, primary: string | null, slot: number | null) => ({
+    id,
+    host,
+    pid: 1,
+    version: '0',
+    queues: { default: 10 },
+    queue_config: {},
+    started_at: new Date(0),
+    heartbeat_at: new Date(0),
+    in_flight: 0,
+    cluster_primary: primary,
+    cluster_slot: slot,
+  });
+
+  it('groups by host, then the processes of one primary by slot, alone ones first', async () => {
+    const rows = [
+      row('a:2:x', 'a', 'a:1:p', 1),
+      row('a:3:y', 'a', 'a:1:p', 0),
+      row('a:9:z', 'a', null, null),
+      row('b:5:w', 'b', null, null),
+    ];
+    const groups = groupSupervisors(rows);
+    assert.deepEqual(
+      groups.map((h) => [h.host, h.groups.map((g) => [g.primary, g.rows.map((r) => r.id)])]),
+      [
+        [
+          'a',
+          [
+            [null, ['a:9:z']],
+            ['a:1:p', ['a:3:y', 'a:2:x']],
+          ],
+        ],
+        ['b', [[null, ['b:5:w']]]],
+      ],
+    );
+    const text = String(await supervisorsTable(rows));
+    assert.match(text, /primary a:1:p: 2 processes[\s\S]*child 0: a:3:y[\s\S]*child 1: a:2:x/);
+    assert.match(text, /<tr class="group" data-host="b">/);
   });
 });

@@ -37,13 +37,19 @@ export const COMMAND_SPECS: CommandSpec[] = [
   },
   {
     name: 'start',
-    args: '[--migrate]',
+    args: '[--migrate] [--processes N|auto]',
     summary: 'run a supervisor until SIGTERM/SIGINT, which drain it and exit 0 (a second signal forces)',
     options: [
       {
         flag: '--migrate',
         meaning:
           'apply migrations first (always done with the embedded database); otherwise wait, not ready, until migrated',
+      },
+      {
+        flag: '--processes N|auto',
+        meaning:
+          'cluster.processes: a primary forks N supervisor processes, restarts and recycles them, serves one /metrics',
+        default: '1',
       },
     ],
     example: 'JOBVISOR_CONFIG=./jobvisor.json jobvisor start',

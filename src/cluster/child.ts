@@ -15,7 +15,13 @@
 import type { ObservedSupervisor } from '../metrics/supervisor-http.ts';
 import { startRunner, type RunnerSetup } from '../run/runner.ts';
 import type { SupervisorEvents } from '../supervisor/events.ts';
-import { isPrimaryMessage, type ChildMessage, type PrimaryMessage } from './messages.ts';
+import {
+  CHILD_SLOT_ENV,
+  isPrimaryMessage,
+  PRIMARY_ID_ENV,
+  type ChildMessage,
+  type PrimaryMessage,
+} from './messages.ts';
 
 const STATS_EVERY_MS = 1000;
 const SCRAPE_DEADLINE_MS = 1500;
@@ -93,6 +99,7 @@ export async function startChild(setup: RunnerSetup): Promise<void> {
   await startRunner({
     ...setup,
     serveMetrics: true,
+    cluster: { primary: process.env[PRIMARY_ID_ENV] ?? '?', slot: Number(process.env[CHILD_SLOT_ENV]) },
     onSupervisor: (id, events) => {
       identified = true;
       void send({ jobvisor: 'supervisor', id });

@@ -5,7 +5,8 @@
  * Invariants:
  *   - every slot has a process or a restart timer, until stop();
  *   - a process that exits has its running jobs handed back at once (by its
- *     supervisor id, fenced by owner and token: queue/hand_back.ts);
+ *     supervisor id, fenced by owner and token: queue/hand_back.ts) and its
+ *     row in the supervisors table removed;
  *   - an unexpected exit is restarted after restartDelayMs (restart_delay.ts)
  *     and logged in one line; a process the primary asked to drain is not;
  *   - recycling starts the replacement first and drains the old process only
@@ -15,11 +16,12 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Logger } from '../log.ts';
 import { createClusterMetrics } from '../metrics/metrics.ts';
+import { removeSupervisor } from '../queue/presence.ts';
 import { handBackJobsOf } from '../queue/hand_back.ts';
 import type { Store } from '../queue/sql.ts';
 import { retire } from './aggregate.ts';
 import { CHILD_SLOT_ENV, PRIMARY_ID_ENV, type ChildMessage, type MetricsJson } from './messages.ts';
-import { nextStreak, restartDelayMs } from './restart_delay.ts';
+import { nextStreak, recycleReason, restartDelayMs } from './restart_delay.ts';
 import { SupervisorChild, type ChildExit, type ForkOptions } from './supervisor_child.ts';
 
 /** A claim the dead process sent may commit just after its exit: one more sweep this much later. */
@@ -170,6 +172,8 @@ export class ClusterPrimary {
       }
     };
     const n = await sweep();
+    // A crashed process left its row in the supervisors table: it is gone now, not in 3 leases.
+    await removeSupervisor(this.options.store, id).catch(() => {});
     setTimeout(
       () =>
         void sweep().then((late) => {
@@ -188,15 +192,9 @@ export class ClusterPrimary {
 
   private maybeRecycle(child: SupervisorChild): void {
     const slot = this.slots[child.slot] as Slot;
-    const { maxJobs, maxRssMb } = this.options;
     if (this.stopping || slot.current !== child || slot.replacing || !child.ready) return;
     if (performance.now() < slot.recycleAfter) return;
-    const reason =
-      maxJobs > 0 && child.jobs >= maxJobs
-        ? 'maxJobs'
-        : maxRssMb > 0 && child.rssBytes > maxRssMb * MB
-          ? 'maxRssMb'
-          : undefined;
+    const reason = recycleReason(child, this.options);
     if (!reason) return;
     this.metrics.recycles.labels(String(child.slot), reason).inc();
     this.options.log.info(

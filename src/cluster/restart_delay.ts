@@ -1,4 +1,7 @@
 /**
+ * The primary's decisions about a slot's process: how long it waits before
+ * restarting one that died, and when one is due for recycling.
+ *
  * How long the primary waits before restarting a slot whose process died.
  *
  * The first crash restarts at once: a native crash in one task should cost
@@ -21,4 +24,14 @@ export function restartDelayMs(crashes: number): number {
 /** The crash streak after a process that lived `livedMs` died. Pure. */
 export function nextStreak(streak: number, livedMs: number): number {
   return livedMs >= STABLE_MS ? 1 : streak + 1;
+}
+
+/** Why a process is due for recycling (cluster.maxJobs, cluster.maxRssMb; 0 = off), or undefined. Pure. */
+export function recycleReason(
+  used: { jobs: number; rssBytes: number },
+  limits: { maxJobs: number; maxRssMb: number },
+): 'maxJobs' | 'maxRssMb' | undefined {
+  if (limits.maxJobs > 0 && used.jobs >= limits.maxJobs) return 'maxJobs';
+  if (limits.maxRssMb > 0 && used.rssBytes > limits.maxRssMb * 1024 * 1024) return 'maxRssMb';
+  return undefined;
 }

@@ -34,6 +34,7 @@ td { overflow-wrap:anywhere; }
 td.num, th.num { text-align:right; font-variant-numeric:tabular-nums; }
 a { color:var(--accent); }
 .muted { color:var(--muted); }
+tr.group th, tr.group td { background:var(--head); color:var(--head-fg); text-align:left; font-weight:600; }
 .status { display:inline-block; padding:0 .45rem; border-radius:9px; font-size:.8rem; background:var(--s-bg); }
 .status-failed { background:var(--s-failed); color:var(--bad); } .status-done { background:var(--s-done); color:var(--ok); }
 .status-running, .status-active { background:var(--s-running); color:var(--s-running-fg); }

@@ -35,15 +35,18 @@ export interface SupervisorInfo {
   queueConfig?: Record<string, QueueConfig>;
   inFlight: number;
   leaseMs: number;
+  /** Under a cluster primary: its id and this process's slot (default: none, a supervisor alone). */
+  cluster?: { primary: string; slot: number };
 }
 
 const BEAT = planned(
   'supervisor_beat',
   `
 INSERT INTO jobvisor.supervisors AS s
-       (id, host, pid, version, queues, started_at, heartbeat_at, expires_at, in_flight, queue_config)
+       (id, host, pid, version, queues, started_at, heartbeat_at, expires_at, in_flight, queue_config,
+        cluster_primary, cluster_slot)
 VALUES ($1, $2, $3, $4, $5::jsonb, coalesce($8::timestamptz, now()), coalesce($8::timestamptz, now()),
-        coalesce($8::timestamptz, now()) + $7::float8 * interval '1 millisecond', $6, $9::jsonb)
+        coalesce($8::timestamptz, now()) + $7::float8 * interval '1 millisecond', $6, $9::jsonb, $10, $11)
 ON CONFLICT (id) DO UPDATE
    SET heartbeat_at = excluded.heartbeat_at, expires_at = excluded.expires_at, in_flight = excluded.in_flight,
        queues = excluded.queues, queue_config = excluded.queue_config`,
@@ -61,6 +64,8 @@ export async function beatSupervisor(store: Store, info: SupervisorInfo, now: No
     info.leaseMs * SUPERVISOR_EXPIRY_LEASES,
     now,
     JSON.stringify(info.queueConfig ?? {}),
+    info.cluster?.primary ?? null,
+    info.cluster?.slot ?? null,
   ]);
 }
 

@@ -53,6 +53,8 @@ export interface RunnerSetup {
   close?: () => Promise<void>;
   /** Called with the supervisor's id and events once it exists, before its first claim (a cluster child tells its primary). */
   onSupervisor?: (id: string, events: SupervisorEvents) => void;
+  /** Under a cluster primary: its id and this process's slot (the supervisors table groups by them). */
+  cluster?: { primary: string; slot: number };
   /** With serveMetrics: hand the metrics and readiness to this instead of serving HTTP (a cluster child). */
   exportMetrics?: (observed: ObservedSupervisor) => void;
 }
@@ -97,6 +99,7 @@ export async function startRunner(setup: RunnerSetup): Promise<Runner> {
     log,
     pool: setup.pool,
     taskFiles: setup.taskFiles,
+    cluster: setup.cluster,
   });
   setup.onSupervisor?.(supervisor.id, supervisor.events);
   let stopAskedAt = 0;

@@ -158,6 +158,7 @@ export function buildPresence(
   id: string,
   inFlight: () => number,
   log: Logger,
+  cluster?: { primary: string; slot: number },
 ): Presence {
   return createPresence({
     store,
@@ -167,6 +168,7 @@ export function buildPresence(
     leaseMs: settings.jobs.lease,
     inFlight,
     log,
+    cluster,
   });
 }
 

@@ -43,6 +43,7 @@ export function createPresence(options: {
   leaseMs: number;
   inFlight: () => number;
   log: Logger;
+  cluster?: { primary: string; slot: number };
 }): Presence {
   let failing = false;
   const report = (err: unknown, msg: string) => {
@@ -61,6 +62,7 @@ export function createPresence(options: {
           queueConfig: options.queueConfig,
           inFlight: options.inFlight(),
           leaseMs: options.leaseMs,
+          cluster: options.cluster,
         });
         failing = false;
       } catch (err) {

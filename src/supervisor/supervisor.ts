@@ -60,6 +60,8 @@ export interface SupervisorOptions {
   pool?: pg.Pool;
   /** The app's tasks by kind (absolute paths), looked up before tasks.dir and the built-in tasks. */
   taskFiles?: Record<string, string>;
+  /** Under a cluster primary: its id and this process's slot, for the supervisors table. */
+  cluster?: { primary: string; slot: number };
 }
 
 export class Supervisor {
@@ -131,7 +133,7 @@ export class Supervisor {
       beforeClaim: () => this.pauseWatch.beforeClaim(),
       events: this.events,
     });
-    this.presence = buildPresence(this.store, settings, this.id, () => this.inFlight(), log);
+    this.presence = buildPresence(this.store, settings, this.id, () => this.inFlight(), log, options.cluster);
     wakeLimitedOnOutcomes(this.events, settings.queues, (queue) => this.fetchers.get(queue)?.onCapacity());
     endCancelledRunsOnLoss({
       store: this.store,

@@ -3,8 +3,9 @@ import { html } from 'hono/html';
 import { OVERVIEW_CAP, type Overview } from '../../queue/admin/index.ts';
 import { throughputChart, type Bucket } from './chart.ts';
 import { unservedQueues } from '../../queue/admin/index.ts';
-import { age, count, flash, layout, time, type ViewContext } from './layout.ts';
+import { age, count, flash, layout, type ViewContext } from './layout.ts';
 import { queueControls, queuePath } from './queue_controls.ts';
+import { supervisorsTable } from './supervisors.ts';
 import { unservedWarning } from './unserved.ts';
 
 /** The admin overview and the two throughput charts. */
@@ -108,44 +109,7 @@ export function overviewPage(v: ViewContext, d: OverviewData) {
     <h2>Throughput</h2>
     ${throughputChart('Last hour, per minute', d.hour)} ${throughputChart('Last day, per 15 minutes', d.day)}
     <h2>Supervisors</h2>
-    <table id="supervisors" class="stack">
-      <thead>
-        <tr>
-          <th>Supervisor</th>
-          <th>Host</th>
-          <th>Version</th>
-          <th>Queues</th>
-          <th class="num">In flight</th>
-          <th>Started</th>
-          <th>Last heartbeat</th>
-        </tr>
-      </thead>
-      <tbody>
-        ${
-          d.supervisors.length === 0
-            ? html`<tr>
-                <td colspan="7" class="muted">No supervisor is alive.</td>
-              </tr>`
-            : ''
-        }
-        ${d.supervisors.map(
-          (s) =>
-            html`<tr>
-              <td>${s.id}</td>
-              <td data-label="Host">${s.host} (pid ${s.pid})</td>
-              <td data-label="Version">${s.version}</td>
-              <td data-label="Queues">
-                ${Object.entries(s.queues ?? {})
-                  .map(([q, n]) => `${q}×${n}`)
-                  .join(', ')}
-              </td>
-              <td class="num" data-label="In flight">${count(s.in_flight)}</td>
-              <td data-label="Started">${time(s.started_at)}</td>
-              <td data-label="Last heartbeat">${time(s.heartbeat_at)}</td>
-            </tr>`,
-        )}
-      </tbody>
-    </table>
+    ${supervisorsTable(d.supervisors)}
   </div>`;
   return layout(v, 'Overview', '', body);
 }

@@ -9,13 +9,13 @@ import type { SupervisorRow } from './types.ts';
 const LIST = planned(
   'supervisor_list',
   `
-SELECT id, host, pid, version, queues, queue_config, started_at, heartbeat_at, in_flight
+SELECT id, host, pid, version, queues, queue_config, started_at, heartbeat_at, in_flight, cluster_primary, cluster_slot
   FROM jobvisor.supervisors
  WHERE expires_at >= coalesce($1::timestamptz, now())
- ORDER BY host, started_at, id`,
+ ORDER BY host, cluster_primary NULLS FIRST, cluster_slot, started_at, id`,
 );
 
-/** The supervisors alive (not expired), by host. */
+/** The supervisors alive (not expired), by host, then a cluster primary's processes together by slot. */
 export async function listSupervisors(store: Store, now: Now = null): Promise<SupervisorRow[]> {
   return run<SupervisorRow>(store, LIST, [now]);
 }

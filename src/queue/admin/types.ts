@@ -183,4 +183,7 @@ export interface SupervisorRow {
   started_at: Date;
   heartbeat_at: Date;
   in_flight: number;
+  /** The cluster primary that started this process (null: a supervisor alone; before migration 019). */
+  cluster_primary: string | null;
+  cluster_slot: number | null;
 }

@@ -44,7 +44,6 @@ import {
   supervisorId,
 } from './build.ts';
 import { drainRuns } from './drain_runs.ts';
-
 import type { Fetcher } from './fetcher.ts';
 import type { HeldConnection } from '../db/held.ts';
 
@@ -102,11 +101,8 @@ export class Supervisor {
     this.store = { db: this.pool, schema: settings.database.schema };
     this.threads = buildThreads(settings, this.id, options.databaseUrl, options.taskFiles ?? {});
     this.threads.on('error', (err: unknown) => log.error({ err }, 'worker pool error'));
-    this.completer = new Completer(
-      queueOutcomeStore(this.store, this.id, settings.jobs.maxSnoozes),
-      settings,
-      this.events,
-    );
+    const outcomes = queueOutcomeStore(this.store, this.id, settings.jobs.maxSnoozes);
+    this.completer = new Completer(outcomes, settings, this.events);
     ({ reader: this.optionsReader, catalog: this.catalog } = buildTasks(
       settings,
       options.taskFiles ?? {},

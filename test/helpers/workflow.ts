@@ -1,7 +1,10 @@
 /**
- * Tables and reads for workflow tests: wf_runs is written by the wf_step
+ * Workflow test helpers. The engine's tests: wf_runs is written by the wf_step
  * fixture (fixtures/tasks/wf_step.js) from inside each run; wf_release lets a
- * held run finish.
+ * held run finish. The read-side tests build workflows in plain SQL
+ * (insertWorkflow below): jobs in any status and their edges in
+ * jobvisor.job_dependencies, one statement per table, so a graph of thousands
+ * of nodes is two round trips and its statuses need no runs.
  */
 import type pg from 'pg';
 
@@ -38,17 +41,6 @@ export async function markRunning(pool: pg.Pool, id: string, owner: string, toke
     [id, owner, token],
   );
 }
-/**
- * Workflows for the read-side tests, written in plain SQL: jobs (a given
- * status each; `blocked` by default) and their edges in
- * jobvisor.job_dependencies. One statement per table, so a graph of
- * thousands of nodes is two round trips.
- *
- * The shape is the one `enqueueMany(db, [{ kind, payload, dependsOn: [{ index }] }])`
- * takes: a node's `parents` are indexes of earlier nodes. Switching this
- * helper to that API is a matter of mapping nodes to specs once it exists; the
- * statuses given here would then come from running the jobs.
- */
 
 export interface WorkflowNode {
   kind: string;

@@ -130,3 +130,15 @@ BEGIN
    WHERE d.child_id = ANY (children) AND NOT d.counted AND p.status IN ('failed', 'cancelled');
   RETURN coalesce(jobvisor.settle_parents(failed), 0);
 END $$;
+
+-- Whether job `parent` has a dependent that has not finished (so has yet to
+-- read it): cleanup and delete keep such a parent. A function of its own, in
+-- plpgsql so it is never inlined: written as NOT EXISTS in the cleanup
+-- statement, the planner hashed the subquery (a scan of every edge) for each
+-- round instead of probing the parent's edges by index.
+CREATE FUNCTION jobvisor.has_live_dependents(parent bigint) RETURNS boolean
+LANGUAGE plpgsql STABLE STRICT AS $$
+BEGIN
+  RETURN EXISTS (SELECT 1 FROM jobvisor.job_dependencies AS d JOIN jobvisor.jobs AS c ON c.id = d.child_id
+                  WHERE d.parent_id = parent AND c.status IN ('blocked', 'pending', 'running'));
+END $$;

@@ -9,9 +9,8 @@ import { planned, run, type Now, type Store } from './sql.ts';
 // finished (it has yet to read the parent's result), and a deleted child takes
 // its edges along. Plain rows have has_dependents and parents_waiting NULL,
 // so for them neither clause reads job_dependencies.
-const KEEP_READ_PARENTS = `AND (has_dependents IS NOT TRUE OR NOT EXISTS (
-             SELECT 1 FROM jobvisor.job_dependencies AS d JOIN jobvisor.jobs AS c ON c.id = d.child_id
-              WHERE d.parent_id = jobs.id AND c.status IN ('blocked', 'pending', 'running')))`;
+// CASE: has_live_dependents (migration 017) is called only for flagged rows.
+const KEEP_READ_PARENTS = `AND CASE WHEN has_dependents THEN NOT jobvisor.has_live_dependents(id) ELSE true END`;
 const DROP_EDGES = `edges AS (
   DELETE FROM jobvisor.job_dependencies WHERE child_id = ANY (ARRAY(SELECT id FROM gone WHERE child))
 )`;

@@ -63,6 +63,7 @@ async function main(): Promise<void> {
   const url = new URL(server as string);
   url.pathname = `/${name}`;
   const pool = new pg.Pool({ connectionString: url.toString(), max: 4 });
+  pool.on('error', () => {});
   const store: Store = { db: pool, schema: 'jobvisor' };
   const results: Record<string, unknown> = {};
   let supervisor: Supervisor | undefined;

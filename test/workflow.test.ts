@@ -102,11 +102,11 @@ describe('enqueue with dependsOn', () => {
     assert.equal((await jobRow(db.pool, merge)).parents_waiting, 3);
     assert.equal((await jobRow(db.pool, email)).parents_waiting, 1);
     const { rows } = await db.pool.query(
-      'SELECT parent_id::text FROM jobvisor.job_dependencies WHERE child_id = $1 ORDER BY 1',
+      'SELECT parent_id::text AS parent FROM jobvisor.job_dependencies WHERE child_id = $1 ORDER BY parent_id',
       [merge],
     );
     assert.deepEqual(
-      rows.map((r) => r.parent_id),
+      rows.map((r) => r.parent),
       ids.slice(0, 3).map((r) => r.id),
     );
     const before = [await count(), await edges()];

@@ -102,6 +102,35 @@ describe('a workflow run by a supervisor', () => {
   });
 });
 
+describe('a done parent re-queued while its child runs', () => {
+  it('runs again; the child is not stopped, blocked or run again, and finishes once', async () => {
+    const parent = (await enqueue(db.pool, 'wf_step', { result: 1 })).id as string;
+    const other = (await enqueue(db.pool, 'wf_step', { hold: true })).id as string;
+    const child = (await enqueue(db.pool, 'wf_step', { hold: true }, { dependsOn: [parent] })).id as string;
+    const sibling = (await enqueue(db.pool, 'wf_step', {}, { dependsOn: [parent, other] })).id as string;
+    await until(
+      'the child running',
+      () => runsOf(db.pool, child),
+      (runs) => runs.length === 1,
+    );
+    await db.pool.query("UPDATE jobvisor.jobs SET status = 'pending', attempts = 0 WHERE id = $1", [parent]);
+    await until(
+      'the parent run twice',
+      () => runsOf(db.pool, parent),
+      (runs) => runs.length === 2,
+    );
+    await settled(parent, 'done');
+    assert.equal((await jobRow(db.pool, child)).status, 'running');
+    const s = await jobRow(db.pool, sibling);
+    assert.deepEqual([s.status, s.parents_waiting], ['blocked', 1], 'the second success of the parent counts once');
+    await db.pool.query('INSERT INTO wf_release VALUES ($1), ($2)', [child, other]);
+    await settled(child, 'done');
+    await settled(sibling, 'done');
+    assert.equal((await runsOf(db.pool, child)).length, 1);
+    assert.equal((await runsOf(db.pool, sibling)).length, 1);
+  });
+});
+
 describe('flow control on released jobs', () => {
   it('a paused queue holds a released job until it is resumed', async () => {
     await pauseQueue(db.pool, 'held');

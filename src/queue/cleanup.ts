@@ -39,12 +39,10 @@ import { planned, run, type Now, type Store } from './sql.ts';
 // Workflows (migration 017): a parent stays while a dependent has not
 // finished (it has yet to read the parent's result), and a deleted child takes
 // its edges along. Plain rows have has_dependents and parents_waiting NULL,
-// so for them neither clause reads job_dependencies. OFFSET 0 keeps the
-// NOT EXISTS a per-row probe of job_dependencies_parent_idx, so the walk keeps
-// its index order (an anti join read every unfinished job instead).
-const KEEP_READ_PARENTS = `AND (j.has_dependents IS NOT TRUE OR NOT EXISTS (
-               SELECT 1 FROM jobvisor.job_dependencies AS e JOIN jobvisor.jobs AS c ON c.id = e.child_id
-                WHERE e.parent_id = j.id AND c.status IN ('blocked', 'pending', 'running') OFFSET 0))`;
+// so for them neither clause reads job_dependencies. CASE: has_live_dependents
+// (migration 017) is called only for flagged rows, one probe of
+// job_dependencies_parent_idx each, so the walk keeps its index order.
+const KEEP_READ_PARENTS = `AND CASE WHEN j.has_dependents THEN NOT jobvisor.has_live_dependents(j.id) ELSE true END`;
 const DROP_EDGES = `edges AS (
   DELETE FROM jobvisor.job_dependencies WHERE child_id = ANY (ARRAY(SELECT id FROM gone WHERE child))
 )`;

@@ -83,4 +83,4 @@ function* chunks(lines: string[]): Generator<string> {
   if (buffer) yield buffer;
 }
 
-export { COPY_JOBS };
+export { COPY_JOBS, RESERVE_IDS };

@@ -19,6 +19,7 @@
 import { InputError } from '../errors.ts';
 import { shown } from './validate.ts';
 import type { CopyRow } from './copy.ts';
+import { RESERVE_IDS } from './copy.ts';
 import { intArray, planned, run, type Store } from './sql.ts';
 
 /** A validated job of a batch with dependencies. */
@@ -84,8 +85,11 @@ export function checkDependencies(
   };
 }
 
-// Ids are drawn from the table's sequence first (`ids`, by position), so
-// edges between jobs of the same call can name them before the insert.
+// Ids are drawn from the table's sequence first (RESERVE_IDS), so edges
+// between jobs of the same call are plain arrays of ids. Every join is on
+// arrays whose size the planner sees: when in-batch ids were drawn inside the
+// statement and joined by position, a fan-out of 10,000 planned as a nested
+// loop of 10,000 × 10,000 rows (8 s to enqueue).
 const INSERT_GRAPH = planned(
   'insert_graph',
   `
@@ -95,42 +99,36 @@ WITH p AS (
   SELECT count(*) = cardinality($13::bigint[]) AS ok FROM p
 ), flag AS (
   UPDATE jobvisor.jobs AS j SET has_dependents = true
-    FROM p WHERE j.id = p.id AND j.has_dependents IS NOT TRUE AND (SELECT ok FROM ok)
-), ids AS (
-  SELECT ord, nextval('jobvisor.jobs_id_seq') AS id
-    FROM generate_series(1, cardinality($1::text[])) AS ord WHERE (SELECT ok FROM ok)
+    FROM p WHERE j.id = ANY ($13::bigint[]) AND j.id = p.id AND j.has_dependents IS NOT TRUE AND (SELECT ok FROM ok)
 ), e AS (
-  SELECT c.id AS child_id, coalesce(x.parent_id, ip.id) AS parent_id,
-         coalesce(p.status = 'done', false) AS counted, x.child
-    FROM unnest($14::int[], $15::bigint[], $16::int[]) AS x(child, parent_id, parent_idx)
-    JOIN ids AS c ON c.ord = x.child
-    LEFT JOIN ids AS ip ON ip.ord = x.parent_idx
+  SELECT x.child_id, x.parent_id, coalesce(p.status = 'done', false) AS counted
+    FROM unnest($14::bigint[], $15::bigint[]) AS x(child_id, parent_id)
     LEFT JOIN p ON p.id = x.parent_id
 ), w AS (
-  SELECT child, count(*) FILTER (WHERE NOT counted)::int AS waiting FROM e GROUP BY child
+  SELECT child_id, count(*) FILTER (WHERE NOT counted)::int AS waiting FROM e GROUP BY child_id
 ), ins AS (
   INSERT INTO jobvisor.jobs (id, queue, kind, payload, priority, max_attempts, run_at, unique_key, trace_context,
                              concurrency_key, status, parents_waiting, on_parent_failure, has_dependents)
   OVERRIDING SYSTEM VALUE
-  SELECT ids.id, j.queue, j.kind, j.payload, j.priority, coalesce(j.max_attempts, 8),
+  SELECT j.id, j.queue, j.kind, j.payload, j.priority, coalesce(j.max_attempts, 8),
          coalesce(j.run_at, now() + coalesce(j.delay_ms, 0) * interval '1 millisecond'), j.unique_key, $9::jsonb,
          j.concurrency_key, CASE WHEN w.waiting > 0 THEN 'blocked' ELSE 'pending' END, w.waiting,
          j.on_parent_failure, j.has_dependents
-    FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::int[], $5::int[], $6::timestamptz[], $7::float8[], $8::text[],
-                $10::text[], $11::text[], $12::boolean[])
-         WITH ORDINALITY AS j(queue, kind, payload, priority, max_attempts, run_at, delay_ms, unique_key,
-                              concurrency_key, on_parent_failure, has_dependents, ord)
-    JOIN ids USING (ord)
-    LEFT JOIN w ON w.child = j.ord
+    FROM unnest($16::bigint[], $1::text[], $2::text[], $3::jsonb[], $4::int[], $5::int[], $6::timestamptz[],
+                $7::float8[], $8::text[], $10::text[], $11::text[], $12::boolean[])
+         AS j(id, queue, kind, payload, priority, max_attempts, run_at, delay_ms, unique_key,
+              concurrency_key, on_parent_failure, has_dependents)
+    LEFT JOIN w ON w.child_id = j.id
+   WHERE (SELECT ok FROM ok)
   ON CONFLICT (kind, unique_key) WHERE unique_key IS NOT NULL DO NOTHING
   RETURNING id
 ), edges AS (
   INSERT INTO jobvisor.job_dependencies (child_id, parent_id, counted)
-  SELECT child_id, parent_id, counted FROM e WHERE child_id IN (SELECT id FROM ins)
+  SELECT e.child_id, e.parent_id, e.counted FROM e JOIN ins ON ins.id = e.child_id
 )
 SELECT (SELECT ok FROM ok) AS ok,
        (SELECT array_agg(id) FROM unnest($13::bigint[]) AS m(id) WHERE id NOT IN (SELECT id FROM p))::text[] AS missing,
-       (SELECT array_agg(CASE WHEN ids.id IN (SELECT id FROM ins) THEN ids.id END ORDER BY ids.ord) FROM ids)::text[] AS ids`,
+       (SELECT array_agg(id) FROM ins)::text[] AS ids`,
 );
 
 /**
@@ -144,54 +142,51 @@ export async function insertGraph(
   traceContext: string | null,
 ): Promise<Array<string | null>> {
   const referenced = new Set<number>();
-  const edgeChild: number[] = [];
-  const edgeId: Array<string | null> = [];
-  const edgeIndex: Array<number | null> = [];
-  const external = new Set<string>();
-  rows.forEach((r, i) => {
-    for (const id of r.parentIds) {
-      external.add(id);
-      edgeChild.push(i + 1);
-      edgeId.push(id);
-      edgeIndex.push(null);
-    }
-    for (const n of r.parentIndexes) {
-      referenced.add(n);
-      edgeChild.push(i + 1);
-      edgeId.push(null);
-      edgeIndex.push(n + 1);
-    }
-  });
+  for (const r of rows) for (const n of r.parentIndexes) referenced.add(n);
   for (const n of referenced)
     if (rows[n]?.uniqueKey !== null)
       throw new InputError(
         `jobs[${n}] has a uniqueKey and is a parent by index: a skipped duplicate would leave its children waiting`,
       );
-  const [row] = await run<{ ok: boolean; missing: string[] | null; ids: Array<string | null> | null }>(
-    store,
-    INSERT_GRAPH,
-    [
-      rows.map((r) => r.queue),
-      rows.map((r) => r.kind),
-      rows.map((r) => r.payload),
-      rows.map((r) => r.priority),
-      rows.map((r) => r.maxAttempts),
-      rows.map((r) => r.runAt),
-      rows.map((r) => r.delayMs),
-      rows.map((r) => r.uniqueKey),
-      traceContext,
-      rows.map((r) => r.concurrencyKey),
-      rows.map((r) => r.onParentFailure),
-      rows.map((_, i) => (referenced.has(i) ? true : null)),
-      intArray([...external]),
-      edgeChild,
-      edgeId,
-      edgeIndex,
-    ],
-  );
+  const [reserved] = await run<{ ids: string }>(store, RESERVE_IDS, [rows.length]);
+  const ids = reserved?.ids ? reserved.ids.split(',') : [];
+  const edgeChild: string[] = [];
+  const edgeParent: string[] = [];
+  const external = new Set<string>();
+  rows.forEach((r, i) => {
+    const child = ids[i] as string;
+    for (const id of r.parentIds) {
+      external.add(id);
+      edgeChild.push(child);
+      edgeParent.push(id);
+    }
+    for (const n of r.parentIndexes) {
+      edgeChild.push(child);
+      edgeParent.push(ids[n] as string);
+    }
+  });
+  const [row] = await run<{ ok: boolean; missing: string[] | null; ids: string[] | null }>(store, INSERT_GRAPH, [
+    rows.map((r) => r.queue),
+    rows.map((r) => r.kind),
+    rows.map((r) => r.payload),
+    rows.map((r) => r.priority),
+    rows.map((r) => r.maxAttempts),
+    rows.map((r) => r.runAt),
+    rows.map((r) => r.delayMs),
+    rows.map((r) => r.uniqueKey),
+    traceContext,
+    rows.map((r) => r.concurrencyKey),
+    rows.map((r) => r.onParentFailure),
+    rows.map((_, i) => (referenced.has(i) ? true : null)),
+    intArray([...external]),
+    intArray(edgeChild),
+    intArray(edgeParent),
+    intArray(ids),
+  ]);
   if (!row?.ok) {
     const missing = row?.missing ?? [];
     throw new InputError(`dependsOn: no job ${missing.slice(0, 5).join(', ')}${missing.length > 5 ? ', …' : ''}`);
   }
-  return row.ids ?? [];
+  const written = new Set(row.ids ?? []);
+  return ids.map((id) => (written.has(id) ? id : null));
 }

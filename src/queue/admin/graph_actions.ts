@@ -23,9 +23,7 @@ SELECT u.id, u.queue FROM u, s`;
 export const SETTLE_CANCELLED = `s AS (SELECT jobvisor.settle_parents(array_agg(id) FILTER (WHERE has_dependents)) FROM u)
 SELECT u.id, u.queue FROM u, s`;
 
-export const NO_LIVE_DEPENDENTS = `(j.has_dependents IS NOT TRUE OR NOT EXISTS (
-       SELECT 1 FROM jobvisor.job_dependencies AS d JOIN jobvisor.jobs AS c ON c.id = d.child_id
-        WHERE d.parent_id = j.id AND c.status IN ('blocked', 'pending', 'running')))`;
+export const NO_LIVE_DEPENDENTS = `CASE WHEN j.has_dependents THEN NOT jobvisor.has_live_dependents(j.id) ELSE true END`;
 
 export const DROP_DELETED_EDGES = `edges AS (
   DELETE FROM jobvisor.job_dependencies WHERE child_id = ANY (ARRAY(SELECT id FROM gone WHERE child))

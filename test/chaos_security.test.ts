@@ -47,6 +47,14 @@ const REVIEWED: Record<string, string> = {
   'src/queue/copy.ts: copyFrom(copyStatement(schema))': 'COPY text from the COPY_JOBS constant, schema-qualified',
   'src/db/held.ts: config':
     "a pass-through for the heartbeat's statements: the query configs of src/queue, checked where they are written",
+  'src/queue/sql.ts: settings':
+    "a statement's own planner settings, from the constants THROUGH_INDEXES and AS_INDEX_WALK of the same file",
+  "src/queue/sql.ts: pairs.map(([n]) => `current_setting('${n}')`).join(', ')":
+    'setting names matched as \\w+ from those same constants; values go as parameters',
+  "src/queue/sql.ts: pairs.map(([n], i) => `set_config('${n}', $${i + 1}, false)`).join(', ')":
+    'setting names matched as \\w+ from those same constants; values go as parameters',
+  'src/queue/sql.ts: read': 'the current_setting() read built just above from those names',
+  'src/queue/sql.ts: write': 'the set_config() call built just above from those names; values go as parameters',
 };
 
 /**
@@ -65,6 +73,9 @@ function safeByConstruction(expr: ts.Expression): boolean {
   if (ts.isCallExpression(expr)) {
     const callee = expr.expression.getText();
     if (callee === 'quoteIdent') return true;
+    // set_config('statement_timeout', $n, is_local): a placeholder's number and a typed scope.
+    if (callee === 'setStatementTimeoutSql')
+      return expr.arguments.every((a) => ts.isNumericLiteral(a) || ts.isIdentifier(a) || ts.isStringLiteral(a));
     if (callee === 'qualify') return expr.arguments[0] !== undefined && sqlTextIsConstant(expr.arguments[0]);
   }
   return false;

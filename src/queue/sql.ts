@@ -197,18 +197,18 @@ async function runWithOnClient<R>(
   rowMode?: 'array',
 ): Promise<R[]> {
   const pairs = [...settings.matchAll(/SET LOCAL (\w+) = (\w+)/g)].map((m) => [m[1] as string, m[2] as string]);
-  const { rows } = await store.db.query<{ before: string[] }>({
-    text: `SELECT ARRAY[${pairs.map(([n]) => `current_setting('${n}')`).join(', ')}] AS before`,
-  });
+  // The names are \w+ matches of a statement's own constant settings (THROUGH_INDEXES, AS_INDEX_WALK).
+  const read = `SELECT ARRAY[${pairs.map(([n]) => `current_setting('${n}')`).join(', ')}] AS before`;
+  const write = `SELECT ${pairs.map(([n], i) => `set_config('${n}', $${i + 1}, false)`).join(', ')}`;
+  const { rows } = await store.db.query<{ before: string[] }>(read);
   const before = rows[0]?.before ?? [];
-  const set = (values: string[]) => ({
-    text: `SELECT ${pairs.map(([n], i) => `set_config('${n}', $${i + 1}, false)`).join(', ')}`,
-    values,
-  });
-  await store.db.query(set(pairs.map(([, v]) => v as string)));
+  await store.db.query(
+    write,
+    pairs.map(([, v]) => v as string),
+  );
   try {
     return await sendAsIs<R>(store, statement, values, rowMode);
   } finally {
-    await store.db.query(set(before)).catch(() => {});
+    await store.db.query(write, before).catch(() => {});
   }
 }

@@ -260,7 +260,7 @@ const EXPECTED: Record<string, Expectation> = {
   },
   admin_now: { values: () => [], wholeTable: 'reads no table' },
   supervisor_beat: {
-    values: () => ['s', 'h', 1, '0', '{}', 0, 60_000, now, '{}'],
+    values: () => ['s', 'h', 1, '0', '{}', 0, 60_000, now, '{}', null, null],
     wholeTable: 'jobvisor.supervisors only',
   },
   supervisor_remove: { values: () => ['s'], wholeTable: 'jobvisor.supervisors only' },

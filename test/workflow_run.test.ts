@@ -2,7 +2,7 @@
  * Workflows end to end, with a real supervisor and real worker threads: the
  * render → merge → e-mail graph, results read through ctx.parents() (also with
  * 10,000 parents), a child that runs after a failed parent and sees its
- * status, and flow control on jobs released from blocked (pause, a limit).
+ * status, and flow control on jobs released from blocked (pause, a limit, a rate limit).
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -11,6 +11,7 @@ import { pauseQueue, resumeQueue } from '../src/queue/pause.ts';
 import type { Supervisor } from '../src/supervisor/supervisor.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { startSupervisor } from './helpers/inprocess.ts';
+import { maxStartsInWindow } from './helpers/flow.ts';
 import { until } from './helpers/poll.ts';
 import { jobRow, runsOf, WF_TABLES } from './helpers/workflow.ts';
 
@@ -25,6 +26,7 @@ before(async () => {
       default: { concurrency: 10, jobsPerThread: 10 },
       held: { concurrency: 5, jobsPerThread: 5 },
       one: { concurrency: 5, jobsPerThread: 5, globalConcurrency: 1 },
+      rated: { concurrency: 10, jobsPerThread: 10, rateLimit: { count: 4, period: '1s' } },
     },
     jobs: { timeout: '30s', lease: '5s' },
     pool: { maxThreads: 2 },
@@ -184,5 +186,25 @@ describe('flow control on released jobs', () => {
     );
     assert.equal(rows[0]?.overlaps, 0);
     for (const id of children) assert.equal((await jobRow(db.pool, id)).status, 'done');
+  });
+
+  it('a rate limit of 4/s paces 12 children released by one done write', async () => {
+    const parent = (await enqueue(db.pool, 'wf_step', {})).id as string;
+    const children = (
+      await enqueueMany(
+        db.pool,
+        Array.from({ length: 12 }, () => ({ kind: 'wf_step', payload: {}, queue: 'rated', dependsOn: [parent] })),
+      )
+    ).map((r) => r.id as string);
+    for (const id of children) await settled(id, 'done');
+    // The starts as the claims scheduled them: released together, they still take the
+    // queue's slots one by one (4 in any second), so 12 need more than 2 s.
+    const { rows } = await db.pool.query<{ at: string }>(
+      'SELECT extract(epoch FROM started_at) * 1000 AS at FROM jobvisor.jobs WHERE id = ANY ($1::bigint[])',
+      [children],
+    );
+    const starts = rows.map((r) => Number(r.at));
+    assert.ok(maxStartsInWindow(starts, 1000) <= 4, `busiest second held ${maxStartsInWindow(starts, 1000)} starts`);
+    assert.ok(Math.max(...starts) - Math.min(...starts) >= 2000, 'the 12 starts were spread over the limit');
   });
 });

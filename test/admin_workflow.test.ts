@@ -12,6 +12,7 @@ import { createDatabaseGauges } from '../src/metrics/database-gauges.ts';
 import { UNBOUNDED_LABELS } from '../src/metrics/labels.ts';
 import { createMetrics } from '../src/metrics/metrics.ts';
 import { listJobs, overview, relationsOf, stats, workflowOf } from '../src/queue/admin/index.ts';
+import { listQueues } from '../src/queue/pause.ts';
 import type { Store } from '../src/queue/sql.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { fanIn, insertWorkflow } from './helpers/workflow.ts';
@@ -145,7 +146,7 @@ describe('workflowOf', () => {
 });
 
 describe('the blocked status', () => {
-  it('is counted in stats, the jobvisor_jobs gauge, the overview, and filtered in lists', async () => {
+  it('is counted in stats, the jobvisor_jobs gauge, the overview, queues list, and filtered in lists', async () => {
     const ids = await insertWorkflow(db.pool, fanIn(3, 'pending'));
     const blocked = [ids[3]!, ids[4]!];
 
@@ -170,6 +171,12 @@ describe('the blocked status', () => {
     assert.deepEqual(
       o.queues.map((q) => [q.queue, q.pending, q.blocked]),
       [['default', 3, 2]],
+    );
+
+    const queues = await listQueues(db.pool);
+    assert.deepEqual(
+      queues.map((q) => [q.queue, q.pending, q.running, q.blocked]),
+      [['default', 3, 0, 2]],
     );
 
     const list = await listJobs(store, { status: 'blocked' }, { limit: 10 });

@@ -206,7 +206,7 @@ const EXPECTED: Record<string, Expectation> = {
   day_before_due: { values: (f) => [f.someId, 'UTC'], uses: /jobs_pkey/ },
   set_paused: { values: () => ['q1', true], wholeTable: 'jobvisor.queues only' },
   paused_queues: { values: () => [], wholeTable: 'jobvisor.queues only' },
-  list_queues: { values: () => [], uses: /jobs_(pending|running)_idx/ },
+  list_queues: { values: () => [], uses: /jobs_(pending|running|blocked)_idx/ },
 
   // Admin API and dashboard (src/queue/admin/).
   admin_next_batch: { values: () => failedOfKind([null, 500]), uses: /jobs_failed_idx/ },

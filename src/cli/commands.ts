@@ -171,7 +171,7 @@ export const COMMAND_SPECS: CommandSpec[] = [
   {
     name: 'queues list',
     args: '[--json]',
-    summary: 'queues with pending or running jobs, or ever paused: active or paused, and their counts',
+    summary: 'queues with pending, running or blocked jobs, or ever paused: active or paused, and their counts',
     options: [json],
     example: 'jobvisor queues list',
   },

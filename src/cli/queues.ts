@@ -46,8 +46,14 @@ async function list(argv: string[]): Promise<number> {
   else
     process.stdout.write(
       table(
-        ['queue', 'state', 'pending', 'running'],
-        queues.map((q) => [q.queue, q.paused ? 'paused' : 'active', String(q.pending), String(q.running)]),
+        ['queue', 'state', 'pending', 'running', 'blocked'],
+        queues.map((q) => [
+          q.queue,
+          q.paused ? 'paused' : 'active',
+          String(q.pending),
+          String(q.running),
+          String(q.blocked),
+        ]),
       ),
     );
   return 0;

@@ -60,6 +60,8 @@ export interface QueueInfo {
   paused: boolean;
   pending: number;
   running: number;
+  /** Workflow jobs waiting for their parents (they become pending when the last one is done). */
+  blocked: number;
   /** When it was last paused or resumed (null: never). */
   updatedAt: Date | null;
 }
@@ -68,37 +70,45 @@ const LIST_QUEUES = planned(
   'list_queues',
   `
 WITH counts AS (
-  SELECT queue, count(*) FILTER (WHERE pending)::int AS pending, count(*) FILTER (WHERE NOT pending)::int AS running
-    FROM (SELECT queue, true AS pending FROM jobvisor.jobs WHERE status = 'pending'
+  SELECT queue, count(*) FILTER (WHERE s = 'p')::int AS pending, count(*) FILTER (WHERE s = 'r')::int AS running,
+         count(*) FILTER (WHERE s = 'b')::int AS blocked
+    FROM (SELECT queue, 'p' AS s FROM jobvisor.jobs WHERE status = 'pending'
           UNION ALL
-          SELECT queue, false FROM jobvisor.jobs WHERE status = 'running') AS active
+          SELECT queue, 'r' FROM jobvisor.jobs WHERE status = 'running'
+          UNION ALL
+          SELECT queue, 'b' FROM jobvisor.jobs WHERE status = 'blocked') AS active
    GROUP BY queue
 )
 SELECT coalesce(q.queue, c.queue) AS queue, coalesce(q.paused, false) AS paused,
-       coalesce(c.pending, 0) AS pending, coalesce(c.running, 0) AS running, q.updated_at
+       coalesce(c.pending, 0) AS pending, coalesce(c.running, 0) AS running,
+       coalesce(c.blocked, 0) AS blocked, q.updated_at
   FROM jobvisor.queues AS q FULL JOIN counts AS c ON c.queue = q.queue
  ORDER BY 1`,
   'throughIndexes',
 );
 
 /**
- * Every queue that has pending or running jobs or was ever paused, with its
+ * Every queue that has pending, running or blocked jobs or was ever paused, with its
  * state. One branch per status, each through its partial index, and through
  * sequential scans priced out (`throughIndexes`): `status IN ('pending', 'running')` matched neither
  * partial index, and on a grown table with stale statistics the count read
  * all of it (a million rows, test/statements.test.ts).
  */
 export async function listQueues(db: Db, options: QueueApiOptions = {}): Promise<QueueInfo[]> {
-  const rows = await run<{ queue: string; paused: boolean; pending: number; running: number; updated_at: Date | null }>(
-    storeOf(db, options),
-    LIST_QUEUES,
-    [],
-  );
+  const rows = await run<{
+    queue: string;
+    paused: boolean;
+    pending: number;
+    running: number;
+    blocked: number;
+    updated_at: Date | null;
+  }>(storeOf(db, options), LIST_QUEUES, []);
   return rows.map((r) => ({
     queue: r.queue,
     paused: r.paused,
     pending: r.pending,
     running: r.running,
+    blocked: r.blocked,
     updatedAt: r.updated_at,
   }));
 }

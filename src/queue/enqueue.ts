@@ -17,7 +17,7 @@ import { planned, run, type Store } from './sql.ts';
 import { defaultQueueOf } from './task_defaults.ts';
 import type { EnqueueOptions, EnqueueResult, JobSpec, JobSpecOf, PayloadOf } from './enqueue_types.ts';
 import { checkKey, checkPayload, shown } from './validate.ts';
-import { checkDependencies, insertGraph, type GraphRow } from './workflow.ts';
+import { checkDependencies, insertGraph, jobColumns, type GraphRow } from './workflow.ts';
 
 export type { EnqueueOptions, EnqueueResult, JobSpec, JobSpecOf, PayloadOf, TaskPayloads } from './enqueue_types.ts';
 
@@ -131,18 +131,11 @@ SELECT id, kind, unique_key FROM jobvisor.jobs j
 
 /** `traceContext`: the caller's active span (see tracing/context.ts), the same for every row. */
 async function insertRows(store: Store, rows: Row[], traceContext: string | null): Promise<EnqueueResult[]> {
-  const inserted = await run<{ id: string; kind: string; unique_key: string | null }>(store, INSERT_JOBS, [
-    rows.map((r) => r.queue),
-    rows.map((r) => r.kind),
-    rows.map((r) => r.payload),
-    rows.map((r) => r.priority),
-    rows.map((r) => r.maxAttempts),
-    rows.map((r) => r.runAt),
-    rows.map((r) => r.delayMs),
-    rows.map((r) => r.uniqueKey),
-    traceContext,
-    rows.map((r) => r.concurrencyKey),
-  ]);
+  const inserted = await run<{ id: string; kind: string; unique_key: string | null }>(
+    store,
+    INSERT_JOBS,
+    jobColumns(rows, traceContext),
+  );
   // Rows come back in insertion order; keyed rows are matched by key so that
   // skipped duplicates can report the id of the job that already exists.
   const byKey = new Map<string, string>();

@@ -10,6 +10,7 @@
  * row it completed no longer matches. The attempt is kept, as the reaper keeps
  * it for any crash: a job whose attempts are used up becomes a dead letter.
  */
+import { HANDED_BACK_RETURN, SETTLE_DEAD } from './reaper.ts';
 import { planned, run, type Now, type Store } from './sql.ts';
 
 const HAND_BACK = planned(
@@ -23,20 +24,12 @@ WITH owned AS (
 ), t AS (SELECT coalesce($3::timestamptz, now()) AS now),
 u AS (
 UPDATE jobvisor.jobs AS j
-   SET status = CASE WHEN j.attempts >= j.max_attempts THEN 'failed' ELSE 'pending' END,
-       finished_at = CASE WHEN j.attempts >= j.max_attempts THEN t.now END,
-       run_at = CASE WHEN j.attempts >= j.max_attempts THEN j.run_at ELSE t.now END,
-       locked_until = NULL,
-       last_error = $2,
-       errors = jobvisor.append_error(j.errors, j.attempts, t.now, $2)
+   SET ${HANDED_BACK_RETURN}
   FROM owned, t
  WHERE j.id = owned.id AND j.status = 'running' AND j.locked_by = $1
    AND j.lease_token IS NOT DISTINCT FROM owned.lease_token
 RETURNING j.id, j.status, j.has_dependents
-), settled AS (
-  -- A dead-lettered workflow parent settles its children (migration 017), as in the reaper.
-  SELECT jobvisor.settle_parents(array_agg(id) FILTER (WHERE has_dependents AND status = 'failed')) FROM u
-)
+), ${SETTLE_DEAD}
 SELECT u.id, u.status FROM u, settled`,
 );
 

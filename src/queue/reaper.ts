@@ -14,6 +14,31 @@
  */
 import { intArray, planned, run, type Now, type Store } from './sql.ts';
 
+/**
+ * What a crash does to a running job, for the reaper and the cluster primary's
+ * hand-back alike (alias `j`, and `t.now` the statement's time): back to
+ * pending and due now, or a dead letter when no attempt is left (the attempt
+ * the crashed run used stays counted), with `error` (SQL text) recorded.
+ */
+function crashReturn(error: string): string {
+  return `status = CASE WHEN j.attempts >= j.max_attempts THEN 'failed' ELSE 'pending' END,
+       finished_at = CASE WHEN j.attempts >= j.max_attempts THEN t.now END,
+       run_at = CASE WHEN j.attempts >= j.max_attempts THEN j.run_at ELSE t.now END,
+       locked_until = NULL,
+       last_error = ${error},
+       errors = jobvisor.append_error(j.errors, j.attempts, t.now, ${error})`;
+}
+const LEASE_EXPIRED_RETURN = crashReturn(
+  `'lease expired: supervisor ' || coalesce(j.locked_by, '?') || ' stopped renewing it (crashed, frozen or cut off)'`,
+);
+/** The hand-back's: the error text is the statement's $2. */
+export const HANDED_BACK_RETURN = crashReturn('$2');
+
+/** A dead-lettered workflow parent settles its children (migration 017); reads `u`'s id, status, has_dependents. */
+export const SETTLE_DEAD = `settled AS (
+  SELECT jobvisor.settle_parents(array_agg(id) FILTER (WHERE has_dependents AND status = 'failed')) FROM u
+)`;
+
 // One statement for both paths: $3 null reaps any expired lease (the normal
 // round), an id list reaps only those ids (the split path). Sent unnamed, so
 // each call is planned with its own arguments and the null case plans as if
@@ -31,20 +56,11 @@ WITH expired AS (
 ), t AS (SELECT coalesce($2::timestamptz, now()) AS now),
 u AS (
 UPDATE jobvisor.jobs AS j
-   SET status = CASE WHEN j.attempts >= j.max_attempts THEN 'failed' ELSE 'pending' END,
-       finished_at = CASE WHEN j.attempts >= j.max_attempts THEN t.now END,
-       run_at = CASE WHEN j.attempts >= j.max_attempts THEN j.run_at ELSE t.now END,
-       locked_until = NULL,
-       last_error = 'lease expired: supervisor ' || coalesce(j.locked_by, '?') || ' stopped renewing it (crashed, frozen or cut off)',
-       errors = jobvisor.append_error(j.errors, j.attempts, t.now,
-                'lease expired: supervisor ' || coalesce(j.locked_by, '?') || ' stopped renewing it (crashed, frozen or cut off)')
+   SET ${LEASE_EXPIRED_RETURN}
   FROM expired, t
  WHERE j.id = expired.id
 RETURNING j.id, j.queue, j.kind, j.status, j.locked_by, j.has_dependents
-), settled AS (
-  -- A dead-lettered workflow parent settles its children (migration 017).
-  SELECT jobvisor.settle_parents(array_agg(id) FILTER (WHERE has_dependents AND status = 'failed')) FROM u
-)
+), ${SETTLE_DEAD}
 SELECT u.id, u.queue, u.kind, u.status, u.locked_by FROM u, settled`,
   'indexWalk',
 );

@@ -33,6 +33,30 @@ export interface GraphRow extends CopyRow {
   parentIndexes: number[];
 }
 
+/**
+ * The parameters $1–$10 of an insert of `rows`, column by column, as the plain
+ * insert (enqueue.ts) and the graph insert both take them: queue, kind,
+ * payload, priority, max_attempts, run_at, delay, unique_key, the trace
+ * context (one for every row), concurrency_key.
+ */
+export function jobColumns(
+  rows: Array<CopyRow & { uniqueKey: string | null; concurrencyKey: string | null }>,
+  traceContext: string | null,
+): unknown[] {
+  return [
+    rows.map((r) => r.queue),
+    rows.map((r) => r.kind),
+    rows.map((r) => r.payload),
+    rows.map((r) => r.priority),
+    rows.map((r) => r.maxAttempts),
+    rows.map((r) => r.runAt),
+    rows.map((r) => r.delayMs),
+    rows.map((r) => r.uniqueKey),
+    traceContext,
+    rows.map((r) => r.concurrencyKey),
+  ];
+}
+
 export type Dependency = string | number | bigint | { index: number };
 
 /** Larger than any bigint id: PostgreSQL would reject it with an error that aborts the transaction. */
@@ -166,16 +190,7 @@ export async function insertGraph(
     }
   });
   const [row] = await run<{ ok: boolean; missing: string[] | null; ids: string[] | null }>(store, INSERT_GRAPH, [
-    rows.map((r) => r.queue),
-    rows.map((r) => r.kind),
-    rows.map((r) => r.payload),
-    rows.map((r) => r.priority),
-    rows.map((r) => r.maxAttempts),
-    rows.map((r) => r.runAt),
-    rows.map((r) => r.delayMs),
-    rows.map((r) => r.uniqueKey),
-    traceContext,
-    rows.map((r) => r.concurrencyKey),
+    ...jobColumns(rows, traceContext),
     rows.map((r) => r.onParentFailure),
     rows.map((_, i) => (referenced.has(i) ? true : null)),
     intArray([...external]),

@@ -23,22 +23,36 @@ export interface ProcessResult {
   jobsPerSec: number;
 }
 
-export async function processInProcess(db: BenchDatabase, jobs: number, shape: QueueShape): Promise<ProcessResult> {
+/**
+ * Runs `body` on an in-process supervisor warmed up by WARM_UP jobs, and stops
+ * it after. `completions(n)` resolves when n more jobs are done.
+ */
+export async function withWarmSupervisor<T>(
+  db: BenchDatabase,
+  shape: QueueShape,
+  body: (completions: (n: number) => Promise<void>) => Promise<T>,
+): Promise<T> {
   const { supervisor, completions } = inProcessSupervisor(db.url, shape);
   await supervisor.start();
   try {
     const warm = completions(WARM_UP);
     await enqueueMany(db.pool, noopJobs(WARM_UP));
     await warm;
+    return await body(completions);
+  } finally {
+    await supervisor.stop();
+  }
+}
+
+export async function processInProcess(db: BenchDatabase, jobs: number, shape: QueueShape): Promise<ProcessResult> {
+  return withWarmSupervisor(db, shape, async (completions) => {
     const all = completions(jobs);
     await enqueueMany(db.pool, noopJobs(jobs));
     const t0 = performance.now();
     await all;
     const seconds = (performance.now() - t0) / 1000;
     return { jobs, seconds, jobsPerSec: jobs / seconds };
-  } finally {
-    await supervisor.stop();
-  }
+  });
 }
 
 export async function processMulti(

@@ -21,8 +21,8 @@
 import { enqueueMany } from '../queue/enqueue.ts';
 import type { JobSpec } from '../queue/enqueue_types.ts';
 import type { BenchDatabase } from './database.ts';
-import { BENCH_QUEUE, childSupervisor, inProcessSupervisor, noopJobs, type QueueShape } from './harness.ts';
-import { WARM_UP } from './process.ts';
+import { BENCH_QUEUE, childSupervisor, noopJobs, type QueueShape } from './harness.ts';
+import { WARM_UP, withWarmSupervisor } from './process.ts';
 import { quantile } from './stats.ts';
 
 const noop = (i: number): JobSpec => ({ kind: 'noop', queue: BENCH_QUEUE, payload: { i } });
@@ -106,12 +106,7 @@ export interface FanInResult {
 }
 
 export async function fanIn(db: BenchDatabase, parents: number, shape: QueueShape): Promise<FanInResult> {
-  const { supervisor, completions } = inProcessSupervisor(db.url, shape);
-  await supervisor.start();
-  try {
-    const warm = completions(WARM_UP);
-    await enqueueMany(db.pool, noopJobs(WARM_UP));
-    await warm;
+  return withWarmSupervisor(db, shape, async (completions) => {
     const all = completions(parents + 1);
     const before = await databaseCost(db);
     const ids = (await enqueueMany(db.pool, fanInSpecs(parents))).map((r) => r.id as string);
@@ -130,9 +125,7 @@ export async function fanIn(db: BenchDatabase, parents: number, shape: QueueShap
       walBytesPerJob: Number(after.wal - before.wal) / jobs,
       blocksPerJob: (after.blocks - before.blocks) / jobs,
     };
-  } finally {
-    await supervisor.stop();
-  }
+  });
 }
 
 export interface ChainResult {
@@ -144,12 +137,7 @@ export interface ChainResult {
 }
 
 export async function chain(db: BenchDatabase, n: number, shape: QueueShape): Promise<ChainResult> {
-  const { supervisor, completions } = inProcessSupervisor(db.url, shape);
-  await supervisor.start();
-  try {
-    const warm = completions(WARM_UP);
-    await enqueueMany(db.pool, noopJobs(WARM_UP));
-    await warm;
+  return withWarmSupervisor(db, shape, async (completions) => {
     const all = completions(n);
     const ids = (await enqueueMany(db.pool, chainSpecs(n))).map((r) => r.id as string);
     await all;
@@ -172,9 +160,7 @@ export async function chain(db: BenchDatabase, n: number, shape: QueueShape): Pr
       p95Ms: quantile(links, 0.95),
       seconds: Number(span[0]?.s),
     };
-  } finally {
-    await supervisor.stop();
-  }
+  });
 }
 
 /**

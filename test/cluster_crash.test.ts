@@ -9,9 +9,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { enqueue, enqueueMany } from '../src/queue/enqueue.ts';
-import { isAlive, metricSum, spawnCluster, type SpawnedCluster } from './helpers/cluster.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { FIXTURE_TASKS } from './helpers/inprocess.ts';
+import { clusterWithExecutions, isAlive, metricSum, stopCluster, type SpawnedCluster } from './helpers/cluster.ts';
+import type { TestDatabase } from './helpers/db.ts';
 import { until } from './helpers/poll.ts';
 
 let db: TestDatabase;
@@ -20,32 +19,19 @@ let cluster: SpawnedCluster;
 const count = async (sql: string, values: unknown[] = []) => (await db.pool.query(sql, values)).rows[0].n as number;
 
 before(async () => {
-  db = await createTestDatabase('cluster_crash');
-  await db.pool.query(
-    'CREATE TABLE executions (job_id bigint, attempt int, pid int, finished boolean DEFAULT false, at timestamptz DEFAULT clock_timestamp())',
-  );
-  cluster = await spawnCluster(2, {
-    databaseUrl: db.url,
-    tasksDir: FIXTURE_TASKS,
-    config: {
-      pool: { maxThreads: 2 },
-      queues: { default: { concurrency: 10, jobsPerThread: 10, prefetch: 0 } },
-      // Nothing here may come back through a lease.
-      jobs: { lease: '60s' },
-      reaper: { interval: '60s' },
-      poll: { interval: '200ms' },
-      backoff: { base: '100ms', max: '1s' },
-      shutdown: { grace: '5s' },
-    },
-  });
+  ({ db, cluster } = await clusterWithExecutions('cluster_crash', {
+    pool: { maxThreads: 2 },
+    queues: { default: { concurrency: 10, jobsPerThread: 10, prefetch: 0 } },
+    // Nothing here may come back through a lease.
+    jobs: { lease: '60s' },
+    reaper: { interval: '60s' },
+    poll: { interval: '200ms' },
+    backoff: { base: '100ms', max: '1s' },
+    shutdown: { grace: '5s' },
+  }));
 });
 
-after(async () => {
-  const pids = cluster.childPids();
-  await cluster.stop('SIGTERM');
-  for (const pid of pids) assert.equal(isAlive(pid), false, `supervisor process ${pid} is gone`);
-  await db.drop();
-});
+after(() => stopCluster(cluster, db));
 
 /** The pid of the supervisor running job `id`, once one runs it. */
 async function runnerOf(id: string): Promise<number> {

@@ -10,9 +10,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { enqueueMany } from '../src/queue/enqueue.ts';
-import { isAlive, metricSum, spawnCluster, type SpawnedCluster } from './helpers/cluster.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { FIXTURE_TASKS } from './helpers/inprocess.ts';
+import { clusterWithExecutions, metricSum, stopCluster, type SpawnedCluster } from './helpers/cluster.ts';
+import type { TestDatabase } from './helpers/db.ts';
 import { until } from './helpers/poll.ts';
 
 const JOBS = 20_000;
@@ -24,31 +23,18 @@ let cluster: SpawnedCluster;
 const count = async (sql: string, values: unknown[] = []) => (await db.pool.query(sql, values)).rows[0].n as number;
 
 before(async () => {
-  db = await createTestDatabase('cluster_recycle');
-  await db.pool.query(
-    'CREATE TABLE executions (job_id bigint, attempt int, pid int, finished boolean DEFAULT false, at timestamptz DEFAULT clock_timestamp())',
-  );
-  cluster = await spawnCluster(2, {
-    databaseUrl: db.url,
-    tasksDir: FIXTURE_TASKS,
-    config: {
-      pool: { maxThreads: 1, dbPoolSize: 4 },
-      queues: { default: { concurrency: 20, jobsPerThread: 20 } },
-      jobs: { lease: '60s' },
-      reaper: { interval: '60s' },
-      poll: { interval: '500ms' },
-      shutdown: { grace: '10s' },
-      cluster: { maxJobs: MAX_JOBS },
-    },
-  });
+  ({ db, cluster } = await clusterWithExecutions('cluster_recycle', {
+    pool: { maxThreads: 1, dbPoolSize: 4 },
+    queues: { default: { concurrency: 20, jobsPerThread: 20 } },
+    jobs: { lease: '60s' },
+    reaper: { interval: '60s' },
+    poll: { interval: '500ms' },
+    shutdown: { grace: '10s' },
+    cluster: { maxJobs: MAX_JOBS },
+  }));
 });
 
-after(async () => {
-  const pids = cluster.childPids();
-  await cluster.stop('SIGTERM');
-  for (const pid of pids) assert.equal(isAlive(pid), false, `supervisor process ${pid} is gone`);
-  await db.drop();
-});
+after(() => stopCluster(cluster, db));
 
 const get = async (path: string) => {
   const res = await fetch(`http://127.0.0.1:${cluster.metricsPort}${path}`);

@@ -9,9 +9,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { enqueue, enqueueMany } from '../src/queue/enqueue.ts';
-import { isAlive, metricSum, spawnCluster, type SpawnedCluster } from './helpers/cluster.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { FIXTURE_TASKS } from './helpers/inprocess.ts';
+import { clusterWithExecutions, isAlive, metricSum, stopCluster, type SpawnedCluster } from './helpers/cluster.ts';
+import type { TestDatabase } from './helpers/db.ts';
 import { until } from './helpers/poll.ts';
 
 const MAX_RSS_MB = 700;
@@ -23,31 +22,18 @@ let cluster: SpawnedCluster;
 const count = async (sql: string) => (await db.pool.query(sql)).rows[0].n as number;
 
 before(async () => {
-  db = await createTestDatabase('cluster_rss');
-  await db.pool.query(
-    'CREATE TABLE executions (job_id bigint, attempt int, pid int, finished boolean DEFAULT false, at timestamptz DEFAULT clock_timestamp())',
-  );
-  cluster = await spawnCluster(2, {
-    databaseUrl: db.url,
-    tasksDir: FIXTURE_TASKS,
-    config: {
-      pool: { maxThreads: 1, dbPoolSize: 4 },
-      queues: { default: { concurrency: 10, jobsPerThread: 10 } },
-      jobs: { lease: '60s' },
-      reaper: { interval: '60s' },
-      poll: { interval: '500ms' },
-      shutdown: { grace: '10s' },
-      cluster: { maxRssMb: MAX_RSS_MB },
-    },
-  });
+  ({ db, cluster } = await clusterWithExecutions('cluster_rss', {
+    pool: { maxThreads: 1, dbPoolSize: 4 },
+    queues: { default: { concurrency: 10, jobsPerThread: 10 } },
+    jobs: { lease: '60s' },
+    reaper: { interval: '60s' },
+    poll: { interval: '500ms' },
+    shutdown: { grace: '10s' },
+    cluster: { maxRssMb: MAX_RSS_MB },
+  }));
 });
 
-after(async () => {
-  const pids = cluster.childPids();
-  await cluster.stop('SIGTERM');
-  for (const pid of pids) assert.equal(isAlive(pid), false, `supervisor process ${pid} is gone`);
-  await db.drop();
-});
+after(() => stopCluster(cluster, db));
 
 describe('cluster: recycling on resident memory', () => {
   it(`a process past maxRssMb ${MAX_RSS_MB} is replaced, then drained; no job lost or charged`, async () => {

@@ -5,6 +5,9 @@
  * seen is SIGKILLed when the test process exits, should a test fail before
  * the primary stopped them.
  */
+import assert from 'node:assert/strict';
+import { createTestDatabase, type TestDatabase } from './db.ts';
+import { FIXTURE_TASKS } from './inprocess.ts';
 import { spawnSupervisor, type SpawnOptions, type SpawnedSupervisor } from './supervisor.ts';
 
 export interface SpawnedCluster extends SpawnedSupervisor {
@@ -60,4 +63,29 @@ export function metricSum(text: string, name: string, labels: RegExp = /.*/): nu
     if (m && m[1] === name && labels.test(m[2] ?? '')) sum += Number(m[3]);
   }
   return sum;
+}
+
+/**
+ * A fresh test database with the `executions` table the `record` fixtures write
+ * (one row per run), and `jobvisor start --processes 2` on it with the fixture
+ * tasks and `config`.
+ */
+export async function clusterWithExecutions(
+  name: string,
+  config: Record<string, unknown>,
+): Promise<{ db: TestDatabase; cluster: SpawnedCluster }> {
+  const db = await createTestDatabase(name);
+  await db.pool.query(
+    'CREATE TABLE executions (job_id bigint, attempt int, pid int, finished boolean DEFAULT false, at timestamptz DEFAULT clock_timestamp())',
+  );
+  const cluster = await spawnCluster(2, { databaseUrl: db.url, tasksDir: FIXTURE_TASKS, config });
+  return { db, cluster };
+}
+
+/** Stops the cluster with SIGTERM, checks every supervisor process it started is gone, drops the database. */
+export async function stopCluster(cluster: SpawnedCluster, db: TestDatabase): Promise<void> {
+  const pids = cluster.childPids();
+  await cluster.stop('SIGTERM');
+  for (const pid of pids) assert.equal(isAlive(pid), false, `supervisor process ${pid} is gone`);
+  await db.drop();
 }

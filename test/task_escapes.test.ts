@@ -164,6 +164,19 @@ describe('ctx.db', () => {
       (rs) => rs[0]?.status === 'running',
       30_000,
     );
+    // Running is the claim; the hog holds both clients only once the pool opened both (it opens
+    // them on demand, and nothing else uses ctx.db yet). A neighbour sent before that could get one.
+    await until(
+      'hog holding both ctx.db connections',
+      async () =>
+        (
+          await db.pool.query<{ n: number }>(
+            "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'jobvisor-task'",
+          )
+        ).rows[0]?.n,
+      (n) => n === 2,
+      30_000,
+    );
     const [victim] = (await enqueueMany(db.pool, [{ kind: 'db_query', maxAttempts: 1 }])).map((r) => r.id as string);
     const [row] = await until(
       'victim settled',

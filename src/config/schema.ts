@@ -184,7 +184,7 @@ export const schema = {
       default: '1m',
     },
     retention: {
-      doc: 'Done and cancelled jobs are kept this long after they finish.',
+      doc: 'Done and cancelled jobs are kept this long after they finish. 0: a done job is deleted in its completion statement (a workflow parent stays until its children finish).',
       format: durationFormat,
       duration: true as const,
       default: '3d',

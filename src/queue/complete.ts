@@ -64,6 +64,28 @@ SELECT count(*)::int AS written,
   FROM u`,
 );
 
+// Keeping none (cleanup.retention 0): a done job without dependents is deleted
+// in its completion statement, fenced like the update. The row's life is then
+// an insert, the claim's update and this delete: no done version with its two
+// index entries, no cleanup delete of it later and no vacuum of either. A row
+// with dependents (has_dependents) is not deleted here: it takes the update
+// above, so its children can read its result (ctx.parents()) and cleanup keeps
+// it until they finish. An id this leaves is either such a row, one that gained
+// a dependent meanwhile, or fenced off: completeJobs sends those through the update.
+const DELETE_DONE_JOBS = planned(
+  'delete_done_jobs',
+  `
+WITH d AS (
+  DELETE FROM jobvisor.jobs AS j
+   WHERE j.id = ANY($1::bigint[]) AND j.status = 'running' AND j.locked_by = $3
+     AND j.lease_token = ANY($2::bigint[]) AND j.has_dependents IS NOT TRUE
+  RETURNING j.id
+)
+SELECT count(*)::int AS written,
+       CASE WHEN count(*) < cardinality($1::bigint[]) THEN array_agg(id)::text[] END AS ids
+  FROM d`,
+);
+
 /**
  * What the runs of a done batch reported, aligned with its ids: each task's
  * return value and its last unwritten progress value, as JSON text (null: none).
@@ -75,7 +97,8 @@ export interface Reports {
 
 /**
  * Marks jobs done (ids[i] claimed with tokens[i]), storing what they reported
- * when `reports` is given (result NULL otherwise).
+ * when `reports` is given (result NULL otherwise). With `keep` false, done jobs
+ * without dependents are deleted instead (their reports with them).
  * @returns the ids that were NOT written: fenced off, this owner no longer holds that claim.
  */
 export async function completeJobs(
@@ -85,8 +108,10 @@ export async function completeJobs(
   tokens: string[],
   now: Now = null,
   reports?: Reports,
+  keep = true,
 ): Promise<Set<string>> {
   if (ids.length === 0) return new Set();
+  if (!keep) return completeKeepingNone(store, owner, ids, tokens, now, reports);
   const values: unknown[] = [intArray(ids), intArray(tokens), owner, now];
   if (reports) values.push(reports.results, reports.progress);
   const [row] = await run<{ written: number; ids: string[] | null }>(
@@ -97,6 +122,34 @@ export async function completeJobs(
   if (!row || row.written === ids.length) return new Set();
   const written = new Set(row.ids ?? []);
   return new Set(ids.filter((id) => !written.has(id)));
+}
+
+async function completeKeepingNone(
+  store: Store,
+  owner: string,
+  ids: string[],
+  tokens: string[],
+  now: Now,
+  reports: Reports | undefined,
+): Promise<Set<string>> {
+  const [row] = await run<{ written: number; ids: string[] | null }>(store, DELETE_DONE_JOBS, [
+    intArray(ids),
+    intArray(tokens),
+    owner,
+  ]);
+  if (!row || row.written === ids.length) return new Set();
+  const deleted = new Set(row.ids ?? []);
+  const left: number[] = [];
+  ids.forEach((id, i) => deleted.has(id) || left.push(i));
+  const pick = <T>(xs: T[]) => left.map((i) => xs[i] as T);
+  return completeJobs(
+    store,
+    owner,
+    pick(ids),
+    pick(tokens),
+    now,
+    reports && { results: pick(reports.results), progress: pick(reports.progress) },
+  );
 }
 
 // The database decides retry or dead letter with the row's current max_attempts.

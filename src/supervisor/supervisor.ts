@@ -101,7 +101,7 @@ export class Supervisor {
     this.store = { db: this.pool, schema: settings.database.schema };
     this.threads = buildThreads(settings, this.id, options.databaseUrl, options.taskFiles ?? {});
     this.threads.on('error', (err: unknown) => log.error({ err }, 'worker pool error'));
-    const outcomes = queueOutcomeStore(this.store, this.id, settings.jobs.maxSnoozes);
+    const outcomes = queueOutcomeStore(this.store, this.id, settings.jobs.maxSnoozes, settings.cleanup.retention > 0);
     this.completer = new Completer(outcomes, settings, this.events);
     ({ reader: this.optionsReader, catalog: this.catalog } = buildTasks(
       settings,

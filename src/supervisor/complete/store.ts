@@ -24,10 +24,13 @@ export interface OutcomeStore {
   deadLetter(job: Fence, lastError: string): ReturnType<typeof deadLetterClaimed>;
 }
 
-/** The OutcomeStore of a supervisor: queue/ statements on `store`, fenced by `owner`. */
-export function queueOutcomeStore(store: Store, owner: string, maxSnoozes: number): OutcomeStore {
+/**
+ * The OutcomeStore of a supervisor: queue/ statements on `store`, fenced by `owner`.
+ * `keepDone` false (cleanup.retention 0) deletes done jobs as they finish.
+ */
+export function queueOutcomeStore(store: Store, owner: string, maxSnoozes: number, keepDone = true): OutcomeStore {
   return {
-    complete: (ids, tokens, reports) => completeJobs(store, owner, ids, tokens, null, reports),
+    complete: (ids, tokens, reports) => completeJobs(store, owner, ids, tokens, null, reports, keepDone),
     fail: (failures) => failJobs(store, owner, failures),
     release: (jobs) => releaseJobs(store, owner, jobs),
     snooze: (snoozes) => snoozeJobs(store, owner, snoozes, maxSnoozes),

@@ -1,0 +1,156 @@
+/**
+ * Keeping none (`cleanup.retention` 0): a done job is deleted in its
+ * completion statement, fenced like the update it replaces. A workflow parent
+ * is kept as done, with its result, for its children; a job that gained a
+ * dependent while it ran takes the update too. Cancelled and failed rows are
+ * still cleanup's.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { completeJobs } from '../src/queue/complete.ts';
+import { enqueue, enqueueMany } from '../src/queue/enqueue.ts';
+import type { Store } from '../src/queue/sql.ts';
+import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
+import { nextEvent, startSupervisor } from './helpers/inprocess.ts';
+import { until } from './helpers/poll.ts';
+import { jobRow, markRunning, WF_TABLES } from './helpers/workflow.ts';
+
+let db: TestDatabase;
+let store: Store;
+let token = 5000;
+
+before(async () => {
+  db = await createTestDatabase('keep_none');
+  store = { db: db.pool, schema: 'jobvisor' };
+  await db.pool.query(WF_TABLES);
+});
+
+after(async () => {
+  await db?.drop();
+});
+
+const exists = async (id: string) =>
+  (await db.pool.query('SELECT 1 FROM jobvisor.jobs WHERE id = $1', [id])).rowCount === 1;
+
+async function running(kind = 'step', options: Parameters<typeof enqueue>[3] = {}) {
+  const { id } = await enqueue(db.pool, kind, {}, options);
+  const t = String(++token);
+  await markRunning(db.pool, id as string, 'sup', t);
+  return { id: id as string, token: t };
+}
+
+describe('completeJobs keeping none', () => {
+  it('deletes the done jobs it still holds, and reports none fenced', async () => {
+    const a = await running();
+    const b = await running();
+    const fenced = await completeJobs(store, 'sup', [a.id, b.id], [a.token, b.token], null, undefined, false);
+    assert.equal(fenced.size, 0);
+    assert.equal(await exists(a.id), false);
+    assert.equal(await exists(b.id), false);
+  });
+
+  it('deletes nothing it does not hold: a stale token, another owner, a cancelled job', async () => {
+    const stale = await running();
+    const other = await running();
+    const cancelled = await running();
+    await db.pool.query(`UPDATE jobvisor.jobs SET status = 'cancelled' WHERE id = $1`, [cancelled.id]);
+    const fenced = await completeJobs(
+      store,
+      'sup',
+      [stale.id, cancelled.id],
+      ['1', cancelled.token],
+      null,
+      undefined,
+      false,
+    );
+    assert.deepEqual([...fenced].sort(), [stale.id, cancelled.id].sort());
+    const fencedOther = await completeJobs(store, 'other-sup', [other.id], [other.token], null, undefined, false);
+    assert.deepEqual([...fencedOther], [other.id]);
+    const ids = [stale.id, other.id, cancelled.id];
+    for (const id of ids) assert.equal(await exists(id), true, `job ${id} is still there`);
+    assert.equal((await jobRow(db.pool, stale.id)).status, 'running');
+    assert.equal((await jobRow(db.pool, cancelled.id)).status, 'cancelled');
+  });
+
+  it('keeps a parent with dependents as done, with its result, and releases the child', async () => {
+    const parent = await running();
+    const plain = await running();
+    const child = (await enqueue(db.pool, 'merge', {}, { dependsOn: [parent.id] })).id as string;
+    const fenced = await completeJobs(
+      store,
+      'sup',
+      [parent.id, plain.id],
+      [parent.token, plain.token],
+      null,
+      { results: ['{"n":7}', '{"n":8}'], progress: [null, null] },
+      false,
+    );
+    assert.equal(fenced.size, 0);
+    assert.equal(await exists(plain.id), false);
+    const kept = await jobRow(db.pool, parent.id);
+    assert.equal(kept.status, 'done');
+    assert.deepEqual(kept.result, { n: 7 });
+    assert.equal((await jobRow(db.pool, child)).status, 'pending');
+  });
+
+  it('keeps a job that gained a dependent while it ran', async () => {
+    const parent = await running();
+    await db.pool.query('UPDATE jobvisor.jobs SET has_dependents = true WHERE id = $1', [parent.id]);
+    const fenced = await completeJobs(store, 'sup', [parent.id], [parent.token], null, undefined, false);
+    assert.equal(fenced.size, 0);
+    assert.equal((await jobRow(db.pool, parent.id)).status, 'done');
+  });
+});
+
+describe('a supervisor with cleanup.retention 0', () => {
+  it('leaves no done row behind, runs a workflow whose child reads its parent, and still cleans up dead letters', async () => {
+    const supervisor = startSupervisor(db.url, {
+      cleanup: { interval: '1s', retention: '0', failedRetention: '0' },
+      queues: { default: { concurrency: 4 } },
+    });
+    const plain = (
+      await enqueueMany(
+        db.pool,
+        Array.from({ length: 20 }, () => ({ kind: 'wf_step', payload: {} })),
+      )
+    ).map((j) => j.id as string);
+    const [parent, child] = (
+      await enqueueMany(db.pool, [
+        { kind: 'wf_step', payload: { result: { answer: 42 } } },
+        { kind: 'wf_step', payload: {}, dependsOn: [{ index: 0 }] },
+      ])
+    ).map((j) => j.id as string);
+    const dead = (await enqueue(db.pool, 'wf_step', { fail: true }, { maxAttempts: 1 })).id as string;
+    const done = new Set<string>();
+    supervisor.events.on('job:completed', ({ jobs }) => jobs.forEach((j) => done.add(j.id)));
+    await supervisor.start();
+    try {
+      await until(
+        'every job done',
+        () => done.size,
+        (n) => n === 22,
+        30_000,
+      );
+      for (const id of [...plain, child as string]) assert.equal(await exists(id), false, `done job ${id} is deleted`);
+      // The parent is kept while its child lives; cleanup deletes it with the child's edge.
+      const parents = (await db.pool.query('SELECT parents FROM wf_runs WHERE job_id = $1', [child])).rows[0]?.parents;
+      assert.deepEqual(
+        parents.map((p: { id: string; status: string; result: unknown }) => [p.id, p.status, p.result]),
+        [[parent, 'done', { answer: 42 }]],
+      );
+      await nextEvent(supervisor, 'jobs:cleaned', undefined, 15_000);
+      await until(
+        'the parent and the dead letter cleaned up',
+        async () => (await exists(parent as string)) || (await exists(dead)),
+        (left) => !left,
+        15_000,
+      );
+      const left = await db.pool.query('SELECT id FROM jobvisor.jobs WHERE id = ANY($1::bigint[])', [
+        [...plain, parent, child, dead],
+      ]);
+      assert.deepEqual(left.rows, []);
+    } finally {
+      await supervisor.stop();
+    }
+  });
+});

@@ -24,6 +24,12 @@ import { waitAllDone, WARM_UP } from './process.ts';
 export const BURST_CONFIGS: Record<string, Record<string, unknown>> = {
   'concurrency-only': { queues: { default: { concurrency: 50 } } },
   tuned: { queues: { default: { concurrency: 50, jobsPerThread: 50, prefetch: 2000 } }, pool: { maxThreads: 1 } },
+  // The tuned shape keeping no done job (cleanup.retention 0: deleted at completion), as Graphile Worker does.
+  'tuned-keep-none': {
+    queues: { default: { concurrency: 50, jobsPerThread: 50, prefetch: 2000 } },
+    pool: { maxThreads: 1 },
+    cleanup: { retention: '0' },
+  },
 };
 
 export interface BurstResult {

@@ -7,6 +7,8 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
+import { InputError } from '../src/errors.ts';
 import { completeJobs } from '../src/queue/complete.ts';
 import { enqueue, enqueueMany } from '../src/queue/enqueue.ts';
 import type { Store } from '../src/queue/sql.ts';
@@ -93,6 +95,42 @@ describe('completeJobs keeping none', () => {
     assert.equal((await jobRow(db.pool, child)).status, 'pending');
   });
 
+  it('keeps a parent whose child is enqueued while its completion waits, and releases the child', async () => {
+    const parent = await running();
+    const app = await db.pool.connect();
+    let child: string;
+    try {
+      await app.query('BEGIN');
+      child = (await enqueue(app, 'merge', {}, { dependsOn: [parent.id] })).id as string;
+      // The delete's snapshot predates the flag: it waits for the parent's lock, then re-reads it.
+      const done = completeJobs(store, 'sup', [parent.id], [parent.token], null, undefined, false);
+      await waitForLockWait();
+      await app.query('COMMIT');
+      assert.equal((await done).size, 0);
+    } finally {
+      app.release();
+    }
+    assert.equal((await jobRow(db.pool, parent.id)).status, 'done');
+    assert.equal((await jobRow(db.pool, child)).status, 'pending');
+  });
+
+  it('refuses a child of a parent its completion deleted first, writing nothing', async () => {
+    const parent = await running();
+    const app = await db.pool.connect();
+    try {
+      await app.query('BEGIN');
+      await app.query('DELETE FROM jobvisor.jobs WHERE id = $1', [parent.id]); // holds the row as the completion would
+      const child = enqueue(db.pool, 'merge', {}, { dependsOn: [parent.id] });
+      await waitForLockWait();
+      await app.query('COMMIT');
+      await assert.rejects(child, InputError);
+    } finally {
+      app.release();
+    }
+    const orphans = await db.pool.query('SELECT 1 FROM jobvisor.job_dependencies WHERE parent_id = $1', [parent.id]);
+    assert.equal(orphans.rowCount, 0);
+  });
+
   it('keeps a job that gained a dependent while it ran', async () => {
     const parent = await running();
     await db.pool.query('UPDATE jobvisor.jobs SET has_dependents = true WHERE id = $1', [parent.id]);
@@ -154,3 +192,24 @@ describe('a supervisor with cleanup.retention 0', () => {
     }
   });
 });
+
+async function waitForLockWait(): Promise<void> {
+  const probe = new pg.Client({ connectionString: db.url });
+  await probe.connect();
+  try {
+    await until(
+      'a backend waiting for a row lock',
+      async () =>
+        (
+          await probe.query(
+            "SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()",
+          )
+        ).rows[0].n,
+      (n) => n > 0,
+      5000,
+      10,
+    );
+  } finally {
+    await probe.end();
+  }
+}

@@ -4,7 +4,8 @@
  * rows are kept (no cleanup); with it, cleanup runs every 10 s and deletes
  * what is older.
  *
- * The run is cut into fifteen windows. For each: throughput, the arrival
+ * The run is cut into fifteen windows, or into minutes when it is longer than
+ * fifteen of them (a 30-minute run: 30 windows). For each: throughput, the arrival
  * rate (jobs enqueued), the cleanup rate (rows deleted), the claim
  * statement's p99 (timed on the supervisor's pool), and the table's size with
  * its indexes and TOAST at the window's end. Summaries: throughput of the last
@@ -22,7 +23,8 @@ import { inProcessSupervisor, noopJobs, type QueueShape } from './harness.ts';
 import { WARM_UP } from './process.ts';
 import { median } from './stats.ts';
 
-const WINDOWS = 15;
+const MIN_WINDOWS = 15;
+const FIVE_MINUTES_MS = 300_000;
 const CLEANUP_INTERVAL_MS = 10_000;
 
 interface Window {
@@ -56,6 +58,7 @@ export async function sustained(db: BenchDatabase, durationMs: number, shape: Qu
   });
   const windows: Window[] = [];
   const rss: number[] = [];
+  const WINDOWS = Math.max(MIN_WINDOWS, Math.round(durationMs / 60_000));
   const windowMs = durationMs / WINDOWS;
   let enqueued = 0;
   const batch = 5000;
@@ -101,6 +104,9 @@ export async function sustained(db: BenchDatabase, durationMs: number, shape: Qu
   const capacity = cleanup && cleanupCapacity(batches);
   const duty = cleanup && cleanup.interval / 2 / (cleanup.interval / 2 + cleanup.interval / 10);
   const mb = (bytes: number) => Math.round(bytes / 1048576);
+  // The first and last five minutes (at least one window each), for runs long enough to have them.
+  const five = Math.max(1, Math.round(FIVE_MINUTES_MS / windowMs));
+  const p99s = windows.map((w) => w.claimP99Ms);
   return {
     completed,
     cleaned,
@@ -110,7 +116,11 @@ export async function sustained(db: BenchDatabase, durationMs: number, shape: Qu
     sizeAtThirdMb: third?.tableMb,
     sizeAtEndMb: last?.tableMb,
     sizeEndOverThird: third && last ? round2(last.tableMb / Math.max(1, third.tableMb)) : undefined,
-    claimP99Ms: windows.map((w) => w.claimP99Ms),
+    claimP99Ms: p99s,
+    windowMs: Math.round(windowMs),
+    lastFiveMinOverFirst: round2(median(rates.slice(-five)) / Math.max(1, median(rates.slice(0, five)))),
+    claimP99FirstFiveMinMs: round2(median(p99s.slice(0, five))),
+    claimP99LastFiveMinMs: round2(median(p99s.slice(-five))),
     ...(cleanup && {
       retentionMs: cleanup.retention,
       cleanupIntervalMs: cleanup.interval,

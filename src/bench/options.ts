@@ -58,6 +58,7 @@ const SCENARIOS = [
   'fanin',
   'chain',
   'workflows',
+  'history',
 ] as const;
 const DEFAULT_SCENARIOS = 'burst,cold,startup,pickup';
 
@@ -82,8 +83,29 @@ export const BENCH_ARGS = {
   'fanin-parents': { type: 'string' },
   'chain-length': { type: 'string' },
   workflows: { type: 'string' },
+  'history-depths': { type: 'string' },
   json: { type: 'boolean' },
 } as const;
+
+/**
+ * The history scenario's depths: integers, `k` and `M` allowed (`0,5M,10M`),
+ * from 0 (the empty history every depth is compared with) upwards, since one
+ * table grows through them in turn.
+ */
+export function historyDepths(value: string): number[] {
+  const depths = value.split(',').map((item) => {
+    const m = /^(\d+)([kM]?)$/.exec(item.trim());
+    const n = m ? Number(m[1]) * (m[2] === 'M' ? 1_000_000 : m[2] === 'k' ? 1000 : 1) : Number.NaN;
+    if (!Number.isSafeInteger(n) || n > 1_000_000_000)
+      throw new InputError(
+        `bench: --history-depths takes rows such as 0,5M,10M (at most 1000M), got ${JSON.stringify(item)}`,
+      );
+    return n;
+  });
+  if (depths[0] !== 0 || depths.length < 2 || depths.some((d, i) => i > 0 && d <= (depths[i - 1] as number)))
+    throw new InputError(`bench: --history-depths must start at 0 and grow, got ${JSON.stringify(value)}`);
+  return depths;
+}
 
 /** `jobvisor bench`'s options, checked: bad usage is an InputError naming the option. */
 export function benchOptions(argv: string[]) {
@@ -113,6 +135,7 @@ export function benchOptions(argv: string[]) {
     chainLength: integer('--chain-length', str('chain-length'), 2, 100_000) ?? 1000,
     workflows: integer('--workflows', str('workflows'), 1, 25_000) ?? 10_000,
   };
+  const depths = historyDepths(str('history-depths') ?? '0,5M,10M,20M');
   let durationMs = 600_000;
   if (values.duration !== undefined) {
     try {
@@ -148,6 +171,7 @@ export function benchOptions(argv: string[]) {
     deepPending,
     deepDone,
     workflow,
+    historyDepths: depths,
     durationMs,
     retentionMs,
     peers,

@@ -7,12 +7,13 @@
  * that load from anything else on the machine falls on all alike.
  *
  *   jobvisor bench [--scenario burst,cold,startup,pickup,enqueue,process,processes,deep,sustained,limits,
- *                               fanin,chain,workflows]
+ *                               fanin,chain,workflows,history]
  *                  [--burst-jobs 20000,100000] [--configs concurrency-only,tuned]
  *                  [--jobs 20000] [--concurrency 50] [--processes 3] [--runs 3]
  *                  [--threads 1] [--jobs-per-thread 50] [--prefetch 2000] [--samples 200]
  *                  [--deep-pending 1000000] [--deep-done 5000000] [--duration 10m] [--retention 1m]
  *                  [--fanin-parents 10000] [--chain-length 1000] [--workflows 10000]
+ *                  [--history-depths 0,5M,10M,20M]
  *                  [--peers all|none|graphile-fast,...] [--json]
  */
 import { cpus, totalmem } from 'node:os';
@@ -21,6 +22,7 @@ import { LIMITS_VARIANTS, limitsBurst } from './limits.ts';
 import { createBenchDatabase, type BenchDatabase } from './database.ts';
 import { deepVersusShallow } from './deep.ts';
 import { enqueueJobvisor, enqueueUnnest } from './enqueue.ts';
+import { runHistory, type AdminReads } from './history.ts';
 import { benchOptions } from './options.ts';
 import { runPeer } from './peers.ts';
 import type { PerJobCost } from './pg_cost.ts';
@@ -39,7 +41,8 @@ interface Variant {
   extra?: Record<string, unknown>;
 }
 
-export async function runBench(argv: string[]): Promise<number> {
+/** `admin`: the operator's reads the history scenario times, which the bench may not import (history.ts). */
+export async function runBench(argv: string[], admin: AdminReads): Promise<number> {
   const {
     scenarios,
     burstJobs,
@@ -53,6 +56,7 @@ export async function runBench(argv: string[]): Promise<number> {
     deepPending,
     deepDone,
     workflow,
+    historyDepths,
     durationMs,
     retentionMs,
     peers,
@@ -263,6 +267,9 @@ export async function runBench(argv: string[]): Promise<number> {
         emit(makeRow('claim+complete of 50', 'jobvisor shallow', 'ms', [r.shallowClaimMs]));
         emit(makeRow('process (deep table)', 'jobvisor', 'jobs/s', [r.deepJobsPerSec]));
         emit(makeRow('process (shallow table)', 'jobvisor', 'jobs/s', [r.shallowJobsPerSec]));
+      } else if (scenario === 'history') {
+        const say = json ? undefined : (text: string) => process.stderr.write(text);
+        await fresh('history', (db) => runHistory(db, { depths: historyDepths, jobs, runs, admin, emit, say }));
       } else if (scenario === 'sustained') {
         const { jobsPerSec, ...r } = await fresh('sustained', (db) => sustained(db, durationMs, shape, retentionMs));
         emit(makeRow('sustained', 'jobvisor', 'jobs/s', jobsPerSec, { ...r, durationMs }));

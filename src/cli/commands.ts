@@ -198,7 +198,7 @@ export const COMMAND_SPECS: CommandSpec[] = [
       {
         flag: '--scenario LIST',
         meaning:
-          'comma-separated: burst, cold, startup, enqueue, process, processes, pickup, deep, sustained, limits, fanin, chain, workflows',
+          'comma-separated: burst, cold, startup, enqueue, process, processes, pickup, deep, sustained, limits, fanin, chain, workflows, history',
         default: 'burst,cold,startup,pickup',
       },
       { flag: '--burst-jobs LIST', meaning: 'jobs in each one-statement burst', default: '20000,100000' },
@@ -226,6 +226,11 @@ export const COMMAND_SPECS: CommandSpec[] = [
       { flag: '--fanin-parents N', meaning: 'parents of the fan-in job in the fanin scenario', default: '10000' },
       { flag: '--chain-length N', meaning: 'jobs in the chain scenario', default: '1000' },
       { flag: '--workflows N', meaning: 'workflows of 3 → 1 in the workflows scenario', default: '10000' },
+      {
+        flag: '--history-depths LIST',
+        meaning: 'finished rows the history scenario grows its table through, from 0 (k and M allowed)',
+        default: '0,5M,10M,20M',
+      },
       { flag: '--peers LIST', meaning: 'other job systems to run beside: none, all or a list', default: 'none' },
       { flag: '--json', meaning: 'print results as JSON' },
     ],

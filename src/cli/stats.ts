@@ -1,19 +1,26 @@
 /** `jobvisor stats [--json]`: counts by queue, kind and status; oldest pending age; paused queues; live supervisors. */
 import { stats, timeText } from '../queue/admin/index.ts';
 import { pausedQueues } from '../queue/pause.ts';
+import type { Store } from '../queue/sql.ts';
 import { parseFlags } from './args.ts';
 import { openContext } from './context.ts';
 import { table } from './table.ts';
+
+/** What `jobvisor stats` reads (the bench's history scenario times it too): counts, supervisors, paused queues. */
+export async function readStats(store: Store) {
+  const s = await stats(store);
+  return { ...s, pausedQueues: [...(await pausedQueues(store))].sort() };
+}
 
 export async function statsCommand(argv: string[]): Promise<number> {
   const values = parseFlags(argv, { json: { type: 'boolean' } }, 'stats');
   const ctx = await openContext({ logTo: 2, logLevel: 'warn' });
   try {
     const store = { db: ctx.pool, schema: ctx.settings.database.schema };
-    const s = await stats(store);
-    const paused = [...(await pausedQueues(store))].sort();
+    const s = await readStats(store);
+    const paused = s.pausedQueues;
     if (values.json) {
-      process.stdout.write(`${JSON.stringify({ ...s, pausedQueues: paused })}\n`);
+      process.stdout.write(`${JSON.stringify(s)}\n`);
       return 0;
     }
     if (s.counts.length === 0) process.stdout.write('no jobs\n');

@@ -1,0 +1,247 @@
+/**
+ * Scenario "history": with D finished rows kept, does each of the hot paths
+ * stay within 1.2× of the same on an empty history? One database's history
+ * grows through the depths in turn (0, then 5 M, 10 M, 20 M by default): done
+ * rows that finished over the last 3 days, in id order as jobs finish, added
+ * in statements of 500,000, then VACUUM ANALYZE. At each depth, with a backlog
+ * of 20,000 pending jobs in a queue of their own, the medians of:
+ *   - the dashboard's Overview reads, `jobvisor stats`' reads and one /metrics
+ *     scrape's database reads (one untimed read first);
+ *   - one claim of 50 and, timed apart, the fenced completion of those 50;
+ *   - a burst of N no-op jobs in one statement through a warmed in-process
+ *     supervisor of the tuned configuration (BURST_CONFIGS).
+ * The reads run first and the burst last, so what the claims and bursts leave
+ * done is not yet there when the reads are timed; it is deleted before the
+ * next depth, so every depth holds exactly its D finished rows.
+ */
+import { claimJobs } from '../queue/claim.ts';
+import { completeJobs } from '../queue/complete.ts';
+import { enqueueMany } from '../queue/enqueue.ts';
+import type { Store } from '../queue/sql.ts';
+import { countActiveJobs, oldestDueByQueue } from '../queue/stats.ts';
+import { within } from '../within.ts';
+import { BURST_CONFIGS } from './burst.ts';
+import type { BenchDatabase } from './database.ts';
+import { BENCH_QUEUE, configuredSupervisor, jobCounter } from './harness.ts';
+import {
+  depthLabel,
+  depthSystem,
+  extrapolatedRows,
+  historySummary,
+  HISTORY_TARGET,
+  ratioToEmpty,
+} from './history_report.ts';
+import { WARM_UP } from './process.ts';
+import { makeRow, type Row } from './report.ts';
+import { median } from './stats.ts';
+
+/**
+ * The operator's reads, handed in by the CLI: the bench may not import the
+ * admin API (scripts/eslint-layers.js), and the CLI is what joins the two.
+ */
+export interface AdminReads {
+  /** src/queue/admin's overview(), which the dashboard's Overview page reads on every request. */
+  overview(store: Store): Promise<unknown>;
+  /** src/queue/admin's throughput(), the Overview page's two charts (cached 15 s and 60 s there). */
+  throughput(store: Store, range: 'hour' | 'day'): Promise<unknown>;
+  /** What `jobvisor stats` reads (src/cli/stats.ts). */
+  stats(store: Store): Promise<unknown>;
+}
+
+export interface HistoryBench {
+  depths: number[];
+  /** Jobs per burst. */
+  jobs: number;
+  /** Bursts per depth; the reads run at least 5 times, the claims at least 50. */
+  runs: number;
+  admin: AdminReads;
+  emit(row: Row): void;
+  /** Progress and the summary on stderr (not with --json). */
+  say?(text: string): void;
+}
+
+const CHUNK = 500_000;
+const BACKLOG = 20_000;
+const BATCH = 50;
+const HISTORY_OWNER = 'history';
+/** The burst's supervisor deletes nothing: each depth keeps exactly its rows. */
+const KEEP_HISTORY = { interval: '1h', retention: '3650d', failedRetention: '3650d' };
+
+const OPERATIONS = {
+  burst: { unit: 'jobs/s' },
+  claim: { unit: 'ms' },
+  completion: { unit: 'ms' },
+  overview: { unit: 'ms' },
+  stats: { unit: 'ms' },
+  metrics: { unit: 'ms' },
+} as const;
+type Operation = keyof typeof OPERATIONS;
+
+function scenarioOf(op: Operation, jobs: number): string {
+  return {
+    burst: `history: burst ${jobs}`,
+    claim: `history: claim of ${BATCH}`,
+    completion: `history: completion of ${BATCH}`,
+    overview: 'history: dashboard overview reads',
+    stats: 'history: stats reads',
+    metrics: 'history: /metrics database reads',
+  }[op];
+}
+
+/** Adds `rows` done jobs of the default queue that finished over the last 3 days, oldest id first. */
+export async function addHistory(db: BenchDatabase, rows: number): Promise<void> {
+  for (let from = 0; from < rows; from += CHUNK) {
+    await db.pool.query(
+      `INSERT INTO jobvisor.jobs (kind, payload, status, attempts, run_at, created_at, started_at, finished_at, locked_by)
+       SELECT 'noop', jsonb_build_object('i', g), 'done', 1, f - interval '2 s', f - interval '2 s', f - interval '1 s', f, $4
+         FROM (SELECT g, now() - (1 - g::float8 / $2::int) * interval '3 days' AS f
+                 FROM generate_series($1::int + 1, $1::int + $3::int) AS g) AS s`,
+      [from, rows, Math.min(CHUNK, rows - from), HISTORY_OWNER],
+    );
+  }
+}
+
+/** Leaves the history and a fresh backlog: what the last depth's claims and bursts wrote is deleted. */
+async function resetWork(db: BenchDatabase): Promise<void> {
+  await db.pool.query('DELETE FROM jobvisor.jobs WHERE locked_by IS DISTINCT FROM $1', [HISTORY_OWNER]);
+  await db.pool.query(
+    `INSERT INTO jobvisor.jobs (queue, kind, payload) SELECT $1, 'noop', jsonb_build_object('i', g) FROM generate_series(1, $2::int) AS g`,
+    [BENCH_QUEUE, BACKLOG],
+  );
+  await db.pool.query('VACUUM ANALYZE jobvisor.jobs');
+}
+
+/** `reps` timings of `fn` in ms, after one untimed call (the first read after VACUUM meets cold caches). */
+async function timed(reps: number, fn: () => Promise<unknown>): Promise<number[]> {
+  await fn();
+  const times: number[] = [];
+  for (let i = 0; i < reps; i++) {
+    const t0 = performance.now();
+    await fn();
+    times.push(performance.now() - t0);
+  }
+  return times;
+}
+
+/** Claims of BATCH from the backlog and their fenced completions, timed apart. */
+async function claimsAndCompletions(store: Store, rounds: number) {
+  const claim: number[] = [];
+  const completion: number[] = [];
+  for (let i = 0; i <= rounds; i++) {
+    const t0 = performance.now();
+    const jobs = await claimJobs(store, { owner: 'bench', queue: BENCH_QUEUE, limit: BATCH, leaseMs: 60_000 });
+    const t1 = performance.now();
+    const fenced = await completeJobs(
+      store,
+      'bench',
+      jobs.map((j) => j.id),
+      jobs.map((j) => j.token),
+    );
+    const t2 = performance.now();
+    if (jobs.length < BATCH) throw new Error(`the backlog ran out after ${i} claims`);
+    if (fenced.size > 0) throw new Error(`${fenced.size} completions were fenced off`);
+    // The first round warms the connection and the plans, like the reads' untimed call.
+    if (i === 0) continue;
+    claim.push(t1 - t0);
+    completion.push(t2 - t1);
+  }
+  return { claim, completion };
+}
+
+/** The Overview page's data, as src/dashboard/routes/pages.ts reads it with cold chart caches: all three at once. */
+async function overviewPage(store: Store, admin: AdminReads, parts: Record<'overview' | 'hour' | 'day', number[]>) {
+  const t0 = performance.now();
+  const lap = (part: keyof typeof parts) => () => parts[part].push(performance.now() - t0);
+  await Promise.all([
+    admin.overview(store).then(lap('overview')),
+    admin.throughput(store, 'hour').then(lap('hour')),
+    admin.throughput(store, 'day').then(lap('day')),
+  ]);
+}
+
+/** `reps` bursts of `jobs` through one warmed supervisor of the tuned configuration, in jobs/s. */
+async function bursts(db: BenchDatabase, jobs: number, reps: number): Promise<number[]> {
+  const supervisor = configuredSupervisor(db.url, { ...BURST_CONFIGS.tuned, cleanup: KEEP_HISTORY });
+  const done = jobCounter(supervisor, 'job:completed');
+  await supervisor.start();
+  try {
+    await enqueueMany(
+      db.pool,
+      Array.from({ length: WARM_UP }, (_, i) => ({ kind: 'noop', payload: { i } })),
+    );
+    await done.reached(WARM_UP);
+    const rates: number[] = [];
+    for (let r = 0; r < reps; r++) {
+      const target = done.count + jobs;
+      await db.pool.query(
+        `INSERT INTO jobvisor.jobs (kind, payload) SELECT 'noop', '{}' FROM generate_series(1, $1::int)`,
+        [jobs],
+      );
+      const t0 = performance.now();
+      // A job that failed would never be counted: 10 minutes is far past any burst's time.
+      if (!(await within(done.reached(target), 600_000)))
+        throw new Error(`${target - done.count} of the burst's jobs not done after 10 minutes`);
+      rates.push(jobs / ((performance.now() - t0) / 1000));
+    }
+    return rates;
+  } finally {
+    await supervisor.stop();
+  }
+}
+
+async function measure(db: BenchDatabase, b: HistoryBench): Promise<Record<Operation, number[]> & { extra: object }> {
+  const store: Store = { db: db.pool, schema: 'jobvisor' };
+  const reads = Math.max(5, b.runs);
+  const parts = { overview: [] as number[], hour: [] as number[], day: [] as number[] };
+  const overview = await timed(reads, () => overviewPage(store, b.admin, parts));
+  const stats = await timed(reads, () => b.admin.stats(store));
+  // The database gauges' two reads, both due, at once, as a scrape starts them (src/metrics/database-gauges.ts).
+  const metrics = await timed(reads, () => Promise.all([oldestDueByQueue(store), countActiveJobs(store)]));
+  const { claim, completion } = await claimsAndCompletions(store, Math.max(50, b.runs));
+  const burst = await bursts(db, b.jobs, b.runs);
+  const part = (values: number[]) => median(values.slice(1));
+  // Each read's own time from the page's start: which of the three the page waits for.
+  const overviewParts = {
+    'overview()': part(parts.overview),
+    'hour chart': part(parts.hour),
+    'day chart': part(parts.day),
+  };
+  return { burst, claim, completion, overview, stats, metrics, extra: { parts: overviewParts } };
+}
+
+export async function runHistory(db: BenchDatabase, b: HistoryBench): Promise<void> {
+  const rows = new Map<Operation, Row[]>(Object.keys(OPERATIONS).map((op) => [op as Operation, []]));
+  let kept = 0;
+  for (const depth of b.depths) {
+    const t0 = performance.now();
+    b.say?.(`  history: ${depthLabel(depth)} done rows (adding ${(depth - kept).toLocaleString('en-US')})\n`);
+    await addHistory(db, depth - kept);
+    kept = depth;
+    await resetWork(db);
+    const fillSeconds = (performance.now() - t0) / 1000;
+    const { extra, ...values } = await measure(db, b);
+    for (const op of Object.keys(OPERATIONS) as Operation[]) {
+      const { unit } = OPERATIONS[op];
+      const empty = rows.get(op)?.[0]?.median ?? median(values[op]);
+      const ratio = ratioToEmpty(median(values[op]), empty, unit);
+      const row = makeRow(scenarioOf(op, b.jobs), depthSystem(depth), unit, values[op], {
+        depth,
+        ratioToEmpty: ratio,
+        withinTarget: ratio <= HISTORY_TARGET,
+        fillSeconds,
+        ...(op === 'overview' ? extra : {}),
+        ...(op === 'burst' ? { jobs: b.jobs, config: BURST_CONFIGS.tuned, backlog: BACKLOG } : { backlog: BACKLOG }),
+      });
+      rows.get(op)?.push(row);
+      b.emit(row);
+    }
+  }
+  const operations = (Object.keys(OPERATIONS) as Operation[]).map((op) => {
+    const scenario = scenarioOf(op, b.jobs);
+    const { unit } = OPERATIONS[op];
+    const fits = extrapolatedRows(scenario, unit, rows.get(op) ?? []);
+    for (const row of fits) b.emit(row);
+    return { scenario, unit, rows: [...(rows.get(op) ?? []), ...fits] };
+  });
+  b.say?.(historySummary(operations));
+}

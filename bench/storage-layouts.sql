@@ -8,9 +8,10 @@
 --   psql -h 127.0.0.1 -p 5440 -U postgres -v jobs=100000 -f bench/storage-layouts.sql
 --
 -- Variables (all optional): jobs (default 100000); checkpoint (default on: a
--- CHECKPOINT before every phase, so each phase starts with no page yet imaged
--- and pays its own full-page images; off: the phases follow each other and a
--- phase's images depend on what the one before it touched); reset (drop the
+-- CHECKPOINT before every phase, so each phase starts with no page imaged yet
+-- and pays a full-page image for every page it touches; off: one CHECKPOINT
+-- before each layout only, so its fresh tables' pages are never imaged: the
+-- two settings bracket what a real checkpoint interval costs); reset (drop the
 -- results kept from earlier runs). Needs a superuser (CHECKPOINT, CREATE
 -- DATABASE, pg_walinspect). It creates and drops the databases stl_template,
 -- stl_today, stl_delete, stl_partitioned and stl_history, and keeps every run's
@@ -320,6 +321,7 @@ CREATE DATABASE stl_history TEMPLATE stl_template;
 \connect stl_today
 \echo layout today
 CREATE TEMP TABLE claimed_batches (ids bigint[] NOT NULL, tokens bigint[] NOT NULL);
+CHECKPOINT;
 :pre
 SELECT bench.mark() \g /dev/null
 CALL bench.enqueue(:jobs);
@@ -356,6 +358,7 @@ INSERT INTO results VALUES :rows;
 \connect stl_delete
 \echo layout delete
 CREATE TEMP TABLE claimed_batches (ids bigint[] NOT NULL, tokens bigint[] NOT NULL);
+CHECKPOINT;
 :pre
 SELECT bench.mark() \g /dev/null
 CALL bench.enqueue(:jobs);
@@ -419,6 +422,7 @@ CREATE TRIGGER jobs_notify_requeue AFTER UPDATE OF status ON jobvisor.jobs
   FOR EACH ROW WHEN (NEW.status = 'pending' AND OLD.status IS DISTINCT FROM 'pending')
   EXECUTE FUNCTION jobvisor.notify_requeued();
 CREATE TEMP TABLE claimed_batches (ids bigint[] NOT NULL, tokens bigint[] NOT NULL);
+CHECKPOINT;
 :pre
 SELECT bench.mark() \g /dev/null
 CALL bench.enqueue(:jobs);
@@ -459,6 +463,7 @@ CREATE TABLE jobvisor.jobs_history (LIKE jobvisor.jobs INCLUDING DEFAULTS)
 CREATE INDEX jobs_history_id_idx ON jobvisor.jobs_history (id);
 CREATE INDEX jobs_history_finished_at_idx ON jobvisor.jobs_history (finished_at);
 CREATE TEMP TABLE claimed_batches (ids bigint[] NOT NULL, tokens bigint[] NOT NULL);
+CHECKPOINT;
 :pre
 SELECT bench.mark() \g /dev/null
 CALL bench.enqueue(:jobs);
@@ -510,7 +515,9 @@ SELECT r.layout, r.phase, round(r.ms::numeric, 1) AS ms, round(r.wal_bytes / u.j
 \echo medians over the kept runs with the same jobs and checkpoint setting
 SELECT r.layout, r.phase, count(*) AS runs,
        round(percentile_cont(0.5) WITHIN GROUP (ORDER BY r.ms)::numeric, 1) AS ms,
+       round(min(r.ms)::numeric, 1) AS min_ms, round(max(r.ms)::numeric, 1) AS max_ms,
        round(percentile_cont(0.5) WITHIN GROUP (ORDER BY r.wal_bytes / u.jobs)::numeric, 1) AS wal_per_job,
+       round(min(r.wal_bytes / u.jobs), 1) AS min_wal, round(max(r.wal_bytes / u.jobs), 1) AS max_wal,
        round(percentile_cont(0.5) WITHIN GROUP (ORDER BY 100 * r.fpi_bytes / nullif(r.wal_bytes, 0))::numeric, 1) AS fpi_pct,
        round(percentile_cont(0.5) WITHIN GROUP (ORDER BY r.table_bytes)::numeric / 1048576, 2) AS table_mb,
        round(percentile_cont(0.5) WITHIN GROUP (ORDER BY r.index_bytes)::numeric / 1048576, 2) AS index_mb,
@@ -524,11 +531,13 @@ SELECT r.layout, r.phase, count(*) AS runs,
 \echo whole life cycle per job, medians of the per-run sums (with and without the vacuum)
 SELECT t.layout, count(*) AS runs,
        round(percentile_cont(0.5) WITHIN GROUP (ORDER BY t.ms)::numeric, 1) AS ms,
+       round(min(t.ms)::numeric, 1) AS min_ms, round(max(t.ms)::numeric, 1) AS max_ms,
        round(percentile_cont(0.5) WITHIN GROUP (ORDER BY t.ms * 1000 / t.jobs)::numeric, 2) AS us_per_job,
        round(percentile_cont(0.5) WITHIN GROUP (ORDER BY t.wal / t.jobs)::numeric, 1) AS wal_per_job,
+       round(percentile_cont(0.5) WITHIN GROUP (ORDER BY 100 * t.fpi / t.wal)::numeric, 1) AS fpi_pct,
        round(percentile_cont(0.5) WITHIN GROUP (ORDER BY t.ms_nv * 1000 / t.jobs)::numeric, 2) AS us_per_job_no_vacuum,
        round(percentile_cont(0.5) WITHIN GROUP (ORDER BY t.wal_nv / t.jobs)::numeric, 1) AS wal_per_job_no_vacuum
-  FROM (SELECT r.run, r.layout, u.jobs, sum(r.ms) AS ms, sum(r.wal_bytes) AS wal,
+  FROM (SELECT r.run, r.layout, u.jobs, sum(r.ms) AS ms, sum(r.wal_bytes) AS wal, sum(r.fpi_bytes) AS fpi,
                sum(r.ms) FILTER (WHERE r.phase <> 'vacuum') AS ms_nv,
                sum(r.wal_bytes) FILTER (WHERE r.phase <> 'vacuum') AS wal_nv
           FROM results AS r JOIN runs AS u USING (run)

@@ -517,6 +517,35 @@ describe('supervisors', () => {
     assert.deepEqual(await expireSupervisors(store, new Date(t.getTime() + 5001)), ['s1']);
   });
 
+  it('stats counts done and cancelled jobs of the last hour, or every row kept with all', async () => {
+    const hourAgo = (m: number) => new Date(Date.now() - m * 60_000);
+    await insert([
+      { kind: 'hist', status: 'done', finished_at: hourAgo(5) },
+      { kind: 'hist', status: 'done', finished_at: hourAgo(50) },
+      { kind: 'hist', status: 'done', finished_at: hourAgo(70) },
+      { kind: 'hist', status: 'cancelled', finished_at: hourAgo(1) },
+      { kind: 'hist', status: 'cancelled', finished_at: hourAgo(600) },
+      { kind: 'hist', status: 'failed', finished_at: hourAgo(600) },
+    ]);
+    const of = (s: Awaited<ReturnType<typeof stats>>) =>
+      s.counts.filter((c) => c.kind === 'hist').map((c) => [c.status, c.count]);
+    const recent = await stats(store);
+    assert.equal(recent.finishedWithin, '1 hour');
+    assert.deepEqual(of(recent), [
+      ['cancelled', 1],
+      ['done', 2],
+      ['failed', 1],
+    ]);
+    const all = await stats(store, null, { all: true });
+    assert.equal(all.finishedWithin, 'all');
+    assert.deepEqual(of(all), [
+      ['cancelled', 2],
+      ['done', 3],
+      ['failed', 1],
+    ]);
+    await db.pool.query("DELETE FROM jobvisor.jobs WHERE kind = 'hist'");
+  });
+
   it('stats lists counts and the live supervisors', async () => {
     await insert([{ kind: 'k' }, { kind: 'k', status: 'failed' }]);
     await beatSupervisor(store, {

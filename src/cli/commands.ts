@@ -96,9 +96,10 @@ export const COMMAND_SPECS: CommandSpec[] = [
   },
   {
     name: 'stats',
-    args: '[--json]',
-    summary: 'job counts by queue, kind and status; the oldest pending job’s age; paused queues; the supervisors alive',
-    options: [json],
+    args: '[--all] [--json]',
+    summary:
+      'job counts by queue, kind and status (done and cancelled: those of the last hour); the oldest pending job’s age; paused queues; the supervisors alive',
+    options: [{ flag: '--all', meaning: 'count every done and cancelled row kept (reads the whole table)' }, json],
     example: 'jobvisor stats --json',
   },
   {

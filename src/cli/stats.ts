@@ -1,4 +1,4 @@
-/** `jobvisor stats [--json]`: counts by queue, kind and status; oldest pending age; paused queues; live supervisors. */
+/** `jobvisor stats [--all] [--json]`: counts by queue, kind and status; oldest pending age; paused queues; live supervisors. */
 import { stats, timeText } from '../queue/admin/index.ts';
 import { pausedQueues } from '../queue/pause.ts';
 import type { Store } from '../queue/sql.ts';
@@ -7,17 +7,17 @@ import { openContext } from './context.ts';
 import { table } from './table.ts';
 
 /** What `jobvisor stats` reads (the bench's history scenario times it too): counts, supervisors, paused queues. */
-export async function readStats(store: Store) {
-  const s = await stats(store);
+export async function readStats(store: Store, options: { all?: boolean } = {}) {
+  const s = await stats(store, null, options);
   return { ...s, pausedQueues: [...(await pausedQueues(store))].sort() };
 }
 
 export async function statsCommand(argv: string[]): Promise<number> {
-  const values = parseFlags(argv, { json: { type: 'boolean' } }, 'stats');
+  const values = parseFlags(argv, { json: { type: 'boolean' }, all: { type: 'boolean' } }, 'stats');
   const ctx = await openContext({ logTo: 2, logLevel: 'warn' });
   try {
     const store = { db: ctx.pool, schema: ctx.settings.database.schema };
-    const s = await readStats(store);
+    const s = await readStats(store, { all: values.all === true });
     const paused = s.pausedQueues;
     if (values.json) {
       process.stdout.write(`${JSON.stringify(s)}\n`);
@@ -31,6 +31,8 @@ export async function statsCommand(argv: string[]): Promise<number> {
           s.counts.map((r) => [r.queue, r.kind, r.status, String(r.count)]),
         ),
       );
+    if (s.finishedWithin !== 'all')
+      process.stdout.write('done and cancelled: finished in the last hour (--all counts every row kept)\n');
     const oldest = s.oldestPendingSeconds;
     process.stdout.write(`oldest pending (due): ${oldest === null ? 'none' : `${oldest.toFixed(1)} s`}\n`);
     if (paused.length > 0) process.stdout.write(`paused queues: ${paused.join(', ')}\n`);

@@ -2,8 +2,10 @@
  * Counts for `jobvisor stats` and the database gauges.
  *
  * `countActiveJobs` reads only pending, running, failed and blocked rows through
- * their partial indexes: cheap however many done rows the table keeps. `countAllJobs`
- * scans the table and is for the CLI only.
+ * their partial indexes: cheap however many done rows the table keeps.
+ * `countRecentlyFinished` adds the done and cancelled rows of the last hour
+ * (jobs_finished_idx), so its cost follows the recent rate, never the history
+ * kept. `countAllJobs` scans the table (`jobvisor stats --all`).
  */
 import { planned, run, type Now, type Store } from './sql.ts';
 
@@ -111,6 +113,23 @@ export async function oldestDueByQueue(
 ): Promise<Array<{ queue: string; oldest_due_s: number }>> {
   const rows = await run<{ queue: string; oldest_due_s: string }>(store, OLDEST_DUE, [now]);
   return rows.map((r) => ({ queue: r.queue, oldest_due_s: Number(r.oldest_due_s) }));
+}
+
+// Done and cancelled rows that finished in the last hour, through jobs_finished_idx;
+// the time is written out so the planner estimates the range as the few rows it is.
+const COUNT_RECENTLY_FINISHED = planned(
+  'count_recently_finished',
+  `
+SELECT queue, kind, status, count(*)::int AS count, NULL::float8 AS oldest_due_s
+  FROM jobvisor.jobs
+ WHERE status IN ('done', 'cancelled') AND finished_at > coalesce($1::timestamptz, now()) - interval '1 hour'
+ GROUP BY 1, 2, 3
+ ORDER BY 1, 2, 3`,
+  'throughIndexes',
+);
+
+export async function countRecentlyFinished(store: Store, now: Now = null): Promise<JobCount[]> {
+  return numbers(await run<JobCount>(store, COUNT_RECENTLY_FINISHED, [now]));
 }
 
 export async function countAllJobs(store: Store, now: Now = null): Promise<JobCount[]> {

@@ -15,6 +15,7 @@ import { claimLimited } from '../src/queue/claim_limited.ts';
 import { deleteOldJobs } from '../src/queue/cleanup.ts';
 import { completeJobs, failJobs, releaseJobs } from '../src/queue/complete.ts';
 import { enqueueMany } from '../src/queue/enqueue.ts';
+import { rollUpFinished } from '../src/queue/finished_rollup.ts';
 import { renewLeases } from '../src/queue/lease.ts';
 import { writeProgress } from '../src/queue/progress.ts';
 import { reapExpiredLeases } from '../src/queue/reaper.ts';
@@ -51,6 +52,7 @@ async function everyStatement(): Promise<void> {
   if (d) await renewLeases(store, 'p', [{ id: d.id, token: d.token }], 60_000);
   await reapExpiredLeases(store, 100);
   await deleteOldJobs(store, { retentionMs: 3_600_000, failedRetentionMs: 3_600_000, limit: 100 });
+  await rollUpFinished(store);
   await nextDueIn(store, 'default');
   await countActiveJobs(store);
   await oldestDueByQueue(store);
@@ -185,7 +187,7 @@ describe('hot statements on a table that grew from tiny to a million rows withou
     }
   });
 
-  it('reaps through jobs_running_idx and cleans up through jobs_finished_idx', async () => {
+  it('reaps through jobs_running_idx, and rolls up and cleans up through jobs_finished_idx', async () => {
     const reap = await planOf(() => reapExpiredLeases(store, 1000));
     assert.match(reap, /jobs_running_idx/, reap);
     assert.doesNotMatch(reap, /Seq Scan/, reap);
@@ -194,6 +196,10 @@ describe('hot statements on a table that grew from tiny to a million rows withou
     );
     assert.match(clean, /jobs_finished_idx/, clean);
     assert.doesNotMatch(clean, /Seq Scan/, clean);
+    // The rollup that runs before each cleanup round: one range of jobs_finished_idx (its watermark row is read whole).
+    const rolled = await planOf(() => rollUpFinished(store));
+    assert.match(rolled, /jobs_finished_idx/, rolled);
+    assert.doesNotMatch(rolled, /Seq Scan on jobs\b/, rolled);
   });
 
   it('limited claims update the rows they chose through the primary key, not by reading the pending index', async () => {

@@ -193,6 +193,13 @@ const EXPECTED: Record<string, Expectation> = {
     values: () => [HOUR, 30 * 24 * HOUR, 5000, now],
     uses: /^Index Scan using jobs_finished_idx on jobs$/,
   },
+  // The per-minute rollup of finished jobs (src/queue/finished_rollup.ts).
+  roll_up_finished: {
+    values: () => [15 * 60_000, now],
+    uses: /jobs_finished_idx/,
+    sorts: 'the finished rows of one chunk (15 minutes at most), grouped by minute and queue',
+  },
+  delete_old_minutes: { values: () => [now], wholeTable: 'jobvisor.finished_minutes only' },
 
   // Gauges and stats (src/queue/stats.ts, daily_stats.ts, pause.ts).
   count_active: { values: () => [now], uses: /jobs_pending_idx/ },

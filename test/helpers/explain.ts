@@ -51,6 +51,7 @@ export interface PlanNode {
   'Index Cond'?: string;
   'Recheck Cond'?: string;
   'Parent Relationship'?: string;
+  'Total Cost'?: number;
   Plans?: PlanNode[];
 }
 

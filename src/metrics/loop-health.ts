@@ -30,10 +30,11 @@ export interface FailingLoop {
 
 /**
  * Loops whose writes may be dropped by design (progress values: the next one,
- * or the job's done write, supersedes a lost one). Their errors are logged and
- * counted, but never make the supervisor unready.
+ * or the job's done write, supersedes a lost one; the per-minute rollup of
+ * finished jobs, which only the dashboard's charts read). Their errors are
+ * logged and counted, but never make the supervisor unready.
  */
-const BEST_EFFORT_LOOPS = new Set(['progress']);
+const BEST_EFFORT_LOOPS = new Set(['progress', 'rollup']);
 
 /** Default quiet time that ends a streak: the 30 s backoff cap (+20 % jitter) plus a statement bound. */
 export const DEFAULT_QUIET_MS = 75_000;

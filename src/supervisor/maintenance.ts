@@ -1,6 +1,8 @@
 /**
- * The reaper and cleanup loops. Both work in batches and repeat while a batch
- * comes back full: the reaper up to 20 batches per round, cleanup until its
+ * The reaper and cleanup loops (cleanup first rolls up the finished jobs of
+ * the minutes that ended, for the dashboard's charts, then deletes). Both
+ * work in batches and repeat while a batch comes back full: the reaper up to
+ * 20 batches per round, cleanup until its
  * time budget (half its interval) is spent, so a backlog of any size shrinks
  * every round and a round still ends before the next one is due. A cleanup
  * round that spent its budget with rows left is followed by the next after a
@@ -19,6 +21,7 @@
 import type { Settings } from '../config/index.ts';
 import { finishStaleCancelled } from '../queue/cancelled_slot.ts';
 import { deleteOldJobs } from '../queue/cleanup.ts';
+import { deleteOldMinutes, rollUpFinished } from '../queue/finished_rollup.ts';
 import { settleStragglers } from '../queue/settle.ts';
 import { deadLetterExpired } from '../queue/fallback.ts';
 import { expireSupervisors } from '../queue/presence.ts';
@@ -92,6 +95,16 @@ async function reapSplitting(
   return reaped;
 }
 
+/**
+ * A cleanup round: first the per-minute rollup of finished jobs, so the rows
+ * about to be deleted are counted for the dashboard's charts before they go
+ * (queue/finished_rollup.ts says which rows it cannot count), then the
+ * deletes, then the rollup's minutes older than it keeps. The rollup and the
+ * deletes share the round's budget; the deletes run at least one batch. A
+ * failing rollup is reported as loop `rollup` (best effort: counted and
+ * logged, never a reason to be unready) and never stops the deletes: a
+ * table that keeps growing is worse than a chart that misses some rows.
+ */
 export function createCleanup(store: Store, settings: Settings['cleanup'], events: SupervisorEvents): Loop {
   return new Loop({
     name: 'cleanup',
@@ -100,19 +113,48 @@ export function createCleanup(store: Store, settings: Settings['cleanup'], event
     run: async () => {
       await expireSupervisorRows(store);
       const deadline = Date.now() + cleanupBudgetMs(settings.interval);
-      for (;;) {
-        const rows = await deleteOldJobs(store, {
-          retentionMs: settings.retention,
-          failedRetentionMs: settings.failedRetention,
-          limit: settings.batchSize,
-        });
-        if (rows.length > 0) safeEmit(events, 'jobs:cleaned', { rows });
-        if (rows.reduce((n, r) => n + r.count, 0) < settings.batchSize) return;
-        if (Date.now() >= deadline) return 'more';
-      }
+      const rollupFailed = (err: unknown) => void safeEmit(events, 'db:error', { loop: 'rollup', err });
+      const rolled = await rollUpRound(store, deadline)
+        .catch(unlessUnmigrated('busy' as const))
+        .catch(rollupFailed);
+      const deleted = await deleteRound(store, settings, events, deadline);
+      await deleteOldMinutes(store).catch(unlessUnmigrated(0)).catch(rollupFailed);
+      return rolled === 'more' || deleted === 'more' ? 'more' : undefined;
     },
     onError: (err) => safeEmit(events, 'db:error', { loop: 'cleanup', err }),
   });
+}
+
+async function deleteRound(
+  store: Store,
+  settings: Settings['cleanup'],
+  events: SupervisorEvents,
+  deadline: number,
+): Promise<'more' | undefined> {
+  for (;;) {
+    const rows = await deleteOldJobs(store, {
+      retentionMs: settings.retention,
+      failedRetentionMs: settings.failedRetention,
+      limit: settings.batchSize,
+    });
+    if (rows.length > 0) safeEmit(events, 'jobs:cleaned', { rows });
+    if (rows.reduce((n, r) => n + r.count, 0) < settings.batchSize) return undefined;
+    if (Date.now() >= deadline) return 'more';
+  }
+}
+
+/**
+ * Rollup statements until the watermark has caught up ('done'), the deadline
+ * (a `Date.now()` time) has passed with minutes left ('more'), or another
+ * supervisor holds the watermark ('busy': its rollup is counting them).
+ */
+export async function rollUpRound(store: Store, deadline: number): Promise<'done' | 'more' | 'busy'> {
+  for (;;) {
+    const step = await rollUpFinished(store);
+    if (step === null) return 'busy';
+    if (step.caughtUp) return 'done';
+    if (Date.now() >= deadline) return 'more';
+  }
 }
 
 /**
@@ -121,9 +163,15 @@ export function createCleanup(store: Store, settings: Settings['cleanup'], event
  * migrated to that table is not an error of cleanup.
  */
 async function expireSupervisorRows(store: Store): Promise<void> {
-  await expireSupervisors(store).catch((err: unknown) => {
+  await expireSupervisors(store).catch(unlessUnmigrated(undefined));
+}
+
+/** A handler that answers `value` for a table not created yet (a database not yet migrated), rethrows the rest. */
+function unlessUnmigrated<T>(value: T): (err: unknown) => T {
+  return (err) => {
     if ((err as { code?: string } | undefined)?.code !== UNDEFINED_TABLE) throw err;
-  });
+    return value;
+  };
 }
 
 const UNDEFINED_TABLE = '42P01';

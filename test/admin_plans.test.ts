@@ -84,7 +84,8 @@ describe('admin reads on 206 k rows', () => {
   it('throughput counts finished rows from jobs_finished_idx alone', async () => {
     const plan = await planOf(() => throughput(store, 'day'));
     assert.match(plan, /Index Only Scan using jobs_finished_idx/, plan);
-    assert.doesNotMatch(plan, /Seq Scan/, plan);
+    // The rollup's tables (a day of minutes per queue, one watermark row) may be read whole; the jobs table never.
+    assert.doesNotMatch(plan, /Seq Scan on jobs\b/, plan);
   });
 
   it('filtered lists, counts, groups and bulk actions by status use the partial indexes', async () => {

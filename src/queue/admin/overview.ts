@@ -4,13 +4,21 @@
  *
  * Shape: one branch per status, each matching that status' partial index
  * (jobs_pending_idx, jobs_running_idx, jobs_failed_idx, jobs_blocked_idx) or, for jobs done in
- * the last hour, jobs_finished_idx, so the cost follows the active rows and
- * the last hour, never the million done rows behind them (see stats.ts for
- * the plan this avoids). Each branch reads at most `cap` + 1 rows, so a table
- * of 10 M pending jobs costs what 250 k cost; counts past the cap are lower
- * bounds, and `capped` says so. Sent unnamed, so no plan made on a tiny table
- * is reused on a large one.
+ * the last hour, the per-minute rollup (finished_minutes, ../finished_rollup.ts)
+ * for the minutes before its watermark and jobs_finished_idx from the watermark
+ * on, so the cost follows the active rows and the minutes shown, never the
+ * million done rows behind them (see stats.ts for the plan this avoids). Each
+ * branch of jobs reads at most `cap` + 1 rows, so a table of 10 M pending jobs
+ * costs what 250 k cost; counts past the cap are lower bounds, and `capped`
+ * says so (the rolled-up minutes are exact sums, never capped). Sent unnamed,
+ * so no plan made on a tiny table is reused on a large one.
+ *
+ * "The last hour" starts at the start of the minute that holds now − 1 hour
+ * (60 to 61 minutes), the rollup's unit, so a count is the same before and
+ * after its minutes are rolled up. A rolled-up minute is frozen: a job counted
+ * done in it stays counted; the rows not yet rolled up count as they are now.
  */
+import { ROLLED_UP_TO } from '../finished_rollup.ts';
 import { pausedQueues } from '../pause.ts';
 import { planned, run, type Now, type Store } from '../sql.ts';
 import { listSupervisors } from './supervisors.ts';
@@ -41,38 +49,49 @@ export interface Overview {
   capped: boolean;
 }
 
+/** A row of QUEUE_COUNTS: done jobs of the last hour read from jobs (capped) and from the rollup (exact), apart. */
+type QueueCounts = Omit<QueueOverview, 'paused' | 'doneLastHour'> & { doneLive: number; doneRolled: number };
+
 /** Rows each status branch of the overview reads at most, by default. */
 export const OVERVIEW_CAP = 250_000;
 
 // The time is written out in each branch, not taken from a CTE: the planner
 // then knows it, and estimates the last hour's done rows as the few they are.
+// The watermark is a second lower bound beside it, read when the statement
+// runs: the index scan starts at the later of the two.
 // Sequential scans priced out: with statistics from a tiny table, the pending
 // branch read a grown table of a million rows whole to find its capped count
 // (test/statements.test.ts).
 const NOW = 'coalesce($1::timestamptz, now())';
+const HOUR_AGO = `date_bin('1 minute', ${NOW} - interval '1 hour', timestamptz '1970-01-01 00:00:00+00')`;
 const QUEUE_COUNTS = planned(
   'admin_queue_counts',
   `
 WITH counts AS (
   SELECT queue, count(*) AS pending, count(*) FILTER (WHERE run_at <= ${NOW}) AS due, 0 AS running, 0 AS dead, 0 AS done,
-         0 AS blocked
+         0 AS rolled, 0 AS blocked
     FROM (SELECT queue, run_at FROM jobvisor.jobs WHERE status = 'pending' LIMIT $2) AS p GROUP BY queue
   UNION ALL
-  SELECT queue, 0, 0, count(*), 0, 0, 0
+  SELECT queue, 0, 0, count(*), 0, 0, 0, 0
     FROM (SELECT queue FROM jobvisor.jobs WHERE status = 'running' LIMIT $2) AS r GROUP BY queue
   UNION ALL
-  SELECT queue, 0, 0, 0, count(*), 0, 0
+  SELECT queue, 0, 0, 0, count(*), 0, 0, 0
     FROM (SELECT queue FROM jobvisor.jobs WHERE status = 'failed' LIMIT $2) AS f GROUP BY queue
   UNION ALL
-  SELECT queue, 0, 0, 0, 0, count(*), 0
-    FROM (SELECT queue FROM jobvisor.jobs WHERE status = 'done' AND finished_at > ${NOW} - interval '1 hour' LIMIT $2) AS d
+  SELECT queue, 0, 0, 0, 0, count(*), 0, 0
+    FROM (SELECT queue FROM jobvisor.jobs
+           WHERE status = 'done' AND finished_at >= ${HOUR_AGO} AND finished_at >= ${ROLLED_UP_TO} LIMIT $2) AS d
    GROUP BY queue
   UNION ALL
-  SELECT queue, 0, 0, 0, 0, 0, count(*)
+  SELECT queue, 0, 0, 0, 0, 0, sum(done), 0
+    FROM jobvisor.finished_minutes WHERE minute >= ${HOUR_AGO} AND minute < ${ROLLED_UP_TO} GROUP BY queue
+  UNION ALL
+  SELECT queue, 0, 0, 0, 0, 0, 0, count(*)
     FROM (SELECT queue FROM jobvisor.jobs WHERE status = 'blocked' LIMIT $2) AS b GROUP BY queue
 )
 SELECT queue, sum(pending)::int AS pending, sum(due)::int AS due, sum(running)::int AS running,
-       sum(dead)::int AS dead, sum(done)::int AS "doneLastHour", sum(blocked)::int AS blocked
+       sum(dead)::int AS dead, sum(done)::int AS "doneLive", sum(rolled)::int AS "doneRolled",
+       sum(blocked)::int AS blocked
   FROM counts
  GROUP BY queue
  ORDER BY queue`,
@@ -113,7 +132,8 @@ export async function overview(store: Store, now: Now = null, options: { cap?: n
   const cap = Math.max(1, Math.floor(options.cap ?? OVERVIEW_CAP));
   // One after another, not together: the store may be one client (a
   // transaction, a request's connection), where pg 8 deprecates queued queries.
-  const counted = await run<Omit<QueueOverview, 'paused'>>(store, QUEUE_COUNTS, [now, cap + 1]);
+  const rows = await run<QueueCounts>(store, QUEUE_COUNTS, [now, cap + 1]);
+  const counted = rows.map(({ doneLive, doneRolled, ...q }) => ({ ...q, doneLastHour: doneLive + doneRolled }));
   const paused = await pausedQueues(store);
   // A paused queue is listed even when it holds no jobs: the pause is what an operator looks for.
   const idle = [...paused]
@@ -124,8 +144,9 @@ export async function overview(store: Store, now: Now = null, options: { cap?: n
     .sort((a, b) => (a.queue < b.queue ? -1 : a.queue > b.queue ? 1 : 0));
   const oldest = await run<{ s: number | null }>(store, OLDEST_DUE, [now]);
   const supervisors = await listSupervisors(store, now);
-  const total = (key: 'pending' | 'running' | 'dead' | 'doneLastHour' | 'blocked') =>
-    queues.reduce((n, q) => n + q[key], 0);
-  const capped = (['pending', 'running', 'dead', 'doneLastHour', 'blocked'] as const).some((k) => total(k) > cap);
+  const total = (key: 'pending' | 'running' | 'dead' | 'blocked') => queues.reduce((n, q) => n + q[key], 0);
+  const capped =
+    (['pending', 'running', 'dead', 'blocked'] as const).some((k) => total(k) > cap) ||
+    rows.reduce((n, q) => n + q.doneLive, 0) > cap;
   return { queues, oldestDueAgeSeconds: oldest[0]?.s ?? null, supervisors, capped };
 }

@@ -200,6 +200,7 @@ const EXPECTED: Record<string, Expectation> = {
     sorts: 'the finished rows of one chunk (15 minutes at most), grouped by minute and queue',
   },
   delete_old_minutes: { values: () => [now], wholeTable: 'jobvisor.finished_minutes only' },
+  rollup_watermark: { values: () => [], wholeTable: 'jobvisor.finished_rollup only (one row)' },
 
   // Gauges and stats (src/queue/stats.ts, daily_stats.ts, pause.ts).
   count_active: { values: () => [now], uses: /jobs_pending_idx/ },
@@ -261,7 +262,7 @@ const EXPECTED: Record<string, Expectation> = {
     sorts: "one schedule's fire times, found through the unique key index",
   },
   admin_queue_counts: {
-    values: () => [now, 100_000],
+    values: () => [now, 100_000, new Date(Date.now() - 60_000)],
     uses: /jobs_finished_idx/,
   },
   admin_oldest_due: { values: () => [now], uses: /jobs_pending_idx/ },
@@ -272,7 +273,7 @@ const EXPECTED: Record<string, Expectation> = {
   },
   admin_queue_recent_starts: { values: () => ['q1', 60_000, now, 20], wholeTable: 'jobvisor.rate_starts only' },
   admin_throughput: {
-    values: () => [new Date(Date.now() - 24 * HOUR), 3_600_000],
+    values: () => [new Date(Date.now() - 24 * HOUR), 3_600_000, new Date(Date.now() - 60_000)],
     uses: /jobs_finished_idx/,
     sorts: 'the finished rows of the range asked for (a day at most), into buckets',
   },

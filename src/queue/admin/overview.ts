@@ -18,7 +18,7 @@
  * after its minutes are rolled up. A rolled-up minute is frozen: a job counted
  * done in it stays counted; the rows not yet rolled up count as they are now.
  */
-import { ROLLED_UP_TO } from '../finished_rollup.ts';
+import { rolledUpTo } from '../finished_rollup.ts';
 import { pausedQueues } from '../pause.ts';
 import { planned, run, type Now, type Store } from '../sql.ts';
 import { listSupervisors } from './supervisors.ts';
@@ -57,13 +57,13 @@ export const OVERVIEW_CAP = 250_000;
 
 // The time is written out in each branch, not taken from a CTE: the planner
 // then knows it, and estimates the last hour's done rows as the few they are.
-// The watermark is a second lower bound beside it, read when the statement
-// runs: the index scan starts at the later of the two.
+// So is the rollup's watermark ($3, read just before: see throughput.ts).
 // Sequential scans priced out: with statistics from a tiny table, the pending
 // branch read a grown table of a million rows whole to find its capped count
 // (test/statements.test.ts).
 const NOW = 'coalesce($1::timestamptz, now())';
 const HOUR_AGO = `date_bin('1 minute', ${NOW} - interval '1 hour', timestamptz '1970-01-01 00:00:00+00')`;
+const UPTO = `coalesce($3::timestamptz, '-infinity')`;
 const QUEUE_COUNTS = planned(
   'admin_queue_counts',
   `
@@ -80,11 +80,11 @@ WITH counts AS (
   UNION ALL
   SELECT queue, 0, 0, 0, 0, count(*), 0, 0
     FROM (SELECT queue FROM jobvisor.jobs
-           WHERE status = 'done' AND finished_at >= ${HOUR_AGO} AND finished_at >= ${ROLLED_UP_TO} LIMIT $2) AS d
+           WHERE status = 'done' AND finished_at >= ${HOUR_AGO} AND finished_at >= ${UPTO} LIMIT $2) AS d
    GROUP BY queue
   UNION ALL
   SELECT queue, 0, 0, 0, 0, 0, sum(done), 0
-    FROM jobvisor.finished_minutes WHERE minute >= ${HOUR_AGO} AND minute < ${ROLLED_UP_TO} GROUP BY queue
+    FROM jobvisor.finished_minutes WHERE minute >= ${HOUR_AGO} AND minute < ${UPTO} GROUP BY queue
   UNION ALL
   SELECT queue, 0, 0, 0, 0, 0, 0, count(*)
     FROM (SELECT queue FROM jobvisor.jobs WHERE status = 'blocked' LIMIT $2) AS b GROUP BY queue
@@ -132,7 +132,7 @@ export async function overview(store: Store, now: Now = null, options: { cap?: n
   const cap = Math.max(1, Math.floor(options.cap ?? OVERVIEW_CAP));
   // One after another, not together: the store may be one client (a
   // transaction, a request's connection), where pg 8 deprecates queued queries.
-  const rows = await run<QueueCounts>(store, QUEUE_COUNTS, [now, cap + 1]);
+  const rows = await run<QueueCounts>(store, QUEUE_COUNTS, [now, cap + 1, await rolledUpTo(store)]);
   const counted = rows.map(({ doneLive, doneRolled, ...q }) => ({ ...q, doneLastHour: doneLive + doneRolled }));
   const paused = await pausedQueues(store);
   // A paused queue is listed even when it holds no jobs: the pause is what an operator looks for.

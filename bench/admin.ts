@@ -7,7 +7,9 @@
  *
  * Database: DATABASE_URL (a server; a fresh database is created on it and
  * dropped afterwards, unless --keep). Rows are loaded with INSERT … SELECT generate_series,
- * then VACUUM ANALYZE, as autovacuum would leave a table that size. Done rows
+ * then VACUUM ANALYZE, as autovacuum would leave a table that size, then the
+ * per-minute rollup of the last day, as supervisors' cleanup rounds would have
+ * left it (src/queue/finished_rollup.ts). Done rows
  * finished over the last 3 days (the default retention) in id order, as jobs
  * do (so the last hour's rows share pages, as in a real table); dead letters
  * over the last 7; pending rows are the newest ids, 90 % due. The pool has the 5 s
@@ -28,6 +30,7 @@ import {
   type JobFilter,
 } from '../src/queue/admin/index.ts';
 import type { Store } from '../src/queue/sql.ts';
+import { rollUpRound } from '../src/supervisor/maintenance.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -120,6 +123,7 @@ async function main(): Promise<void> {
   try {
     await migrate(loader);
     await load(loader);
+    await rollUpRound({ db: loader, schema: 'jobvisor' }, Number.POSITIVE_INFINITY);
     await loader.end();
     const lists: Array<[string, JobFilter]> = [
       ['dead letters of a kind', { status: 'failed', kind: 'thumbnail' }],

@@ -17,6 +17,7 @@ import { createBenchDatabase } from '../src/bench/database.ts';
 import { createDashboard } from '../src/dashboard/app.ts';
 import { createPool } from '../src/db/pool.ts';
 import { DASHBOARD_STATEMENT_TIMEOUT_MS } from '../src/dashboard/db.ts';
+import { rollUpRound } from '../src/supervisor/maintenance.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -67,6 +68,8 @@ async function fill(pool: import('pg').Pool, done: number, pending: number, dead
     [dead],
   );
   await pool.query('VACUUM ANALYZE jobvisor.jobs');
+  // The per-minute rollup of the last day, as supervisors' cleanup rounds would have left it.
+  await rollUpRound({ db: pool, schema: 'jobvisor' }, Number.POSITIVE_INFINITY);
 }
 
 function percentile(sorted: number[], p: number): number {

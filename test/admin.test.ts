@@ -6,6 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
+import { rollUpFinished } from '../src/queue/finished_rollup.ts';
 import pg from 'pg';
 import { InputError } from '../src/errors.ts';
 import {
@@ -536,6 +537,10 @@ describe('supervisors', () => {
       ['done', 2],
       ['failed', 1],
     ]);
+    // The same once the minutes are rolled up (counted in finished_minutes, not in jobs).
+    await db.pool.query(`UPDATE jobvisor.finished_rollup SET upto = now() - interval '1 day'`);
+    while (!(await rollUpFinished(store))?.caughtUp);
+    assert.deepEqual(of(await stats(store)), of(recent));
     const all = await stats(store, null, { all: true });
     assert.equal(all.finishedWithin, 'all');
     assert.deepEqual(of(all), [
@@ -544,6 +549,7 @@ describe('supervisors', () => {
       ['failed', 1],
     ]);
     await db.pool.query("DELETE FROM jobvisor.jobs WHERE kind = 'hist'");
+    await db.pool.query("DELETE FROM jobvisor.finished_minutes WHERE kind = 'hist'");
   });
 
   it('stats lists counts and the live supervisors', async () => {

@@ -68,8 +68,8 @@ async function watermark(): Promise<Date> {
 /** finished_minutes as `minute queue done/failed/cancelled` lines, in order. */
 async function minutes(): Promise<string[]> {
   const { rows } = await db.pool.query<{ line: string }>(
-    `SELECT to_char(minute AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI') || ' ' || queue || ' ' || done || '/' || failed || '/' || cancelled AS line
-       FROM jobvisor.finished_minutes ORDER BY minute, queue`,
+    `SELECT to_char(minute AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI') || ' ' || queue || ' ' || sum(done) || '/' || sum(failed) || '/' || sum(cancelled) AS line
+       FROM jobvisor.finished_minutes GROUP BY minute, queue ORDER BY minute, queue`,
   );
   return rows.map((r) => r.line);
 }
@@ -281,7 +281,7 @@ describe('the per-minute rollup and its readers', () => {
 
   it('deletes minutes older than two days', async () => {
     await db.pool.query(
-      `INSERT INTO jobvisor.finished_minutes (minute, queue, done) VALUES ($1, 'a', 1), ($2, 'a', 2), ($3, 'a', 3)`,
+      `INSERT INTO jobvisor.finished_minutes (minute, queue, kind, done) VALUES ($1, 'a', 'k', 1), ($2, 'a', 'k', 2), ($3, 'a', 'k', 3)`,
       [new Date(now.getTime() - 3 * DAY), new Date(now.getTime() - 47 * HOUR), new Date(now.getTime() - HOUR)],
     );
     assert.equal(await deleteOldMinutes(store, now), 1);
@@ -306,7 +306,7 @@ describe("a supervisor's cleanup round", () => {
       ...Array.from({ length: 5 }, () => ({ queue: 'x', status: 'done' as const, at: at(5 * MINUTE) })),
       ...Array.from({ length: 3 }, () => ({ queue: 'x', status: 'failed' as const, at: at(3 * MINUTE) })),
     ]);
-    await db.pool.query(`INSERT INTO jobvisor.finished_minutes (minute, queue, done) VALUES ($1, 'x', 9)`, [
+    await db.pool.query(`INSERT INTO jobvisor.finished_minutes (minute, queue, kind, done) VALUES ($1, 'x', 'k', 9)`, [
       new Date(Math.floor(at(3 * DAY).getTime() / MINUTE) * MINUTE),
     ]);
     const supervisor = startSupervisor(db.url, {

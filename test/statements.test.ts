@@ -205,7 +205,7 @@ const EXPECTED: Record<string, Expectation> = {
   // Gauges and stats (src/queue/stats.ts, daily_stats.ts, pause.ts).
   count_active: { values: () => [now], uses: /jobs_pending_idx/ },
   count_recently_finished: {
-    values: () => [now],
+    values: () => [now, new Date(Date.now() - 60_000)],
     uses: /jobs_(finished|cancelled)_idx/,
     sorts: 'the last hour of finished rows, grouped (a range of jobs_finished_idx)',
   },

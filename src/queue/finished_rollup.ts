@@ -1,6 +1,6 @@
 /**
  * The per-minute rollup of finished jobs (migration 020): `finished_minutes`
- * holds, per minute and queue, the jobs that finished done, failed (dead
+ * holds, per minute, queue and kind, the jobs that finished done, failed (dead
  * letters) and cancelled in it; `finished_rollup.upto` is the watermark.
  *
  * Invariant: every finished row with finished_at before `upto` is counted in
@@ -67,18 +67,18 @@ WITH mark AS (
 ), span AS (
   SELECT since, greatest(since, least(since + $1::float8 * interval '1 millisecond', ${SETTLED})) AS until FROM mark
 ), counted AS (
-  SELECT date_bin('1 minute', finished_at, ${EPOCH}) AS minute, queue,
+  SELECT date_bin('1 minute', finished_at, ${EPOCH}) AS minute, queue, kind,
          count(*) FILTER (WHERE status = 'done') AS done,
          count(*) FILTER (WHERE status = 'failed') AS failed,
          count(*) FILTER (WHERE status = 'cancelled') AS cancelled
     FROM jobvisor.jobs
    WHERE status IN ('done', 'cancelled', 'failed')
      AND finished_at >= (SELECT since FROM span) AND finished_at < (SELECT until FROM span)
-   GROUP BY 1, 2
+   GROUP BY 1, 2, 3
 ), added AS (
-  INSERT INTO jobvisor.finished_minutes AS m (minute, queue, done, failed, cancelled)
-  SELECT minute, queue, done, failed, cancelled FROM counted
-  ON CONFLICT (minute, queue) DO UPDATE
+  INSERT INTO jobvisor.finished_minutes AS m (minute, queue, kind, done, failed, cancelled)
+  SELECT minute, queue, kind, done, failed, cancelled FROM counted
+  ON CONFLICT (minute, queue, kind) DO UPDATE
      SET done = m.done + excluded.done, failed = m.failed + excluded.failed, cancelled = m.cancelled + excluded.cancelled
   RETURNING 1
 ), moved AS (
@@ -103,7 +103,7 @@ export interface RollupStep {
   upto: Date;
   /** True when every minute that may be counted now is counted. */
   caughtUp: boolean;
-  /** (minute, queue) rows written. */
+  /** (minute, queue, kind) rows written. */
   minutes: number;
 }
 

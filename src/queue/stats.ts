@@ -3,10 +3,11 @@
  *
  * `countActiveJobs` reads only pending, running, failed and blocked rows through
  * their partial indexes: cheap however many done rows the table keeps.
- * `countRecentlyFinished` adds the done and cancelled rows of the last hour
- * (jobs_finished_idx), so its cost follows the recent rate, never the history
- * kept. `countAllJobs` scans the table (`jobvisor stats --all`).
+ * `countRecentlyFinished` adds the done and cancelled jobs of the last hour
+ * (the per-minute rollup, and jobs_finished_idx past its watermark), so its
+ * cost follows the minutes shown, never the history kept. `countAllJobs` scans the table (`jobvisor stats --all`).
  */
+import { rolledUpTo } from './finished_rollup.ts';
 import { planned, run, type Now, type Store } from './sql.ts';
 
 export interface JobCount {
@@ -115,21 +116,36 @@ export async function oldestDueByQueue(
   return rows.map((r) => ({ queue: r.queue, oldest_due_s: Number(r.oldest_due_s) }));
 }
 
-// Done and cancelled rows that finished in the last hour, through jobs_finished_idx;
-// the time is written out so the planner estimates the range as the few rows it is.
+// Done and cancelled jobs of the last hour (from the start of the minute that
+// holds now − 1 hour, as the Overview counts it), by queue and kind: the
+// minutes before the rollup's watermark from finished_minutes (./finished_rollup.ts),
+// the rows from the watermark on through jobs_finished_idx. So the cost follows
+// the minutes and kinds shown and the rows not yet rolled up, not the rows that
+// finished in the hour. The watermark is read first and passed in ($2), so the
+// planner knows the tail's range (see admin/throughput.ts).
+const HOUR_AGO = `date_bin('1 minute', coalesce($1::timestamptz, now()) - interval '1 hour', timestamptz '1970-01-01 00:00:00+00')`;
+const UPTO = `coalesce($2::timestamptz, '-infinity')`;
 const COUNT_RECENTLY_FINISHED = planned(
   'count_recently_finished',
   `
-SELECT queue, kind, status, count(*)::int AS count, NULL::float8 AS oldest_due_s
-  FROM jobvisor.jobs
- WHERE status IN ('done', 'cancelled') AND finished_at > coalesce($1::timestamptz, now()) - interval '1 hour'
+SELECT queue, kind, status, sum(n)::int AS count, NULL::float8 AS oldest_due_s
+  FROM (SELECT queue, kind, 'done' AS status, sum(done) AS n FROM jobvisor.finished_minutes
+         WHERE minute >= ${HOUR_AGO} AND minute < ${UPTO} GROUP BY 1, 2
+        UNION ALL
+        SELECT queue, kind, 'cancelled', sum(cancelled) FROM jobvisor.finished_minutes
+         WHERE minute >= ${HOUR_AGO} AND minute < ${UPTO} GROUP BY 1, 2
+        UNION ALL
+        SELECT queue, kind, status, count(*) FROM jobvisor.jobs
+         WHERE status IN ('done', 'cancelled') AND finished_at >= ${HOUR_AGO} AND finished_at >= ${UPTO}
+         GROUP BY 1, 2, 3) AS c
  GROUP BY 1, 2, 3
+HAVING sum(n) > 0
  ORDER BY 1, 2, 3`,
   'throughIndexes',
 );
 
 export async function countRecentlyFinished(store: Store, now: Now = null): Promise<JobCount[]> {
-  return numbers(await run<JobCount>(store, COUNT_RECENTLY_FINISHED, [now]));
+  return numbers(await run<JobCount>(store, COUNT_RECENTLY_FINISHED, [now, await rolledUpTo(store)]));
 }
 
 export async function countAllJobs(store: Store, now: Now = null): Promise<JobCount[]> {

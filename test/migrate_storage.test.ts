@@ -64,7 +64,9 @@ const census = async () =>
 
 describe(`the migrations after ${LAST_BEFORE} on a table of ${ROWS.toLocaleString('en')} jobs`, () => {
   it('keep every job and let enqueues through within the lock timeout', async () => {
-    const pending = readdirSync(MIGRATIONS_DIR).filter((f) => Number.parseInt(f, 10) > LAST_BEFORE && f.endsWith('.sql'));
+    const pending = readdirSync(MIGRATIONS_DIR).filter(
+      (f) => Number.parseInt(f, 10) > LAST_BEFORE && f.endsWith('.sql'),
+    );
     assert.ok(pending.length > 0, 'there is a migration after 019 to apply');
     const before = await census();
     assert.deepEqual(

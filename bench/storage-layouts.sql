@@ -320,74 +320,19 @@ CREATE DATABASE stl_history TEMPLATE stl_template;
 -- 1. today
 \connect stl_today
 \echo layout today
-CREATE TEMP TABLE claimed_batches (ids bigint[] NOT NULL, tokens bigint[] NOT NULL);
-CHECKPOINT;
-:pre
-SELECT bench.mark() \g /dev/null
-CALL bench.enqueue(:jobs);
-SELECT bench.record('enqueue') \g /dev/null
-ANALYZE jobvisor.jobs;
-:pre
-SELECT bench.mark() \g /dev/null
-CALL bench.claim();
-SELECT bench.record('claim') \g /dev/null
-ANALYZE jobvisor.jobs;
-:pre
-SELECT bench.mark() \g /dev/null
-CALL bench.complete_update();
-SELECT bench.record('complete') \g /dev/null
-ANALYZE jobvisor.jobs;
-:pre
-SELECT bench.mark() \g /dev/null
-CALL bench.cleanup();
-SELECT bench.record('remove') \g /dev/null
-:pre
-SELECT bench.mark() \g /dev/null
-VACUUM jobvisor.jobs;
-SELECT bench.record('vacuum') \g /dev/null
-SELECT count(*) AS left_over FROM jobvisor.jobs \gset
-\echo '  rows left:' :left_over
-SELECT string_agg(format('(%s, %L, %L, %L, %L, %L, %L, %L, %L, %L, %L, %L)', :run, layout, phase, ms, wal_bytes, wal_records,
-                         fpi_bytes, checkpoint_inside, table_bytes, index_bytes, sizes, rmgr), ', ') AS rows
-  FROM bench.results \gset
-\connect stl_results
-INSERT INTO results VALUES :rows;
+\set complete 'CALL bench.complete_update()'
+\set analyzed 'jobvisor.jobs'
+\set remove 'CALL bench.cleanup()'
+\ir storage-layouts-phases.sql
 
 ------------------------------------------------------------------------------
 -- 2. delete at completion
 \connect stl_delete
 \echo layout delete
-CREATE TEMP TABLE claimed_batches (ids bigint[] NOT NULL, tokens bigint[] NOT NULL);
-CHECKPOINT;
-:pre
-SELECT bench.mark() \g /dev/null
-CALL bench.enqueue(:jobs);
-SELECT bench.record('enqueue') \g /dev/null
-ANALYZE jobvisor.jobs;
-:pre
-SELECT bench.mark() \g /dev/null
-CALL bench.claim();
-SELECT bench.record('claim') \g /dev/null
-ANALYZE jobvisor.jobs;
-:pre
-SELECT bench.mark() \g /dev/null
-CALL bench.complete_delete();
-SELECT bench.record('complete') \g /dev/null
-ANALYZE jobvisor.jobs;
-:pre
-SELECT bench.mark() \g /dev/null
-SELECT bench.record('remove') \g /dev/null
-:pre
-SELECT bench.mark() \g /dev/null
-VACUUM jobvisor.jobs;
-SELECT bench.record('vacuum') \g /dev/null
-SELECT count(*) AS left_over FROM jobvisor.jobs \gset
-\echo '  rows left:' :left_over
-SELECT string_agg(format('(%s, %L, %L, %L, %L, %L, %L, %L, %L, %L, %L, %L)', :run, layout, phase, ms, wal_bytes, wal_records,
-                         fpi_bytes, checkpoint_inside, table_bytes, index_bytes, sizes, rmgr), ', ') AS rows
-  FROM bench.results \gset
-\connect stl_results
-INSERT INTO results VALUES :rows;
+\set complete 'CALL bench.complete_delete()'
+\set analyzed 'jobvisor.jobs'
+\set remove 'SELECT 1'
+\ir storage-layouts-phases.sql
 
 ------------------------------------------------------------------------------
 -- 3. partitioned by status
@@ -421,38 +366,10 @@ CREATE TRIGGER jobs_notify_insert AFTER INSERT ON jobvisor.jobs REFERENCING NEW 
 CREATE TRIGGER jobs_notify_requeue AFTER UPDATE OF status ON jobvisor.jobs
   FOR EACH ROW WHEN (NEW.status = 'pending' AND OLD.status IS DISTINCT FROM 'pending')
   EXECUTE FUNCTION jobvisor.notify_requeued();
-CREATE TEMP TABLE claimed_batches (ids bigint[] NOT NULL, tokens bigint[] NOT NULL);
-CHECKPOINT;
-:pre
-SELECT bench.mark() \g /dev/null
-CALL bench.enqueue(:jobs);
-SELECT bench.record('enqueue') \g /dev/null
-ANALYZE jobvisor.jobs;
-:pre
-SELECT bench.mark() \g /dev/null
-CALL bench.claim();
-SELECT bench.record('claim') \g /dev/null
-ANALYZE jobvisor.jobs;
-:pre
-SELECT bench.mark() \g /dev/null
-CALL bench.complete_update();
-SELECT bench.record('complete') \g /dev/null
-ANALYZE jobvisor.jobs;
-:pre
-SELECT bench.mark() \g /dev/null
-TRUNCATE jobvisor.jobs_finished;
-SELECT bench.record('remove') \g /dev/null
-:pre
-SELECT bench.mark() \g /dev/null
-VACUUM jobvisor.jobs;
-SELECT bench.record('vacuum') \g /dev/null
-SELECT count(*) AS left_over FROM jobvisor.jobs \gset
-\echo '  rows left:' :left_over
-SELECT string_agg(format('(%s, %L, %L, %L, %L, %L, %L, %L, %L, %L, %L, %L)', :run, layout, phase, ms, wal_bytes, wal_records,
-                         fpi_bytes, checkpoint_inside, table_bytes, index_bytes, sizes, rmgr), ', ') AS rows
-  FROM bench.results \gset
-\connect stl_results
-INSERT INTO results VALUES :rows;
+\set complete 'CALL bench.complete_update()'
+\set analyzed 'jobvisor.jobs'
+\set remove 'TRUNCATE jobvisor.jobs_finished'
+\ir storage-layouts-phases.sql
 
 ------------------------------------------------------------------------------
 -- 4. history table
@@ -462,38 +379,10 @@ CREATE TABLE jobvisor.jobs_history (LIKE jobvisor.jobs INCLUDING DEFAULTS)
   WITH (autovacuum_enabled = false, toast.autovacuum_enabled = false);
 CREATE INDEX jobs_history_id_idx ON jobvisor.jobs_history (id);
 CREATE INDEX jobs_history_finished_at_idx ON jobvisor.jobs_history (finished_at);
-CREATE TEMP TABLE claimed_batches (ids bigint[] NOT NULL, tokens bigint[] NOT NULL);
-CHECKPOINT;
-:pre
-SELECT bench.mark() \g /dev/null
-CALL bench.enqueue(:jobs);
-SELECT bench.record('enqueue') \g /dev/null
-ANALYZE jobvisor.jobs;
-:pre
-SELECT bench.mark() \g /dev/null
-CALL bench.claim();
-SELECT bench.record('claim') \g /dev/null
-ANALYZE jobvisor.jobs;
-:pre
-SELECT bench.mark() \g /dev/null
-CALL bench.complete_history();
-SELECT bench.record('complete') \g /dev/null
-ANALYZE jobvisor.jobs, jobvisor.jobs_history;
-:pre
-SELECT bench.mark() \g /dev/null
-TRUNCATE jobvisor.jobs_history;
-SELECT bench.record('remove') \g /dev/null
-:pre
-SELECT bench.mark() \g /dev/null
-VACUUM jobvisor.jobs;
-SELECT bench.record('vacuum') \g /dev/null
-SELECT count(*) AS left_over FROM jobvisor.jobs \gset
-\echo '  rows left:' :left_over
-SELECT string_agg(format('(%s, %L, %L, %L, %L, %L, %L, %L, %L, %L, %L, %L)', :run, layout, phase, ms, wal_bytes, wal_records,
-                         fpi_bytes, checkpoint_inside, table_bytes, index_bytes, sizes, rmgr), ', ') AS rows
-  FROM bench.results \gset
-\connect stl_results
-INSERT INTO results VALUES :rows;
+\set complete 'CALL bench.complete_history()'
+\set analyzed 'jobvisor.jobs, jobvisor.jobs_history'
+\set remove 'TRUNCATE jobvisor.jobs_history'
+\ir storage-layouts-phases.sql
 
 ------------------------------------------------------------------------------
 -- Report: this run, then the medians of every kept run with the same setup.

@@ -125,13 +125,17 @@ describe('a stalled stdout reader', { timeout: 180_000 }, () => {
         Number((await db.pool.query("SELECT count(*) FROM jobvisor.jobs WHERE status = 'running'")).rows[0].count),
       (n) => n === LONG_JOBS,
     );
-    // Failures that log (last_error keeps ~2 KB of each): thousands of lines, past the pipe and the 1 MiB buffer.
+    // Failures that log (last_error keeps ~2 KB of each): 2,000 lines of ~2.3 KB, past the pipe and the
+    // 1 MiB buffer several times over, and then the storm ends. An endless one (200 attempts each, 16,000
+    // failures) rewrote ~50 KB rows (20 errors with stacks) hundreds of times a second for the whole run,
+    // and once on a loaded CI machine a long job was re-run: a renewal came later than 5 s, which the
+    // storm's own load can cause whatever the logging does.
     await enqueueMany(
       db.pool,
       Array.from({ length: 80 }, (_, i) => ({
         kind: 'loud_fail',
         queue: 'loud',
-        maxAttempts: 200,
+        maxAttempts: 25,
         payload: { size: 8000, i },
       })),
     );
@@ -175,10 +179,16 @@ describe('a stalled stdout reader', { timeout: 180_000 }, () => {
     );
     assert.deepEqual(reaped, [], 'the other supervisor reaped nothing');
     assert.equal(runs.rowCount, LONG_JOBS, 'each long job ran once');
-    assert.ok(
-      runs.rows.every((r) => r.attempt === 1 && r.pid === pid),
-      'all on the stalled supervisor, attempt 1',
-    );
+    const rerun = runs.rows.filter((r) => r.attempt !== 1 || r.pid !== pid);
+    if (rerun.length > 0) {
+      const errors = await db.pool.query(
+        "SELECT id, attempts, last_error FROM jobvisor.jobs WHERE kind = 'chaos_run' AND attempts > 1",
+      );
+      assert.fail(
+        `all on the stalled supervisor (pid ${pid}), attempt 1; re-run: ${JSON.stringify(rerun)}; ` +
+          `why: ${JSON.stringify(errors.rows)}`,
+      );
+    }
     assert.ok(dropped > 0, `lines were dropped (${dropped}): the reader really was stalled past the buffer`);
 
     // Stop the storm, then read again: whole lines, and one saying what was dropped.

@@ -3,10 +3,15 @@
  * stay within 1.2× of the same on an empty history? One database's history
  * grows through the depths in turn (0, then 5 M, 10 M, 20 M by default): done
  * rows that finished over the last 3 days, in id order as jobs finish, added
- * in statements of 500,000, then VACUUM ANALYZE, then the per-minute rollup
+ * 500,000 at a time through a job's life (inserted, claimed, done: see
+ * addHistory), then VACUUM ANALYZE, then the per-minute rollup
  * of the last day (src/queue/finished_rollup.ts), as a supervisor's
  * maintenance would have counted those rows within a minute of their
- * finishing. At each depth, with a backlog
+ * finishing, then a CHECKPOINT: a history months old is written out long
+ * before anyone measures it, and adding millions of rows in a minute leaves
+ * gigabytes to write that the checkpointer would otherwise be writing (and
+ * every page first touched after it imaged in full) during the timings; the
+ * empty depth takes the same CHECKPOINT. At each depth, with a backlog
  * of 20,000 pending jobs in a queue of their own, the medians of:
  *   - the dashboard's Overview reads, `jobvisor stats`' reads and one /metrics
  *     scrape's database reads (one untimed read first);
@@ -27,6 +32,7 @@ import { within } from '../within.ts';
 import { BURST_CONFIGS } from './burst.ts';
 import type { BenchDatabase } from './database.ts';
 import { BENCH_QUEUE, configuredSupervisor, jobCounter } from './harness.ts';
+import { startPgCost, type PerJobCost } from './pg_cost.ts';
 import {
   depthLabel,
   depthSystem,
@@ -92,15 +98,42 @@ function scenarioOf(op: Operation, jobs: number): string {
   }[op];
 }
 
-/** Adds `rows` done jobs of the default queue that finished over the last 3 days, oldest id first. */
+/**
+ * Adds `rows` done jobs of the default queue that finished over the last 3
+ * days, oldest id first. Each chunk lives the life a job does, as three
+ * statements: inserted pending, claimed (running, the claim's columns set),
+ * done. So the pages hold what a supervisor leaves on them: the done
+ * versions beside the dead pending and running ones, which VACUUM then
+ * frees. Inserting the rows as done instead packed each page to the
+ * fillfactor with a few hundred bytes over, just enough for one more small
+ * row: a burst's 20,000 inserts then went one to a page, each a page image
+ * after the checkpoint (5,000 bytes of WAL per job instead of 1,000), which
+ * no supervisor's table looks like.
+ */
 export async function addHistory(db: BenchDatabase, rows: number): Promise<void> {
   for (let from = 0; from < rows; from += CHUNK) {
+    const { rows: range } = await db.pool.query<{ lo: string; hi: string }>(
+      `WITH added AS (
+         INSERT INTO jobvisor.jobs (kind, payload, run_at, created_at)
+         SELECT 'noop', jsonb_build_object('i', g), f - interval '2 s', f - interval '2 s'
+           FROM (SELECT g, now() - (1 - g::float8 / $2::int) * interval '3 days' AS f
+                   FROM generate_series($1::int + 1, $1::int + $3::int) AS g) AS s
+         RETURNING id)
+       SELECT min(id) AS lo, max(id) AS hi FROM added`,
+      [from, rows, Math.min(CHUNK, rows - from)],
+    );
+    const { lo, hi } = range[0] as { lo: string; hi: string };
     await db.pool.query(
-      `INSERT INTO jobvisor.jobs (kind, payload, status, attempts, run_at, created_at, started_at, finished_at, locked_by)
-       SELECT 'noop', jsonb_build_object('i', g), 'done', 1, f - interval '2 s', f - interval '2 s', f - interval '1 s', f, $4
-         FROM (SELECT g, now() - (1 - g::float8 / $2::int) * interval '3 days' AS f
-                 FROM generate_series($1::int + 1, $1::int + $3::int) AS g) AS s`,
-      [from, rows, Math.min(CHUNK, rows - from), HISTORY_OWNER],
+      `UPDATE jobvisor.jobs
+          SET status = 'running', attempts = 1, lease_token = nextval('jobvisor.lease_token_seq'),
+              locked_by = $3, locked_until = created_at + interval '1 min', started_at = created_at + interval '1 s'
+        WHERE id BETWEEN $1 AND $2`,
+      [lo, hi, HISTORY_OWNER],
+    );
+    await db.pool.query(
+      `UPDATE jobvisor.jobs SET status = 'done', locked_until = NULL, finished_at = created_at + interval '2 s', result = NULL
+        WHERE id BETWEEN $1 AND $2`,
+      [lo, hi],
     );
   }
 }
@@ -132,6 +165,20 @@ async function rollUpDay(db: BenchDatabase): Promise<number> {
   const state = await rollUpRound(store, Number.POSITIVE_INFINITY);
   if (state !== 'done') throw new Error(`the rollup did not catch up (${state})`);
   return (performance.now() - t0) / 1000;
+}
+
+/** CHECKPOINT, or a clear error when the benchmark's role may not (superuser or pg_checkpoint). */
+async function checkpoint(db: BenchDatabase): Promise<void> {
+  try {
+    await db.pool.query('CHECKPOINT');
+  } catch (err) {
+    if ((err as { code?: string }).code !== '42501') throw err;
+    throw new Error(
+      'the history scenario runs CHECKPOINT before each depth, so every depth starts with nothing left to write: ' +
+        "connect as a superuser or a role granted pg_checkpoint (PostgreSQL 15's GRANT pg_checkpoint TO …)",
+      { cause: err },
+    );
+  }
 }
 
 /** `reps` timings of `fn` in ms, after one untimed call (the first read after VACUUM meets cold caches). */
@@ -182,8 +229,25 @@ async function overviewPage(store: Store, admin: AdminReads, parts: Record<'over
   ]);
 }
 
-/** `reps` bursts of `jobs` through one warmed supervisor of the tuned configuration, in jobs/s. */
-async function bursts(db: BenchDatabase, jobs: number, reps: number): Promise<number[]> {
+/** Blocks this database read from outside shared buffers (the OS cache or the disk), so far. */
+async function blocksRead(db: BenchDatabase): Promise<number> {
+  const { rows } = await db.pool.query<{ n: string }>(
+    'SELECT blks_read AS n FROM pg_stat_database WHERE datname = current_database()',
+  );
+  return Number(rows[0]?.n ?? 0);
+}
+
+/**
+ * `reps` bursts of `jobs` through one warmed supervisor of the tuned
+ * configuration, in jobs/s, and what each cost PostgreSQL per job (WAL, CPU,
+ * and blocks read from outside shared buffers: pg_stat_database is updated
+ * when a backend's transaction ends, so it lags by a statement or two).
+ */
+async function bursts(
+  db: BenchDatabase,
+  jobs: number,
+  reps: number,
+): Promise<{ rates: number[]; perJob: Array<PerJobCost & { blocksReadPerJob: number }> }> {
   const supervisor = configuredSupervisor(db.url, { ...BURST_CONFIGS.tuned, cleanup: KEEP_HISTORY });
   const done = jobCounter(supervisor, 'job:completed');
   await supervisor.start();
@@ -194,8 +258,11 @@ async function bursts(db: BenchDatabase, jobs: number, reps: number): Promise<nu
     );
     await done.reached(WARM_UP);
     const rates: number[] = [];
+    const perJob: Array<PerJobCost & { blocksReadPerJob: number }> = [];
     for (let r = 0; r < reps; r++) {
       const target = done.count + jobs;
+      const cost = await startPgCost(db.pool);
+      const readBefore = await blocksRead(db);
       await db.pool.query(
         `INSERT INTO jobvisor.jobs (kind, payload) SELECT 'noop', '{}' FROM generate_series(1, $1::int)`,
         [jobs],
@@ -205,14 +272,23 @@ async function bursts(db: BenchDatabase, jobs: number, reps: number): Promise<nu
       if (!(await within(done.reached(target), 600_000)))
         throw new Error(`${target - done.count} of the burst's jobs not done after 10 minutes`);
       rates.push(jobs / ((performance.now() - t0) / 1000));
+      const blocksReadPerJob = Math.round((((await blocksRead(db)) - readBefore) / jobs) * 1000) / 1000;
+      perJob.push({ ...(await cost.stop(jobs)), blocksReadPerJob });
     }
-    return rates;
+    return { rates, perJob };
   } finally {
     await supervisor.stop();
   }
 }
 
-async function measure(db: BenchDatabase, b: HistoryBench): Promise<Record<Operation, number[]> & { extra: object }> {
+async function measure(
+  db: BenchDatabase,
+  b: HistoryBench,
+): Promise<
+  Record<Operation, number[]> & {
+    extra: { parts: Record<string, number>; perJob: Array<PerJobCost & { blocksReadPerJob: number }> };
+  }
+> {
   const store: Store = { db: db.pool, schema: 'jobvisor' };
   const reads = Math.max(5, b.runs);
   const parts = { overview: [] as number[], hour: [] as number[], day: [] as number[] };
@@ -221,7 +297,7 @@ async function measure(db: BenchDatabase, b: HistoryBench): Promise<Record<Opera
   // The database gauges' two reads, both due, at once, as a scrape starts them (src/metrics/database-gauges.ts).
   const metrics = await timed(reads, () => Promise.all([oldestDueByQueue(store), countActiveJobs(store)]));
   const { claim, completion } = await claimsAndCompletions(store, Math.max(50, b.runs));
-  const burst = await bursts(db, b.jobs, b.runs);
+  const { rates: burst, perJob } = await bursts(db, b.jobs, b.runs);
   const part = (values: number[]) => median(values.slice(1));
   // Each read's own time from the page's start: which of the three the page waits for.
   const overviewParts = {
@@ -229,7 +305,7 @@ async function measure(db: BenchDatabase, b: HistoryBench): Promise<Record<Opera
     'hour chart': part(parts.hour),
     'day chart': part(parts.day),
   };
-  return { burst, claim, completion, overview, stats, metrics, extra: { parts: overviewParts } };
+  return { burst, claim, completion, overview, stats, metrics, extra: { parts: overviewParts, perJob } };
 }
 
 export async function runHistory(db: BenchDatabase, b: HistoryBench): Promise<void> {
@@ -243,6 +319,7 @@ export async function runHistory(db: BenchDatabase, b: HistoryBench): Promise<vo
     await resetWork(db);
     const fillSeconds = (performance.now() - t0) / 1000;
     const rollupSeconds = await rollUpDay(db);
+    await checkpoint(db);
     b.say?.(`  history: the last day rolled up per minute in ${rollupSeconds.toFixed(1)} s\n`);
     const { extra, ...values } = await measure(db, b);
     for (const op of Object.keys(OPERATIONS) as Operation[]) {
@@ -254,8 +331,10 @@ export async function runHistory(db: BenchDatabase, b: HistoryBench): Promise<vo
         ratioToEmpty: ratio,
         withinTarget: ratio <= HISTORY_TARGET,
         fillSeconds,
-        ...(op === 'overview' ? { ...extra, rollupSeconds } : {}),
-        ...(op === 'burst' ? { jobs: b.jobs, config: BURST_CONFIGS.tuned, backlog: BACKLOG } : { backlog: BACKLOG }),
+        ...(op === 'overview' ? { parts: extra.parts, rollupSeconds } : {}),
+        ...(op === 'burst'
+          ? { jobs: b.jobs, config: BURST_CONFIGS.tuned, backlog: BACKLOG, perJob: extra.perJob }
+          : { backlog: BACKLOG }),
       });
       rows.get(op)?.push(row);
       b.emit(row);

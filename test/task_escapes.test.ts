@@ -165,13 +165,15 @@ describe('ctx.db', () => {
       30_000,
     );
     // Running is the claim; the hog holds both clients only once the pool opened both (it opens
-    // them on demand, and nothing else uses ctx.db yet). A neighbour sent before that could get one.
+    // them on demand). A neighbour sent before that could get one. The hog renames the sessions
+    // it holds: counting 'jobvisor-task' sessions also counted those of the thread an earlier
+    // test crashed, still closing, and CI once sent the neighbour too early that way.
     await until(
       'hog holding both ctx.db connections',
       async () =>
         (
           await db.pool.query<{ n: number }>(
-            "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'jobvisor-task'",
+            "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'jobvisor-task-hog'",
           )
         ).rows[0]?.n,
       (n) => n === 2,

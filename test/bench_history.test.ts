@@ -23,7 +23,15 @@ interface JsonRow {
   system: string;
   median: number;
   unit: string;
-  extra: { depth: number; ratioToEmpty: number; extrapolated?: boolean; fit?: string; slope?: number };
+  extra: {
+    depth: number;
+    ratioToEmpty: number;
+    extrapolated?: boolean;
+    fit?: string;
+    slope?: number;
+    emptyNow?: number;
+    ratioToEmptyNow?: number;
+  };
 }
 
 const OPERATIONS = [
@@ -86,6 +94,17 @@ describe('the history scenario', () => {
         assert.ok(Number.isFinite(row.extra.ratioToEmpty) && row.extra.ratioToEmpty > 0, `${scenario} ${row.system}`);
       }
       assert.equal(measured[0]?.extra.ratioToEmpty, 1);
+      // The reads are timed on an empty twin too, side by side, from the first depth on.
+      const read = scenario.endsWith('reads');
+      for (const row of measured) {
+        const beside = row.extra.depth > 0 && read;
+        assert.equal(
+          Number.isFinite(row.extra.emptyNow) && (row.extra.emptyNow ?? 0) > 0,
+          beside,
+          `${scenario} ${row.system}`,
+        );
+        assert.equal(Number.isFinite(row.extra.ratioToEmptyNow), beside, `${scenario} ${row.system}`);
+      }
       const fits = of.filter((row) => row.extra.extrapolated === true);
       assert.deepEqual(
         fits.map((row) => [row.extra.depth, row.extra.fit]),

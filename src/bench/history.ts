@@ -18,6 +18,11 @@
  *   - one claim of 50 and, timed apart, the fenced completion of those 50;
  *   - a burst of N no-op jobs in one statement through a warmed in-process
  *     supervisor of the tuned configuration (BURST_CONFIGS).
+ * From the first depth on, each read is also timed on a second database that
+ * stays empty (its backlog only), right after the same read here, and
+ * reported beside it (`emptyNow`, `ratioToEmptyNow`): the ratio to depth 0
+ * compares reads minutes apart, across a build of millions of rows, and the
+ * one to the twin compares them under the same server state.
  * The reads run first and the burst last, so what the claims and bursts leave
  * done is not yet there when the reads are timed; it is deleted before the
  * next depth, so every depth holds exactly its D finished rows.
@@ -62,6 +67,12 @@ export interface HistoryBench {
   depths: number[];
   /** Jobs per burst. */
   jobs: number;
+  /**
+   * A second database that stays empty (its backlog and rollup only): at each
+   * depth the reads are timed on it too, each right after the same read of the
+   * deep one, so both meet the server in the same state.
+   */
+  twin?: BenchDatabase;
   /** Bursts per depth; the reads run at least 5 times, the claims at least 50. */
   runs: number;
   admin: AdminReads;
@@ -181,16 +192,47 @@ async function checkpoint(db: BenchDatabase): Promise<void> {
   }
 }
 
-/** `reps` timings of `fn` in ms, after one untimed call (the first read after VACUUM meets cold caches). */
-async function timed(reps: number, fn: () => Promise<unknown>): Promise<number[]> {
+const READS = ['overview', 'stats', 'metrics'] as const;
+type ReadOp = (typeof READS)[number];
+type ReadTimes = Record<ReadOp, number[]>;
+
+/** The operator's reads of one database. */
+function readsOf(store: Store, admin: AdminReads, parts: OverviewParts): Record<ReadOp, () => Promise<unknown>> {
+  return {
+    overview: () => overviewPage(store, admin, parts),
+    stats: () => admin.stats(store),
+    // The database gauges' two reads, both due, at once, as a scrape starts them (src/metrics/database-gauges.ts).
+    metrics: () => Promise.all([oldestDueByQueue(store), countActiveJobs(store)]),
+  };
+}
+
+async function lap(fn: () => Promise<unknown>): Promise<number> {
+  const t0 = performance.now();
   await fn();
-  const times: number[] = [];
-  for (let i = 0; i < reps; i++) {
-    const t0 = performance.now();
-    await fn();
-    times.push(performance.now() - t0);
+  return performance.now() - t0;
+}
+
+/**
+ * Each read `reps` times in ms, after one untimed call (the first read after
+ * VACUUM meets cold caches); with a twin, each of its reads right after the
+ * same read here.
+ */
+async function timeReads(
+  reps: number,
+  mine: Record<ReadOp, () => Promise<unknown>>,
+  twin?: Record<ReadOp, () => Promise<unknown>>,
+): Promise<{ mine: ReadTimes; twin?: ReadTimes }> {
+  const times = () => ({ overview: [], stats: [], metrics: [] }) as ReadTimes;
+  const out = { mine: times(), twin: twin && times() };
+  for (const op of READS) {
+    await mine[op]();
+    await twin?.[op]();
+    for (let i = 0; i < reps; i++) {
+      out.mine[op].push(await lap(mine[op]));
+      if (twin) out.twin?.[op].push(await lap(twin[op]));
+    }
   }
-  return times;
+  return out;
 }
 
 /** Claims of BATCH from the backlog and their fenced completions, timed apart. */
@@ -218,8 +260,10 @@ async function claimsAndCompletions(store: Store, rounds: number) {
   return { claim, completion };
 }
 
+type OverviewParts = Record<'overview' | 'hour' | 'day', number[]>;
+
 /** The Overview page's data, as src/dashboard/routes/pages.ts reads it with cold chart caches: all three at once. */
-async function overviewPage(store: Store, admin: AdminReads, parts: Record<'overview' | 'hour' | 'day', number[]>) {
+async function overviewPage(store: Store, admin: AdminReads, parts: OverviewParts) {
   const t0 = performance.now();
   const lap = (part: keyof typeof parts) => () => parts[part].push(performance.now() - t0);
   await Promise.all([
@@ -286,16 +330,22 @@ async function measure(
   b: HistoryBench,
 ): Promise<
   Record<Operation, number[]> & {
-    extra: { parts: Record<string, number>; perJob: Array<PerJobCost & { blocksReadPerJob: number }> };
+    extra: {
+      parts: Record<string, number>;
+      perJob: Array<PerJobCost & { blocksReadPerJob: number }>;
+      twin?: ReadTimes;
+    };
   }
 > {
   const store: Store = { db: db.pool, schema: 'jobvisor' };
-  const reads = Math.max(5, b.runs);
-  const parts = { overview: [] as number[], hour: [] as number[], day: [] as number[] };
-  const overview = await timed(reads, () => overviewPage(store, b.admin, parts));
-  const stats = await timed(reads, () => b.admin.stats(store));
-  // The database gauges' two reads, both due, at once, as a scrape starts them (src/metrics/database-gauges.ts).
-  const metrics = await timed(reads, () => Promise.all([oldestDueByQueue(store), countActiveJobs(store)]));
+  const parts: OverviewParts = { overview: [], hour: [], day: [] };
+  const twinStore: Store | undefined = b.twin && { db: b.twin.pool, schema: 'jobvisor' };
+  const reads = await timeReads(
+    Math.max(5, b.runs),
+    readsOf(store, b.admin, parts),
+    twinStore && readsOf(twinStore, b.admin, { overview: [], hour: [], day: [] }),
+  );
+  const { overview, stats, metrics } = reads.mine;
   const { claim, completion } = await claimsAndCompletions(store, Math.max(50, b.runs));
   const { rates: burst, perJob } = await bursts(db, b.jobs, b.runs);
   const part = (values: number[]) => median(values.slice(1));
@@ -305,12 +355,24 @@ async function measure(
     'hour chart': part(parts.hour),
     'day chart': part(parts.day),
   };
-  return { burst, claim, completion, overview, stats, metrics, extra: { parts: overviewParts, perJob } };
+  return {
+    burst,
+    claim,
+    completion,
+    overview,
+    stats,
+    metrics,
+    extra: { parts: overviewParts, perJob, ...(reads.twin && { twin: reads.twin }) },
+  };
 }
 
 export async function runHistory(db: BenchDatabase, b: HistoryBench): Promise<void> {
   const rows = new Map<Operation, Row[]>(Object.keys(OPERATIONS).map((op) => [op as Operation, []]));
   let kept = 0;
+  if (b.twin) {
+    await resetWork(b.twin);
+    await rollUpDay(b.twin);
+  }
   for (const depth of b.depths) {
     const t0 = performance.now();
     b.say?.(`  history: ${depthLabel(depth)} done rows (adding ${(depth - kept).toLocaleString('en-US')})\n`);
@@ -321,16 +383,27 @@ export async function runHistory(db: BenchDatabase, b: HistoryBench): Promise<vo
     const rollupSeconds = await rollUpDay(db);
     await checkpoint(db);
     b.say?.(`  history: the last day rolled up per minute in ${rollupSeconds.toFixed(1)} s\n`);
-    const { extra, ...values } = await measure(db, b);
+    // At depth 0 both databases are empty: the twin is read from the first depth on.
+    const { extra, ...values } = await measure(db, depth > 0 ? b : { ...b, twin: undefined });
+    if (extra.twin) {
+      const side = READS.map((op) => {
+        const now = median(extra.twin?.[op] ?? []);
+        return `${op} ${now.toFixed(2)} ms (${(median(values[op]) / now).toFixed(2)})`;
+      });
+      b.say?.(`  history: the same reads of an empty database, each right after: ${side.join(', ')}\n`);
+    }
     for (const op of Object.keys(OPERATIONS) as Operation[]) {
       const { unit } = OPERATIONS[op];
       const empty = rows.get(op)?.[0]?.median ?? median(values[op]);
       const ratio = ratioToEmpty(median(values[op]), empty, unit);
+      const twin = extra.twin?.[op as ReadOp];
+      const emptyNow = twin && { emptyNow: median(twin), ratioToEmptyNow: median(values[op]) / median(twin) };
       const row = makeRow(scenarioOf(op, b.jobs), depthSystem(depth), unit, values[op], {
         depth,
         ratioToEmpty: ratio,
         withinTarget: ratio <= HISTORY_TARGET,
         fillSeconds,
+        ...emptyNow,
         ...(op === 'overview' ? { parts: extra.parts, rollupSeconds } : {}),
         ...(op === 'burst'
           ? { jobs: b.jobs, config: BURST_CONFIGS.tuned, backlog: BACKLOG, perJob: extra.perJob }

@@ -269,7 +269,11 @@ export async function runBench(argv: string[], admin: AdminReads): Promise<numbe
         emit(makeRow('process (shallow table)', 'jobvisor', 'jobs/s', [r.shallowJobsPerSec]));
       } else if (scenario === 'history') {
         const say = json ? undefined : (text: string) => process.stderr.write(text);
-        await fresh('history', (db) => runHistory(db, { depths: historyDepths, jobs, runs, admin, emit, say }));
+        await fresh('history', (db) =>
+          fresh('history_empty', (twin) =>
+            runHistory(db, { depths: historyDepths, jobs, runs, admin, emit, say, twin }),
+          ),
+        );
       } else if (scenario === 'sustained') {
         const { jobsPerSec, ...r } = await fresh('sustained', (db) => sustained(db, durationMs, shape, retentionMs));
         emit(makeRow('sustained', 'jobvisor', 'jobs/s', jobsPerSec, { ...r, durationMs }));

@@ -19,7 +19,7 @@ import type { QueueSettings } from '../config/index.ts';
 import { withConnection } from '../db/borrow.ts';
 import { claimedJob, type ClaimRow } from './claim.ts';
 import { CLAIM_KEY_LIMITED, CLAIM_QUEUE_LIMITED } from './claim_limited_sql.ts';
-import type { Now, Store } from './sql.ts';
+import { NO_JIT, type Now, type Store } from './sql.ts';
 import type { ClaimedJob } from './types.ts';
 
 /**
@@ -84,9 +84,9 @@ export const KEYLESS_WINDOW = 1000;
  * jit_above_cost, and compiling it took about 40 ms of a claim that runs in 4,
  * on every claim, under the queue's lock.
  */
-const BEGIN = 'BEGIN; SET LOCAL synchronous_commit = off; SET LOCAL jit = off';
+const BEGIN = `BEGIN; SET LOCAL synchronous_commit = off; ${NO_JIT}`;
 /** With synchronous standbys the claim commits durably (claim.ts says why). */
-const BEGIN_DURABLE = 'BEGIN; SET LOCAL jit = off';
+const BEGIN_DURABLE = `BEGIN; ${NO_JIT}`;
 const LOCK_QUEUE = 'SELECT pg_advisory_xact_lock($1::int, $2::int)';
 
 export interface LimitedClaim {

@@ -31,7 +31,9 @@ export interface JobCount {
 // unnamed (planned), so a plan made while the table was tiny is never reused,
 // and with sequential scans priced out (`planned(…, 'throughIndexes')`): statistics from the
 // tiny table that put a sixth of the grown one in `pending` still tipped the
-// pending branch into a parallel sequential scan of all of it.
+// pending branch into a parallel sequential scan of all of it. Grouped by
+// hashing, ordered here (see HASHED_THROUGH_INDEXES): with fresh statistics of
+// a deep history the planner sorted every pending row to group them instead.
 const COUNT_ACTIVE = planned(
   'count_active',
   `
@@ -43,9 +45,8 @@ SELECT queue, kind, status, count(*)::int AS count,
         UNION ALL SELECT queue, kind, status, run_at FROM jobvisor.jobs WHERE status = 'running'
         UNION ALL SELECT queue, kind, status, run_at FROM jobvisor.jobs WHERE status = 'failed'
         UNION ALL SELECT queue, kind, status, run_at FROM jobvisor.jobs WHERE status = 'blocked') AS active
- GROUP BY 1, 2, 3
- ORDER BY 1, 2, 3`,
-  'throughIndexes',
+ GROUP BY 1, 2, 3`,
+  'hashedThroughIndexes',
 );
 
 const COUNT_ALL = planned(
@@ -64,8 +65,17 @@ function numbers(rows: JobCount[]): JobCount[] {
   return rows.map((r) => ({ ...r, oldest_due_s: r.oldest_due_s === null ? null : Number(r.oldest_due_s) }));
 }
 
+const byCodePoint = (x: string, y: string) => (x < y ? -1 : x > y ? 1 : 0);
+
+/** By queue, kind and status, in code-point order. */
+function ordered(rows: JobCount[]): JobCount[] {
+  return rows.sort(
+    (a, b) => byCodePoint(a.queue, b.queue) || byCodePoint(a.kind, b.kind) || byCodePoint(a.status, b.status),
+  );
+}
+
 export async function countActiveJobs(store: Store, now: Now = null): Promise<JobCount[]> {
-  return numbers(await run<JobCount>(store, COUNT_ACTIVE, [now]));
+  return ordered(numbers(await run<JobCount>(store, COUNT_ACTIVE, [now])));
 }
 
 // The oldest due job of each queue, without counting: one probe of

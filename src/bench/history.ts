@@ -18,11 +18,12 @@
  *   - one claim of 50 and, timed apart, the fenced completion of those 50;
  *   - a burst of N no-op jobs in one statement through a warmed in-process
  *     supervisor of the tuned configuration (BURST_CONFIGS).
- * From the first depth on, each read is also timed on a second database that
- * stays empty (its backlog only), right after the same read here, and
- * reported beside it (`emptyNow`, `ratioToEmptyNow`): the ratio to depth 0
- * compares reads minutes apart, across a build of millions of rows, and the
- * one to the twin compares them under the same server state.
+ * From the first depth on, each read, claim and completion is also timed on a
+ * second database that stays empty (its backlog only, renewed at each depth),
+ * right after the same one here, and reported beside it (`emptyNow`,
+ * `ratioToEmptyNow`): the ratio to depth 0 compares figures minutes apart,
+ * across a build of millions of rows, and the one to the twin compares them
+ * under the same server state.
  * The reads run first and the burst last, so what the claims and bursts leave
  * done is not yet there when the reads are timed; it is deleted before the
  * next depth, so every depth holds exactly its D finished rows.
@@ -200,6 +201,9 @@ async function checkpoint(db: BenchDatabase): Promise<void> {
 const READS = ['overview', 'stats', 'metrics'] as const;
 type ReadOp = (typeof READS)[number];
 type ReadTimes = Record<ReadOp, number[]>;
+/** What the twin is timed on: the reads, the claim and the completion. */
+const TWINNED = [...READS, 'claim', 'completion'] as const;
+type TwinTimes = Record<(typeof TWINNED)[number], number[]>;
 
 /** The operator's reads of one database. */
 function readsOf(store: Store, admin: AdminReads, parts: OverviewParts): Record<ReadOp, () => Promise<unknown>> {
@@ -240,29 +244,38 @@ async function timeReads(
   return out;
 }
 
-/** Claims of BATCH from the backlog and their fenced completions, timed apart. */
-async function claimsAndCompletions(store: Store, rounds: number) {
-  const claim: number[] = [];
-  const completion: number[] = [];
+/** One claim of BATCH from the backlog and its fenced completion, timed apart (ms). */
+async function claimAndComplete(store: Store, round: number): Promise<{ claim: number; completion: number }> {
+  const t0 = performance.now();
+  const jobs = await claimJobs(store, { owner: 'bench', queue: BENCH_QUEUE, limit: BATCH, leaseMs: 60_000 });
+  const t1 = performance.now();
+  const fenced = await completeJobs(
+    store,
+    'bench',
+    jobs.map((j) => j.id),
+    jobs.map((j) => j.token),
+  );
+  const t2 = performance.now();
+  if (jobs.length < BATCH) throw new Error(`the backlog ran out after ${round} claims`);
+  if (fenced.size > 0) throw new Error(`${fenced.size} completions were fenced off`);
+  return { claim: t1 - t0, completion: t2 - t1 };
+}
+
+/** Claims and completions of BATCH, `rounds` times; with a twin, each of its own right after. */
+async function claimsAndCompletions(store: Store, rounds: number, twin?: Store) {
+  const times = () => ({ claim: [] as number[], completion: [] as number[] });
+  const out = { mine: times(), twin: twin && times() };
   for (let i = 0; i <= rounds; i++) {
-    const t0 = performance.now();
-    const jobs = await claimJobs(store, { owner: 'bench', queue: BENCH_QUEUE, limit: BATCH, leaseMs: 60_000 });
-    const t1 = performance.now();
-    const fenced = await completeJobs(
-      store,
-      'bench',
-      jobs.map((j) => j.id),
-      jobs.map((j) => j.token),
-    );
-    const t2 = performance.now();
-    if (jobs.length < BATCH) throw new Error(`the backlog ran out after ${i} claims`);
-    if (fenced.size > 0) throw new Error(`${fenced.size} completions were fenced off`);
+    const mine = await claimAndComplete(store, i);
+    const theirs = twin && (await claimAndComplete(twin, i));
     // The first round warms the connection and the plans, like the reads' untimed call.
     if (i === 0) continue;
-    claim.push(t1 - t0);
-    completion.push(t2 - t1);
+    out.mine.claim.push(mine.claim);
+    out.mine.completion.push(mine.completion);
+    out.twin?.claim.push(theirs?.claim ?? Number.NaN);
+    out.twin?.completion.push(theirs?.completion ?? Number.NaN);
   }
-  return { claim, completion };
+  return out;
 }
 
 type OverviewParts = Record<'overview' | 'hour' | 'day', number[]>;
@@ -338,7 +351,7 @@ async function measure(
     extra: {
       parts: Record<string, number>;
       perJob: Array<PerJobCost & { blocksReadPerJob: number }>;
-      twin?: ReadTimes;
+      twin?: TwinTimes;
     };
   }
 > {
@@ -351,7 +364,9 @@ async function measure(
     twinStore && readsOf(twinStore, b.admin, { overview: [], hour: [], day: [] }),
   );
   const { overview, stats, metrics } = reads.mine;
-  const { claim, completion } = await claimsAndCompletions(store, Math.max(50, b.runs));
+  const claims = await claimsAndCompletions(store, Math.max(50, b.runs), twinStore);
+  const { claim, completion } = claims.mine;
+  const twin = reads.twin && claims.twin && { ...reads.twin, ...claims.twin };
   const { rates: burst, perJob } = await bursts(db, b.jobs, b.runs);
   const part = (values: number[]) => median(values.slice(1));
   // Each read's own time from the page's start: which of the three the page waits for.
@@ -367,23 +382,22 @@ async function measure(
     overview,
     stats,
     metrics,
-    extra: { parts: overviewParts, perJob, ...(reads.twin && { twin: reads.twin }) },
+    extra: { parts: overviewParts, perJob, ...(twin && { twin }) },
   };
 }
 
 export async function runHistory(db: BenchDatabase, b: HistoryBench): Promise<void> {
   const rows = new Map<Operation, Row[]>(Object.keys(OPERATIONS).map((op) => [op as Operation, []]));
   let kept = 0;
-  if (b.twin) {
-    await resetWork(b.twin);
-    await rollUpDay(b.twin);
-  }
+  if (b.twin) await rollUpDay(b.twin);
   for (const depth of b.depths) {
     const t0 = performance.now();
     b.say?.(`  history: ${depthLabel(depth)} done rows (adding ${(depth - kept).toLocaleString('en-US')})\n`);
     await addHistory(db, depth - kept);
     kept = depth;
     await resetWork(db);
+    // The twin's claims of the depth before left done rows: it starts each depth empty again.
+    if (b.twin) await resetWork(b.twin);
     const fillSeconds = (performance.now() - t0) / 1000;
     const rollupSeconds = await rollUpDay(db);
     await checkpoint(db);
@@ -391,17 +405,17 @@ export async function runHistory(db: BenchDatabase, b: HistoryBench): Promise<vo
     // At depth 0 both databases are empty: the twin is read from the first depth on.
     const { extra, ...values } = await measure(db, depth > 0 ? b : { ...b, twin: undefined });
     if (extra.twin) {
-      const side = READS.map((op) => {
+      const side = TWINNED.map((op) => {
         const now = median(extra.twin?.[op] ?? []);
         return `${op} ${now.toFixed(2)} ms (${(median(values[op]) / now).toFixed(2)})`;
       });
-      b.say?.(`  history: the same reads of an empty database, each right after: ${side.join(', ')}\n`);
+      b.say?.(`  history: the same on an empty database, each right after: ${side.join(', ')}\n`);
     }
     for (const op of Object.keys(OPERATIONS) as Operation[]) {
       const { unit } = OPERATIONS[op];
       const empty = rows.get(op)?.[0]?.median ?? median(values[op]);
       const ratio = ratioToEmpty(median(values[op]), empty, unit);
-      const twin = extra.twin?.[op as ReadOp];
+      const twin = op === 'burst' ? undefined : extra.twin?.[op];
       const emptyNow = twin && { emptyNow: median(twin), ratioToEmptyNow: median(values[op]) / median(twin) };
       const row = makeRow(scenarioOf(op, b.jobs), depthSystem(depth), unit, values[op], {
         depth,

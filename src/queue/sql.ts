@@ -78,7 +78,7 @@ export const AS_INDEX_WALK = `SET LOCAL enable_seqscan = off; SET LOCAL enable_b
  * such a statement orders its few groups itself, since a sort left in the plan
  * would cost the price that disabling adds (see statements.test.ts, pricedOut).
  */
-export const HASHED_THROUGH_INDEXES = `SET LOCAL enable_seqscan = off; SET LOCAL enable_sort = off; ${NO_JIT}`;
+const HASHED_THROUGH_INDEXES = `SET LOCAL enable_seqscan = off; SET LOCAL enable_sort = off; ${NO_JIT}`;
 
 const PLANS = {
   throughIndexes: THROUGH_INDEXES,

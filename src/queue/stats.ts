@@ -67,15 +67,13 @@ function numbers(rows: JobCount[]): JobCount[] {
 
 const byCodePoint = (x: string, y: string) => (x < y ? -1 : x > y ? 1 : 0);
 
-/** By queue, kind and status, in code-point order. */
-function ordered(rows: JobCount[]): JobCount[] {
-  return rows.sort(
-    (a, b) => byCodePoint(a.queue, b.queue) || byCodePoint(a.kind, b.kind) || byCodePoint(a.status, b.status),
-  );
+/** Orders counts by queue, kind and status, in code-point order (for Array.prototype.sort). */
+export function byQueueKindStatus(a: JobCount, b: JobCount): number {
+  return byCodePoint(a.queue, b.queue) || byCodePoint(a.kind, b.kind) || byCodePoint(a.status, b.status);
 }
 
 export async function countActiveJobs(store: Store, now: Now = null): Promise<JobCount[]> {
-  return ordered(numbers(await run<JobCount>(store, COUNT_ACTIVE, [now])));
+  return numbers(await run<JobCount>(store, COUNT_ACTIVE, [now])).sort(byQueueKindStatus);
 }
 
 // The oldest due job of each queue, without counting: one probe of

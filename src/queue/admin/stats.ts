@@ -1,5 +1,5 @@
 /** `jobvisor stats`: job counts by queue, kind and status, the oldest due age, live supervisors. */
-import { countActiveJobs, countAllJobs, countRecentlyFinished, type JobCount } from '../stats.ts';
+import { byQueueKindStatus, countActiveJobs, countAllJobs, countRecentlyFinished, type JobCount } from '../stats.ts';
 import type { Now, Store } from '../sql.ts';
 import { listSupervisors } from './supervisors.ts';
 import type { SupervisorRow } from './types.ts';
@@ -41,6 +41,5 @@ async function boundedCounts(store: Store, now: Now): Promise<JobCount[]> {
   // One after the other: the store may be a single client.
   const active = await countActiveJobs(store, now);
   const finished = await countRecentlyFinished(store, now);
-  const key = (r: JobCount) => `${r.queue}\u0000${r.kind}\u0000${r.status}`;
-  return [...active, ...finished].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
+  return [...active, ...finished].sort(byQueueKindStatus);
 }

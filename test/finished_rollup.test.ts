@@ -279,6 +279,56 @@ describe('the per-minute rollup and its readers', () => {
     assert.equal(rows[0]?.n, kept[0]?.n);
   });
 
+  it('keeps finished_quarters equal to its minutes summed per quarter, whoever writes them', async () => {
+    const quarters = async () =>
+      (
+        await db.pool.query<{ line: string }>(
+          `SELECT quarter || ' ' || queue || ' ' || kind || ' ' || done || '/' || failed || '/' || cancelled AS line
+             FROM jobvisor.finished_quarters ORDER BY 1`,
+        )
+      ).rows.map((r) => r.line);
+    const summed = async () =>
+      (
+        await db.pool.query<{ line: string }>(
+          `SELECT q || ' ' || queue || ' ' || kind || ' ' || sum(done) || '/' || sum(failed) || '/' || sum(cancelled) AS line
+             FROM (SELECT date_bin('15 minutes', minute, timestamptz '1970-01-01 00:00:00+00') AS q, * FROM jobvisor.finished_minutes) AS m
+            GROUP BY q, queue, kind ORDER BY 1`,
+        )
+      ).rows.map((r) => r.line);
+    await setWatermark(dayAgo);
+    await insertFinished(
+      [1, 7, 14, 16, 40, 200, 900].flatMap((m) => [
+        { queue: 'a', status: 'done' as const, at: ago(m * MINUTE) },
+        { queue: 'b', status: 'failed' as const, at: ago(m * MINUTE) },
+        { queue: 'a', status: 'cancelled' as const, at: ago(m * MINUTE + 1) },
+      ]),
+    );
+    await catchUp(now);
+    assert.ok((await quarters()).length >= 10);
+    assert.deepEqual(await quarters(), await summed());
+    // By hand: an insert, an update that moves a minute to another quarter, a delete.
+    await db.pool.query(`INSERT INTO jobvisor.finished_minutes (minute, queue, kind, done) VALUES ($1, 'z', 'k', 5)`, [
+      ago(3 * HOUR),
+    ]);
+    await db.pool.query(
+      `UPDATE jobvisor.finished_minutes SET minute = minute - interval '1 hour', done = 7 WHERE queue = 'z'`,
+    );
+    await db.pool.query(`DELETE FROM jobvisor.finished_minutes WHERE queue = 'b' AND minute < $1`, [ago(HOUR)]);
+    assert.deepEqual(await quarters(), await summed());
+    assert.ok(!(await quarters()).some((l) => / z k 5\//.test(l)), 'the moved minute left its quarter');
+    // Cleanup's delete of old minutes takes their quarters with them.
+    const { rows: kept } = await db.pool.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM jobvisor.finished_minutes',
+    );
+    assert.equal(await deleteOldMinutes(store, new Date(now.getTime() + 3 * DAY)), kept[0]?.n);
+    assert.deepEqual(await quarters(), []);
+    await insertFinished([{ queue: 'a', status: 'done', at: ago(5 * MINUTE) }]);
+    await setWatermark(dayAgo);
+    await catchUp(now);
+    await db.pool.query('TRUNCATE jobvisor.finished_minutes');
+    assert.deepEqual(await quarters(), []);
+  });
+
   it('deletes minutes older than two days', async () => {
     await db.pool.query(
       `INSERT INTO jobvisor.finished_minutes (minute, queue, kind, done) VALUES ($1, 'a', 'k', 1), ($2, 'a', 'k', 2), ($3, 'a', 'k', 3)`,

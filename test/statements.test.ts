@@ -288,6 +288,14 @@ const EXPECTED: Record<string, Expectation> = {
     uses: /jobs_finished_idx/,
     sorts: 'the finished rows of the range asked for (a day at most), into buckets',
   },
+  admin_throughput_minutes: {
+    values: () => [new Date(Date.now() - HOUR)],
+    wholeTable: 'jobvisor.finished_rollup and finished_minutes only',
+  },
+  admin_throughput_quarters: {
+    values: () => [new Date(Date.now() - 24 * HOUR)],
+    wholeTable: 'jobvisor.finished_rollup and finished_quarters only',
+  },
   admin_now: { values: () => [], wholeTable: 'reads no table' },
   supervisor_beat: {
     values: () => ['s', 'h', 1, '0', '{}', 0, 60_000, now, '{}', null, null],

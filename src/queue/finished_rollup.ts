@@ -11,6 +11,10 @@
  * minutes before it and count the rows from it on in jobs: a rollup that
  * commits in between writes only minutes from the watermark on, which they
  * do not read, so they count every row once.
+ * A trigger (migration 021) keeps finished_quarters equal to the minutes
+ * summed per 15 minutes, whoever writes or deletes them; a quarter has no
+ * bound at the watermark, so its readers read it and the watermark in one
+ * statement (admin/throughput.ts).
  *
  * What that leaves out, on purpose:
  * - A minute is counted once it ended at least SETTLE_SECONDS ago (a

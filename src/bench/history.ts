@@ -199,6 +199,12 @@ async function checkpoint(db: BenchDatabase): Promise<void> {
 }
 
 const READS = ['overview', 'stats', 'metrics'] as const;
+/**
+ * Timed reads of each kind per depth, each beside the twin's: a read takes
+ * 10-20 ms on a 2-core host that drifts by tens of percent within seconds,
+ * and the medians of 5 moved by 0.3 of the ratio between runs.
+ */
+const READ_REPS = 31;
 type ReadOp = (typeof READS)[number];
 type ReadTimes = Record<ReadOp, number[]>;
 /** What the twin is timed on: the reads, the claim and the completion. */
@@ -359,7 +365,7 @@ async function measure(
   const parts: OverviewParts = { overview: [], hour: [], day: [] };
   const twinStore: Store | undefined = b.twin && { db: b.twin.pool, schema: 'jobvisor' };
   const reads = await timeReads(
-    Math.max(5, b.runs),
+    Math.max(READ_REPS, b.runs),
     readsOf(store, b.admin, parts),
     twinStore && readsOf(twinStore, b.admin, { overview: [], hour: [], day: [] }),
   );

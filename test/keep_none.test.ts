@@ -13,7 +13,7 @@ import { completeJobs } from '../src/queue/complete.ts';
 import { enqueue, enqueueMany } from '../src/queue/enqueue.ts';
 import type { Store } from '../src/queue/sql.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { nextEvent, startSupervisor } from './helpers/inprocess.ts';
+import { startSupervisor } from './helpers/inprocess.ts';
 import { until } from './helpers/poll.ts';
 import { jobRow, markRunning, WF_TABLES } from './helpers/workflow.ts';
 
@@ -120,10 +120,11 @@ describe('completeJobs keeping none', () => {
     try {
       await app.query('BEGIN');
       await app.query('DELETE FROM jobvisor.jobs WHERE id = $1', [parent.id]); // holds the row as the completion would
-      const child = enqueue(db.pool, 'merge', {}, { dependsOn: [parent.id] });
+      // Its refusal is awaited from the start: it can come in the same turn as COMMIT's reply.
+      const refused = assert.rejects(enqueue(db.pool, 'merge', {}, { dependsOn: [parent.id] }), InputError);
       await waitForLockWait();
       await app.query('COMMIT');
-      await assert.rejects(child, InputError);
+      await refused;
     } finally {
       app.release();
     }
@@ -161,6 +162,13 @@ describe('a supervisor with cleanup.retention 0', () => {
     const dead = (await enqueue(db.pool, 'wf_step', { fail: true }, { maxAttempts: 1 })).id as string;
     const done = new Set<string>();
     supervisor.events.on('job:completed', ({ jobs }) => jobs.forEach((j) => done.add(j.id)));
+    // Counted from the start: under load a round can clean both up before the checks below end.
+    const cleaned = { done: 0, failed: 0 };
+    supervisor.events.on('jobs:cleaned', ({ rows }) =>
+      rows.forEach((r) => {
+        if (r.status === 'done' || r.status === 'failed') cleaned[r.status] += r.count;
+      }),
+    );
     await supervisor.start();
     try {
       await until(
@@ -176,7 +184,6 @@ describe('a supervisor with cleanup.retention 0', () => {
         parents.map((p: { id: string; status: string; result: unknown }) => [p.id, p.status, p.result]),
         [[parent, 'done', { answer: 42 }]],
       );
-      await nextEvent(supervisor, 'jobs:cleaned', undefined, 15_000);
       await until(
         'the parent and the dead letter cleaned up',
         async () => (await exists(parent as string)) || (await exists(dead)),
@@ -187,6 +194,14 @@ describe('a supervisor with cleanup.retention 0', () => {
         [...plain, parent, child, dead],
       ]);
       assert.deepEqual(left.rows, []);
+      // Cleanup deleted them, not the completion: the parent as done, the dead letter as failed
+      // (with the done parents the tests above left in this database).
+      await until(
+        'both reported cleaned',
+        () => ({ ...cleaned }),
+        (c) => c.done >= 1 && c.failed >= 1,
+        5_000,
+      );
     } finally {
       await supervisor.stop();
     }

@@ -67,9 +67,11 @@ describe('jobvisor bench', () => {
       'jobvisor tuned',
       'jobvisor tuned +ANALYZE',
     ]);
+    // A pickup can read 0 ms: the task may start before the INSERT's COMMIT reply is read, and
+    // on a loaded host (CI) that is half of the 10 samples (src/bench/pickup.ts counts it as 0).
     for (const row of rows)
       assert.ok(
-        Number.isFinite(row.median) && row.median > 0,
+        Number.isFinite(row.median) && (row.median > 0 || (row.scenario.startsWith('pickup ') && row.median === 0)),
         `${row.scenario} ${row.system}: ${row.median} ${row.unit}`,
       );
   });

@@ -79,7 +79,14 @@ describe('supervisors table', () => {
     assert.equal(first.host, hostname());
     assert.equal(first.version, VERSION);
     assert.match(first.id, new RegExp(`:${a.pid}:`));
-    assert.equal((await rowOf(b.pid))?.queues.beta, 1);
+    // Each supervisor writes its first row while it starts, without waiting for
+    // it: B may be ready before its row is, on a loaded machine.
+    const second = await until(
+      'B listed',
+      () => rowOf(b.pid),
+      (r) => r !== undefined,
+    );
+    assert.equal(second?.queues.beta, 1);
 
     // Jobs in flight are reported, and the heartbeat (every lease/3 = 1 s) moves on.
     await enqueueMany(db.pool, [

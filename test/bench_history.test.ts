@@ -94,10 +94,9 @@ describe('the history scenario', () => {
         assert.ok(Number.isFinite(row.extra.ratioToEmpty) && row.extra.ratioToEmpty > 0, `${scenario} ${row.system}`);
       }
       assert.equal(measured[0]?.extra.ratioToEmpty, 1);
-      // All but the burst are timed on an empty twin too, side by side, from the first depth on.
-      const twinned = !scenario.startsWith('history: burst');
+      // Everything is timed on an empty twin too, side by side, from the first depth on.
       for (const row of measured) {
-        const beside = row.extra.depth > 0 && twinned;
+        const beside = row.extra.depth > 0;
         assert.equal(
           Number.isFinite(row.extra.emptyNow) && (row.extra.emptyNow ?? 0) > 0,
           beside,

@@ -20,7 +20,8 @@
  *     supervisor of the tuned configuration (BURST_CONFIGS).
  * From the first depth on, each read, claim and completion is also timed on a
  * second database that stays empty (its backlog only, renewed at each depth),
- * right after the same one here, and reported beside it (`emptyNow`,
+ * right after the same one here, and each burst alternates with one there,
+ * and reported beside it (`emptyNow`,
  * `ratioToEmptyNow`): the ratio to depth 0 compares figures minutes apart,
  * across a build of millions of rows, and the one to the twin compares them
  * under the same server state.
@@ -70,8 +71,9 @@ export interface HistoryBench {
   jobs: number;
   /**
    * A second database that stays empty (its backlog and rollup only): at each
-   * depth the reads are timed on it too, each right after the same read of the
-   * deep one, so both meet the server in the same state.
+   * depth everything is timed on it too, each read, claim and completion right
+   * after the same one of the deep database and the bursts alternating, so
+   * both meet the server in the same state.
    */
   twin?: BenchDatabase;
   /** Bursts per depth; the reads run at least 5 times, the claims at least 50. */
@@ -207,8 +209,8 @@ const READS = ['overview', 'stats', 'metrics'] as const;
 const READ_REPS = 31;
 type ReadOp = (typeof READS)[number];
 type ReadTimes = Record<ReadOp, number[]>;
-/** What the twin is timed on: the reads, the claim and the completion. */
-const TWINNED = [...READS, 'claim', 'completion'] as const;
+/** What the twin is timed on: everything (the reads, the claim, the completion and the burst). */
+const TWINNED = [...READS, 'claim', 'completion', 'burst'] as const;
 type TwinTimes = Record<(typeof TWINNED)[number], number[]>;
 
 /** The operator's reads of one database. */
@@ -305,47 +307,61 @@ async function blocksRead(db: BenchDatabase): Promise<number> {
   return Number(rows[0]?.n ?? 0);
 }
 
+type BurstCost = PerJobCost & { blocksReadPerJob: number };
+
 /**
- * `reps` bursts of `jobs` through one warmed supervisor of the tuned
- * configuration, in jobs/s, and what each cost PostgreSQL per job (WAL, CPU,
- * and blocks read from outside shared buffers: pg_stat_database is updated
- * when a backend's transaction ends, so it lags by a statement or two).
+ * `reps` bursts of `jobs` on each database, through one warmed supervisor of
+ * the tuned configuration each, in jobs/s, and what each cost PostgreSQL per
+ * job (WAL, CPU, and blocks read from outside shared buffers:
+ * pg_stat_database is updated when a backend's transaction ends, so it lags
+ * by a statement or two). With two databases (the deep one and its twin) the
+ * bursts alternate, one of each per round, so both meet the host in the same
+ * state; the other database's supervisor waits idle meanwhile.
  */
 async function bursts(
-  db: BenchDatabase,
+  dbs: BenchDatabase[],
   jobs: number,
   reps: number,
-): Promise<{ rates: number[]; perJob: Array<PerJobCost & { blocksReadPerJob: number }> }> {
-  const supervisor = configuredSupervisor(db.url, { ...BURST_CONFIGS.tuned, cleanup: KEEP_HISTORY });
-  const done = jobCounter(supervisor, 'job:completed');
-  await supervisor.start();
+): Promise<Array<{ rates: number[]; perJob: BurstCost[] }>> {
+  const sides = dbs.map((db) => {
+    const supervisor = configuredSupervisor(db.url, { ...BURST_CONFIGS.tuned, cleanup: KEEP_HISTORY });
+    return {
+      db,
+      supervisor,
+      done: jobCounter(supervisor, 'job:completed'),
+      rates: [] as number[],
+      perJob: [] as BurstCost[],
+    };
+  });
   try {
-    await enqueueMany(
-      db.pool,
-      Array.from({ length: WARM_UP }, (_, i) => ({ kind: 'noop', payload: { i } })),
-    );
-    await done.reached(WARM_UP);
-    const rates: number[] = [];
-    const perJob: Array<PerJobCost & { blocksReadPerJob: number }> = [];
-    for (let r = 0; r < reps; r++) {
-      const target = done.count + jobs;
-      const cost = await startPgCost(db.pool);
-      const readBefore = await blocksRead(db);
-      await db.pool.query(
-        `INSERT INTO jobvisor.jobs (kind, payload) SELECT 'noop', '{}' FROM generate_series(1, $1::int)`,
-        [jobs],
+    for (const { db, supervisor, done } of sides) {
+      await supervisor.start();
+      await enqueueMany(
+        db.pool,
+        Array.from({ length: WARM_UP }, (_, i) => ({ kind: 'noop', payload: { i } })),
       );
-      const t0 = performance.now();
-      // A job that failed would never be counted: 10 minutes is far past any burst's time.
-      if (!(await within(done.reached(target), 600_000)))
-        throw new Error(`${target - done.count} of the burst's jobs not done after 10 minutes`);
-      rates.push(jobs / ((performance.now() - t0) / 1000));
-      const blocksReadPerJob = Math.round((((await blocksRead(db)) - readBefore) / jobs) * 1000) / 1000;
-      perJob.push({ ...(await cost.stop(jobs)), blocksReadPerJob });
+      await done.reached(WARM_UP);
     }
-    return { rates, perJob };
+    for (let r = 0; r < reps; r++)
+      for (const { db, done, rates, perJob } of sides) {
+        const target = done.count + jobs;
+        const cost = await startPgCost(db.pool);
+        const readBefore = await blocksRead(db);
+        await db.pool.query(
+          `INSERT INTO jobvisor.jobs (kind, payload) SELECT 'noop', '{}' FROM generate_series(1, $1::int)`,
+          [jobs],
+        );
+        const t0 = performance.now();
+        // A job that failed would never be counted: 10 minutes is far past any burst's time.
+        if (!(await within(done.reached(target), 600_000)))
+          throw new Error(`${target - done.count} of the burst's jobs not done after 10 minutes`);
+        rates.push(jobs / ((performance.now() - t0) / 1000));
+        const blocksReadPerJob = Math.round((((await blocksRead(db)) - readBefore) / jobs) * 1000) / 1000;
+        perJob.push({ ...(await cost.stop(jobs)), blocksReadPerJob });
+      }
+    return sides.map(({ rates, perJob }) => ({ rates, perJob }));
   } finally {
-    await supervisor.stop();
+    await Promise.all(sides.map(({ supervisor }) => supervisor.stop()));
   }
 }
 
@@ -356,8 +372,9 @@ async function measure(
   Record<Operation, number[]> & {
     extra: {
       parts: Record<string, number>;
-      perJob: Array<PerJobCost & { blocksReadPerJob: number }>;
+      perJob: BurstCost[];
       twin?: TwinTimes;
+      twinPerJob?: BurstCost[];
     };
   }
 > {
@@ -372,8 +389,9 @@ async function measure(
   const { overview, stats, metrics } = reads.mine;
   const claims = await claimsAndCompletions(store, Math.max(50, b.runs), twinStore);
   const { claim, completion } = claims.mine;
-  const twin = reads.twin && claims.twin && { ...reads.twin, ...claims.twin };
-  const { rates: burst, perJob } = await bursts(db, b.jobs, b.runs);
+  const [mine, theirs] = await bursts(b.twin ? [db, b.twin] : [db], b.jobs, b.runs);
+  const { rates: burst, perJob } = mine ?? { rates: [], perJob: [] };
+  const twin = reads.twin && claims.twin && theirs && { ...reads.twin, ...claims.twin, burst: theirs.rates };
   const part = (values: number[]) => median(values.slice(1));
   // Each read's own time from the page's start: which of the three the page waits for.
   const overviewParts = {
@@ -388,7 +406,7 @@ async function measure(
     overview,
     stats,
     metrics,
-    extra: { parts: overviewParts, perJob, ...(twin && { twin }) },
+    extra: { parts: overviewParts, perJob, ...(twin && { twin, twinPerJob: theirs?.perJob }) },
   };
 }
 
@@ -413,7 +431,9 @@ export async function runHistory(db: BenchDatabase, b: HistoryBench): Promise<vo
     if (extra.twin) {
       const side = TWINNED.map((op) => {
         const now = median(extra.twin?.[op] ?? []);
-        return `${op} ${now.toFixed(2)} ms (${(median(values[op]) / now).toFixed(2)})`;
+        const { unit } = OPERATIONS[op];
+        const shown = unit === 'ms' ? now.toFixed(2) : Math.round(now).toLocaleString('en-US');
+        return `${op} ${shown} ${unit} (${ratioToEmpty(median(values[op]), now, unit).toFixed(2)})`;
       });
       b.say?.(`  history: the same on an empty database, each right after: ${side.join(', ')}\n`);
     }
@@ -421,8 +441,11 @@ export async function runHistory(db: BenchDatabase, b: HistoryBench): Promise<vo
       const { unit } = OPERATIONS[op];
       const empty = rows.get(op)?.[0]?.median ?? median(values[op]);
       const ratio = ratioToEmpty(median(values[op]), empty, unit);
-      const twin = op === 'burst' ? undefined : extra.twin?.[op];
-      const emptyNow = twin && { emptyNow: median(twin), ratioToEmptyNow: median(values[op]) / median(twin) };
+      const twin = extra.twin?.[op];
+      const emptyNow = twin && {
+        emptyNow: median(twin),
+        ratioToEmptyNow: ratioToEmpty(median(values[op]), median(twin), unit),
+      };
       const row = makeRow(scenarioOf(op, b.jobs), depthSystem(depth), unit, values[op], {
         depth,
         ratioToEmpty: ratio,
@@ -431,7 +454,13 @@ export async function runHistory(db: BenchDatabase, b: HistoryBench): Promise<vo
         ...emptyNow,
         ...(op === 'overview' ? { parts: extra.parts, rollupSeconds } : {}),
         ...(op === 'burst'
-          ? { jobs: b.jobs, config: BURST_CONFIGS.tuned, backlog: BACKLOG, perJob: extra.perJob }
+          ? {
+              jobs: b.jobs,
+              config: BURST_CONFIGS.tuned,
+              backlog: BACKLOG,
+              perJob: extra.perJob,
+              twinPerJob: extra.twinPerJob,
+            }
           : { backlog: BACKLOG }),
       });
       rows.get(op)?.push(row);

@@ -14,6 +14,7 @@ import { createLabelSet, OTHER, taskKindsIn, UNBOUNDED_LABELS } from '../src/met
 import { createMetrics } from '../src/metrics/metrics.ts';
 import { observeEvents } from '../src/metrics/observe.ts';
 import { SupervisorEvents } from '../src/supervisor/events.ts';
+import { Loop } from '../src/supervisor/loop.ts';
 import { isOutageError } from '../src/errors.ts';
 import { failingLoops, LoopHealth } from '../src/metrics/loop-health.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
@@ -187,6 +188,39 @@ describe('loop health', () => {
       health.failing().map((f) => f.loop),
       ['reaper', 'cleanup'],
     );
+  });
+
+  it("a periodic loop's round that succeeds after failures ends its streak, whatever the errors were", async () => {
+    // The heartbeat renews leases and says nothing else when it works: before db:recovered a
+    // streak of lock or deadlock errors (an operator's LOCK TABLE) held /readyz at 503 until
+    // 75 s without an error, long after the heartbeat renewed again.
+    const events = new SupervisorEvents();
+    let now = 0;
+    const health = new LoopHealth(events, { leaseMs: 1000, now: () => now });
+    const seen: string[] = [];
+    events.on('loop:recovered', ({ loop }) => seen.push(loop));
+    const lockTimeout = Object.assign(new Error('canceling statement due to lock timeout'), { code: '55P03' });
+    let failing = true;
+    const heartbeat = new Loop({
+      name: 'heartbeat',
+      intervalMs: 1000,
+      run: () => (failing ? Promise.reject(lockTimeout) : Promise.resolve()),
+      onError: (err) => events.emit('db:error', { loop: 'heartbeat', err }),
+      onRecovered: () => events.emit('db:recovered', { loop: 'heartbeat' }),
+    });
+    for (; now <= 3000; now += 1000) await heartbeat.runOnce();
+    health.check();
+    health.databaseAnswered(now); // the database answering says nothing about a lock timeout
+    assert.deepEqual(
+      health.failing().map((f) => f.loop),
+      ['heartbeat'],
+    );
+    failing = false;
+    await heartbeat.runOnce();
+    assert.deepEqual(health.failing(), []);
+    assert.deepEqual(seen, ['heartbeat']);
+    await heartbeat.runOnce(); // only the first success after failures says so
+    assert.deepEqual(seen, ['heartbeat']);
   });
 
   it('a streak that goes quiet ends', () => {

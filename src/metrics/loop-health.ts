@@ -4,7 +4,8 @@
  * Built on events only: every loop reports a failed round as `db:error`
  * `{ loop }`. A streak starts at a loop's first error and lasts while errors
  * keep coming; it ends at a sign of success (a claim, an outcome written, a
- * lease reaped, jobs cleaned, a schedule fired), when the database answers
+ * lease reaped, jobs cleaned, a schedule fired, or `db:recovered`: a periodic
+ * loop's round that succeeded after failed ones, such as a heartbeat), when the database answers
  * again after errors that only said it was unreachable (`databaseAnswered`), or
  * after `quietMs` without an error (longer than the loops' longest backoff plus
  * a bounded statement).
@@ -66,6 +67,7 @@ export class LoopHealth {
     events.on('db:error', ({ loop, err }) => {
       if (!BEST_EFFORT_LOOPS.has(loop)) this.failed(loop, isOutageError(err));
     });
+    events.on('db:recovered', ({ loop }) => this.ok(loop));
     events.on('job:claimed', ({ queue }) => this.ok(`fetcher:${queue}`));
     const completer = () => this.ok('completer');
     events.on('job:completed', completer);

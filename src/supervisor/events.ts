@@ -64,6 +64,8 @@ export interface Events {
   /** A writable primary is reached again after `unwritableMs`; `failover`: another server, or a read-only one was seen. */
   'database:writable': [{ unwritableMs: number; readOnly: boolean; failover: boolean; address: string }];
   'db:error': [{ loop: string; err: unknown }];
+  /** A periodic loop's round succeeded after `db:error`s (loop.ts): its failing streak ends. */
+  'db:recovered': [{ loop: string }];
   'pool:changed': [{ threads: number; busy: number; queued: number }];
   /** A loop's rounds have failed for longer than a lease (see metrics/loop-health.ts). */
   'loop:failed': [{ loop: string; failingMs: number }];

@@ -16,6 +16,12 @@ export interface LoopOptions {
   /** The delay after a round that resolved `'more'` (default: the interval). */
   moreDelayMs?: number;
   onError: (err: unknown) => void;
+  /**
+   * Called once when a round succeeds after failed ones: what ends the loop's
+   * failing streak when nothing else it does says so (a heartbeat, a reaper
+   * with nothing to reap). Must not throw.
+   */
+  onRecovered?: () => void;
   /** Longest delay after failed rounds (default 30 s). */
   maxBackoffMs?: number;
 }
@@ -51,13 +57,16 @@ export class Loop {
   }
 
   private async round(): Promise<void> {
+    const failedBefore = this.failures > 0;
     try {
       this.more = (await this.options.run()) === 'more';
       this.failures = 0;
     } catch (err) {
       this.failures++;
       this.options.onError(err);
+      return;
     }
+    if (failedBefore) this.options.onRecovered?.();
   }
 
   private schedule(ms: number) {

@@ -60,6 +60,7 @@ export function createReaper(store: Store, settings: Settings['reaper'], events:
       }
     },
     onError: (err) => safeEmit(events, 'db:error', { loop: 'reaper', err }),
+    onRecovered: () => safeEmit(events, 'db:recovered', { loop: 'reaper' }),
   });
 }
 
@@ -122,6 +123,7 @@ export function createCleanup(store: Store, settings: Settings['cleanup'], event
       return rolled === 'more' || deleted === 'more' ? 'more' : undefined;
     },
     onError: (err) => safeEmit(events, 'db:error', { loop: 'cleanup', err }),
+    onRecovered: () => safeEmit(events, 'db:recovered', { loop: 'cleanup' }),
   });
 }
 

@@ -276,8 +276,10 @@ function result(rows: Row[], limit: number, maxKeys: number, cursor: string | nu
   };
 }
 
+/** A statement inside the claim's transaction, under its plan settings (SET LOCAL: until COMMIT). */
 async function query(store: Store, statement: typeof CLAIM_QUEUE_LIMITED, values: unknown[]): Promise<Row[]> {
   const { text } = statement(store.schema);
+  if (statement.settings) await store.db.query(statement.settings);
   return (await store.db.query<Row>({ text, values })).rows;
 }
 

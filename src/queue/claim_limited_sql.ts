@@ -251,4 +251,5 @@ SELECT b.n AS budget, b.next_free_ms, b.db_received_ms, extract(epoch FROM clock
          AND (SELECT count(*) FROM keyless_head WHERE concurrency_key IS NULL) < $4::int AS keyless_hidden
   FROM budget AS b LEFT JOIN claimed AS c ON true LEFT JOIN chosen AS ch ON ch.id = c.id
  ORDER BY c.started_at, ch.seq`,
+  'orderedThroughIndexes',
 );

@@ -80,10 +80,21 @@ export const AS_INDEX_WALK = `SET LOCAL enable_seqscan = off; SET LOCAL enable_b
  */
 const HASHED_THROUGH_INDEXES = `SET LOCAL enable_seqscan = off; SET LOCAL enable_sort = off; ${NO_JIT}`;
 
+/**
+ * `throughIndexes` for a statement that reads an index range in order under a
+ * LIMIT but must sort elsewhere (ORDER BY over a union, window functions):
+ * bitmaps priced out, sorts left. With 20,000 due jobs of one key at its limit
+ * and fresh statistics guessing 1,380, the per-key claim read them all through
+ * a bitmap and kept 1,000 by a top-N sort (804 pages); walking the index in
+ * order it stops at 1,000 (55 pages).
+ */
+const ORDERED_THROUGH_INDEXES = `SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off; ${NO_JIT}`;
+
 const PLANS = {
   throughIndexes: THROUGH_INDEXES,
   indexWalk: AS_INDEX_WALK,
   hashedThroughIndexes: HASHED_THROUGH_INDEXES,
+  orderedThroughIndexes: ORDERED_THROUGH_INDEXES,
 };
 
 /** Every statement defined so far, by name: its text (schema `jobvisor`) and settings. */
@@ -98,7 +109,8 @@ export function prepared(name: string, text: string): Statement {
  * A statement. With `plan`, it always runs under the settings that leave the
  * planner only index plans (`throughIndexes`: no sequential scan) or only an
  * ordered index walk (`indexWalk`: no sequential scan, bitmap or sort), or
- * only index plans grouped by hashing (`hashedThroughIndexes`), in a
+ * only index plans grouped by hashing (`hashedThroughIndexes`), or only
+ * index plans without bitmaps (`orderedThroughIndexes`), in a
  * transaction of its own when given a pool, for the session and back on a
  * client (runWith below): for statements whose plan must hold whatever the
  * statistics say.

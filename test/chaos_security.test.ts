@@ -49,8 +49,8 @@ const REVIEWED: Record<string, string> = {
     "a pass-through for the heartbeat's statements: the query configs of src/queue, checked where they are written",
   'src/queue/sql.ts: settings':
     "a statement's own planner settings, from the constants THROUGH_INDEXES and AS_INDEX_WALK of the same file",
-  'src/queue/claim_limited.ts: statement.settings':
-    "the limited claim's planner settings (SET LOCAL), from the constants of src/queue/sql.ts, set inside its transaction",
+  'src/queue/claim_limited.ts: beginText':
+    "the per-key claim's planner settings (SET LOCAL) after BEGIN, from the constants of src/queue/sql.ts",
   "src/queue/sql.ts: pairs.map(([n]) => `current_setting('${n}')`).join(', ')":
     'setting names matched as \\w+ from those same constants; values go as parameters',
   "src/queue/sql.ts: pairs.map(([n], i) => `set_config('${n}', $${i + 1}, false)`).join(', ')":

@@ -176,9 +176,13 @@ export async function claimLimited(store: Store, args: LimitedClaimArgs): Promis
     clock: null,
   };
   if (args.limit <= 0) return none;
+  const begin = args.durable ? BEGIN_DURABLE : BEGIN;
+  // The per-key claim's plan settings (SET LOCAL: until COMMIT) go with BEGIN, in its one round trip.
+  const settings = perKey(args.limits) ? CLAIM_KEY_LIMITED.settings : undefined;
+  const beginText = settings ? `${begin}; ${settings}` : begin;
   return withConnection(store.db, async (client) => {
     try {
-      await client.query(args.durable ? BEGIN_DURABLE : BEGIN);
+      await client.query(beginText);
       await client.query(LOCK_QUEUE, [LOCK_SPACE, lockKey(store.schema, args.queue)]);
       const result = await claimLocked({ db: client, schema: store.schema }, args);
       await client.query('COMMIT');
@@ -210,7 +214,7 @@ async function claimLocked(store: Store, args: LimitedClaimArgs): Promise<Limite
   ];
   const clock = args.clock ?? Date.now;
   const sentMs = clock();
-  if (limits.perKeyConcurrency === undefined && !rate?.perKey) {
+  if (!perKey(limits)) {
     const rows = await query(store, CLAIM_QUEUE_LIMITED, shared(args.limit));
     return { ...result(rows, args.limit, 0, null), clock: sample(rows, sentMs, clock()) };
   }
@@ -276,10 +280,13 @@ function result(rows: Row[], limit: number, maxKeys: number, cursor: string | nu
   };
 }
 
-/** A statement inside the claim's transaction, under its plan settings (SET LOCAL: until COMMIT). */
+/** Whether the claim is per key (CLAIM_KEY_LIMITED) rather than queue-wide (CLAIM_QUEUE_LIMITED). */
+function perKey(limits: LimitedClaimArgs['limits']): boolean {
+  return limits.perKeyConcurrency !== undefined || limits.rateLimit?.perKey === true;
+}
+
 async function query(store: Store, statement: typeof CLAIM_QUEUE_LIMITED, values: unknown[]): Promise<Row[]> {
   const { text } = statement(store.schema);
-  if (statement.settings) await store.db.query(statement.settings);
   return (await store.db.query<Row>({ text, values })).rows;
 }
 

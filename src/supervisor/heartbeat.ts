@@ -15,8 +15,7 @@
 import { renewLeases } from '../queue/lease.ts';
 import type { Store } from '../queue/sql.ts';
 import type { Fence } from '../queue/types.ts';
-import { Loop } from './loop.ts';
-import { safeEmit } from './safe_emit.ts';
+import { Loop, reportedAs } from './loop.ts';
 import type { SupervisorEvents } from './events.ts';
 
 /** Delay between heartbeat tries while the database is away. */
@@ -46,7 +45,6 @@ export function createHeartbeat(options: {
       }
       await options.beat?.();
     },
-    onError: (err) => options.events.emit('db:error', { loop: 'heartbeat', err }),
-    onRecovered: () => safeEmit(options.events, 'db:recovered', { loop: 'heartbeat' }),
+    ...reportedAs(options.events, 'heartbeat'),
   });
 }

@@ -7,6 +7,8 @@
  * the next round comes after a jittered, growing delay (capped at
  * `maxBackoffMs`, default 30 s).
  */
+import type { SupervisorEvents } from './events.ts';
+import { safeEmit } from './safe_emit.ts';
 
 export interface LoopOptions {
   name: string;
@@ -89,4 +91,12 @@ export class Loop {
 /** ±20 %: replicas started together drift apart instead of querying in step. */
 export function jittered(ms: number): number {
   return Math.max(1, Math.round(ms * (0.8 + Math.random() * 0.4)));
+}
+
+/** `onError` and `onRecovered` that report a loop's rounds as `db:error` and `db:recovered` of `loop`. */
+export function reportedAs(events: SupervisorEvents, loop: string): Pick<LoopOptions, 'onError' | 'onRecovered'> {
+  return {
+    onError: (err) => safeEmit(events, 'db:error', { loop, err }),
+    onRecovered: () => safeEmit(events, 'db:recovered', { loop }),
+  };
 }

@@ -28,7 +28,7 @@ import { expireSupervisors } from '../queue/presence.ts';
 import { listExpiredLeases, reapExpiredLeases, reapLeases, type ReapedJob } from '../queue/reaper.ts';
 import type { Store } from '../queue/sql.ts';
 import type { SupervisorEvents } from './events.ts';
-import { Loop } from './loop.ts';
+import { Loop, reportedAs } from './loop.ts';
 import { safeEmit } from './safe_emit.ts';
 import { keepsBatch, writeSplitting } from './complete/split_write.ts';
 
@@ -59,8 +59,7 @@ export function createReaper(store: Store, settings: Settings['reaper'], events:
         if (jobs.length < settings.batchSize) return;
       }
     },
-    onError: (err) => safeEmit(events, 'db:error', { loop: 'reaper', err }),
-    onRecovered: () => safeEmit(events, 'db:recovered', { loop: 'reaper' }),
+    ...reportedAs(events, 'reaper'),
   });
 }
 
@@ -122,8 +121,7 @@ export function createCleanup(store: Store, settings: Settings['cleanup'], event
       await deleteOldMinutes(store).catch(unlessUnmigrated(0)).catch(rollupFailed);
       return rolled === 'more' || deleted === 'more' ? 'more' : undefined;
     },
-    onError: (err) => safeEmit(events, 'db:error', { loop: 'cleanup', err }),
-    onRecovered: () => safeEmit(events, 'db:recovered', { loop: 'cleanup' }),
+    ...reportedAs(events, 'cleanup'),
   });
 }
 

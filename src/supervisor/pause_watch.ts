@@ -18,8 +18,7 @@
 import { pausedQueues } from '../queue/pause.ts';
 import type { Store } from '../queue/sql.ts';
 import type { SupervisorEvents } from './events.ts';
-import { Loop } from './loop.ts';
-import { safeEmit } from './safe_emit.ts';
+import { Loop, reportedAs } from './loop.ts';
 
 export interface PauseWatchOptions {
   store: Store;
@@ -44,8 +43,7 @@ export class PauseWatch {
       name: 'pause-watch',
       intervalMs: options.intervalMs,
       run: () => this.refresh(),
-      onError: (err) => options.events.emit('db:error', { loop: 'pause-watch', err }),
-      onRecovered: () => safeEmit(options.events, 'db:recovered', { loop: 'pause-watch' }),
+      ...reportedAs(options.events, 'pause-watch'),
     });
   }
 

@@ -13,8 +13,7 @@ import type { Schedule, Settings } from '../config/index.ts';
 import { enqueueMany, type JobSpec } from '../queue/enqueue.ts';
 import type { Store } from '../queue/sql.ts';
 import type { SupervisorEvents } from './events.ts';
-import { Loop } from './loop.ts';
-import { safeEmit } from './safe_emit.ts';
+import { Loop, reportedAs } from './loop.ts';
 
 /** Fire times of `schedule` in (from, to]. */
 export function fireTimes(schedule: Schedule, from: Date, to: Date): Date[] {
@@ -76,7 +75,6 @@ export function createScheduler(options: {
       }
       checkedUntil = now;
     },
-    onError: (err) => options.events.emit('db:error', { loop: 'scheduler', err }),
-    onRecovered: () => safeEmit(options.events, 'db:recovered', { loop: 'scheduler' }),
+    ...reportedAs(options.events, 'scheduler'),
   });
 }

@@ -75,18 +75,23 @@ export class SupervisorFleet {
     return s;
   }
 
-  async kill(): Promise<void> {
-    await Promise.all(
-      this.members.map((s) => {
-        try {
-          process.kill(s.pid, 'SIGCONT');
-        } catch {
-          // already gone
-        }
-        return s.stop('SIGKILL').catch(() => {});
-      }),
-    );
+  kill(): Promise<void> {
+    return killAll(this.members);
   }
+}
+
+/** SIGKILLs every one of `supervisors` still alive, the stopped (SIGSTOP) ones resumed first. */
+export async function killAll(supervisors: SpawnedSupervisor[]): Promise<void> {
+  await Promise.all(
+    supervisors.map((s) => {
+      try {
+        process.kill(s.pid, 'SIGCONT');
+      } catch {
+        // already gone
+      }
+      return s.stop('SIGKILL').catch(() => {});
+    }),
+  );
 }
 
 /**

@@ -23,9 +23,18 @@ import { BIN, spawnSupervisor, writeConfig, type SpawnedSupervisor } from './hel
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const LONG_JOBS = 10;
 const LONG_MS = 15_000;
+/**
+ * A long job outlives its lease, so it needs renewals. A write blocking on the
+ * stalled pipe would hold the event loop (asserted below) for as long as the
+ * stall lasts, which costs any lease. 5 s was lost on loaded CI machines by
+ * a renewal coming late; whether the loop was held up then was not recorded.
+ */
+const LEASE = '10s';
+/** A held-up event loop that only blocking writes explain: 27 ms in a quiet run. */
+const LOOP_HELD_MAX_MS = 2000;
 const CONFIG = {
   metrics: { port: 0, host: '127.0.0.1' },
-  jobs: { lease: '5s' },
+  jobs: { lease: LEASE },
   reaper: { interval: '500ms' },
   backoff: { base: '10ms', max: '40ms' },
   poll: { interval: '100ms' },
@@ -168,16 +177,27 @@ describe('a stalled stdout reader', { timeout: 180_000 }, () => {
     const reaped = other.logs.filter((l) => l.msg === 'expired leases reaped');
     const metrics = await fetch(`${base}/metrics`, { signal: AbortSignal.timeout(5000) }).then((r) => r.text(), String);
     const dropped = Number(/^jobvisor_log_lines_dropped_total (\d+)/m.exec(metrics)?.[1] ?? NaN);
+    // Since start-up (nothing else scrapes it): how long the supervisor's event loop was ever held up.
+    const loopMaxS = Number(/^nodejs_eventloop_lag_max_seconds ([\d.e+-]+)/m.exec(metrics)?.[1] ?? NaN);
     process.stderr.write(
       `# /healthz: ${health.length} probes, ${health.filter((h) => h !== 200).length} failed; ` +
-        `${runs.rowCount} runs of ${LONG_JOBS} long jobs; ${loud?.n} failures of ${loud?.len} characters logged; ${dropped} log lines dropped\n`,
+        `${runs.rowCount} runs of ${LONG_JOBS} long jobs; ${loud?.n} failures of ${loud?.len} characters logged; ${dropped} log lines dropped; ` +
+        `event loop held up at most ${(loopMaxS * 1000).toFixed(0)} ms\n`,
     );
     assert.deepEqual(
       health.filter((h) => h !== 200),
       [],
       '/healthz answered every probe',
     );
-    assert.deepEqual(reaped, [], 'the other supervisor reaped nothing');
+    assert.ok(
+      loopMaxS * 1000 < LOOP_HELD_MAX_MS,
+      `the stalled reader held up the event loop ${(loopMaxS * 1000).toFixed(0)} ms (limit ${LOOP_HELD_MAX_MS})`,
+    );
+    assert.deepEqual(
+      reaped,
+      [],
+      `the other supervisor reaped nothing (event loop held up at most ${(loopMaxS * 1000).toFixed(0)} ms)`,
+    );
     assert.equal(runs.rowCount, LONG_JOBS, 'each long job ran once');
     const rerun = runs.rows.filter((r) => r.attempt !== 1 || r.pid !== pid);
     if (rerun.length > 0) {

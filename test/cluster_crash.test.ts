@@ -45,14 +45,18 @@ async function runnerOf(id: string): Promise<number> {
   return Number(String(row.locked_by).split(':')[1]);
 }
 
+/** `n` more 50-ms jobs for both processes. */
+const enqueueRecords = (n: number) =>
+  enqueueMany(
+    db.pool,
+    Array.from({ length: n }, (_, i) => ({ kind: 'record', payload: { ms: 50, i } })),
+  );
+
 async function crashOne(signal: 'SIGSEGV' | 'SIGABRT') {
   const restartsBefore = cluster.logs.filter((l) => /exited unexpectedly/.test(String(l.msg))).length;
   // The crash job first, then steady work on both processes: 50 ms jobs, more than both finish during the test.
   const crash = (await enqueue(db.pool, 'native_crash', { signal, ms: 1500 }, { maxAttempts: 1 })).id as string;
-  await enqueueMany(
-    db.pool,
-    Array.from({ length: 1500 }, (_, i) => ({ kind: 'record', payload: { ms: 50, i } })),
-  );
+  await enqueueRecords(1500);
   const dead = await runnerOf(crash);
   const slot = cluster.logs.find((l) => l.msg === 'supervisor process started' && l.childPid === dead)?.child;
   const survivor = cluster.childPids().find((p) => p !== dead && isAlive(p)) as number;
@@ -123,9 +127,16 @@ async function crashOne(signal: 'SIGSEGV' | 'SIGABRT') {
   assert.match(job.last_error, new RegExp(`exited \\(signal ${signal}\\)`));
 
   const newPid = Number(started.childPid);
+  // Work stays pending until it does: a start-up slowed by a loaded machine once left the survivor
+  // time to finish the whole backlog, and then there was nothing for the new process to claim.
   const ready = await until(
     'the new process claims',
-    () => count('SELECT count(*)::int AS n FROM executions WHERE pid = $1', [newPid]),
+    async () => {
+      const ran = await count('SELECT count(*)::int AS n FROM executions WHERE pid = $1', [newPid]);
+      if (ran === 0 && (await count("SELECT count(*)::int AS n FROM jobvisor.jobs WHERE status = 'pending'")) < 200)
+        await enqueueRecords(500);
+      return ran;
+    },
     (n) => n > 0,
     60_000,
   );

@@ -14,7 +14,7 @@ import { after, before, describe, it } from 'node:test';
 import { enqueueMany, type JobSpec } from '../src/queue/enqueue.ts';
 import { count, prng, report, statusCounts, summary, until } from './helpers/chaos/measure.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { fixtureFleet, type SpawnedSupervisor } from './helpers/supervisor.ts';
+import { assertDrains, fixtureFleet, type SpawnedSupervisor } from './helpers/supervisor.ts';
 
 const JOBS = 10_000;
 const USERS = 1000;
@@ -214,6 +214,6 @@ describe('chaos: kill -9 storm', () => {
         `user ${user}: welcome email sent ${sends.length} times, ${bySurvivors.length} by processes never killed`,
       );
     }
-    await Promise.all(working.map(async (s) => assert.equal(await s.stop('SIGTERM'), 0)));
+    await Promise.all(working.map(assertDrains));
   });
 });

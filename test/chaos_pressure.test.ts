@@ -17,7 +17,7 @@ import { clockPasses, count, httpGet, report, statusCounts, summary, until } fro
 import { createMigratedDatabase, startChaosPostgres, type ChaosPostgres } from './helpers/chaos/postgres.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { FIXTURE_TASKS, startSupervisor } from './helpers/inprocess.ts';
-import { spawnSupervisor, type SpawnedSupervisor } from './helpers/supervisor.ts';
+import { assertDrains, type SpawnedSupervisor, spawnSupervisor } from './helpers/supervisor.ts';
 
 let db: TestDatabase;
 const running: Supervisor[] = [];
@@ -280,8 +280,8 @@ describe('chaos: pressure', () => {
         assert.ok(warnLines.length < 300, `bounded logging: ${warnLines.length} warn/error lines`);
         // Clear logs: a failed idle connection is its error, not the kilobytes of the pg Client pg-pool attaches to it.
         assert.ok(longestLogLine < 2048, `longest log line ${longestLogLine} bytes`);
-        assert.equal(await replica.stop('SIGTERM'), 0);
-        assert.equal(await running.stop('SIGTERM'), 0);
+        await assertDrains(replica);
+        await assertDrains(running);
       } finally {
         await admin.end();
       }
@@ -447,6 +447,6 @@ describe('chaos: pressure', () => {
       summary(pickup).max < stormMs + 5000,
       `same-queue jobs waited at most the storm: ${JSON.stringify(summary(pickup))} ms`,
     );
-    assert.equal(await s.stop('SIGTERM'), 0);
+    await assertDrains(s);
   });
 });

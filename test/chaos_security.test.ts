@@ -25,7 +25,7 @@ import { enqueueMany } from '../src/queue/enqueue.ts';
 import { httpGet, report, until } from './helpers/chaos/measure.ts';
 import { createMigratedDatabase, startChaosPostgres, type ChaosPostgres } from './helpers/chaos/postgres.ts';
 import { FIXTURE_TASKS } from './helpers/inprocess.ts';
-import { BIN, spawnSupervisor, writeConfig, type SpawnedSupervisor } from './helpers/supervisor.ts';
+import { assertDrains, BIN, type SpawnedSupervisor, spawnSupervisor, writeConfig } from './helpers/supervisor.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -377,7 +377,7 @@ describe('security basics', () => {
     const endpoints = await Promise.all(
       ['/metrics', '/healthz', '/readyz', `/${marker}`, '/metrics?x=1'].map((p) => httpGet(s.metricsPort, p)),
     );
-    assert.equal(await s.stop('SIGTERM'), 0);
+    await assertDrains(s);
     const supervisorOutput = s.logs.map((l) => JSON.stringify(l)).join('\n');
     outputs.push(supervisorOutput);
     const all = outputs.join('\n');

@@ -9,7 +9,7 @@ import { enqueueMany } from '../src/queue/enqueue.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { FIXTURE_TASKS } from './helpers/inprocess.ts';
 import { until } from './helpers/poll.ts';
-import { killAll, spawnSupervisor, type SpawnedSupervisor } from './helpers/supervisor.ts';
+import { assertDrains, killAll, type SpawnedSupervisor, spawnSupervisor } from './helpers/supervisor.ts';
 
 let db: TestDatabase;
 const spawned: SpawnedSupervisor[] = [];
@@ -89,7 +89,7 @@ describe('several supervisor processes', () => {
       ids,
     ]);
     assert.ok(owners >= 2, `work was shared (${owners} supervisors took jobs)`);
-    await Promise.all(sups.map(async (s) => assert.equal(await s.stop('SIGTERM'), 0)));
+    await Promise.all(sups.map(assertDrains));
   });
 
   it('SIGKILL mid-job: the jobs run again on another supervisor within the lease, and welcome_email sends once per user', async () => {
@@ -219,7 +219,7 @@ describe('several supervisor processes', () => {
       20_000,
     );
     const t0 = Date.now();
-    assert.equal(await s.stop('SIGTERM'), 0);
+    await assertDrains(s);
     assert.ok(Date.now() - t0 < 10_000);
     assert.equal(
       await count(
@@ -248,7 +248,7 @@ describe('several supervisor processes', () => {
       20_000,
     );
     const t0 = Date.now();
-    assert.equal(await s.stop('SIGTERM'), 0);
+    await assertDrains(s);
     assert.ok(Date.now() - t0 < 8_000, `exited in ${Date.now() - t0} ms`);
     const rows = (
       await db.pool.query('SELECT status, attempts, locked_until FROM jobvisor.jobs WHERE id = ANY($1)', [ids])

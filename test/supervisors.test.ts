@@ -18,7 +18,7 @@ import { VERSION } from '../src/version.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { FIXTURE_TASKS } from './helpers/inprocess.ts';
 import { until } from './helpers/poll.ts';
-import { spawnSupervisor, type SpawnedSupervisor } from './helpers/supervisor.ts';
+import { assertDrains, type SpawnedSupervisor, spawnSupervisor } from './helpers/supervisor.ts';
 
 let db: TestDatabase;
 let store: Store;
@@ -126,7 +126,7 @@ describe('supervisors table', () => {
     );
 
     // SIGTERM: drained, exit 0, row gone.
-    assert.equal(await b.stop('SIGTERM'), 0);
+    await assertDrains(b);
     assert.equal(await stored(b.pid), 0);
   });
 });

@@ -3,6 +3,7 @@
  * freeze or signal them. Config goes in through a JOBVISOR_CONFIG file; the
  * metrics port is chosen by the OS and read from the `ready` log line.
  */
+import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -78,6 +79,16 @@ export class SupervisorFleet {
   kill(): Promise<void> {
     return killAll(this.members);
   }
+}
+
+/** SIGTERM, and the drain ends in exit code 0 (the failure says how it ended and the last lines logged). */
+export async function assertDrains(s: SpawnedSupervisor): Promise<void> {
+  const code = await s.stop('SIGTERM');
+  if (code !== 0)
+    assert.fail(
+      `supervisor ${s.pid} exited with ${code ?? `signal ${String(s.child.signalCode)}`} after SIGTERM; ` +
+        `last lines: ${JSON.stringify(s.logs.slice(-8))}`,
+    );
 }
 
 /** SIGKILLs every one of `supervisors` still alive, the stopped (SIGSTOP) ones resumed first. */

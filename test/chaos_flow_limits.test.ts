@@ -204,10 +204,10 @@ describe('cluster-wide limits', () => {
     const lags = runs.map((r) => r.started - r.scheduled).sort((x, y) => x - y);
     // Claimed rated jobs that did not start at their slot (given back, claimed again for a new one), by why.
     const handedBack = new Map<string, number>();
-    for (const s of working)
-      for (const l of s.logs)
-        if (l.msg === 'jobs handed back')
-          handedBack.set(String(l.reason), (handedBack.get(String(l.reason)) ?? 0) + (l.jobIds as unknown[]).length);
+    for (const l of working.flatMap((s) => s.logs).filter((l) => l.msg === 'jobs handed back')) {
+      const reason = String(l.reason);
+      handedBack.set(reason, (handedBack.get(reason) ?? 0) + (l.jobIds as unknown[]).length);
+    }
     console.log(
       `rateLimit 200/s: ${inSpan.length} starts in ${RATE_SECONDS} s (${(inSpan.length / (2 * RATE_SECONDS)).toFixed(1)} %); busiest 1-s window: ` +
         `${worstScheduled} scheduled, ${worstOnTime} on-time task starts, ${worstAll} with ${late} late ones; ` +

@@ -27,7 +27,8 @@ function fetcher(
   queue: string,
   capacity: () => number,
   delivered: ClaimedJob[],
-  limits: Pick<QueueSettings, 'perKeyConcurrency'> = {},
+  limits: Partial<QueueSettings> = {},
+  events = new SupervisorEvents(),
 ): Fetcher {
   return new Fetcher({
     store: { db: db.pool, schema: 'jobvisor' },
@@ -39,7 +40,7 @@ function fetcher(
     pollIntervalMs: 60_000,
     capacity,
     deliver: (jobs) => delivered.push(...jobs),
-    events: new SupervisorEvents(),
+    events,
   });
 }
 
@@ -69,6 +70,35 @@ describe('fetcher', () => {
     await f.stop();
     const { rows } = await db.pool.query("SELECT status FROM jobvisor.jobs WHERE queue = 'theirs'");
     assert.deepEqual(rows, [{ status: 'pending' }], "another queue's job is left alone");
+  });
+
+  it('holding nothing, claims for its places first and for its prefetch right after, unasked', async () => {
+    await enqueueMany(
+      db.pool,
+      Array.from({ length: 20 }, (_, i) => ({ kind: 'k', queue: 'burst', payload: { i } })),
+    );
+    const delivered: ClaimedJob[] = [];
+    let held = 0;
+    const events = new SupervisorEvents();
+    const f = fetcher('burst', () => 4 + 8 - held, delivered, { prefetch: 8 }, events);
+    const claims: number[] = [];
+    const twelve = new Promise<void>((resolve) =>
+      events.on('job:claimed', ({ count }) => {
+        claims.push(count);
+        held += count;
+        if (held >= 12) resolve();
+      }),
+    );
+    assert.equal(await f.runOnce(), 4, 'the first claim fills the places only');
+    await twelve;
+    assert.deepEqual(claims, [4, 8], 'the prefetch follows at once, without another wake');
+    held -= 2; // two jobs finished: 10 held, 2 free, nothing cut
+    assert.equal(await f.runOnce(), 2);
+    held = 0; // all finished: holding nothing again, the places first
+    assert.equal(await f.runOnce(), 4);
+    await f.stop(); // waits for the claim that followed: the last 2
+    assert.deepEqual(claims, [4, 8, 2, 4, 2]);
+    assert.equal(delivered.length, 20);
   });
 
   it('reads every due job for ones without a key after a window said some may lie beyond it', async () => {

@@ -67,8 +67,7 @@ export async function burst(
     });
     const t0 = performance.now();
     await started.reached(WARM_UP + jobs);
-    await waitAllDone(db, WARM_UP + jobs, 2);
-    const seconds = (performance.now() - t0) / 1000;
+    const seconds = ((await waitAllDone(db, WARM_UP + jobs, 2)) - t0) / 1000;
     return { jobs, seconds, jobsPerSec: jobs / seconds, cost: await cost.stop(jobs) };
   } finally {
     await supervisor.stop();

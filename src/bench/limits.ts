@@ -42,8 +42,7 @@ export async function limitsBurst(db: BenchDatabase, jobs: number, variant: Limi
       [jobs, variant.keys],
     );
     const t0 = performance.now();
-    await waitAllDone(db, WARM_UP + jobs);
-    return jobs / ((performance.now() - t0) / 1000);
+    return jobs / (((await waitAllDone(db, WARM_UP + jobs)) - t0) / 1000);
   } finally {
     await supervisor.stop();
   }

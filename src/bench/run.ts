@@ -8,7 +8,7 @@
  *
  *   jobvisor bench [--scenario burst,cold,startup,pickup,enqueue,process,processes,deep,sustained,limits,
  *                               fanin,chain,workflows,history]
- *                  [--burst-jobs 20000,100000] [--configs concurrency-only,tuned]
+ *                  [--burst-jobs 20000,100000] [--configs concurrency-only,tuned,tuned-keep-none]
  *                  [--jobs 20000] [--concurrency 50] [--processes 3] [--runs 3]
  *                  [--threads 1] [--jobs-per-thread 50] [--prefetch 2000] [--samples 200]
  *                  [--deep-pending 1000000] [--deep-done 5000000] [--duration 10m] [--retention 1m]

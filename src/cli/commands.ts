@@ -205,8 +205,9 @@ export const COMMAND_SPECS: CommandSpec[] = [
       { flag: '--burst-jobs LIST', meaning: 'jobs in each one-statement burst', default: '20000,100000' },
       {
         flag: '--configs LIST',
-        meaning: 'configurations of the burst and cold scenarios: concurrency-only, tuned',
-        default: 'concurrency-only,tuned',
+        meaning:
+          'configurations of the burst and cold scenarios: concurrency-only, tuned, tuned-keep-none (tuned, done jobs deleted at completion)',
+        default: 'concurrency-only,tuned,tuned-keep-none',
       },
       { flag: '--jobs N', meaning: 'jobs per run', default: '20000' },
       { flag: '--concurrency N', meaning: "the bench queue's concurrency", default: '50' },

@@ -115,7 +115,11 @@ export function benchOptions(argv: string[]) {
   const burstJobs = (str('burst-jobs') ?? '20000,100000')
     .split(',')
     .map((v) => integer('--burst-jobs', v, 1, 10_000_000) as number);
-  const configs = listOf('config', str('configs') ?? 'concurrency-only,tuned,tuned-keep-none', Object.keys(BURST_CONFIGS));
+  const configs = listOf(
+    'config',
+    str('configs') ?? 'concurrency-only,tuned,tuned-keep-none',
+    Object.keys(BURST_CONFIGS),
+  );
   const jobs = integer('--jobs', str('jobs'), 1, 10_000_000) ?? 20_000;
   const concurrency = integer('--concurrency', str('concurrency'), 1, 10_000) ?? 50;
   const processes = integer('--processes', str('processes'), 1, 64) ?? 3;

@@ -3,11 +3,12 @@
  * burst. A supervisor with the given configuration starts on a fresh table and
  * runs WARM_UP no-op jobs (so the table is small and the code warm), then N
  * jobs arrive in ONE statement (`INSERT … SELECT generate_series`). The clock
- * runs from that commit's return until the database confirms all done: as in
- * the peers' harness (bench/peers/scenarios/burst.mjs), the database is polled
- * every 2 ms once the tasks started reach the total, not throughout the burst
- * (polling throughout cost jobvisor's run PostgreSQL CPU the peers' runs did
- * not pay). With
+ * runs from that commit's return until the database says none is left pending
+ * or running: as in the peers' harness (bench/peers/scenarios/burst.mjs), the
+ * database is polled every 2 ms once the tasks started reach the total, not
+ * throughout the burst (polling throughout cost jobvisor's run PostgreSQL CPU
+ * the peers' runs did not pay); the check that all are done follows, untimed
+ * (waitAllDone). With
  * `analyze`, the same burst commits together with an `ANALYZE` of the table,
  * which is what the burst would see once autovacuum had caught up. Each run
  * also reports PostgreSQL's CPU time and WAL bytes per job, from the insert

@@ -66,6 +66,8 @@ describe('jobvisor bench', () => {
       'jobvisor concurrency-only +ANALYZE',
       'jobvisor tuned',
       'jobvisor tuned +ANALYZE',
+      'jobvisor tuned-keep-none',
+      'jobvisor tuned-keep-none +ANALYZE',
     ]);
     // A pickup can read 0 ms: the task may start before the INSERT's COMMIT reply is read, and
     // on a loaded host (CI) that is half of the 10 samples (src/bench/pickup.ts counts it as 0).

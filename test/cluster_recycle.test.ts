@@ -75,11 +75,22 @@ describe('cluster: recycling under load', () => {
     assert.ok(recycles.length >= 2, `recycled ${recycles.length} times`);
     assert.ok(new Set(recycles.map((r) => r.child)).size === 2, 'both slots recycled');
     assert.equal(cluster.logs.filter((l) => /exited unexpectedly/.test(String(l.msg))).length, 0);
-    // The replacement claimed (its `ready`) before the old process began to drain.
+    // The replacement claimed (its `ready`) before the old process began to drain. A process
+    // drains only once its replacement is ready, which on a loaded host can come after the last
+    // job is done: wait for the first drain rather than expect one already logged.
+    const drainOf = (r: (typeof recycles)[number]) =>
+      cluster.logs.find((l) => l.msg === 'cluster child draining' && l.pid === Number(r.childPid));
+    await until(
+      'a recycled process drained',
+      () => recycles.filter((r) => drainOf(r) !== undefined).length,
+      (n) => n >= 1,
+      30_000,
+      100,
+    );
     let drains = 0;
     for (const r of recycles) {
       const old = Number(r.childPid);
-      const drained = cluster.logs.find((l) => l.msg === 'cluster child draining' && l.pid === old);
+      const drained = drainOf(r);
       if (!drained) continue; // the last one may still be waiting for its replacement
       drains++;
       const started = cluster.logs.filter((l) => l.msg === 'supervisor process started' && l.child === r.child);

@@ -11,10 +11,16 @@
  *
  * Every drain goes through the process's own SIGTERM, so there is one drain
  * path (run/shutdown.ts): a later signal forces it, as for a lone supervisor.
+ * That path is set from the start, not once the runner has started: a stop
+ * during start-up (the primary's `drain`, or SIGTERM/SIGINT sent to the whole
+ * process group) cancels the start (runner.ts `signal`), so nothing is
+ * claimed after it, and the process exits 0.
  */
 import type { ObservedSupervisor } from '../metrics/supervisor-http.ts';
-import { startRunner, type RunnerSetup } from '../run/runner.ts';
+import { startRunner, type Runner, type RunnerSetup } from '../run/runner.ts';
+import { drainOnSignals } from '../run/shutdown.ts';
 import type { SupervisorEvents } from '../supervisor/events.ts';
+import { threadWatch } from '../supervisor/thread_watch.ts';
 import {
   CHILD_SLOT_ENV,
   isPrimaryMessage,
@@ -45,29 +51,33 @@ function countFinished(events: SupervisorEvents, add: (n: number) => void): void
   events.on('job:dead', count);
 }
 
-/** Runs the child's supervisor; resolves once it claims (the process then lives until drained). */
+/** Runs the child's supervisor; resolves once it claims, or once a stop has cancelled its start (the drain then exits). */
 export async function startChild(setup: RunnerSetup): Promise<void> {
   const { log } = setup;
   let observed: ObservedSupervisor | undefined;
   let jobs = 0;
-  let draining = false;
-  let started = false;
-  let identified = false;
-  let drainWhenStarted: string | undefined;
+  const cancel = new AbortController();
+  let signalled = false;
+  process.on('SIGTERM', () => (signalled = true));
+  process.on('SIGINT', () => (signalled = true));
+  drainOnSignals({
+    log,
+    graceMs: setup.settings.shutdown.grace,
+    threadsAlive: (ms) => threadWatch.end(ms),
+    stop: async (reason) => {
+      cancel.abort(reason);
+      await runner.then(
+        (r) => r.stopped,
+        () => {},
+      );
+    },
+  });
   const drain = (why: string) => {
-    if (draining) return;
-    // Before the runner handles signals: no supervisor yet: exit at once; else drain once it can.
-    if (!identified) process.exit(0);
-    if (!started) {
-      drainWhenStarted = why;
-      return;
-    }
-    draining = true;
+    if (signalled) return;
+    signalled = true;
     log.info({ why }, 'cluster child draining');
     process.kill(process.pid, 'SIGTERM');
   };
-  process.on('SIGTERM', () => (draining = true));
-  process.on('SIGINT', () => (draining = true));
   // The primary is gone (crashed, killed): nobody would restart or drain us.
   process.on('disconnect', () => drain('the primary process is gone'));
 
@@ -96,12 +106,15 @@ export async function startChild(setup: RunnerSetup): Promise<void> {
   );
   stats.unref();
 
-  await startRunner({
+  // Declared after the handlers above, in the same turn: no signal or message is handled before it exists.
+  const runner: Promise<Runner> = startRunner({
     ...setup,
     serveMetrics: true,
+    // Signals are this file's (above), from the start: the runner's own would come too late.
+    handleSignals: false,
+    signal: cancel.signal,
     cluster: { primary: process.env[PRIMARY_ID_ENV] ?? '?', slot: Number(process.env[CHILD_SLOT_ENV]) },
     onSupervisor: (id, events) => {
-      identified = true;
       void send({ jobvisor: 'supervisor', id });
       countFinished(events, (n) => (jobs += n));
     },
@@ -119,8 +132,12 @@ export async function startChild(setup: RunnerSetup): Promise<void> {
         });
     },
   });
-  started = true;
-  if (drainWhenStarted !== undefined) return drain(drainWhenStarted);
+  // A start the drain cancelled ends in its exit, whatever startRunner says.
+  const started = await runner.catch((err: unknown) => {
+    if (cancel.signal.aborted) return undefined;
+    throw err;
+  });
+  if (!started || cancel.signal.aborted) return;
   await send({ jobvisor: 'stats', jobs, rssBytes: process.memoryUsage.rss() });
   await send({ jobvisor: 'ready' });
 }

@@ -10,6 +10,10 @@
  * once). stop() drains (the supervisor's shutdown rule), then closes what the
  * runner opened, then what the caller handed it to close; it is idempotent and
  * resolves when all of that is done.
+ *
+ * `signal` (a cluster child's): aborting it stops the runner at any time; during
+ * start-up the task checks end at once, nothing is claimed, and startRunner
+ * resolves with the runner already stopping.
  */
 import type pg from 'pg';
 import { connectionBudget, effectiveQueueLimits, type Settings } from '../config/index.ts';
@@ -57,6 +61,16 @@ export interface RunnerSetup {
   cluster?: { primary: string; slot: number };
   /** With serveMetrics: hand the metrics and readiness to this instead of serving HTTP (a cluster child). */
   exportMetrics?: (observed: ObservedSupervisor) => void;
+  /** Aborting it stops the runner, cancelling a start in progress: see the file comment. */
+  signal?: AbortSignal;
+}
+
+/** Calls `then` once `signal` is aborted (at once if it already is). */
+function whenAborted(signal: AbortSignal | undefined, then: (reason: string) => void): () => void {
+  const call = () => then(String(signal?.reason ?? 'stop requested'));
+  if (signal?.aborted) call();
+  else signal?.addEventListener('abort', call, { once: true });
+  return () => signal?.removeEventListener('abort', call);
 }
 
 /** A running supervisor, as run() returns it. */
@@ -102,6 +116,8 @@ export async function startRunner(setup: RunnerSetup): Promise<Runner> {
     cluster: setup.cluster,
   });
   setup.onSupervisor?.(supervisor.id, supervisor.events);
+  // Stopped before it claims: the task checks (imports in the options thread) answer at once.
+  const cancelChecks = whenAborted(setup.signal, () => void supervisor.stop('start-up cancelled'));
   let stopAskedAt = 0;
   // Best-effort: a collector that never answers gets what is left of the grace, at most 1 s.
   const endTracing = async () => {
@@ -159,6 +175,8 @@ export async function startRunner(setup: RunnerSetup): Promise<Runner> {
     })();
     return stopping;
   };
+  cancelChecks();
+  whenAborted(setup.signal, (reason) => void stop(reason));
   if (setup.handleSignals)
     removeSignals = drainOnSignals({
       log,

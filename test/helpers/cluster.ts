@@ -34,16 +34,20 @@ export function isAlive(pid: number): boolean {
   }
 }
 
+/** The primary and its processes; with `waitReady: false` it resolves at once (metricsPort NaN). */
 export async function spawnCluster(processes: number, options: SpawnOptions): Promise<SpawnedCluster> {
   const s = await spawnSupervisor({
     ...options,
     args: ['--processes', String(processes), ...(options.args ?? [])],
     waitReady: false,
   });
-  const ready = await s.waitForLog(/^cluster ready$/, options.readyTimeoutMs ?? 90_000).catch((err: unknown) => {
-    s.child.kill('SIGKILL');
-    throw err;
-  });
+  const ready =
+    options.waitReady === false
+      ? {}
+      : await s.waitForLog(/^cluster ready$/, options.readyTimeoutMs ?? 90_000).catch((err: unknown) => {
+          s.child.kill('SIGKILL');
+          throw err;
+        });
   const childPids = (slot?: number) =>
     s.logs
       .filter((l) => l.msg === 'supervisor process started' && (slot === undefined || l.child === slot))

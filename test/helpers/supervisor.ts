@@ -40,6 +40,8 @@ export interface SpawnOptions {
   /** Wait for the `ready` line (default true). */
   waitReady?: boolean;
   readyTimeoutMs?: number;
+  /** Its own process group (pid = pgid), so a test can signal the whole group as a terminal or systemd does. */
+  detached?: boolean;
 }
 
 const alive = new Set<ChildProcess>();
@@ -128,6 +130,7 @@ export async function spawnSupervisor(options: SpawnOptions): Promise<SpawnedSup
   const child = spawn(process.execPath, [BIN, 'start', ...(options.args ?? [])], {
     cwd: root,
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: options.detached === true,
     env: {
       ...process.env,
       DATABASE_URL: options.databaseUrl,

@@ -1,6 +1,7 @@
 /**
  * Cluster mode's decisions as pure functions: the process count of `auto`
- * (cgroup quota), the restart back-off, what "enough children ready" means,
+ * (cgroup quota), the restart back-off, the hang watch and its bound, what
+ * "enough children ready" means,
  * the per-child labels and retired counters of the aggregated metrics, and
  * the `cluster` configuration keys.
  */
@@ -13,6 +14,7 @@ import { describe, it } from 'node:test';
 import { Counter, Gauge, Registry } from 'prom-client';
 import { aggregate, cumulative, labelChild, retire } from '../src/cluster/aggregate.ts';
 import { availableCpus, quotaCpus, resolveProcesses } from '../src/cluster/cpus.ts';
+import { HangWatch, hangLimitMs, MAX_CREDIT_MS, MIN_HANG_MS } from '../src/cluster/hang_watch.ts';
 import { enoughReady } from '../src/cluster/http.ts';
 import type { MetricsJson } from '../src/cluster/messages.ts';
 import {
@@ -79,6 +81,49 @@ describe('cluster: restart back-off', () => {
     assert.equal(recycleReason({ jobs: 5, rssBytes: 513 * MB }, { maxJobs: 0, maxRssMb: 512 }), 'maxRssMb');
     assert.equal(recycleReason({ jobs: 5, rssBytes: 512 * MB }, { maxJobs: 0, maxRssMb: 512 }), undefined);
     assert.equal(recycleReason({ jobs: 1e9, rssBytes: 1e12 }, { maxJobs: 0, maxRssMb: 0 }), undefined);
+  });
+});
+
+describe('cluster: hung processes', () => {
+  it('the bound is half the lease, never under 5 s', () => {
+    assert.equal(hangLimitMs(15_000), 7500);
+    assert.equal(hangLimitMs(60_000), 30_000);
+    assert.equal(hangLimitMs(10_000), MIN_HANG_MS);
+    assert.equal(hangLimitMs(3000), MIN_HANG_MS);
+  });
+
+  it('a child silent for the bound is hung; a message starts its silence again; unheard ones are not watched', () => {
+    const w = new HangWatch<string>(5000, 0);
+    w.heard('a');
+    w.heard('b');
+    let t = 0;
+    const advance = (ms: number) => {
+      let hung: string[] = [];
+      for (const end = t + ms; t < end;) hung = w.tick((t += 250)).map((h) => h.child);
+      return hung;
+    };
+    assert.deepEqual(advance(3000), []);
+    w.heard('a');
+    assert.deepEqual(advance(1750), []);
+    assert.equal(w.silentFor('b'), 4750);
+    assert.deepEqual(advance(250), ['b']);
+    assert.deepEqual(
+      w.silentAtLeast(2000).map((h) => h.child),
+      ['a', 'b'],
+    );
+    assert.equal(w.silentFor('c'), 0, 'a child never heard is not watched');
+    w.forget('b');
+    assert.deepEqual(advance(3000), ['a']);
+  });
+
+  it('a primary that was itself blocked does not blame its children: a late tick credits at most 1 s', () => {
+    const w = new HangWatch<string>(5000, 0);
+    w.heard('a');
+    assert.deepEqual(w.tick(20_000), []);
+    assert.equal(w.silentFor('a'), MAX_CREDIT_MS);
+    // Its messages queued meanwhile arrive after that tick: silence over.
+    w.heard('a');
+    assert.equal(w.silentFor('a'), 0);
   });
 });
 

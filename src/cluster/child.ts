@@ -4,10 +4,12 @@
  *
  * It tells the primary its supervisor id before its first claim (so its jobs
  * can be handed back the moment it dies), reports jobs finished and resident
- * memory every second (recycling), answers metrics and readiness requests, and
- * drains on the primary's `drain`. Orphans: when the IPC channel closes (the
- * primary died, even by SIGKILL: the kernel closes its end) the child drains
- * and exits by itself; running jobs get the usual shutdown grace.
+ * memory every second (recycling; the primary's hang watch counts on these
+ * reports: the first goes out at once, and they go on until the exit, drain
+ * included), answers metrics and readiness requests, and drains on the
+ * primary's `drain`. Orphans: when the IPC channel closes (the primary died, even by
+ * SIGKILL: the kernel closes its end) the child drains and exits by itself;
+ * running jobs get the usual shutdown grace.
  *
  * Every drain goes through the process's own SIGTERM, so there is one drain
  * path (run/shutdown.ts): a later signal forces it, as for a lone supervisor.
@@ -100,11 +102,10 @@ export async function startChild(setup: RunnerSetup): Promise<void> {
     if (isPrimaryMessage(m)) void answer(m).catch((err: unknown) => log.warn({ err }, 'cluster message failed'));
   });
 
-  const stats = setInterval(
-    () => void send({ jobvisor: 'stats', jobs, rssBytes: process.memoryUsage.rss() }),
-    STATS_EVERY_MS,
-  );
-  stats.unref();
+  const stats = () => void send({ jobvisor: 'stats', jobs, rssBytes: process.memoryUsage.rss() });
+  stats();
+  // Until the process exits, drain included: a silent child is a hung one (hang_watch.ts).
+  setInterval(stats, STATS_EVERY_MS).unref();
 
   // Declared after the handlers above, in the same turn: no signal or message is handled before it exists.
   const runner: Promise<Runner> = startRunner({
@@ -120,7 +121,6 @@ export async function startChild(setup: RunnerSetup): Promise<void> {
     },
     exportMetrics: (o) => (observed = o),
     close: async () => {
-      clearInterval(stats);
       await setup.close?.();
       // The counters as they end, so the primary's totals do not fall back when this process goes.
       if (observed)
@@ -138,6 +138,6 @@ export async function startChild(setup: RunnerSetup): Promise<void> {
     throw err;
   });
   if (!started || cancel.signal.aborted) return;
-  await send({ jobvisor: 'stats', jobs, rssBytes: process.memoryUsage.rss() });
+  stats();
   await send({ jobvisor: 'ready' });
 }

@@ -8,6 +8,10 @@
  * child of two keeps the pod ready while it restarts; a primary whose children
  * cannot start is not ready. /healthz answers while the primary's event loop
  * turns: a dead child is the primary's to restart, not a reason to kill the pod.
+ * It lists the children silent for 3 s or more (`hung`: slot, pid, how long,
+ * and the bound at which the primary kills them) and the last one killed as
+ * hung (`lastKilled`); a hung child is the primary's to replace, so the answer
+ * stays 200.
  */
 import type { Readiness } from '../metrics/server.ts';
 import { startHttpServer } from '../metrics/server.ts';
@@ -51,6 +55,7 @@ export async function serveCluster(primary: ClusterPrimary, options: { host: str
     port: options.port,
     registry: { contentType: primary.metrics.registry.contentType, metrics: render },
     readiness,
+    health: () => ({ ...primary.hangReport() }),
     beforeScrape: async (deadlineMs) => {
       primary.metrics.children.set(primary.live().length);
       await Promise.all(primary.live().map((c) => c.request('metrics', deadlineMs)));

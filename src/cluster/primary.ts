@@ -10,7 +10,11 @@
  *   - an unexpected exit is restarted after restartDelayMs (restart_delay.ts)
  *     and logged in one line; a process the primary asked to drain is not;
  *   - recycling starts the replacement first and drains the old process only
- *     once the replacement claims, so the slot never stops claiming.
+ *     once the replacement claims, so the slot never stops claiming;
+ *   - a process silent for `hangLimitMs` (its event loop blocked: hang_watch.ts)
+ *     is SIGKILLed, and its exit is handled as a crash's: jobs handed back at
+ *     once, a new process in its slot. This holds while stopping too (then
+ *     without the restart): a hung process would never finish its drain.
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -20,6 +24,7 @@ import { removeSupervisor } from '../queue/presence.ts';
 import { handBackJobsOf } from '../queue/hand_back.ts';
 import type { Store } from '../queue/sql.ts';
 import { retire } from './aggregate.ts';
+import { HangWatch, REPORT_SILENT_MS, TICK_MS } from './hang_watch.ts';
 import { CHILD_SLOT_ENV, PRIMARY_ID_ENV, type ChildMessage, type MetricsJson } from './messages.ts';
 import { nextStreak, recycleReason, restartDelayMs } from './restart_delay.ts';
 import { SupervisorChild, type ChildExit, type ForkOptions } from './supervisor_child.ts';
@@ -35,6 +40,14 @@ export interface PrimaryOptions {
   store: Store;
   log: Logger;
   fork: ForkOptions;
+  /** A child silent this long is hung: killed and replaced (hang_watch.ts `hangLimitMs`). */
+  hangLimitMs: number;
+}
+
+/** What /healthz says about hung processes: those silent now, and the last one killed. */
+export interface HangReport {
+  hung: Array<{ child: number; pid: number; silentMs: number; killAtMs: number }>;
+  lastKilled?: { child: number; pid: number; silentMs: number; at: string };
 }
 
 interface Slot {
@@ -55,8 +68,12 @@ export class ClusterPrimary {
   private stopping = false;
   /** onExit runs of processes that exited, until their hand-back is done. */
   private readonly handling = new Set<Promise<void>>();
+  private readonly watch: HangWatch<SupervisorChild>;
+  private ticker: NodeJS.Timeout | undefined;
+  private lastKilled: HangReport['lastKilled'];
 
   constructor(private readonly options: PrimaryOptions) {
+    this.watch = new HangWatch(options.hangLimitMs, performance.now());
     this.slots = Array.from({ length: options.processes }, () => ({
       current: undefined,
       streak: 0,
@@ -87,6 +104,21 @@ export class ClusterPrimary {
 
   start(): void {
     for (let i = 0; i < this.slots.length; i++) this.spawn(i);
+    this.ticker = setInterval(() => {
+      for (const { child, silentMs } of this.watch.tick(performance.now())) this.killHung(child, silentMs);
+    }, TICK_MS);
+    this.ticker.unref();
+  }
+
+  /** Processes silent for REPORT_SILENT_MS or more, and the last one killed as hung (for /healthz). */
+  hangReport(): HangReport {
+    const hung = this.watch.silentAtLeast(REPORT_SILENT_MS).map(({ child, silentMs }) => ({
+      child: child.slot,
+      pid: child.pid,
+      silentMs: Math.round(silentMs),
+      killAtMs: this.options.hangLimitMs,
+    }));
+    return this.lastKilled ? { hung, lastKilled: this.lastKilled } : { hung };
   }
 
   private spawn(slot: number): SupervisorChild {
@@ -109,17 +141,46 @@ export class ClusterPrimary {
   }
 
   private onMessage(child: SupervisorChild, m: ChildMessage): void {
+    // Messages still queued from a process already killed do not bring it back under watch.
+    if (child.alive && child.killedHung === undefined) this.watch.heard(child);
     if (m.jobvisor === 'stats') this.maybeRecycle(child);
   }
 
+  private killHung(child: SupervisorChild, silentMs: number): void {
+    this.watch.forget(child);
+    if (!child.alive) return;
+    child.killedHung = Math.round(silentMs);
+    this.lastKilled = { child: child.slot, pid: child.pid, silentMs: child.killedHung, at: new Date().toISOString() };
+    this.metrics.hung.labels(String(child.slot)).inc();
+    this.options.log.error(
+      {
+        child: child.slot,
+        childPid: child.pid,
+        supervisor: child.supervisorId,
+        silentMs: child.killedHung,
+        limitMs: this.options.hangLimitMs,
+      },
+      'supervisor process hung (its event loop does not answer): killing it',
+    );
+    child.signal('SIGKILL');
+  }
+
   private async onExit(child: SupervisorChild, exit: ChildExit): Promise<void> {
+    this.watch.forget(child);
     this.children.delete(child);
     this.metrics.children.set(this.live().length);
     const slot = this.slots[child.slot] as Slot;
     const expected = child.drainAsked || this.stopping;
     const handedBack = await this.handBack(child, exit);
     this.retired = await retire(this.retired, child.lastMetrics).catch(() => this.retired);
-    const fields = { child: child.slot, childPid: child.pid, supervisor: child.supervisorId, ...exit, handedBack };
+    const fields = {
+      child: child.slot,
+      childPid: child.pid,
+      supervisor: child.supervisorId,
+      ...exit,
+      handedBack,
+      ...(child.killedHung === undefined ? {} : { hungMs: child.killedHung }),
+    };
     if (slot.current !== child) {
       if (slot.replacing === child) slot.replacing = undefined;
       this.options.log.info(fields, 'supervisor process exited');
@@ -147,7 +208,9 @@ export class ClusterPrimary {
     this.metrics.restarts.labels(String(child.slot)).inc();
     this.options.log.warn(
       { ...fields, crashes: slot.streak, restartInMs: delayMs },
-      'supervisor process exited unexpectedly: its jobs handed back, restarting it',
+      child.killedHung === undefined
+        ? 'supervisor process exited unexpectedly: its jobs handed back, restarting it'
+        : 'hung supervisor process killed: its jobs handed back, restarting it',
     );
     slot.restart = setTimeout(() => {
       slot.restart = undefined;
@@ -216,6 +279,7 @@ export class ClusterPrimary {
     for (const s of this.slots) clearTimeout(s.restart);
     for (const c of this.live()) c.drain();
     while (this.handling.size > 0) await Promise.all([...this.handling]);
+    clearInterval(this.ticker);
   }
 
   /** Sends `signal` to every live process (a second SIGTERM forces their drain; SIGKILL ends them). */

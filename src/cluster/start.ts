@@ -12,6 +12,7 @@ import type { Logger } from '../log.ts';
 import type { Store } from '../queue/sql.ts';
 import { SHUTDOWN_MARGIN_MS } from '../run/shutdown.ts';
 import { checkTaskPaths } from '../run/task_setup.ts';
+import { hangLimitMs } from './hang_watch.ts';
 import { serveCluster } from './http.ts';
 import { ClusterPrimary } from './primary.ts';
 import type { ForkOptions } from './supervisor_child.ts';
@@ -42,6 +43,7 @@ export async function startCluster(setup: ClusterSetup): Promise<{ primary: Clus
     store: setup.store,
     log,
     fork: setup.fork,
+    hangLimitMs: hangLimitMs(settings.jobs.lease),
   });
   const http = await serveCluster(primary, { host: settings.metrics.host, port: settings.metrics.port });
 

@@ -4,7 +4,8 @@
  * metrics), and requests that answer within a deadline or not at all.
  *
  * States: forked → identified (supervisor id known) → ready (claiming) →
- * draining (asked) → exited. `exited` resolves once, with the exit code or signal.
+ * draining (asked) → exited; any state may end as killed-hung (SIGKILLed by the
+ * primary for its silence) → exited. `exited` resolves once, with the exit code or signal.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { isChildMessage, type ChildMessage, type MetricsJson, type PrimaryMessage } from './messages.ts';
@@ -29,6 +30,8 @@ export class SupervisorChild {
   supervisorId: string | undefined;
   ready = false;
   drainAsked = false;
+  /** Set when the primary killed it as hung: how long it had been silent (ms). */
+  killedHung: number | undefined;
   jobs = 0;
   rssBytes = 0;
   /** Its metrics as last read (a scrape, or its final report after a drain). */

@@ -150,6 +150,12 @@ export function createClusterMetrics() {
       labelNames: ['child'],
       registers,
     }),
+    hung: new Counter({
+      name: 'jobvisor_cluster_hung_total',
+      help: 'Supervisor processes the cluster primary killed because their event loop stopped answering, per slot.',
+      labelNames: ['child'],
+      registers,
+    }),
     recycles: new Counter({
       name: 'jobvisor_cluster_recycles_total',
       help: 'Supervisor processes replaced and drained for reaching cluster.maxJobs or cluster.maxRssMb, per slot.',

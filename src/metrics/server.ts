@@ -30,6 +30,8 @@ export interface HttpOptions {
   /** Longest wait for beforeScrape (default 2 s). */
   scrapeDeadlineMs?: number;
   readiness: () => Promise<Readiness>;
+  /** More fields for /healthz's answer (the cluster primary's hung processes). */
+  health?: () => Record<string, unknown>;
 }
 
 export async function startHttpServer(
@@ -55,7 +57,11 @@ export async function startHttpServer(
         res.writeHead(200, { 'content-type': options.registry.contentType }).end(body);
       })().catch(() => res.writeHead(500).end('metrics failed\n'));
     } else if (url === '/healthz') {
-      const body = JSON.stringify({ status: 'ok', eventLoopDelayP99Ms: Math.round(delay.percentile(99) / 1e4) / 100 });
+      const body = JSON.stringify({
+        status: 'ok',
+        eventLoopDelayP99Ms: Math.round(delay.percentile(99) / 1e4) / 100,
+        ...options.health?.(),
+      });
       delay.reset();
       res.writeHead(200, { 'content-type': 'application/json' }).end(body);
     } else if (url === '/readyz') {

@@ -9,6 +9,7 @@ import type { QueueSettings } from '../src/config/index.ts';
 import { KEYLESS_WINDOW } from '../src/queue/claim_limited.ts';
 import { enqueueMany } from '../src/queue/enqueue.ts';
 import type { ClaimedJob } from '../src/queue/types.ts';
+import { claimStrategyFor } from '../src/supervisor/claim/choose.ts';
 import { SupervisorEvents } from '../src/supervisor/events.ts';
 import { Fetcher } from '../src/supervisor/fetcher.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
@@ -30,13 +31,19 @@ function fetcher(
   limits: Partial<QueueSettings> = {},
   events = new SupervisorEvents(),
 ): Fetcher {
+  const settings = { concurrency: 4, jobsPerThread: 4, prefetch: 0, timeout: null, ...limits };
   return new Fetcher({
-    store: { db: db.pool, schema: 'jobvisor' },
     queue,
-    settings: { concurrency: 4, jobsPerThread: 4, prefetch: 0, timeout: null, ...limits },
-    owner: 'fetcher-test',
+    settings,
+    strategy: claimStrategyFor(settings, {
+      store: { db: db.pool, schema: 'jobvisor' },
+      queue,
+      owner: 'fetcher-test',
+      leaseMs: 60_000,
+      maxPayloadBytes: 1024 * 1024,
+      durable: () => false,
+    }),
     leaseMs: 60_000,
-    maxPayloadBytes: 1024 * 1024,
     pollIntervalMs: 60_000,
     capacity,
     deliver: (jobs) => delivered.push(...jobs),

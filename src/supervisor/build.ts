@@ -12,6 +12,7 @@ import type { Settings } from '../config/index.ts';
 import { HeldConnection } from '../db/held.ts';
 import type { Store } from '../queue/sql.ts';
 import type { ClaimedJob, Fence } from '../queue/types.ts';
+import { claimStrategyFor } from './claim/choose.ts';
 import type { Dispatcher } from './dispatch/dispatcher.ts';
 import type { DispatcherOptions } from './dispatch/options.ts';
 import type { SupervisorEvents } from './events.ts';
@@ -87,16 +88,21 @@ export function buildFetchers(p: {
   const { settings, dispatcher } = p;
   const fetchers = new Map<string, Fetcher>();
   for (const [queue, queueSettings] of Object.entries(settings.queues)) {
-    const fetcher = new Fetcher({
+    const strategy = claimStrategyFor(queueSettings, {
       store: p.store,
       queue,
-      settings: queueSettings,
       owner: p.owner,
       leaseMs: settings.jobs.lease,
       maxPayloadBytes: settings.jobs.maxPayloadBytes,
+      durable: p.durableClaims,
+    });
+    const fetcher = new Fetcher({
+      queue,
+      settings: queueSettings,
+      strategy,
+      leaseMs: settings.jobs.lease,
       pollIntervalMs: settings.poll.interval,
       capacity: () => dispatcher.capacity(queue),
-      durableClaims: p.durableClaims,
       deliver: (jobs: ClaimedJob[]) => dispatcher.add(jobs),
       handBack: (jobs, reason) => dispatcher.handBack(jobs, reason),
       beforeClaim: p.beforeClaim,

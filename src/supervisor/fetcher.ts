@@ -1,60 +1,48 @@
 /**
  * The fetcher of one queue: claims due jobs into the dispatcher, up to the
- * queue's free capacity, one claim statement at a time.
+ * queue's free capacity, one claim at a time. How it claims is its strategy's
+ * business (claim/strategy.ts: claim/plain.ts, claim/limited.ts); this loop
+ * decides when, for how many places, and where the jobs go.
  *
  * It claims when woken (a notification, the poll timer, a delayed job coming
  * due) and, while the last claim came back full (a backlog), whenever enough
  * capacity has freed up to make a batch worth a round trip. A wake during a
  * claim is remembered and answered right after it. A fetcher that holds
- * nothing claims for its places first and for its prefetch right after: a
- * burst after a quiet spell then starts its first jobs after a claim of
- * `concurrency` rows, not of MAX_CLAIM (20,000-job bursts on 2 cores, tuned
- * shape: first start 3 ms instead of 25, jobs/s unchanged).
+ * nothing claims for its places first and for its prefetch right after (when
+ * its strategy allows it): a burst after a quiet spell then starts its first
+ * jobs after a claim of `concurrency` rows, not of MAX_CLAIM (20,000-job
+ * bursts on 2 cores, tuned shape: first start 3 ms instead of 25, jobs/s
+ * unchanged).
+ *
+ * A claim cut short by a limit (the strategy's retryInMs) is tried again
+ * then, at the latest at the next poll, and counts as a backlog; an empty
+ * claim that was not held back arms a timer for the next delayed job, if it
+ * comes due before the next poll.
  *
  * A paused fetcher claims nothing; jobs of a claim that was under way when the
- * pause arrived are handed back, not started. A limited queue (cluster-wide
- * limits) claims through claimLimited; when the limits, not the pending jobs,
- * cut a claim short, it tries again when a start frees up (rate limit) or
- * after LIMITED_RETRY_MS, since a slot freed by another supervisor is not announced.
- * A rate-limited claim names the moment its jobs are to start, by the
- * database's clock (see claim_limited.ts): they are held here until then, by
- * the local clock corrected with the offset each claim measures (db_clock.ts),
- * counted against the queue's places, and handed back if the queue is paused or
- * the fetcher stops (start_holds.ts). Held jobs are claimed: the heartbeat
- * renews their leases (fences()) and a lost one is dropped (leaseLost()).
- * A per-key claim looks for jobs without a key in a window of the queue's
- * first due jobs; when the last one said more may lie beyond it, the next
- * claim reads to the end, spaced by costlyReadGap (src/cached.ts) from the
- * last such claim, and at least KEYLESS_FULL_MIN_MS apart.
+ * pause arrived are handed back, not started. A rate-limited claim names the
+ * moment each job is to start (by the local clock, as its strategy converted
+ * it): the jobs are held here until then, counted against the queue's places,
+ * and handed back if the queue is paused or the fetcher stops
+ * (start_holds.ts). Held jobs are claimed: the heartbeat renews their leases
+ * (fences()) and a lost one is dropped (leaseLost()).
  */
-import { costlyReadGap } from '../cached.ts';
-import { isLimited, type QueueSettings } from '../config/sections.ts';
-import { claimJobs, nextDueIn } from '../queue/claim.ts';
-import { claimLimited } from '../queue/claim_limited.ts';
-import type { Store } from '../queue/sql.ts';
+import type { QueueSettings } from '../config/sections.ts';
 import type { ClaimedJob, Fence } from '../queue/types.ts';
-import { DbClock } from './db_clock.ts';
+import type { ClaimStrategy } from './claim/strategy.ts';
 import type { SupervisorEvents } from './events.ts';
 import { StartHolds } from './start_holds.ts';
 
 export const MAX_CLAIM = 1000;
-/** The least time between two claims that read every due job for keyless ones (see costlyReadGap). */
-export const KEYLESS_FULL_MIN_MS = 1000;
-/** How soon a limited queue held back by its cluster limits claims again. */
-export const LIMITED_RETRY_MS = 200;
 
 export interface FetcherOptions {
-  store: Store;
   queue: string;
   settings: QueueSettings;
-  owner: string;
+  /** How this queue claims (claim/plain.ts or claim/limited.ts). */
+  strategy: ClaimStrategy;
   leaseMs: number;
-  /** Payloads over this size are not sent by the claim (the dispatcher dead-letters them). */
-  maxPayloadBytes: number;
   pollIntervalMs: number;
   capacity: () => number;
-  /** Claims commit durably (the primary has synchronous standbys); default false. */
-  durableClaims?: () => boolean;
   deliver: (jobs: ClaimedJob[]) => void;
   /** Hands back jobs claimed while the queue was being paused (no attempt used). */
   handBack?: (jobs: ClaimedJob[], reason: string) => void;
@@ -72,31 +60,21 @@ export class Fetcher {
   private stopped = false;
   private dueTimer: NodeJS.Timeout | undefined;
   private readonly minBatch: number;
-  private readonly limited: boolean;
   private paused = false;
-  /** Where the next per-key walk starts. */
-  private cursor: string | null = null;
-  /** Jobs without a key may lie beyond the last claim's window; when a full read may run next. */
-  private keylessHidden = false;
-  private keylessFullAt = 0;
-  /** The database's clock, as the claims measure it. */
-  private readonly dbClock: DbClock;
   /** Rate-limited jobs claimed and held until their start slot. */
   private readonly holds: StartHolds;
 
   constructor(private readonly options: FetcherOptions) {
     const { concurrency, prefetch } = options.settings;
-    this.dbClock = new DbClock(options.clock);
     // Without a hand-back path (tests), held jobs go to the dispatcher at once.
     const handBack = options.handBack ?? ((jobs: ClaimedJob[]) => options.deliver(jobs));
     this.holds = new StartHolds({
-      clock: this.dbClock,
+      now: options.clock ?? Date.now,
       leaseMs: options.leaseMs,
       deliver: (jobs) => options.deliver(jobs),
       handBack,
       paused: () => this.paused,
     });
-    this.limited = isLimited(options.settings);
     this.minBatch = Math.max(1, Math.floor((concurrency + prefetch) / 4));
   }
 
@@ -159,14 +137,8 @@ export class Fetcher {
     this.holds.leaseLost(tokens);
   }
 
-  /** Delivers the claimed jobs, or holds them until their rate-limit start slots. */
-  private deliverAt(jobs: ClaimedJob[], startAtMs: number[]): void {
-    const rate = this.options.settings.rateLimit;
-    if (startAtMs.length === 0 || !rate) this.options.deliver(jobs);
-    else this.holds.add(jobs, startAtMs, rate.periodMs);
-  }
-
   private async claim(): Promise<number> {
+    const { strategy, settings } = this.options;
     try {
       await this.options.beforeClaim?.();
     } catch (err) {
@@ -177,64 +149,28 @@ export class Fetcher {
     if (this.paused || this.stopped) return 0;
     // Jobs held for their start slot wait beside the running ones, up to `concurrency`
     // of them: counted as running, a 10 ms hold idled every place for 10 ms per claim.
-    const heldOver = Math.max(0, this.holds.size - this.options.settings.concurrency);
+    const heldOver = Math.max(0, this.holds.size - settings.concurrency);
     const capacity = this.options.capacity();
-    const { concurrency, prefetch } = this.options.settings;
+    const { concurrency, prefetch } = settings;
     let limit = Math.min(MAX_CLAIM, capacity - heldOver);
     // Holding nothing, as when a burst follows a quiet spell: the first claim is for the
     // places only, so the first jobs start after a claim of `concurrency` rows instead of
     // MAX_CLAIM, and the jobs claimed ahead follow in the next claim, at once.
-    const placesFirst = !this.limited && prefetch > 0 && capacity === concurrency + prefetch && limit > concurrency;
+    const placesFirst =
+      strategy.splitsPlacesFirst && prefetch > 0 && capacity === concurrency + prefetch && limit > concurrency;
     if (placesFirst) limit = concurrency;
     if (limit <= 0) return 0;
-    let jobs: ClaimedJob[];
-    let held = false;
-    let startAtMs: number[] = [];
+    let claimed;
     try {
-      if (this.limited) {
-        const started = performance.now();
-        const keylessScan = this.keylessHidden && started >= this.keylessFullAt ? 'all' : 'window';
-        const claim = await claimLimited(this.options.store, {
-          owner: this.options.owner,
-          queue: this.options.queue,
-          limit,
-          leaseMs: this.options.leaseMs,
-          maxPayloadBytes: this.options.maxPayloadBytes,
-          limits: this.options.settings,
-          cursor: this.cursor,
-          keylessScan,
-          durable: this.options.durableClaims?.() === true,
-          clock: this.options.clock,
-        });
-        if (claim.clock) this.dbClock.observe(claim.clock);
-        jobs = claim.jobs;
-        this.cursor = claim.cursor;
-        if (keylessScan === 'all') {
-          const ended = performance.now();
-          this.keylessFullAt = ended + costlyReadGap(ended - started, KEYLESS_FULL_MIN_MS);
-        }
-        this.keylessHidden = claim.keylessHidden;
-        startAtMs = claim.startAtMs;
-        // Cut short by a cluster limit, or keys at their limit: not "nothing due", so
-        // no due-time timer (it would fire at once and spin); claim again later.
-        held = (!claim.full && jobs.length >= claim.budget) || claim.keysWaiting;
-        const nextFree = claim.nextFreeMs !== null && claim.nextFreeMs > 0 ? claim.nextFreeMs : LIMITED_RETRY_MS;
-        if (held) this.retryIn(nextFree);
-      } else {
-        jobs = await claimJobs(this.options.store, {
-          owner: this.options.owner,
-          queue: this.options.queue,
-          limit,
-          leaseMs: this.options.leaseMs,
-          maxPayloadBytes: this.options.maxPayloadBytes,
-          durable: this.options.durableClaims?.() === true,
-        });
-      }
+      claimed = await strategy.claim(limit);
     } catch (err) {
       this.options.events.emit('db:error', { loop: `fetcher:${this.options.queue}`, err });
       this.backlog = false;
       return 0;
     }
+    const { jobs, retryInMs } = claimed;
+    const held = retryInMs !== null;
+    if (held) this.retryIn(retryInMs);
     if (this.paused && jobs.length > 0) {
       // Paused while this claim was under way: nothing of it may start.
       if (this.options.handBack) {
@@ -246,7 +182,8 @@ export class Fetcher {
     if (placesFirst && this.backlog) this.dirty = true;
     if (jobs.length > 0) {
       this.options.events.emit('job:claimed', { queue: this.options.queue, count: jobs.length });
-      this.deliverAt(jobs, startAtMs);
+      if (claimed.slots) this.holds.add(jobs, claimed.slots.atMs, claimed.slots.periodMs);
+      else this.options.deliver(jobs);
     } else if (!held) {
       await this.armDueTimer();
     }
@@ -265,7 +202,7 @@ export class Fetcher {
   private async armDueTimer(): Promise<void> {
     let inMs: number | null;
     try {
-      inMs = await nextDueIn(this.options.store, this.options.queue);
+      inMs = await this.options.strategy.nextDueIn();
     } catch {
       return;
     }

@@ -2,8 +2,8 @@
  * Rate-limited jobs a fetcher has claimed and holds until their start slot.
  *
  * A claim names each job's slot by the database's clock (claim_limited.ts);
- * it is converted to the local clock with the offset the claims measure
- * (db_clock.ts), and the job is given the window its task may start in
+ * the claim strategy converts it to the local clock with the offset the claims
+ * measure (db_clock.ts, claim/limited.ts), and the job is given the window its task may start in
  * (ClaimedJob.startWindow, checked in the worker thread just before the task).
  * Jobs leave in groups by their wait, DISPATCH_LEAD_MS before the slot, for
  * `deliver` (or `handBack` while paused).
@@ -16,7 +16,6 @@
  */
 import { startToleranceMs } from '../queue/claim_limited.ts';
 import type { ClaimedJob, Fence } from '../queue/types.ts';
-import type { DbClock } from './db_clock.ts';
 
 /**
  * A held job goes to the dispatcher this long before its slot, so that the
@@ -31,7 +30,8 @@ export class StartHolds {
 
   constructor(
     private readonly options: {
-      clock: DbClock;
+      /** The local clock (ms since the epoch). */
+      now: () => number;
       leaseMs: number;
       deliver: (jobs: ClaimedJob[]) => void;
       handBack: (jobs: ClaimedJob[], reason: string) => void;
@@ -45,18 +45,18 @@ export class StartHolds {
   }
 
   /**
-   * Holds each job until its slot (`startAtMs`, same order, by the database's
-   * clock) of a limit whose period is `periodMs`.
+   * Holds each job until its slot (`slotsMs`, same order, by the local clock)
+   * of a limit whose period is `periodMs`.
    */
-  add(jobs: ClaimedJob[], startAtMs: number[], periodMs: number): void {
-    const { clock, leaseMs } = this.options;
+  add(jobs: ClaimedJob[], slotsMs: number[], periodMs: number): void {
+    const { leaseMs } = this.options;
     const tolerance = startToleranceMs(periodMs);
-    const now = clock.now();
+    const now = this.options.now();
     const byWait = new Map<number, ClaimedJob[]>();
     const missed: ClaimedJob[] = [];
     const tooFar: ClaimedJob[] = [];
     jobs.forEach((job, i) => {
-      const slot = clock.toLocal(startAtMs[i] ?? clock.offset + now);
+      const slot = slotsMs[i] ?? now;
       job.startWindow = { notBeforeMs: slot, notAfterMs: slot + tolerance };
       const wait = Math.max(0, Math.round(slot - DISPATCH_LEAD_MS - now));
       if (slot + tolerance < now) missed.push(job);

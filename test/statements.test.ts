@@ -34,8 +34,9 @@
  * matches one node as EXPLAIN's text names it ("Index Scan using X on jobs",
  * "Bitmap Index Scan on X", "Index Only Scan using X on jobs"); `wholeTable` and
  * `sorts` say why a statement may read the table whole or sort its rows.
- * Statements inside PL/pgSQL functions (jobvisor.due_job_ids) are not
- * visible to EXPLAIN; test/plans.test.ts checks them through auto_explain.
+ * Statements inside PL/pgSQL functions (jobvisor.due_job_ids, and the limited
+ * claims' jobvisor.queue_offers, key_offers and limit_state) are not visible
+ * to EXPLAIN; test/plans.test.ts checks them through auto_explain.
  */
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -92,13 +93,22 @@ const EXPECTED: Record<string, Expectation> = {
   // Claims and outcomes (src/queue/claim.ts, claim_limited_sql.ts, complete.ts, …).
   claim_jobs: { values: () => ['o', 'default', 60_000, 50, now, 1 << 20, true], uses: /jobs_pkey/ },
   next_due: { values: () => ['default', now], uses: /Index (Only )?Scan using jobs_pending_idx/ },
+  // Shared: … $14/$15 the queue's lock, $16/$17 ended runs (ids, tokens), $18 durable.
   claim_queue_limited: {
-    values: () => ['o', 'q1', 60_000, 20, now, 1 << 20, 1000, null, null, null, false, 0, 0],
+    values: (f) => [
+      ...['o', 'q1', 60_000, 20, now, 1 << 20, 1000, null, 5, 1025, false, 10, 1000, 1, 2],
+      ...[`{${f.runningIds.join(',')}}`, `{${f.tokens.join(',')}}`, false],
+    ],
     uses: /jobs_pkey/,
   },
+  // Per key: … $19 cursor, $20 keys to visit, $21 keyless window, $22/$23 weighted keys, $24 other keys' weight.
   claim_key_limited: {
-    values: () => ['o', 'q3', 60_000, 20, now, 1 << 20, null, 2, null, null, false, 0, 0, null, 50, null],
-    uses: /Index (Only )?Scan using jobs_pending_key_idx/,
+    values: (f) => [
+      ...['o', 'q3', 60_000, 20, now, 1 << 20, null, 2, null, null, false, 0, 0, 1, 2],
+      ...[`{${f.runningIds.join(',')}}`, `{${f.tokens.join(',')}}`, false],
+      ...[null, 50, null, ['key3'], [3], 1],
+    ],
+    uses: /jobs_pkey/,
   },
   complete_jobs: { values: (f) => [f.runningIds, f.tokens, 'o', now], uses: /jobs_(pkey|running_idx)/ },
   delete_done_jobs: { values: (f) => [f.runningIds, f.tokens, 'o'], uses: /jobs_(pkey|running_idx)/ },

@@ -83,19 +83,25 @@ export function buildFetchers(p: {
   dispatcher: Dispatcher;
   durableClaims: () => boolean;
   beforeClaim: () => Promise<void>;
+  /** A queue's jobs whose runs have ended, outcomes not yet written (the completer's). */
+  ended: (queue: string) => readonly ClaimedJob[];
   events: SupervisorEvents;
 }): Map<string, Fetcher> {
   const { settings, dispatcher } = p;
   const fetchers = new Map<string, Fetcher>();
   for (const [queue, queueSettings] of Object.entries(settings.queues)) {
-    const strategy = claimStrategyFor(queueSettings, {
-      store: p.store,
-      queue,
-      owner: p.owner,
-      leaseMs: settings.jobs.lease,
-      maxPayloadBytes: settings.jobs.maxPayloadBytes,
-      durable: p.durableClaims,
-    });
+    const strategy = claimStrategyFor(
+      queueSettings,
+      {
+        store: p.store,
+        queue,
+        owner: p.owner,
+        leaseMs: settings.jobs.lease,
+        maxPayloadBytes: settings.jobs.maxPayloadBytes,
+        durable: p.durableClaims,
+      },
+      { ended: () => p.ended(queue) },
+    );
     const fetcher = new Fetcher({
       queue,
       settings: queueSettings,

@@ -75,6 +75,16 @@ export class Completer implements OutcomeSink {
     return this.held.size;
   }
 
+  /**
+   * Jobs of `queue` whose outcome is recorded and not yet written: their runs
+   * have ended (a limited queue's claim may lend their slots, claim/transfers.ts).
+   */
+  unwritten(queue: string): ClaimedJob[] {
+    const jobs: ClaimedJob[] = [];
+    for (const job of this.held.values()) if (job.queue === queue) jobs.push(job);
+    return jobs;
+  }
+
   /** Queues the outcome with the writer of its meaning. */
   record(job: ClaimedJob, outcome: Recorded): void {
     switch (outcome.type) {

@@ -127,6 +127,7 @@ export class Supervisor {
       dispatcher: this.dispatcher,
       durableClaims: () => this.primary.durableClaims,
       beforeClaim: () => this.pauseWatch.beforeClaim(),
+      ended: (queue) => this.completer.unwritten(queue),
       events: this.events,
     });
     this.presence = buildPresence(this.store, settings, this.id, () => this.inFlight(), log, options.cluster);

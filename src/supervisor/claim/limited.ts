@@ -9,6 +9,11 @@
  *     KEYLESS_FULL_MIN_MS apart;
  *   - the database's clock as the claims measure it (db_clock.ts), which turns
  *     a rate-limited job's start slot into a moment of the local clock.
+ *   - how many keys the last per-key walk visited for the jobs it took, so
+ *     the next walk visits about as many as it needs (keysToVisit);
+ *   - the runs whose slots it has lent (transfers.ts): this supervisor's runs
+ *     that have ended, outcomes not yet written (`ended`, the completer's),
+ *     go to each claim until one spends their slot.
  * When the limits, not the pending jobs, cut a claim short it asks to be tried
  * again when a start frees up (rate limit) or after LIMITED_RETRY_MS, since a
  * slot freed by another supervisor is not announced.
@@ -17,14 +22,31 @@ import { costlyReadGap } from '../../cached.ts';
 import type { QueueSettings } from '../../config/sections.ts';
 import { nextDueIn } from '../../queue/claim.ts';
 import { claimLimited } from '../../queue/claim_limited.ts';
+import type { ClaimedJob } from '../../queue/types.ts';
 import { DbClock } from '../db_clock.ts';
 import type { ClaimContext } from './plain.ts';
 import type { ClaimResult, ClaimStrategy } from './strategy.ts';
+import { spentSlots } from './transfers.ts';
 
 /** The least time between two claims that read every due job for keyless ones (see costlyReadGap). */
 export const KEYLESS_FULL_MIN_MS = 1000;
 /** How soon a limited queue held back by its cluster limits claims again. */
 export const LIMITED_RETRY_MS = 200;
+
+/**
+ * How many keys a per-key claim of `limit` places should visit, from what the
+ * last one took (`claimed` jobs from `visited` keys): enough for its yield,
+ * with a quarter to spare, and at most 4 × limit + 100 (5,000 at most), the
+ * most any claim visits. Each visited key costs index probes whether it takes
+ * a job or not: with 10,000 keys a claim of 50 visited 300 and read 2,200
+ * pages, where 80 keys have room for the 50.
+ */
+export function keysToVisit(limit: number, last: { visited: number; claimed: number } | null): number {
+  const most = Math.min(5000, 4 * limit + 100);
+  if (last === null || last.visited === 0) return most;
+  const perKey = Math.max(last.claimed / last.visited, 0.05);
+  return Math.min(most, Math.ceil((limit / perKey) * 1.25) + 16);
+}
 
 export class LimitedClaim implements ClaimStrategy {
   readonly splitsPlacesFirst = false;
@@ -33,6 +55,11 @@ export class LimitedClaim implements ClaimStrategy {
   /** Jobs without a key may lie beyond the last claim's window; when a full read may run next. */
   private keylessHidden = false;
   private keylessFullAt = 0;
+  /** What the last per-key walk visited and took. */
+  private lastWalk: { visited: number; claimed: number } | null = null;
+  /** Tokens of ended runs whose slots a claim has spent. */
+  private readonly spent = new Set<string>();
+  private readonly lendsSlots: boolean;
 
   constructor(
     private readonly context: ClaimContext,
@@ -41,7 +68,11 @@ export class LimitedClaim implements ClaimStrategy {
     private readonly dbClock: DbClock,
     /** The local clock (ms since the epoch; default Date.now). */
     private readonly clock?: () => number,
-  ) {}
+    /** This supervisor's runs of the queue that have ended, outcomes not yet written. */
+    private readonly ended: () => readonly ClaimedJob[] = () => [],
+  ) {
+    this.lendsSlots = limits.globalConcurrency !== undefined || limits.perKeyConcurrency !== undefined;
+  }
 
   async claim(limit: number): Promise<ClaimResult> {
     const c = this.context;
@@ -56,11 +87,21 @@ export class LimitedClaim implements ClaimStrategy {
       limits: this.limits,
       cursor: this.cursor,
       keylessScan,
+      maxKeys: keysToVisit(limit, this.lastWalk),
+      ended: this.lendable(),
       durable: c.durable(),
       clock: this.clock,
     });
     if (claim.clock) this.dbClock.observe(claim.clock);
     this.cursor = claim.cursor;
+    if (claim.keysVisited > 0) this.lastWalk = { visited: claim.keysVisited, claimed: claim.jobs.length };
+    const spent = spentSlots({
+      globalConcurrency: this.limits.globalConcurrency !== undefined,
+      perKeyConcurrency: this.limits.perKeyConcurrency !== undefined,
+      found: claim.ended,
+      claimedKeys: claim.keys,
+    });
+    for (const token of spent) this.spent.add(token);
     if (keylessScan === 'all') {
       const ended = performance.now();
       this.keylessFullAt = ended + costlyReadGap(ended - started, KEYLESS_FULL_MIN_MS);
@@ -79,6 +120,17 @@ export class LimitedClaim implements ClaimStrategy {
           slots: { atMs: claim.startAtMs.map((ms) => this.dbClock.toLocal(ms)), periodMs: rate.periodMs },
         }),
     };
+  }
+
+  /** The ended runs whose slots no claim has spent yet; spent ones whose outcome is written are forgotten. */
+  private lendable(): Array<{ id: string; token: string }> {
+    if (!this.lendsSlots) return [];
+    const ended = this.ended();
+    if (this.spent.size > 0) {
+      const live = new Set(ended.map((j) => j.token));
+      for (const token of this.spent) if (!live.has(token)) this.spent.delete(token);
+    }
+    return ended.filter((j) => !this.spent.has(j.token)).map((j) => ({ id: j.id, token: j.token }));
   }
 
   nextDueIn(): Promise<number | null> {

@@ -8,7 +8,7 @@
  * than `scheduler.catchUp`. The job's run_at is its fire time, so its wait
  * metric shows how late it started.
  */
-import { CronExpressionParser } from 'cron-parser';
+import { parseCron } from '../config/cron.ts';
 import type { Schedule, Settings } from '../config/index.ts';
 import { enqueueMany, type JobSpec } from '../queue/enqueue.ts';
 import type { Store } from '../queue/sql.ts';
@@ -18,7 +18,7 @@ import { Loop, reportedAs } from './loop.ts';
 /** Fire times of `schedule` in (from, to]. */
 export function fireTimes(schedule: Schedule, from: Date, to: Date): Date[] {
   if (to <= from) return [];
-  const it = CronExpressionParser.parse(schedule.cron, {
+  const it = parseCron(schedule.cron, {
     currentDate: from,
     endDate: to,
     ...(schedule.timezone ? { tz: schedule.timezone } : {}),

@@ -210,7 +210,7 @@ export const schema = {
       default: '1s',
     },
     catchUp: {
-      doc: 'Fire times missed while no supervisor ran are enqueued if younger than this.',
+      doc: 'Fire times missed while no supervisor ran are enqueued if younger than this (never those before the schedule was first seen).',
       format: durationFormat,
       duration: true as const,
       default: '1h',

@@ -7,6 +7,7 @@ import { availableParallelism } from 'node:os';
 import { clusterSchema } from './cluster.ts';
 import { dashboardSchema } from './dashboard.ts';
 import type { QueueInput, QueueSettings, Schedule, ScheduleInput } from './sections.ts';
+import { tasksSchema } from './tasks.ts';
 import { BYTE_COUNT, durationFormat, intIn, timerFormat, validateSchedules } from './validate.ts';
 
 export * from './sections.ts';
@@ -57,14 +58,7 @@ export const schema = {
       },
     },
   },
-  tasks: {
-    dir: {
-      doc: 'Folder of user tasks: one <kind>.js or <kind>.ts file per kind.',
-      format: String,
-      default: '',
-      env: 'JOBVISOR_TASKS_DIR',
-    },
-  },
+  tasks: tasksSchema,
   pool: {
     maxThreads: {
       doc: 'Worker threads in the Piscina pool.',

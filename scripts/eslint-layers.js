@@ -11,6 +11,7 @@ const SRC = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'sr
 
 /** Modules that import nothing above them (only other leaves). */
 export const LEAVES = [
+  'builtins',
   'cached',
   'duration',
   'errors',

@@ -4,6 +4,8 @@ export type { EnqueueOptions, EnqueueResult, JobSpec, JobSpecOf, PayloadOf, Task
 export { run } from './run/run.ts';
 export type { RunOptions, Runner } from './run/run.ts';
 export type { Events, JobRef, SupervisorEvents } from './supervisor/events.ts';
+export { BUILTIN_TASKS, builtinTask } from './builtins.ts';
+export type { BuiltinTaskKind } from './builtins.ts';
 export { defineTask } from './worker/define_task.ts';
 export type { DefinedTask, PayloadOfTask } from './worker/define_task.ts';
 export { PermanentError, RetryLaterError, SnoozeError } from './worker/errors.ts';

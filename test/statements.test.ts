@@ -236,6 +236,7 @@ const EXPECTED: Record<string, Expectation> = {
   day_before_due: { values: (f) => [f.someId, 'UTC'], uses: /jobs_pkey/ },
   set_paused: { values: () => ['q1', true], wholeTable: 'jobvisor.queues only' },
   paused_queues: { values: () => [], wholeTable: 'jobvisor.queues only' },
+  see_schedules: { values: () => [['nightly'], ['0 2 * * *'], [''], now], wholeTable: 'jobvisor.schedules only' },
   list_queues: { values: () => [], uses: /jobs_(pending|running|blocked)_idx/ },
 
   // Admin API and dashboard (src/queue/admin/).

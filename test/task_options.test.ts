@@ -10,7 +10,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { enqueue } from '../src/queue/enqueue.ts';
 import { defaultQueueOf, setTaskQueueDefault } from '../src/queue/task_defaults.ts';
-import { BUILTIN_TASKS_DIR } from '../src/supervisor/threads.ts';
+import { BUILTIN_TASKS_DIR } from '../src/builtins.ts';
 import { discoverTaskOptions, parseTaskOptions } from '../src/worker/task_options.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { runCli } from './helpers/cli.ts';

@@ -9,7 +9,7 @@
 import { InputError } from '../errors.ts';
 import { loadConfig, type Settings } from '../config/index.ts';
 import { enqueue, validateJob, type EnqueueOptions } from '../queue/enqueue.ts';
-import { BUILTIN_TASKS_DIR } from '../supervisor/threads.ts';
+import { taskSources } from '../supervisor/task_sources.ts';
 import { findTaskFile } from '../worker/loader.ts';
 import { readTaskOptions } from '../worker/task_options.ts';
 import { integer, parse } from './args.ts';
@@ -93,15 +93,16 @@ export async function enqueueCommand(argv: string[]): Promise<number> {
 }
 
 /**
- * A kind that neither tasks.dir nor the built-in tasks have: allowed (during a
- * rolling deploy the task may come after its first jobs, and a supervisor
- * started with run() may map it), but often a typo, so said on stderr.
+ * A kind that neither tasks.dir nor the built-in tasks enabled have: allowed
+ * (during a rolling deploy the task may come after its first jobs, and a
+ * supervisor started with run() may map it), but often a typo, so said on stderr.
  */
 function warnUnknownKind(kind: string, settings: Settings): void {
-  const dirs = [settings.tasks.dir, BUILTIN_TASKS_DIR].filter(Boolean);
-  if (findTaskFile(dirs, kind) !== undefined) return;
+  const sources = taskSources(settings, {});
+  if (findTaskFile(sources, kind) !== undefined) return;
+  const where = [...sources.dirs, ...(settings.tasks.builtins.length ? ['tasks.builtins'] : [])];
   process.stderr.write(
-    `warning: no task for kind "${kind}" in ${dirs.join(', ')}: enqueued anyway (a supervisor with that task will run it)\n`,
+    `warning: no task for kind "${kind}" in ${where.join(', ') || 'tasks.dir (unset)'}: enqueued anyway (a supervisor with that task will run it)\n`,
   );
 }
 
@@ -110,8 +111,9 @@ function warnUnknownKind(kind: string, settings: Settings): void {
  * serve it (a job in a queue nobody serves would wait forever); else undefined.
  */
 async function taskQueue(kind: string, settings: Settings): Promise<string | undefined> {
-  const dirs = [settings.tasks.dir, BUILTIN_TASKS_DIR].filter(Boolean);
-  const options = await readTaskOptions(dirs, kind, (problem) => process.stderr.write(`warning: ${problem}\n`));
+  const options = await readTaskOptions(taskSources(settings, {}), kind, (problem) =>
+    process.stderr.write(`warning: ${problem}\n`),
+  );
   if (options?.queue === undefined || settings.queues[options.queue]) return options?.queue;
   process.stderr.write(
     `warning: task ${kind} asks for queue "${options.queue}", which config queues does not list; using "default"\n`,

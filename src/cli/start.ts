@@ -6,7 +6,9 @@
  * Kubernetes migration Job).
  *
  * The configuration is the layered one (config/load.ts): jobvisor's own
- * config/default.json and config/$NODE_ENV.json, then the app's file
+ * config/default.json, config/demo.json (its repository and image only: the
+ * built-in tasks, the `cpu` queue, the nightly report) and
+ * config/$NODE_ENV.json, then the app's file
  * (JOBVISOR_CONFIG, else ./jobvisor.config.json, else ./config/jobvisor.json),
  * then the environment. The supervisor itself is the one run() starts
  * (run/runner.ts), with metrics served, signals handled and the

@@ -126,8 +126,9 @@ export async function startRunner(setup: RunnerSetup): Promise<Runner> {
     if (!(await otel.tracing.shutdown(budgetMs).catch(() => false)))
       log.warn({ waitedMs: budgetMs }, 'trace export did not finish: spans not yet sent are dropped');
   };
+  let kinds: string[];
   try {
-    const kinds = await checkTaskModules(settings.tasks.dir, setup.taskFiles, (kind) => supervisor.checkTask(kind));
+    kinds = await checkTaskModules(settings.tasks.dir, setup.taskFiles, (kind) => supervisor.checkTask(kind));
     // Imported already: their options (queue defaults for enqueue in this process) are known before run() resolves.
     await supervisor.readTasks(kinds);
     if (setup.migrate) await migrate(setup.migratePool ?? setup.pool, { schema: settings.database.schema, log });
@@ -139,6 +140,7 @@ export async function startRunner(setup: RunnerSetup): Promise<Runner> {
     throw err;
   }
 
+  servedKinds(setup, kinds);
   logEvents(supervisor.events, log.child({ supervisor: supervisor.id }));
   if (otel.state === 'started' || otel.state === 'own-sdk') traceEvents(supervisor.events, supervisor.id);
   const served = setup.serveMetrics ? await serve(setup, supervisor) : undefined;
@@ -216,6 +218,21 @@ export async function startRunner(setup: RunnerSetup): Promise<Runner> {
     );
   }
   return { id: supervisor.id, events: supervisor.events, metricsPort: served?.port, stopped, stop };
+}
+
+/**
+ * The kinds this supervisor runs, said in one line at start: the app's (its map
+ * and tasks.dir) and the built-in tasks enabled. A job of any other kind fails
+ * with TaskLoadError.
+ */
+function servedKinds(setup: RunnerSetup, checked: string[]): void {
+  const kinds = [...new Set([...checked, ...setup.settings.tasks.builtins])].sort();
+  if (kinds.length > 0) setup.log.info({ kinds }, 'serving task kinds');
+  else
+    setup.log.warn(
+      { kinds },
+      'serving no task kinds: every job fails with TaskLoadError (give run({ tasks }), tasks.dir or tasks.builtins)',
+    );
 }
 
 async function serve(setup: RunnerSetup, supervisor: Supervisor) {

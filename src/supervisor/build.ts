@@ -23,7 +23,8 @@ import { PauseWatch } from './pause_watch.ts';
 import { createPresence, queueConfigs, type Presence } from './presence.ts';
 import { createCleanup, createReaper } from './maintenance.ts';
 import { createScheduler } from './scheduler.ts';
-import { BUILTIN_TASKS_DIR, createThreadPool } from './threads.ts';
+import { taskSources } from './task_sources.ts';
+import { createThreadPool } from './threads.ts';
 
 /** The fallback read of paused queues when a notification is lost. */
 const PAUSE_POLL_MS = 1000;
@@ -61,9 +62,7 @@ export function buildThreads(
     maxYoungGenerationSizeMb: settings.pool.maxYoungGenerationSizeMb,
     stackSizeMb: settings.pool.stackSizeMb,
     setup: {
-      builtinTasksDir: BUILTIN_TASKS_DIR,
-      userTasksDir: settings.tasks.dir,
-      taskFiles,
+      tasks: taskSources(settings, taskFiles),
       databaseUrl,
       dbPoolSize: settings.pool.dbPoolSize,
       maxResultBytes: settings.jobs.maxResultBytes,

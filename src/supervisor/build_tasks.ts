@@ -10,7 +10,7 @@ import type { SupervisorEvents } from './events.ts';
 import { OptionsReader } from './options_reader.ts';
 import { QuietStart } from './quiet_start.ts';
 import { TaskCatalog } from './task_catalog.ts';
-import { BUILTIN_TASKS_DIR } from './threads.ts';
+import { taskSources } from './task_sources.ts';
 
 /**
  * Every task's options are read this long after start if the supervisor is
@@ -30,7 +30,7 @@ export function buildTasks(
   log: Logger,
   known: (kind: string) => void,
 ): { reader: OptionsReader; catalog: TaskCatalog } {
-  const taskDirs = { files: taskFiles, dirs: [settings.tasks.dir, BUILTIN_TASKS_DIR].filter(Boolean) };
+  const taskDirs = taskSources(settings, taskFiles);
   const reader = new OptionsReader(taskDirs);
   // Booting beside the rest of start-up (the database, the listener, the probes),
   // the options thread is ready when the first job's kind is read.

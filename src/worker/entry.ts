@@ -49,10 +49,7 @@ const log = pino(
   // Never wait for a stalled stdout: a task's log line must not hold its thread (log_stream.ts).
   createLogStream({ fd: 1, maxBytes: LOG_BUFFER_BYTES / 4 }),
 );
-const loader = createLoader({
-  files: setup.taskFiles,
-  dirs: [setup.userTasksDir, setup.builtinTasksDir].filter(Boolean),
-});
+const loader = createLoader(setup.tasks);
 let db: pg.Pool | undefined;
 
 /** The pool tasks get as ctx.db: opened on first use, shared by the thread's jobs. */

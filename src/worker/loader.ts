@@ -2,9 +2,10 @@
  * Finds and loads the task module for a kind, once per thread.
  *
  * Look-up order: the app's map of kind → file (`run({ tasks })`), then the
- * app's folder (`tasks.dir`), then the built-in tasks, each folder as
- * `<kind>.js`, `<kind>.mjs`, `<kind>.cjs`, `<kind>.ts`. A task of the same
- * name as a built-in replaces it. A module is imported by its own file URL, so
+ * app's folder (`tasks.dir`) as `<kind>.js`, `<kind>.mjs`, `<kind>.cjs`,
+ * `<kind>.ts`, then the built-in tasks the configuration enables (config
+ * `tasks.builtins`; none by default). A task of the same name as a built-in
+ * replaces it. A kind found nowhere is a TaskLoadError: never another task. A module is imported by its own file URL, so
  * it resolves its imports (the app's modules, the app's dependencies) from
  * where it lives. A `.ts` file needs a TypeScript loader: one already active
  * (tsx preloaded, Node's own type stripping), else the app's tsx (or
@@ -14,6 +15,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { isBuiltinTask } from '../builtins.ts';
 import { NAME as KIND } from '../names.ts';
 import type { Task } from './types.ts';
 
@@ -26,6 +28,8 @@ export interface TaskSources {
   /** Kind → absolute path of its module. */
   files: Readonly<Record<string, string>>;
   dirs: readonly string[];
+  /** The built-in tasks enabled (kind → module), looked up after the folders. */
+  builtins?: Readonly<Record<string, string>>;
 }
 
 export function sourcesOf(places: TaskPlaces): TaskSources {
@@ -53,9 +57,12 @@ export function isValidKind(kind: string): boolean {
   return KIND.test(kind);
 }
 
-/** The module file of a task kind: its mapped file, else the first of the folders with `<kind>.{js,mjs,cjs,ts}`. */
+/**
+ * The module file of a task kind: its mapped file, else the first of the
+ * folders with `<kind>.{js,mjs,cjs,ts}`, else its built-in if enabled.
+ */
 export function findTaskFile(places: TaskPlaces, kind: string): string | undefined {
-  const { files, dirs } = sourcesOf(places);
+  const { files, dirs, builtins = {} } = sourcesOf(places);
   if (Object.hasOwn(files, kind)) return files[kind];
   for (const dir of dirs) {
     for (const ext of EXTENSIONS) {
@@ -63,7 +70,7 @@ export function findTaskFile(places: TaskPlaces, kind: string): string | undefin
       if (existsSync(file)) return file;
     }
   }
-  return undefined;
+  return Object.hasOwn(builtins, kind) ? builtins[kind] : undefined;
 }
 
 /** The kind a file in a tasks folder defines, or undefined if it defines none. */
@@ -168,21 +175,26 @@ export function taskOf(mod: Record<string, unknown>): Task | undefined {
 export async function loadTask(places: TaskPlaces, kind: string): Promise<Task> {
   if (!KIND.test(kind)) throw new TaskLoadError(`kind ${JSON.stringify(kind)} is not a valid task name`, true);
   const file = findTaskFile(places, kind);
-  if (!file) {
-    const { files, dirs } = sourcesOf(places);
-    const where = [...(Object.keys(files).length ? ['the tasks map'] : []), ...dirs].join(', ');
-    throw new TaskLoadError(
-      `no task for kind "${kind}" (looked for ${kind}{${EXTENSIONS.join(',')}} in ${where})`,
-      false,
-      {
-        reason: 'missing',
-      },
-    );
-  }
+  if (!file) throw new TaskLoadError(missingTask(places, kind), false, { reason: 'missing' });
   const task = taskOf(await importTaskModule(file));
   if (!task)
     throw new TaskLoadError(`task ${file} has no default export function`, false, { reason: 'no-default-export' });
   return task;
+}
+
+/** Why no task runs `kind`: where it was looked for, and how to enable it when it is a built-in. */
+export function missingTask(places: TaskPlaces, kind: string): string {
+  const { files, dirs, builtins = {} } = sourcesOf(places);
+  const where = [
+    ...(Object.keys(files).length ? ['the tasks map'] : []),
+    ...dirs.map((dir) => `${dir}/${kind}{${EXTENSIONS.join(',')}}`),
+    ...(Object.keys(builtins).length ? [`the built-in tasks enabled (${Object.keys(builtins).join(', ')})`] : []),
+  ];
+  const looked = where.length ? `looked in ${where.join(', ')}` : 'this supervisor has no tasks';
+  const hint = isBuiltinTask(kind)
+    ? `; ${kind} is one of jobvisor's built-in tasks, which run only where enabled: config tasks.builtins, or builtinTask('${kind}') in run({ tasks })`
+    : '';
+  return `no task for kind "${kind}" (${looked})${hint}`;
 }
 
 export function createLoader(places: TaskPlaces) {

@@ -1,4 +1,5 @@
 import type { MessagePort } from 'node:worker_threads';
+import type { TaskSources } from './loader.ts';
 
 /**
  * Messages between the supervisor's dispatcher and a worker thread.
@@ -103,10 +104,8 @@ export interface SessionTask {
 
 /** Set once per thread through Piscina's workerData. */
 export interface WorkerSetup {
-  builtinTasksDir: string;
-  userTasksDir: string;
-  /** The app's tasks by kind (run({ tasks })): absolute paths, looked up before the folders. */
-  taskFiles: Record<string, string>;
+  /** The app's tasks (run({ tasks })), tasks.dir, and the built-in tasks enabled: loader.ts's look-up order. */
+  tasks: TaskSources;
   databaseUrl: string;
   dbPoolSize: number;
   /** jobs.maxResultBytes: a return value over it fails its attempt. */

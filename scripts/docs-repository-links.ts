@@ -28,6 +28,6 @@ export function outsideDocs(page: string, href: string): string | null {
   if (/^[a-z][a-z0-9+.-]*:|^[#/]/i.test(href)) return null;
   const [file = '', hash] = href.split('#');
   const inRepo = path.posix.normalize(path.posix.join('docs', path.posix.dirname(page), file));
-  if (inRepo.startsWith('docs/') || inRepo.startsWith('..')) return null;
+  if (inRepo === 'docs' || inRepo.startsWith('docs/') || inRepo.startsWith('..')) return null;
   return hash === undefined ? inRepo : `${inRepo}#${hash}`;
 }

@@ -32,6 +32,8 @@ export async function apiPage(): Promise<string> {
       hidePageHeader: true,
       hideBreadcrumbs: true,
       useCodeBlocks: true,
+      // Its own anchors on headings, so its links never depend on how VitePress slugs a heading.
+      useHTMLAnchors: true,
       parametersFormat: 'table',
       interfacePropertiesFormat: 'table',
       sanitizeComments: true,

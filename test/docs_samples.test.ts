@@ -120,8 +120,12 @@ describe('docs samples', { timeout: 300_000 }, () => {
         const until_ = options.until ?? '';
         await until(
           `${where}: output holding ${JSON.stringify(until_)}`,
-          () => started.output(),
-          (out) => out.includes(until_) || started.child.exitCode !== null,
+          () => ({
+            seen: started.output().includes(until_),
+            exited: started.child.exitCode,
+            tail: started.output().slice(-1500),
+          }),
+          (read) => read.seen || read.exited !== null,
           60_000,
         );
         assert.equal(started.child.exitCode, null, `${where} exited early:\n${started.output()}`);

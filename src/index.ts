@@ -1,6 +1,24 @@
 /** jobvisor's application API. */
 export { enqueue, enqueueMany, validateJob } from './queue/enqueue.ts';
-export type { EnqueueOptions, EnqueueResult, JobSpec, JobSpecOf, PayloadOf, TaskPayloads } from './queue/enqueue.ts';
+export type {
+  BatchJob,
+  BuiltinTaskPayloads,
+  DynamicKind,
+  EnqueueOptions,
+  EnqueueResult,
+  JobDefaults,
+  JobDefinition,
+  JobSpec,
+  JobSpecOf,
+  Kind,
+  KindOrJob,
+  KnownKind,
+  PayloadFor,
+  PayloadOf,
+  PayloadOfJob,
+  TaskPayloads,
+} from './queue/enqueue_types.ts';
+export { defineJob } from './queue/define_job.ts';
 export { run } from './run/run.ts';
 export type { RunOptions, Runner } from './run/run.ts';
 export type { Events, JobRef, SupervisorEvents } from './supervisor/events.ts';

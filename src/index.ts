@@ -26,7 +26,6 @@ export { defineTask } from './worker/define_task.ts';
 export type { DefinedTask, PayloadOfTask } from './worker/define_task.ts';
 export { PermanentError, RetryLaterError, SnoozeError } from './worker/errors.ts';
 export type { JobInfo, Task, TaskContext, TaskOptions } from './worker/types.ts';
-export { setTaskQueueDefault } from './queue/task_defaults.ts';
 export { migrate } from './db/migrate.ts';
 export { loadConfig } from './config/index.ts';
 export type { Settings, QueueSettings, Schedule } from './config/index.ts';

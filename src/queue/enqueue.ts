@@ -25,7 +25,6 @@ import type {
   PayloadFor,
 } from './enqueue_types.ts';
 import { insertJobs } from './insert_jobs.ts';
-import { defaultQueueOf } from './task_defaults.ts';
 import { checkKey, checkPayload, shown } from './validate.ts';
 import { checkDependencies, type GraphRow } from './workflow.ts';
 
@@ -60,7 +59,9 @@ function toRow(
   index: number | null = null,
 ): Row {
   checkName('kind', kind);
-  const queue = options.queue ?? defaultQueueOf(kind);
+  // The caller's queue, else the defineJob handle's (merged in by the caller), else
+  // "default": never something this process happened to read elsewhere.
+  const queue = options.queue ?? 'default';
   checkQueue('queue', queue);
   const priority = options.priority ?? 0;
   if (!Number.isInteger(priority) || Math.abs(priority) > 1_000_000)

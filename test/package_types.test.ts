@@ -23,7 +23,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { cleanEnv, depVersion, exec, npmInstall, packJobvisor, ROOT, write } from './helpers/packed.ts';
+import { cleanEnv, depVersion, execAsync, npmInstall, packJobvisor, ROOT, write } from './helpers/packed.ts';
 import { markedErrors, reportedErrors } from './helpers/type_errors.ts';
 
 const work = mkdtempSync(path.join(tmpdir(), 'jobvisor-package-types-'));
@@ -97,7 +97,7 @@ let skipReason: string | undefined;
 let checks = 0;
 
 /** tsc of `version` over `files` of the app under `compilerOptions`; its errors as `file:line TSnnnn`. */
-function typeCheck(version: Version, compilerOptions: Record<string, unknown>, files: string[]) {
+async function typeCheck(version: Version, compilerOptions: Record<string, unknown>, files: string[]) {
   const config = `tsconfig.check-${++checks}.json`;
   writeFileSync(
     path.join(app, config),
@@ -113,7 +113,7 @@ function typeCheck(version: Version, compilerOptions: Record<string, unknown>, f
       files,
     }),
   );
-  const r = exec(process.execPath, [version === '7' ? TS7 : TS59, '-p', config, '--pretty', 'false'], app);
+  const r = await execAsync(process.execPath, [version === '7' ? TS7 : TS59, '-p', config, '--pretty', 'false'], app);
   return {
     ...r,
     errors: reportedErrors(r.stdout),
@@ -140,14 +140,22 @@ after(async () => {
   if (process.env.JOBVISOR_TEST_KEEP !== '1') rmSync(work, { recursive: true, force: true });
 });
 
-describe('an app that declares its kinds, with the packed package', () => {
-  test('CommonJS, module node16: tsc 5.9 and 7 pass on its declared kinds and fail on a mistyped kind', (t) => {
+// The tests run at once: each compiler is a process of its own, and the file has the runner's
+// 300 s, packing and installing included, on a machine that may be busy with other work.
+describe('an app that declares its kinds, with the packed package', { concurrency: 4 }, () => {
+  test('CommonJS, module node16: tsc 5.9 and 7 pass on its declared kinds and fail on a mistyped kind', async (t) => {
     if (skipReason) return t.skip(skipReason);
     const files = (names: string[]) => names.map((f) => `types/${f}`);
-    for (const v of ['5.9', '7'] as const) {
-      const right = typeCheck(v, { module: 'node16' }, files(REGISTRY));
+    const pairs = await Promise.all(
+      (['5.9', '7'] as const).map((v) =>
+        Promise.all([
+          typeCheck(v, { module: 'node16' }, files(REGISTRY)),
+          typeCheck(v, { module: 'node16' }, files(WITH_TYPOS)),
+        ]),
+      ),
+    );
+    for (const [right, wrong] of pairs) {
       assert.equal(right.status, 0, right.output);
-      const wrong = typeCheck(v, { module: 'node16' }, files(WITH_TYPOS));
       assert.notEqual(wrong.status, 0, wrong.output);
       assert.deepEqual(wrong.errors, markedErrors(app, files(WITH_TYPOS)), wrong.output);
       assert.match(
@@ -163,21 +171,19 @@ describe('an app that declares its kinds, with the packed package', () => {
     ['ES module', 'esm/types', ES_MODULES],
   ] as const) {
     for (const { label, compilerOptions, versions } of settings) {
-      test(`${format}, ${label}: declared kinds compile, each mistyped kind is the error marked on its line`, (t) => {
+      test(`${format}, ${label}: declared kinds compile, each mistyped kind is the error marked on its line`, async (t) => {
         if (skipReason) return t.skip(skipReason);
         const files = WITH_TYPOS.map((f) => `${folder}/${f}`);
-        for (const v of versions) {
-          const r = typeCheck(v, compilerOptions, files);
+        for (const r of await Promise.all(versions.map((v) => typeCheck(v, compilerOptions, files))))
           assert.deepEqual(r.errors, markedErrors(app, files), r.output);
-        }
       });
     }
   }
 
   // TypeScript 5.9 checks this one against the sources (test/types.test.ts).
-  test('CommonJS, module node16, no kind declared: any kind takes any payload', (t) => {
+  test('CommonJS, module node16, no kind declared: any kind takes any payload', async (t) => {
     if (skipReason) return t.skip(skipReason);
-    const r = typeCheck('7', { module: 'node16' }, ['types/untyped.ts']);
+    const r = await typeCheck('7', { module: 'node16' }, ['types/untyped.ts']);
     assert.equal(r.status, 0, r.output);
   });
 
@@ -185,14 +191,14 @@ describe('an app that declares its kinds, with the packed package', () => {
     if (skipReason) return t.skip(skipReason);
     db = await createTestDatabase('package_types');
     const options = ['--module', 'node16', '--target', 'es2022', '--strict', '--types', 'node', '--skipLibCheck'];
-    const build = exec(
+    const build = await execAsync(
       process.execPath,
       [TS59, ...options, '--outDir', 'out', '--rootDir', '.', 'src/main.ts', 'types/jobs.ts'],
       app,
     );
     assert.equal(build.status, 0, build.stdout + build.stderr);
     assert.match(readFileSync(path.join(app, 'out/src/main.js'), 'utf8'), /require\("jobvisor"\)/);
-    const r = exec(process.execPath, ['out/src/main.js'], app, cleanEnv({ DATABASE_URL: db.url }));
+    const r = await execAsync(process.execPath, ['out/src/main.js'], app, cleanEnv({ DATABASE_URL: db.url }));
     assert.equal(r.status, 0, r.stdout + r.stderr);
     const out = JSON.parse(r.stdout.trim().split('\n').at(-1) as string) as {
       first: { id: string; duplicate: boolean };

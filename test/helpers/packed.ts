@@ -5,7 +5,7 @@
  * commands such a test runs in an app, with a clean environment.
  */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { cpSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -41,6 +41,25 @@ export function exec(command: string, args: string[], cwd: string, env = cleanEn
   const t0 = Date.now();
   const r = spawnSync(command, args, { cwd, env, encoding: 'utf8', timeout });
   return { status: r.status, stdout: r.stdout ?? '', stderr: r.stderr ?? '', ms: Date.now() - t0 };
+}
+
+/** `exec` without blocking: tests that run several compilers at once. */
+export function execAsync(
+  command: string,
+  args: string[],
+  cwd: string,
+  env = cleanEnv(),
+  timeout = 240_000,
+): Promise<Ran> {
+  const t0 = Date.now();
+  const child = spawn(command, args, { cwd, env, timeout });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  return new Promise((resolve) =>
+    child.on('close', (status) => resolve({ status, stdout, stderr, ms: Date.now() - t0 })),
+  );
 }
 
 /** `npm install` into an app; the reason to skip when the registry (and npm's cache) cannot serve it. */

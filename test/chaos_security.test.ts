@@ -338,7 +338,7 @@ describe('security basics', () => {
         { kind: 'chaos_exit', queue: 'cpu', payload: { secret: marker }, maxAttempts: 1 },
         { kind: 'no_such_task', payload: { secret: marker }, maxAttempts: 1, uniqueKey: `${marker}-key` },
       ])
-    ).map((r) => r.id as string);
+    ).map((r) => r.id);
     await until(
       'every job finished',
       async () =>

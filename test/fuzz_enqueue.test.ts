@@ -241,7 +241,7 @@ describe('fuzz: enqueue and enqueueMany', () => {
           accepted++;
           if (c.illegal) failures.push(`#${i} stored although illegal: ${describeCase(c)}`);
           if (!result.duplicate) {
-            const row = await readBack(client, result.id as string);
+            const row = await readBack(client, result.id);
             const expected = JSON.parse(JSON.stringify(c.payload) ?? 'null');
             try {
               assert.deepEqual(JSON.parse(row.payload), expected);
@@ -254,7 +254,7 @@ describe('fuzz: enqueue and enqueueMany', () => {
             }
           }
           await client.query('COMMIT');
-          if (!result.duplicate && c.kind === 'chaos_echo') stored.add(result.id as string);
+          if (!result.duplicate && c.kind === 'chaos_echo') stored.add(result.id);
         } catch (err) {
           if (!(err instanceof InputError)) {
             failures.push(
@@ -322,7 +322,7 @@ describe('fuzz: enqueue and enqueueMany', () => {
       try {
         const results = await enqueueMany(db.pool, jobs);
         if (firstBad >= 0) failures.push(`batch ${b}: stored although jobs[${firstBad}] is illegal`);
-        const ids = results.filter((r) => !r.duplicate).map((r) => r.id as string);
+        const ids = results.filter((r) => !r.duplicate).map((r) => r.id);
         const rows = new Map(
           (
             await db.pool.query('SELECT id, payload::text AS payload FROM jobvisor.jobs WHERE id = ANY($1)', [ids])
@@ -330,7 +330,7 @@ describe('fuzz: enqueue and enqueueMany', () => {
         );
         results.forEach((r, i) => {
           if (r.duplicate) return;
-          const text = rows.get(r.id as string);
+          const text = rows.get(r.id);
           if (text === undefined) failures.push(`batch ${b}: jobs[${i}] reported as ${r.id} but not stored`);
           else {
             try {
@@ -343,7 +343,7 @@ describe('fuzz: enqueue and enqueueMany', () => {
               failures.push(`batch ${b}${big ? ' (COPY)' : ''}: jobs[${i}] stored differently: ${text.slice(0, 120)}`);
             }
           }
-          if (jobs[i]?.kind === 'chaos_echo') stored.add(r.id as string);
+          if (jobs[i]?.kind === 'chaos_echo') stored.add(r.id);
         });
       } catch (err) {
         if (!(err instanceof InputError))

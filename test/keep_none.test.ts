@@ -37,8 +37,8 @@ const exists = async (id: string) =>
 async function running(kind = 'step', options: Parameters<typeof enqueue>[3] = {}) {
   const { id } = await enqueue(db.pool, kind, {}, options);
   const t = String(++token);
-  await markRunning(db.pool, id as string, 'sup', t);
-  return { id: id as string, token: t };
+  await markRunning(db.pool, id, 'sup', t);
+  return { id: id, token: t };
 }
 
 describe('completeJobs keeping none', () => {
@@ -77,7 +77,7 @@ describe('completeJobs keeping none', () => {
   it('keeps a parent with dependents as done, with its result, and releases the child', async () => {
     const parent = await running();
     const plain = await running();
-    const child = (await enqueue(db.pool, 'merge', {}, { dependsOn: [parent.id] })).id as string;
+    const child = (await enqueue(db.pool, 'merge', {}, { dependsOn: [parent.id] })).id;
     const fenced = await completeJobs(
       store,
       'sup',
@@ -101,7 +101,7 @@ describe('completeJobs keeping none', () => {
     let child: string;
     try {
       await app.query('BEGIN');
-      child = (await enqueue(app, 'merge', {}, { dependsOn: [parent.id] })).id as string;
+      child = (await enqueue(app, 'merge', {}, { dependsOn: [parent.id] })).id;
       // The delete's snapshot predates the flag: it waits for the parent's lock, then re-reads it.
       const done = completeJobs(store, 'sup', [parent.id], [parent.token], null, undefined, false);
       await waitForLockWait();
@@ -152,14 +152,14 @@ describe('a supervisor with cleanup.retention 0', () => {
         db.pool,
         Array.from({ length: 20 }, () => ({ kind: 'wf_step', payload: {} })),
       )
-    ).map((j) => j.id as string);
+    ).map((j) => j.id);
     const [parent, child] = (
       await enqueueMany(db.pool, [
         { kind: 'wf_step', payload: { result: { answer: 42 } } },
         { kind: 'wf_step', payload: {}, dependsOn: [{ index: 0 }] },
       ])
-    ).map((j) => j.id as string);
-    const dead = (await enqueue(db.pool, 'wf_step', { fail: true }, { maxAttempts: 1 })).id as string;
+    ).map((j) => j.id);
+    const dead = (await enqueue(db.pool, 'wf_step', { fail: true }, { maxAttempts: 1 })).id;
     const done = new Set<string>();
     supervisor.events.on('job:completed', ({ jobs }) => jobs.forEach((j) => done.add(j.id)));
     // Counted from the start: under load a round can clean both up before the checks below end.

@@ -67,8 +67,8 @@ async function main(): Promise<number> {
     // Timing tests run alone, after the rest: event-loop delay with every thread busy, a rate
     // limit's throughput (a start that reaches its thread past its slot's guard is re-paced,
     // so CPU taken by a neighbouring file costs slots: 75 % of 200/s beside other files, 95 %
-    // alone), and thread hand-over order. So does the pack-and-install test (npm pack's tsc
-    // build, two npm installs, three type-checks).
+    // alone), and thread hand-over order. So do the pack-and-install tests (npm pack's tsc
+    // build, npm installs, type-checks by TypeScript 5.9 and 7).
     const alone = testFiles.filter((f) => ALONE.test(path.basename(f)));
     const together = testFiles.filter((f) => !alone.includes(f));
     const env = {
@@ -111,7 +111,7 @@ async function withAdmin<T>(serverUrl: string, fn: (admin: pg.Client) => Promise
   }
 }
 
-const ALONE = /^(cpu_pool|package|chaos_flow_limits|thread_share)\.test\.ts$/;
+const ALONE = /^(cpu_pool|package|package_types|chaos_flow_limits|thread_share)\.test\.ts$/;
 
 /** Installs the programs the chosen tests need, or says once why their tests will be skipped. */
 function provideTools(testFiles: string[]): void {

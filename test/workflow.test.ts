@@ -33,7 +33,7 @@ after(async () => {
 const count = async () => Number((await db.pool.query('SELECT count(*) FROM jobvisor.jobs')).rows[0].count);
 const edges = async () => Number((await db.pool.query('SELECT count(*) FROM jobvisor.job_dependencies')).rows[0].count);
 const add = async (kind = 'step', options: Parameters<typeof enqueue>[3] = {}) =>
-  (await enqueue(db.pool, kind, {}, options)).id as string;
+  (await enqueue(db.pool, kind, {}, options)).id;
 
 /** Runs job `id` to done through the real done write, as a supervisor would. */
 async function finish(id: string, on: Store = store): Promise<void> {
@@ -183,7 +183,7 @@ describe('the release of a blocked job', () => {
     let c: string;
     try {
       await app.query('BEGIN');
-      c = (await enqueue(app, 'merge', {}, { dependsOn: [a] })).id as string;
+      c = (await enqueue(app, 'merge', {}, { dependsOn: [a] })).id;
       // The completion's snapshot predates the child's edge; it waits for the parent's lock.
       const done = completeJobs(store, 'sup', [a], [t]);
       await waitForLockWait();

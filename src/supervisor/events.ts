@@ -6,6 +6,7 @@
 import { EventEmitter } from 'node:events';
 import type { ReapedJob } from '../queue/reaper.ts';
 import type { Cleaned } from '../queue/cleanup.ts';
+import type { ResolvedTaskOptions } from '../worker/task_options.ts';
 
 export interface JobRef {
   id: string;
@@ -72,6 +73,8 @@ export interface Events {
   'loop:recovered': [{ loop: string; failedMs: number }];
   /** The supervisor was busy when every task's options were due to be read: the read waits for a quiet moment. */
   'tasks:deferred': [{ held: number }];
+  /** A task's options were read (at its kind's first job, or at the read of every task); null: it declares none. */
+  'task:read': [{ kind: string; options: ResolvedTaskOptions | null }];
 }
 
 export class SupervisorEvents extends EventEmitter<Events> {}

@@ -21,6 +21,7 @@ import { ProgressWriter } from './progress_writer.ts';
 import { Dispatcher } from './dispatch/dispatcher.ts';
 import { piscinaSessions } from './dispatch/session.ts';
 import { SupervisorEvents } from './events.ts';
+import { safeEmit } from './safe_emit.ts';
 import { Listener } from './listener.ts';
 import { wakeLimitedOnOutcomes } from './limited_wake.ts';
 import { endCancelledRunsOnLoss } from './cancelled_runs.ts';
@@ -107,7 +108,10 @@ export class Supervisor {
       settings,
       options.taskFiles ?? {},
       log,
-      (kind) => this.dispatcher.kindKnown(kind),
+      (kind) => {
+        this.dispatcher.kindKnown(kind);
+        safeEmit(this.events, 'task:read', { kind, options: this.catalog.get(kind) ?? null });
+      },
     ));
     this.progress = new ProgressWriter(this.store, this.id, this.events);
     this.dispatcher = new Dispatcher({

@@ -2,15 +2,16 @@
  * Keeping none (`cleanup.retention` 0): a done job is deleted in its
  * completion statement, fenced like the update it replaces. A workflow parent
  * is kept as done, with its result, for its children; a job that gained a
- * dependent while it ran takes the update too. Cancelled and failed rows are
- * still cleanup's.
+ * dependent while it ran takes the update too, and a child deleted there takes
+ * its edges along. Cancelled and failed rows are still cleanup's.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { InputError } from '../src/errors.ts';
+import { deleteOldJobs } from '../src/queue/cleanup.ts';
 import { completeJobs } from '../src/queue/complete.ts';
-import { enqueue, enqueueMany } from '../src/queue/enqueue.ts';
+import { enqueue, enqueueMany, type JobSpec } from '../src/queue/enqueue.ts';
 import type { Store } from '../src/queue/sql.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { startSupervisor } from './helpers/inprocess.ts';
@@ -132,6 +133,20 @@ describe('completeJobs keeping none', () => {
     assert.equal(orphans.rowCount, 0);
   });
 
+  it('deletes the edges of a done child it deletes, so its parents can go', async () => {
+    const parent = await running();
+    const { id } = await enqueue(db.pool, 'merge', {}, { dependsOn: [parent.id] });
+    assert.equal((await completeJobs(store, 'sup', [parent.id], [parent.token], null, undefined, false)).size, 0);
+    const child = { id: id as string, token: String(++token) };
+    await markRunning(db.pool, child.id, 'sup', child.token);
+    assert.equal((await completeJobs(store, 'sup', [child.id], [child.token], null, undefined, false)).size, 0);
+    assert.equal(await exists(child.id), false);
+    const edges = await db.pool.query('SELECT 1 FROM jobvisor.job_dependencies WHERE child_id = $1', [child.id]);
+    assert.equal(edges.rowCount, 0, 'no edge left behind');
+    await deleteOldJobs(store, { retentionMs: 0, failedRetentionMs: 0, limit: 1000 });
+    assert.equal(await exists(parent.id), false, 'the parent goes at the next cleanup round');
+  });
+
   it('keeps a job that gained a dependent while it ran', async () => {
     const parent = await running();
     await db.pool.query('UPDATE jobvisor.jobs SET has_dependents = true WHERE id = $1', [parent.id]);
@@ -159,6 +174,14 @@ describe('a supervisor with cleanup.retention 0', () => {
         { kind: 'wf_step', payload: {}, dependsOn: [{ index: 0 }] },
       ])
     ).map((j) => j.id as string);
+    // Ten fan-ins of five parents: finished, they leave no row and no edge behind.
+    const specs: JobSpec[] = [];
+    for (let w = 0; w < 10; w++) {
+      const base = specs.length;
+      for (let p = 0; p < 5; p++) specs.push({ kind: 'wf_step', payload: {} });
+      specs.push({ kind: 'wf_step', payload: {}, dependsOn: [0, 1, 2, 3, 4].map((p) => ({ index: base + p })) });
+    }
+    const fanIns = (await enqueueMany(db.pool, specs)).map((j) => j.id as string);
     const dead = (await enqueue(db.pool, 'wf_step', { fail: true }, { maxAttempts: 1 })).id as string;
     const done = new Set<string>();
     supervisor.events.on('job:completed', ({ jobs }) => jobs.forEach((j) => done.add(j.id)));
@@ -174,7 +197,7 @@ describe('a supervisor with cleanup.retention 0', () => {
       await until(
         'every job done',
         () => done.size,
-        (n) => n === 22,
+        (n) => n === 22 + fanIns.length,
         30_000,
       );
       for (const id of [...plain, child as string]) assert.equal(await exists(id), false, `done job ${id} is deleted`);
@@ -190,10 +213,21 @@ describe('a supervisor with cleanup.retention 0', () => {
         (left) => !left,
         15_000,
       );
+      await until(
+        'the fan-ins cleaned up',
+        () => count('SELECT count(*)::int AS n FROM jobvisor.jobs WHERE id = ANY ($1::bigint[])', [fanIns]),
+        (n) => n === 0,
+        15_000,
+      );
       const left = await db.pool.query('SELECT id FROM jobvisor.jobs WHERE id = ANY($1::bigint[])', [
         [...plain, parent, child, dead],
       ]);
       assert.deepEqual(left.rows, []);
+      const edges = await count(
+        'SELECT count(*)::int AS n FROM jobvisor.job_dependencies WHERE child_id = ANY ($1::bigint[]) OR parent_id = ANY ($1::bigint[])',
+        [[...fanIns, parent, child]],
+      );
+      assert.equal(edges, 0, 'no edge left behind');
       // Cleanup deleted them, not the completion: the parent as done, the dead letter as failed
       // (with the done parents the tests above left in this database).
       await until(
@@ -207,6 +241,10 @@ describe('a supervisor with cleanup.retention 0', () => {
     }
   });
 });
+
+async function count(sql: string, values: unknown[]): Promise<number> {
+  return (await db.pool.query<{ n: number }>(sql, values)).rows[0]?.n ?? 0;
+}
 
 async function waitForLockWait(): Promise<void> {
   const probe = new pg.Client({ connectionString: db.url });

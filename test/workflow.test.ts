@@ -239,7 +239,7 @@ describe('a failed or cancelled parent', () => {
 });
 
 describe('cleanup and the safety net', () => {
-  it('keeps a finished parent until its dependents have finished, then deletes the edges with the child', async () => {
+  it('keeps a finished parent while a dependent is kept, deletes the edges with the child, then the parent', async () => {
     const a = await add();
     const c = await add('merge', { dependsOn: [a] });
     const plain = await add('plain');
@@ -258,6 +258,8 @@ describe('cleanup and the safety net', () => {
     assert.deepEqual(await left([a, plain, c]), [a, c], 'the plain job goes; the parent of a pending child stays');
     await finish(c);
     await db.pool.query("UPDATE jobvisor.jobs SET finished_at = now() - interval '2 days' WHERE id = $1", [c]);
+    await clean();
+    assert.deepEqual(await left([a, c]), [a], 'the child goes first; the parent at the next round');
     await clean();
     assert.deepEqual(await left([a, c]), []);
     const { rows } = await db.pool.query(

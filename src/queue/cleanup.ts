@@ -36,13 +36,16 @@
  */
 import { planned, run, type Now, type Store } from './sql.ts';
 
-// Workflows (migration 017): a parent stays while a dependent has not
-// finished (it has yet to read the parent's result), and a deleted child takes
-// its edges along. Plain rows have has_dependents and parents_waiting NULL,
-// so for them neither clause reads job_dependencies. CASE: has_live_dependents
-// (migration 017) is called only for flagged rows, one probe of
-// job_dependencies_parent_idx each, so the walk keeps its index order.
-const KEEP_READ_PARENTS = `AND CASE WHEN j.has_dependents THEN NOT jobvisor.has_live_dependents(j.id) ELSE true END`;
+// Workflows (migrations 017, 023): a parent stays while any dependent of it
+// is kept, whatever the dependent's status: a dead-lettered or cancelled
+// dependent can be retried and then reads the parent's result again
+// (ctx.parents()). A deleted child takes its edges along, so the parent goes
+// at the first round after its last dependent went. Plain rows have
+// has_dependents and parents_waiting NULL, so for them neither clause reads
+// job_dependencies. CASE: has_kept_dependents is called only for flagged rows,
+// one probe of job_dependencies_parent_idx each, so the walk keeps its index
+// order.
+const KEEP_READ_PARENTS = `AND CASE WHEN j.has_dependents THEN NOT jobvisor.has_kept_dependents(j.id) ELSE true END`;
 const DROP_EDGES = `edges AS (
   DELETE FROM jobvisor.job_dependencies WHERE child_id = ANY (ARRAY(SELECT id FROM gone WHERE child))
 )`;

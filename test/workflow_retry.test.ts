@@ -3,13 +3,17 @@
  * dead-lettered by a bug in its task is retried once the bug is fixed (here:
  * a row in wf_release), after cleanup rounds, with `cleanup.retention` 0 and
  * with the default retention (rows backdated past it); its parents must still
- * be there with their results, and go once the child itself is gone.
+ * be there with their results, and go once the child itself is gone. Then a
+ * child whose parent was deleted (`jobs delete --force`, plain SQL): a retry
+ * never waits for that parent, and the safety net settles it.
  * Supervisors are in process, with real worker threads.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { deleteJobs, retryJobs } from '../src/queue/admin/index.ts';
 import { deleteOldJobs } from '../src/queue/cleanup.ts';
 import { enqueue, enqueueMany } from '../src/queue/enqueue.ts';
+import { settleStragglers } from '../src/queue/settle.ts';
 import type { Store } from '../src/queue/sql.ts';
 import type { Supervisor } from '../src/supervisor/supervisor.ts';
 import { runCliInProcess } from './helpers/cli.ts';
@@ -141,5 +145,59 @@ describe('a dead-lettered fan-in child, retried after cleanup', () => {
     } finally {
       await supervisor.stop();
     }
+  });
+});
+
+describe('a child whose parent was deleted', () => {
+  const add = async (options: Parameters<typeof enqueue>[3] = {}) =>
+    (await enqueue(db.pool, 'wf_step', {}, options)).id as string;
+  const edgesOf = async (id: string) =>
+    (
+      await db.pool.query(
+        'SELECT count(*)::int AS n FROM jobvisor.job_dependencies WHERE child_id = $1 OR parent_id = $1',
+        [id],
+      )
+    ).rows[0].n as number;
+
+  it('jobs delete PARENT --force, then jobs retry CHILD: the child does not wait for the deleted parent', async () => {
+    const [a, b] = [await add(), await add()];
+    const c = await add({ dependsOn: [a, b] });
+    const forced = await runCliInProcess(db.url, ['jobs', 'delete', a, '--force']);
+    assert.equal(forced.code, 0, forced.stderr);
+    assert.deepEqual(
+      [await status(c), (await jobRow(db.pool, c)).last_error],
+      ['cancelled', `parent ${a} was deleted`],
+    );
+    assert.equal(await edgesOf(a), 0, 'the deleted parent took its edges along');
+    const retried = await runCliInProcess(db.url, ['jobs', 'retry', c]);
+    assert.equal(retried.code, 0, retried.stderr);
+    const row = await jobRow(db.pool, c);
+    assert.deepEqual([row.status, row.parents_waiting], ['blocked', 1], 'waits for b only');
+    await deleteJobs(store, { ids: [b] }, { force: true });
+    await retryJobs(store, { ids: [c] });
+    const alone = await jobRow(db.pool, c);
+    assert.deepEqual([alone.status, alone.parents_waiting], ['pending', 0], 'no parent left: it runs');
+  });
+
+  it('a retry does not count an edge left to a parent that no longer exists', async () => {
+    const a = await add();
+    const c = await add({ dependsOn: [a] });
+    await db.pool.query('DELETE FROM jobvisor.jobs WHERE id = $1', [a]); // by hand: the edge stays
+    await db.pool.query("UPDATE jobvisor.jobs SET status = 'cancelled', finished_at = now() WHERE id = $1", [c]);
+    await retryJobs(store, { ids: [c] });
+    const row = await jobRow(db.pool, c);
+    assert.deepEqual([row.status, row.parents_waiting], ['pending', 0]);
+  });
+
+  it('the safety net cancels a blocked child of a parent deleted by plain SQL, or releases one that runs anyway', async () => {
+    const a = await add();
+    const [c, anyway] = [await add({ dependsOn: [a] }), await add({ dependsOn: [a], onParentFailure: 'run' })];
+    const g = await add({ dependsOn: [c] });
+    await db.pool.query('DELETE FROM jobvisor.jobs WHERE id = $1', [a]);
+    assert.ok((await settleStragglers(store, 100)) >= 1);
+    const [rc, rg] = [await jobRow(db.pool, c), await jobRow(db.pool, g)];
+    assert.deepEqual([rc.status, rc.last_error], ['cancelled', `parent ${a} was deleted`]);
+    assert.deepEqual([rg.status, rg.last_error], ['cancelled', `parent ${c} is cancelled`]);
+    assert.equal(await status(anyway), 'pending');
   });
 });

@@ -96,23 +96,48 @@ describe('completeJobs keeping none', () => {
     assert.equal((await jobRow(db.pool, child)).status, 'pending');
   });
 
-  it('keeps a parent whose child is enqueued while its completion waits, and releases the child', async () => {
+  it("fails the COMMIT of a child's transaction when the parent's completion deleted it meanwhile, writing nothing", async () => {
     const parent = await running();
     const app = await db.pool.connect();
     let child: string;
     try {
       await app.query('BEGIN');
       child = (await enqueue(app, 'merge', {}, { dependsOn: [parent.id] })).id as string;
-      // The delete's snapshot predates the flag: it waits for the parent's lock, then re-reads it.
-      const done = completeJobs(store, 'sup', [parent.id], [parent.token], null, undefined, false);
-      await waitForLockWait();
-      await app.query('COMMIT');
-      assert.equal((await done).size, 0);
+      // The completion does not wait for the open transaction (it used to, for as long as the
+      // application kept it open): the parent has no committed dependent yet, so it is deleted.
+      const sup = await db.pool.connect();
+      try {
+        await sup.query("SET lock_timeout = '2s'"); // a wait for the open transaction fails, not hangs
+        const fenced = await completeJobs(
+          { db: sup, schema: 'jobvisor' },
+          'sup',
+          [parent.id],
+          [parent.token],
+          null,
+          undefined,
+          false,
+        );
+        assert.equal(fenced.size, 0);
+      } finally {
+        await sup.query('RESET lock_timeout');
+        sup.release();
+      }
+      assert.equal(await exists(parent.id), false);
+      await assert.rejects(app.query('COMMIT'), (err: Error & { code?: string }) => {
+        assert.equal(err.code, '23503');
+        assert.match(
+          err.message,
+          new RegExp(`dependsOn: job ${parent.id} was deleted before this transaction committed`),
+        );
+        return true;
+      });
     } finally {
+      await app.query('ROLLBACK').catch(() => {});
       app.release();
     }
-    assert.equal((await jobRow(db.pool, parent.id)).status, 'done');
-    assert.equal((await jobRow(db.pool, child)).status, 'pending');
+    assert.equal(await exists(child), false);
+    const edges = await db.pool.query('SELECT 1 FROM jobvisor.job_dependencies WHERE child_id = $1', [child]);
+    assert.equal(edges.rowCount, 0);
   });
 
   it('refuses a child of a parent its completion deleted first, writing nothing', async () => {

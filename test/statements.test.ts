@@ -168,7 +168,6 @@ const EXPECTED: Record<string, Expectation> = {
       [null],
     ],
     uses: /jobs_pkey/,
-    sorts: 'the given parent ids, locked in order',
   },
   parents_page: { values: (f) => [f.someId, '0', 1000, 8 << 20], uses: /jobs_pkey/ },
   settle_stragglers: { values: () => [1000], uses: /jobs_pkey/ },

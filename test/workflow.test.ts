@@ -2,8 +2,8 @@
  * Workflows against a real PostgreSQL: enqueue with dependsOn (input checks
  * that write nothing, graphs by index), the release of a blocked job in the
  * same statement as its last parent's done write, the races of that release
- * (two completions at once, an enqueue racing its parent's completion, a
- * parent done twice), and the cascade of a failed parent.
+ * (two completions at once, a parent done twice), and the cascade of a failed
+ * parent. An enqueue racing its parent's completion: test/workflow_commit.test.ts.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -173,26 +173,6 @@ describe('the release of a blocked job', () => {
     }
     const row = await jobRow(db.pool, c);
     assert.deepEqual([row.status, row.parents_waiting], ['pending', 0]);
-  });
-
-  it('sees a child enqueued while its parent was being completed', async () => {
-    const a = await add();
-    const t = String(++token);
-    await markRunning(db.pool, a, 'sup', t);
-    const app = await db.pool.connect();
-    let c: string;
-    try {
-      await app.query('BEGIN');
-      c = (await enqueue(app, 'merge', {}, { dependsOn: [a] })).id as string;
-      // The completion's snapshot predates the child's edge; it waits for the parent's lock.
-      const done = completeJobs(store, 'sup', [a], [t]);
-      await waitForLockWait();
-      await app.query('COMMIT');
-      assert.equal((await done).size, 0);
-    } finally {
-      app.release();
-    }
-    assert.equal((await jobRow(db.pool, c)).status, 'pending');
   });
 
   it('counts a parent once when it is re-queued and done again', async () => {

@@ -44,8 +44,12 @@ import { planned, run, type Now, type Store } from './sql.ts';
 // has_dependents and parents_waiting NULL, so for them neither clause reads
 // job_dependencies. CASE: has_kept_dependents is called only for flagged rows,
 // one probe of job_dependencies_parent_idx each, so the walk keeps its index
-// order.
-const KEEP_READ_PARENTS = `AND CASE WHEN j.has_dependents THEN NOT jobvisor.has_kept_dependents(j.id) ELSE true END`;
+// order. The DELETE checks it again on the row it deletes: an enqueue whose
+// COMMIT flagged the parent while this statement waited for its lock made a
+// newer version, which PostgreSQL re-checks against these conditions, and the
+// function (VOLATILE) sees that enqueue's committed edge there.
+const keepReadParents = (alias: string) =>
+  `AND CASE WHEN ${alias}.has_dependents THEN NOT jobvisor.has_kept_dependents(${alias}.id) ELSE true END`;
 const DROP_EDGES = `edges AS (
   DELETE FROM jobvisor.job_dependencies WHERE child_id = ANY (ARRAY(SELECT id FROM gone WHERE child))
 )`;
@@ -61,12 +65,13 @@ WITH gone AS (
               AND j.finished_at < coalesce($4::timestamptz, now()) - least($1::float8, $2::float8) * interval '1 millisecond'
               AND j.finished_at < coalesce($4::timestamptz, now())
                                   - CASE WHEN j.status = 'failed' THEN $2::float8 ELSE $1::float8 END * interval '1 millisecond'
-              ${KEEP_READ_PARENTS}
+              ${keepReadParents('j')}
             ORDER BY j.finished_at
             LIMIT $3))
      AND d.status IN ('done', 'cancelled', 'failed')
      AND d.finished_at < coalesce($4::timestamptz, now())
                          - CASE WHEN d.status = 'failed' THEN $2::float8 ELSE $1::float8 END * interval '1 millisecond'
+     ${keepReadParents('d')}
   RETURNING d.id, d.queue, d.kind, d.status, d.parents_waiting IS NOT NULL AS child
 ), ${DROP_EDGES}
 SELECT queue, kind, status, count(*)::int AS count FROM gone GROUP BY 1, 2, 3`,

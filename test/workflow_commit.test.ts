@@ -3,11 +3,12 @@
  * enqueue locks nothing of its existing parents, so their heartbeat and their
  * outcome writes go on while the transaction stays open, and the COMMIT
  * settles the edges of parents that finished meanwhile (done: released;
- * failed: cancelled).
+ * failed: cancelled). The README's plain-SQL recipe does the same.
  * The chaos version, with supervisors as processes and a transaction open for
  * three leases, is test/chaos_open_transaction.test.ts.
  */
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { completeJobs, failJobs } from '../src/queue/complete.ts';
 import { enqueue } from '../src/queue/enqueue.ts';
@@ -118,5 +119,34 @@ describe('a child enqueued in an open transaction', () => {
     }
     const row = await jobRow(db.pool, c);
     assert.deepEqual([row.status, row.last_error], ['cancelled', `parent ${a} is failed`]);
+  });
+
+  it("README's plain-SQL recipe: the parents finish while its transaction is open, and COMMIT settles the child", async () => {
+    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+    const recipe = /```sql\nBEGIN;\n(WITH child AS[\s\S]*?new_edges[\s\S]*?)COMMIT;\n```/.exec(readme)?.[1];
+    assert.ok(recipe, "README's plain-SQL workflow recipe");
+    const [a, b] = [await add(), await add()];
+    await finish(a);
+    const tb = String(++token);
+    await markRunning(db.pool, b, 'sup', tb);
+    const app = await db.pool.connect();
+    try {
+      await app.query('BEGIN');
+      await app.query(recipe.replaceAll('(12, 13)', `(${a}, ${b})`).replaceAll("'{12,13}'", `'{${a},${b}}'`));
+      const fenced = await asSupervisor((sup) => completeJobs(sup, 'sup', [b], [tb]));
+      assert.equal(fenced.size, 0, 'the done write does not wait');
+      await app.query('COMMIT');
+    } catch (err) {
+      await app.query('ROLLBACK').catch(() => {});
+      throw err;
+    } finally {
+      app.release();
+    }
+    const { rows } = await db.pool.query(
+      "SELECT id::text, status, parents_waiting FROM jobvisor.jobs WHERE kind = 'merge_pdf' ORDER BY id DESC LIMIT 1",
+    );
+    assert.deepEqual([rows[0]?.status, rows[0]?.parents_waiting], ['pending', 0]);
+    const left = await db.pool.query('SELECT count(*)::int AS n FROM jobvisor.new_edges');
+    assert.equal(left.rows[0].n, 0, 'the marker row is gone with the COMMIT');
   });
 });

@@ -2,8 +2,9 @@
  * Keeping none (`cleanup.retention` 0): a done job is deleted in its
  * completion statement, fenced like the update it replaces. A workflow parent
  * is kept as done, with its result, for its children; a job that gained a
- * dependent while it ran takes the update too, and a child deleted there takes
- * its edges along. Cancelled and failed rows are still cleanup's.
+ * dependent while it ran takes the update too. A child deleted there leaves
+ * its edges to the next cleanup round, which deletes its parents with them.
+ * Cancelled and failed rows are still cleanup's.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -158,7 +159,7 @@ describe('completeJobs keeping none', () => {
     assert.equal(orphans.rowCount, 0);
   });
 
-  it('deletes the edges of a done child it deletes, so its parents can go', async () => {
+  it('leaves no edge of a done child it deletes once the next cleanup round took its parent', async () => {
     const parent = await running();
     const { id } = await enqueue(db.pool, 'merge', {}, { dependsOn: [parent.id] });
     assert.equal((await completeJobs(store, 'sup', [parent.id], [parent.token], null, undefined, false)).size, 0);
@@ -166,10 +167,10 @@ describe('completeJobs keeping none', () => {
     await markRunning(db.pool, child.id, 'sup', child.token);
     assert.equal((await completeJobs(store, 'sup', [child.id], [child.token], null, undefined, false)).size, 0);
     assert.equal(await exists(child.id), false);
-    const edges = await db.pool.query('SELECT 1 FROM jobvisor.job_dependencies WHERE child_id = $1', [child.id]);
-    assert.equal(edges.rowCount, 0, 'no edge left behind');
     await deleteOldJobs(store, { retentionMs: 0, failedRetentionMs: 0, limit: 1000 });
     assert.equal(await exists(parent.id), false, 'the parent goes at the next cleanup round');
+    const edges = await db.pool.query('SELECT 1 FROM jobvisor.job_dependencies WHERE child_id = $1', [child.id]);
+    assert.equal(edges.rowCount, 0, 'no edge left behind');
   });
 
   it('keeps a job that gained a dependent while it ran', async () => {

@@ -50,8 +50,16 @@ import { planned, run, type Now, type Store } from './sql.ts';
 // function (VOLATILE) sees that enqueue's committed edge there.
 const keepReadParents = (alias: string) =>
   `AND CASE WHEN ${alias}.has_dependents THEN NOT jobvisor.has_kept_dependents(${alias}.id) ELSE true END`;
+// A deleted parent takes its edges along as well. Its dependents are all gone
+// by then (they kept it), but their edges to it may not be: a done child
+// deleted by its keep-none completion leaves them, so that statement, the
+// hottest with cleanup.retention 0, never opens job_dependencies (measured:
+// +0.5 ms per batch of 1,000 plain jobs on the loaded test machine, for a
+// DELETE that found nothing). With retention 0 they go at the next round.
 const DROP_EDGES = `edges AS (
   DELETE FROM jobvisor.job_dependencies WHERE child_id = ANY (ARRAY(SELECT id FROM gone WHERE child))
+), parent_edges AS (
+  DELETE FROM jobvisor.job_dependencies WHERE parent_id = ANY (ARRAY(SELECT id FROM gone WHERE parent))
 )`;
 
 const DELETE_FINISHED = planned(
@@ -72,7 +80,7 @@ WITH gone AS (
      AND d.finished_at < coalesce($4::timestamptz, now())
                          - CASE WHEN d.status = 'failed' THEN $2::float8 ELSE $1::float8 END * interval '1 millisecond'
      ${keepReadParents('d')}
-  RETURNING d.id, d.queue, d.kind, d.status, d.parents_waiting IS NOT NULL AS child
+  RETURNING d.id, d.queue, d.kind, d.status, d.parents_waiting IS NOT NULL AS child, d.has_dependents IS TRUE AS parent
 ), ${DROP_EDGES}
 SELECT queue, kind, status, count(*)::int AS count FROM gone GROUP BY 1, 2, 3`,
   'indexWalk',

@@ -72,9 +72,6 @@ SELECT count(*)::int AS written,
 // above, so its children can read its result (ctx.parents()) and cleanup keeps
 // it until they finish. An id this leaves is either such a row, one that gained
 // a dependent meanwhile, or fenced off: completeJobs sends those through the update.
-// A workflow child deleted here takes its edges along (one probe of the edges'
-// primary key per child), so its parents can go at the next cleanup round;
-// for a batch without children the array is empty and the edges are not read.
 const DELETE_DONE_JOBS = planned(
   'delete_done_jobs',
   `
@@ -82,9 +79,7 @@ WITH d AS (
   DELETE FROM jobvisor.jobs AS j
    WHERE j.id = ANY($1::bigint[]) AND j.status = 'running' AND j.locked_by = $3
      AND j.lease_token = ANY($2::bigint[]) AND j.has_dependents IS NOT TRUE
-  RETURNING j.id, j.parents_waiting IS NOT NULL AS child
-), edges AS (
-  DELETE FROM jobvisor.job_dependencies WHERE child_id = ANY (ARRAY(SELECT id FROM d WHERE child))
+  RETURNING j.id
 )
 SELECT count(*)::int AS written,
        CASE WHEN count(*) < cardinality($1::bigint[]) THEN array_agg(id)::text[] END AS ids

@@ -48,8 +48,9 @@ import { planned, run, type Now, type Store } from './sql.ts';
 // COMMIT flagged the parent while this statement waited for its lock made a
 // newer version, which PostgreSQL re-checks against these conditions, and the
 // function (VOLATILE) sees that enqueue's committed edge there.
-const keepReadParents = (alias: string) =>
-  `AND CASE WHEN ${alias}.has_dependents THEN NOT jobvisor.has_kept_dependents(${alias}.id) ELSE true END`;
+const KEEP_READ_PARENTS = `AND CASE WHEN j.has_dependents THEN NOT jobvisor.has_kept_dependents(j.id) ELSE true END`;
+/** The same, on the DELETE's own row (alias `d`). */
+const STILL_KEEP_READ_PARENTS = `AND CASE WHEN d.has_dependents THEN NOT jobvisor.has_kept_dependents(d.id) ELSE true END`;
 // A deleted parent takes its edges along as well. Its dependents are all gone
 // by then (they kept it), but their edges to it may not be: a done child
 // deleted by its keep-none completion leaves them, so that statement, the
@@ -73,13 +74,13 @@ WITH gone AS (
               AND j.finished_at < coalesce($4::timestamptz, now()) - least($1::float8, $2::float8) * interval '1 millisecond'
               AND j.finished_at < coalesce($4::timestamptz, now())
                                   - CASE WHEN j.status = 'failed' THEN $2::float8 ELSE $1::float8 END * interval '1 millisecond'
-              ${keepReadParents('j')}
+              ${KEEP_READ_PARENTS}
             ORDER BY j.finished_at
             LIMIT $3))
      AND d.status IN ('done', 'cancelled', 'failed')
      AND d.finished_at < coalesce($4::timestamptz, now())
                          - CASE WHEN d.status = 'failed' THEN $2::float8 ELSE $1::float8 END * interval '1 millisecond'
-     ${keepReadParents('d')}
+     ${STILL_KEEP_READ_PARENTS}
   RETURNING d.id, d.queue, d.kind, d.status, d.parents_waiting IS NOT NULL AS child, d.has_dependents IS TRUE AS parent
 ), ${DROP_EDGES}
 SELECT queue, kind, status, count(*)::int AS count FROM gone GROUP BY 1, 2, 3`,

@@ -18,8 +18,15 @@
 --    retry does not count them (reblock), and the safety net settles them
 --    like a cancelled parent (settle_missing_parents).
 --
--- Locks: none on jobvisor.jobs (a new table, new and replaced functions, a
--- function's volatility).
+-- Every function here runs with enable_seqscan off, as due_job_ids does
+-- (migration 010): PL/pgSQL keeps a session's plans, and a generic plan made
+-- while the table was tiny became a sequential scan once it had grown. Found
+-- for settle_parents (migration 017), which gets the same setting: on a
+-- million rows never analyzed, each of its statements read the table whole
+-- (430-450 ms each; test/plans.test.ts).
+--
+-- Locks: none on jobvisor.jobs (a new table, new and replaced functions,
+-- function settings).
 
 -- One row per enqueue statement that named existing jobs as parents, written
 -- in the enqueue's own transaction and deleted by the trigger at its COMMIT,
@@ -61,7 +68,7 @@ CREATE TABLE jobvisor.new_edges (
 -- snapshot: a parent changed since (a running one changes at each heartbeat)
 -- cannot be locked, and the COMMIT fails with 40001, to be retried.
 CREATE FUNCTION jobvisor.settle_new_edges() RETURNS trigger
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SET enable_seqscan = off AS $$
 DECLARE
   wanted bigint[];
   found bigint[];
@@ -101,7 +108,7 @@ CREATE CONSTRAINT TRIGGER new_edges_at_commit
 -- enqueue's COMMIT), and there it must see that enqueue's committed edge, not
 -- the statement's older snapshot.
 CREATE FUNCTION jobvisor.has_kept_dependents(parent bigint) RETURNS boolean
-LANGUAGE plpgsql VOLATILE STRICT AS $$
+LANGUAGE plpgsql VOLATILE STRICT SET enable_seqscan = off AS $$
 BEGIN
   RETURN EXISTS (SELECT 1 FROM jobvisor.job_dependencies AS d JOIN jobvisor.jobs AS c ON c.id = d.child_id
                   WHERE d.parent_id = parent);
@@ -109,7 +116,9 @@ END $$;
 
 -- `jobs delete` (without --force) re-checks it on a row that changed while its
 -- lock waited, as above: it must see an edge committed meanwhile.
-ALTER FUNCTION jobvisor.has_live_dependents(bigint) VOLATILE;
+ALTER FUNCTION jobvisor.has_live_dependents(bigint) VOLATILE SET enable_seqscan = off;
+
+ALTER FUNCTION jobvisor.settle_parents(bigint[]) SET enable_seqscan = off;
 
 -- Settles the edges not yet counted to `parents` that no longer exist (deleted
 -- by plain SQL, or by a version that left such edges behind): each child
@@ -118,7 +127,7 @@ ALTER FUNCTION jobvisor.has_live_dependents(bigint) VOLATILE;
 -- graph (settle_parents). Ids that exist are left alone. Returns how many
 -- children became pending.
 CREATE FUNCTION jobvisor.settle_missing_parents(parents bigint[]) RETURNS integer
-LANGUAGE plpgsql VOLATILE STRICT AS $$
+LANGUAGE plpgsql VOLATILE STRICT SET enable_seqscan = off AS $$
 DECLARE
   gone bigint[];
   c_id bigint[];
@@ -172,7 +181,7 @@ END $$;
 -- left with no edge at all (its only parent deleted) becomes pending: 017
 -- re-counted only children that had edges, and left this one blocked.
 CREATE OR REPLACE FUNCTION jobvisor.reblock(children bigint[]) RETURNS integer
-LANGUAGE plpgsql VOLATILE STRICT AS $$
+LANGUAGE plpgsql VOLATILE STRICT SET enable_seqscan = off AS $$
 DECLARE
   failed bigint[];
 BEGIN

@@ -38,6 +38,7 @@ RUN --mount=type=cache,target=/root/.npm,sharing=locked \
     if [ -f /run/secrets/npm_ca ]; then export NODE_EXTRA_CA_CERTS=/run/secrets/npm_ca; fi \
  && npm ci --omit=optional --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
+COPY scripts/cjs-types.mjs ./scripts/
 COPY src ./src
 RUN npm run build
 

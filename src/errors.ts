@@ -80,6 +80,22 @@ export class TaskSetupError extends JobvisorError {
   }
 }
 
+/**
+ * ctx.parents() of a job whose parents' results are too large to hand back as
+ * one array (code PARENTS_TOO_LARGE). Permanent: a retry reads the same
+ * parents; the task reads them one at a time with ctx.eachParent() instead.
+ */
+export class ParentsTooLargeError extends JobvisorError {
+  readonly permanent = true;
+  constructor(jobId: string, maxChars: number) {
+    super(
+      'PARENTS_TOO_LARGE',
+      `ctx.parents(): the parents of job ${jobId} hold more than ${maxChars / 1024 / 1024} MiB of results; read them one at a time with ctx.eachParent()`,
+    );
+    this.name = 'ParentsTooLargeError';
+  }
+}
+
 /** An SQLSTATE (its classes are 00–58, F0, HV, P0 and XX), as opposed to a Node error code such as EPIPE. */
 const SQLSTATE = /^([0-5][0-9A-Z]|F0|HV|P0|XX)[0-9A-Z]{3}$/;
 /** SQLSTATEs after which the session is gone or going: class 08 and the shutdowns. */

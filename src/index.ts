@@ -27,12 +27,19 @@ export type { BuiltinTaskKind } from './builtins.ts';
 export { defineTask } from './worker/define_task.ts';
 export type { DefinedTask, PayloadOfTask } from './worker/define_task.ts';
 export { PermanentError, RetryLaterError, SnoozeError } from './worker/errors.ts';
-export type { JobInfo, Task, TaskContext, TaskOptions } from './worker/types.ts';
+export type { JobInfo, ParentJob, Task, TaskContext, TaskOptions } from './worker/types.ts';
 export { migrate } from './db/migrate.ts';
 export { loadConfig } from './config/index.ts';
 export type { Settings, QueueSettings, Schedule } from './config/index.ts';
 export { Supervisor } from './supervisor/supervisor.ts';
-export { InputError, ConfigError, JobvisorError, NotMigratedError, TaskSetupError } from './errors.ts';
+export {
+  InputError,
+  ConfigError,
+  JobvisorError,
+  NotMigratedError,
+  ParentsTooLargeError,
+  TaskSetupError,
+} from './errors.ts';
 export {
   ACTION_STATUSES,
   cancelJobs,

@@ -20,7 +20,7 @@ import { parsePayload } from './payload.ts';
 import { ProgressThrottle } from './progress.ts';
 import { encodeProgress, encodeResult } from './report.ts';
 import { createTaskPool } from './task_db.ts';
-import { listParents, type ParentJob } from '../queue/parents.ts';
+import { eachParent, listParents, type ParentJob } from '../queue/parents.ts';
 import { missedWindow, reachStartWindow } from './start_window.ts';
 import { runTask, traceLogFields } from './tracing.ts';
 import type {
@@ -126,6 +126,10 @@ class JobRun implements TaskContext {
 
   parents(): Promise<ParentJob[]> {
     return listParents(taskDb(), setup.taskConfig.schema, this.id);
+  }
+
+  eachParent(): AsyncIterable<ParentJob> {
+    return eachParent(taskDb(), setup.taskConfig.schema, this.id);
   }
 
   /** Fails the job from outside its promise (see escapes.ts) and asks the task to stop. */

@@ -13,7 +13,14 @@ export { migrate } from './db/migrate.ts';
 export { loadConfig } from './config/index.ts';
 export type { Settings, QueueSettings, Schedule } from './config/index.ts';
 export { Supervisor } from './supervisor/supervisor.ts';
-export { InputError, ConfigError, JobvisorError, NotMigratedError, TaskSetupError } from './errors.ts';
+export {
+  InputError,
+  ConfigError,
+  DatabaseAccessError,
+  JobvisorError,
+  NotMigratedError,
+  TaskSetupError,
+} from './errors.ts';
 export {
   ACTION_STATUSES,
   cancelJobs,

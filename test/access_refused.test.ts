@@ -130,8 +130,26 @@ describe('jobvisor start on a database that refuses it for good', () => {
       );
       assert.doesNotMatch(r.stdout + r.stderr, /not-the-password/);
       t.diagnostic(`jobvisor start exited after ${Math.round(ms)} ms (process start included)`);
-      assert.ok(ms < 15_000, `exited after ${Math.round(ms)} ms`);
+      assert.ok(ms < 20_000, `exited after ${Math.round(ms)} ms`);
     });
+
+  it('a cluster primary exits 1 naming 42501 for a role without USAGE on the schema', async () => {
+    const bare = await createLoginRole(db, 'jv_bare');
+    try {
+      const r = await runCli(bare.pool.options.connectionString as string, ['start', '--processes', '2'], {
+        JOBVISOR_CONFIG: writeConfig({ metrics: { port: 0, host: '127.0.0.1' } }),
+        LOG_LEVEL: 'error',
+      });
+      assert.equal(r.code, 1, r.stderr);
+      assert.match(
+        r.stderr.trim(),
+        /^jobvisor: database access refused: permission denied for schema jobvisor \(SQLSTATE 42501\) \(DB_ACCESS_REFUSED\)$/,
+      );
+    } finally {
+      await bare.pool.end();
+      await bare.drop();
+    }
+  });
 
   it('exits 1 naming 3D000 for a missing database', async () => {
     const r = await runCli(urlWith({ database: `${db.name}_typo` }), ['start'], {

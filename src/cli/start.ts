@@ -19,8 +19,9 @@
  *
  * `cluster.processes` (--processes, JOBVISOR_PROCESSES) above 1 makes this
  * process the cluster primary (cluster/start.ts), which checks the connection
- * first and then forks this same command once per process; a forked one finds its slot in the environment
- * and runs as a cluster child (cluster/child.ts). At 1 nothing of that runs.
+ * first and then forks this same command once per process; a forked one finds
+ * its slot in the environment and runs as a cluster child (cluster/child.ts).
+ * At 1 nothing of that runs.
  */
 import { startChild } from '../cluster/child.ts';
 import { resolveProcesses } from '../cluster/cpus.ts';
@@ -66,7 +67,7 @@ export async function startCommand(argv: string[]): Promise<number> {
   const processes = resolveProcesses(settings.cluster.processes);
   if (slot !== undefined) await startChild(setup);
   else if (processes > 1) {
-    await checkAccess(ctx.pool).catch(async (err: unknown) => {
+    await checkAccess(ctx.pool, settings.database.schema).catch(async (err: unknown) => {
       await ctx.close();
       throw err;
     });

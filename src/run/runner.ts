@@ -9,9 +9,10 @@
  * that it waits, not ready, for the database and the migrated schema (logged
  * once). A database that refuses this process for good (a wrong password, a
  * missing database or grant) ends the wait: everything is stopped and
- * startRunner() rejects with DatabaseAccessError. stop() drains (the supervisor's shutdown rule), then closes what the
- * runner opened, then what the caller handed it to close; it is idempotent and
- * resolves when all of that is done.
+ * startRunner() rejects with DatabaseAccessError. stop() drains (the
+ * supervisor's shutdown rule), then closes what the runner opened, then what
+ * the caller handed it to close; it is idempotent and resolves when all of
+ * that is done.
  */
 import type pg from 'pg';
 import { connectionBudget, effectiveQueueLimits, type Settings } from '../config/index.ts';

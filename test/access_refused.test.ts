@@ -89,6 +89,14 @@ describe('run() on a database that refuses it for good', () => {
     assert.ok(ms < 5000, `rejected after ${Math.round(ms)} ms`);
   });
 
+  it('rejects the same when it migrates first (migrate: true)', async () => {
+    const { err } = await refused(() =>
+      run({ connectionString: urlWith({ password: 'not-the-password' }), migrate: true, tasks: {}, ...quiet }),
+    );
+    assert.equal(err.sqlstate, '28P01');
+    assert.ok((err.cause as { code?: string }).code === '28P01', 'the pg error is the cause');
+  });
+
   it('rejects on a missing database (3D000), and with metrics served too', async () => {
     const { err } = await refused(() =>
       run({ connectionString: urlWith({ database: `${db.name}_typo` }), tasks: {}, metrics: { port: 0 }, ...quiet }),

@@ -35,6 +35,7 @@ export { Supervisor } from './supervisor/supervisor.ts';
 export {
   InputError,
   ConfigError,
+  DatabaseAccessError,
   JobvisorError,
   NotMigratedError,
   ParentsTooLargeError,

@@ -19,6 +19,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type pg from 'pg';
 import type { Schedule } from '../config/index.ts';
 import { DEFAULT_REDACT } from '../config/dashboard.ts';
+import { notMigrated } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { createAuth, SESSION_COOKIE } from './auth.ts';
 import { dashboardDb, DASHBOARD_STATEMENT_TIMEOUT_MS } from './db.ts';
@@ -111,11 +112,8 @@ export function createDashboard(options: DashboardOptions): DashboardHandler {
   }
   const auth = createAuth(token);
   const view: ViewContext = { base, readOnly: options.readOnly ?? false, authRequired: auth.required };
-  const db = dashboardDb(
-    options.pool,
-    options.schema ?? 'jobvisor',
-    options.statementTimeoutMs ?? DASHBOARD_STATEMENT_TIMEOUT_MS,
-  );
+  const schema = options.schema ?? 'jobvisor';
+  const db = dashboardDb(options.pool, schema, options.statementTimeoutMs ?? DASHBOARD_STATEMENT_TIMEOUT_MS);
 
   const root = new Hono({ strict: false });
   const app = basePath === '/' ? root : root.basePath(basePath);
@@ -183,6 +181,9 @@ export function createDashboard(options: DashboardOptions): DashboardHandler {
   app.notFound((c) => c.html(messagePage(view, 'Not found', 'There is no such page.'), 404));
   root.notFound((c) => c.html(messagePage(view, 'Not found', 'There is no such page.'), 404));
   const onError = (err: Error & { code?: string }, c: Parameters<Parameters<typeof app.onError>[0]>[1]) => {
+    // A database `jobvisor migrate` has not prepared: say so, not pg's `relation … does not exist`.
+    const unmigrated = notMigrated(err, schema);
+    if (unmigrated) return c.html(messagePage(view, 'Not migrated', unmigrated.message), 503);
     if (err.code === STATEMENT_TIMEOUT)
       return c.html(
         messagePage(view, 'Too slow', 'The database did not answer within the dashboard’s statement timeout.'),

@@ -7,9 +7,13 @@
  * A probe that gets no answer within `timeoutMs` reports the database
  * unreachable and drops its connection (the next probe opens a new one). So
  * does a probe that finds the server read-only (a standby, a demoted primary).
+ * A server that refuses this process for good (a wrong password, a missing
+ * database or grant: `connectionRefusal` in errors.ts) is not "unreachable":
+ * the answer gives the server's reason and carries the error in `refused`.
  */
 import pg from 'pg';
 import { isMigrated } from '../db/migrate.ts';
+import { accessRefused } from '../errors.ts';
 import { setStatementTimeout } from '../db/statement_timeout.ts';
 import { readServerRole } from '../queue/server_role.ts';
 import type { Readiness } from './server.ts';
@@ -90,9 +94,12 @@ export class DatabaseProbe {
       return (await isMigrated(client, { schema: this.options.schema }))
         ? { ready: true }
         : { ready: false, reason: 'schema not migrated: run jobvisor migrate' };
-    } catch {
+    } catch (err) {
       this.drop();
-      return { ready: false, reason: 'database unreachable' };
+      const refused = accessRefused(err);
+      return refused
+        ? { ready: false, reason: refused.message, refused }
+        : { ready: false, reason: 'database unreachable' };
     }
   }
 

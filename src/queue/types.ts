@@ -13,13 +13,20 @@ export interface ClaimedJob {
   queue: string;
   /**
    * The payload as JSON text: parsed in the worker thread, not on the main thread.
-   * Null when it is over the claim's size limit (see payloadBytes).
+   * Null when it is over the claim's size limit (see payloadBytes), or when the
+   * claim did not carry it (payloadDeferred).
    */
   payload: string | null;
   /** Size of the payload's JSON text in bytes when it is over the limit (payload null); else null. */
   payloadBytes: number | null;
   /** Set when the payload's stored size alone proved it over the limit: that size, in bytes. */
   payloadStoredBytes: number | null;
+  /**
+   * The claim did not carry the payload (stored in more than
+   * INLINE_PAYLOAD_BYTES, queue/claim.ts): the worker thread that runs the job
+   * reads it, fenced by the claim's token (queue/payload_read.ts).
+   */
+  payloadDeferred?: boolean;
   attempt: number;
   maxAttempts: number;
   /** When the job became due, in ms since the epoch. */

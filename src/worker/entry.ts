@@ -17,6 +17,7 @@ import { SnoozeError } from './errors.ts';
 import { catchEscapes, currentJob } from './escapes.ts';
 import { createLoader } from './loader.ts';
 import { parsePayload } from './payload.ts';
+import { createPayloadReader } from './payload_read.ts';
 import { ProgressThrottle } from './progress.ts';
 import { encodeProgress, encodeResult } from './report.ts';
 import { createTaskPool } from './task_db.ts';
@@ -49,6 +50,13 @@ const log = pino(
   // Never wait for a stalled stdout: a task's log line must not hold its thread (log_stream.ts).
   createLogStream({ fd: 1, maxBytes: LOG_BUFFER_BYTES / 4 }),
 );
+/** Payloads the claims did not carry (payload_read.ts), read through ctx.db's pool. */
+const readPayload = createPayloadReader({
+  db: taskDb,
+  schema: setup.taskConfig.schema,
+  maxPayloadBytes: setup.maxPayloadBytes,
+  reads: setup.dbPoolSize - 1,
+});
 const loader = createLoader({
   files: setup.taskFiles,
   dirs: [setup.userTasksDir, setup.builtinTasksDir].filter(Boolean),
@@ -214,9 +222,9 @@ export default function session({ port, queue }: SessionTask): Promise<void> {
   };
 
   /** Runs one job to its end; never throws. */
-  async function execute(run: JobRun, payloadText: string, traceContext?: string, window?: Window): Promise<void> {
+  async function execute(run: JobRun, text: string | null, traceContext?: string, window?: Window): Promise<void> {
     try {
-      const payload = parsePayload(payloadText);
+      const payload = parsePayload(text ?? (await readPayload(run, run.signal)));
       // A loaded task runs without a detour through the loader's promise.
       const task = loader.loaded(run.kind) ?? (await loader.get(run.kind));
       if (window) {
@@ -251,7 +259,7 @@ export default function session({ port, queue }: SessionTask): Promise<void> {
           const notAfter = notAfterMs?.[i];
           const window: Window | undefined =
             notAfter === undefined ? undefined : [notBeforeMs?.[i] ?? -Infinity, notAfter];
-          void currentJob.run(run, execute, run, payloads[i] as string, traceContexts?.[i], window);
+          void currentJob.run(run, execute, run, payloads[i] ?? null, traceContexts?.[i], window);
         }
         break;
       }

@@ -21,12 +21,27 @@
 /** A payload no retry can fix. */
 export class PayloadError extends Error {
   readonly permanent = true;
-  readonly code: 'payload_invalid_json' | 'payload_unsafe_integer';
+  readonly code: 'payload_invalid_json' | 'payload_unsafe_integer' | 'payload_too_large';
   constructor(code: PayloadError['code'], message: string, options?: { cause?: unknown }) {
     super(message, options);
-    this.name = 'PayloadError';
+    this.name = code === 'payload_too_large' ? 'PayloadTooLarge' : 'PayloadError';
     this.code = code;
   }
+}
+
+/**
+ * Why a payload over jobs.maxPayloadBytes is not run, from what was measured:
+ * the JSON text's size, or (text never built) the stored size.
+ */
+export function payloadTooLarge(
+  size: { payloadBytes: number | null; payloadStoredBytes: number | null },
+  maxPayloadBytes: number,
+): string {
+  const what =
+    size.payloadBytes !== null
+      ? `${size.payloadBytes} bytes of JSON,`
+      : `stored in ${size.payloadStoredBytes} bytes, so its JSON is far`;
+  return `the payload is ${what} over jobs.maxPayloadBytes (${maxPayloadBytes})`;
 }
 
 const MAYBE_UNSAFE = /\d{16}/;

@@ -127,7 +127,7 @@ export class Dispatcher {
   /** Takes newly claimed jobs. */
   add(jobs: ClaimedJob[]): void {
     for (const job of jobs) {
-      if (job.payload === null) {
+      if (job.payload === null && job.payloadDeferred !== true) {
         // Over the size limit (a plain-SQL insert can write one): never sent to a
         // thread, dead-lettered on its own. Its neighbours run as usual.
         this.report(job, decideOversized(job, this.options.maxPayloadBytes));

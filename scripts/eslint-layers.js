@@ -18,6 +18,7 @@ export const LEAVES = [
   'log_stream',
   'names',
   'paths',
+  'secrets',
   'suggest',
   'version',
   'within',

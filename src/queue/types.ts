@@ -1,6 +1,17 @@
 /** Rows and outcomes that cross between the queue layer and the supervisor. */
 
 /**
+ * A job as `runner.events` listeners see it (supervisor/events.ts): what it
+ * is and which attempt, never its claim token or its payload.
+ */
+export interface JobRef {
+  id: string;
+  queue: string;
+  kind: string;
+  attempt: number;
+}
+
+/**
  * A job this supervisor has claimed: it owns the run fenced by `token` until its
  * lease ends. The token is unique to this claim (drawn from a sequence), so no
  * other run of the same job, earlier or later, can write with it.
@@ -29,6 +40,8 @@ export interface ClaimedJob {
   payloadDeferred?: boolean;
   attempt: number;
   maxAttempts: number;
+  /** The job as events show it (refOf, supervisor/events.ts): made once, when first reported. */
+  ref?: JobRef;
   /** When the job became due, in ms since the epoch. */
   runAtMs: number;
   /** The job's trace_context as JSON text (W3C traceparent/tracestate), when it has one. */

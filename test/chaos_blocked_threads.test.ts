@@ -115,7 +115,7 @@ describe('chaos: threads blocked in synchronous calls', () => {
     // Task logs are redacted like the supervisor's.
     assert.ok(secretLine, 'the task logged');
     assert.equal(secretLine.password, '[redacted]');
-    assert.equal(secretLine.databaseUrl, '[redacted]');
+    assert.equal(secretLine.databaseUrl, 'postgres://app:[redacted]@db/app');
     assert.doesNotMatch(JSON.stringify(s.logs), /hunter2-secret|pw-secret/);
   });
 

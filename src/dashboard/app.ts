@@ -20,6 +20,7 @@ import type pg from 'pg';
 import type { Schedule } from '../config/index.ts';
 import { DEFAULT_REDACT } from '../config/dashboard.ts';
 import { notMigrated } from '../errors.ts';
+import { secretKeyNames } from '../secrets.ts';
 import type { Logger } from '../log.ts';
 import { createAuth, SESSION_COOKIE } from './auth.ts';
 import { dashboardDb, DASHBOARD_STATEMENT_TIMEOUT_MS } from './db.ts';
@@ -53,7 +54,7 @@ export interface DashboardOptions {
    * [::1] (any other Host gets 403, against DNS rebinding). Ignored with a token.
    */
   allowedHosts?: string[];
-  /** Payload keys shown as [redacted] (default: password, token, secret, authorization). */
+  /** Payload keys shown as [redacted], each also without `_` or with `-` (default: secrets.ts SECRET_KEYS). */
   redact?: string[];
   /** Cron schedules for the Schedules page (the configuration's `schedules`). */
   schedules?: Schedule[];
@@ -173,7 +174,8 @@ export function createDashboard(options: DashboardOptions): DashboardHandler {
       return c.html(messagePage(view, 'Read-only', 'This dashboard is read-only: actions are turned off.'), 403);
     return next();
   });
-  const redact = options.redact ?? DEFAULT_REDACT;
+  // Every spelling of each name (api_key, apikey, api-key), for the pages and the text filter alike.
+  const redact = secretKeyNames(options.redact ?? DEFAULT_REDACT);
   pageRoutes(app, { view, db, redact, schedules: options.schedules ?? [] });
   actionRoutes(app, { view, db, redact });
   queueRoutes(app, { view, db });

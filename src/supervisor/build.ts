@@ -66,6 +66,7 @@ export function buildThreads(
       databaseUrl,
       dbPoolSize: settings.pool.dbPoolSize,
       maxResultBytes: settings.jobs.maxResultBytes,
+      maxPayloadBytes: settings.jobs.maxPayloadBytes,
       logLevel: settings.log.level,
       supervisor,
       taskConfig: { thumbnails: settings.thumbnails, reports: settings.reports, schema: settings.database.schema },

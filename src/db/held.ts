@@ -12,6 +12,7 @@
 import type pg from 'pg';
 import { isReadOnlyDbError, isRetryableDbError } from '../errors.ts';
 import { borrow, type Borrowed } from './borrow.ts';
+import { setIfOwnedSql, startupPid } from './owned_session.ts';
 import type { Db } from './pool.ts';
 
 export class HeldConnection {
@@ -63,8 +64,11 @@ export class HeldConnection {
             held.release();
             return undefined;
           }
-          // Named in pg_stat_activity, so an operator (or a test) can tell it from the pool's.
-          await client.query(`SELECT set_config('application_name', 'jobvisor-heartbeat', false)`).catch(() => {});
+          // Named in pg_stat_activity, so an operator (or a test) can tell it from the pool's;
+          // on a session of its own only (owned_session.ts: not a pooler's shared one).
+          await client
+            .query(`SELECT ${setIfOwnedSql('application_name', 1, 2)}`, ['jobvisor-heartbeat', startupPid(client)])
+            .catch(() => {});
           this.held = held;
           return client;
         },

@@ -12,12 +12,14 @@
  * That timeout is set on each new connection with a statement, not sent as a
  * startup parameter: PgBouncer refuses startup parameters it does not know
  * ("unsupported startup parameter"), and every task's ctx.db failed through it.
- * Behind a pooler in transaction mode the setting lands on whichever server
- * connection ran it (PgBouncer's own `idle_transaction_timeout` is the bound
- * there; README "PgBouncer").
+ * It is set only on a session of the connection's own (db/owned_session.ts):
+ * behind a pooler in transaction mode it would stay on a server connection
+ * that an application's transactions run on next (PgBouncer's own
+ * `idle_transaction_timeout` is the bound there; README "PgBouncer").
  */
 import { createRequire } from 'node:module';
 import type pg from 'pg';
+import { setIfOwnedSql, startupPid } from '../db/owned_session.ts';
 
 // pg is loaded when a task first uses ctx.db, not when the thread boots: it is a
 // third of a thread's start-up (about 30 ms), which every new thread and the
@@ -76,8 +78,9 @@ export function createTaskPool(options: {
     idleTimeoutMillis: 10_000,
     connectionTimeoutMillis: connectTimeoutMs,
     onConnect: async (client: pg.PoolClient) => {
-      await client.query(`SELECT set_config('idle_in_transaction_session_timeout', $1, false)`, [
+      await client.query(`SELECT ${setIfOwnedSql('idle_in_transaction_session_timeout', 1, 2)}`, [
         `${Math.floor(idleMs)}ms`,
+        startupPid(client),
       ]);
     },
   };

@@ -12,7 +12,8 @@
  * dashboard), idle_in_transaction_session_timeout (ctx.db), and the dashboard's
  * planner switches (enable_seqscan, enable_sort, enable_bitmapscan, jit off).
  * The bounds that must hold through the pooler still do (SET LOCAL): the
- * dashboard answers 503 on a locked table within its 5 s.
+ * dashboard answers 503 on a locked table within its 5 s, and a timed-out job's
+ * ctx.db statement is cancelled through PgBouncer's own cancel keys.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -187,21 +188,42 @@ describe('PgBouncer in transaction mode: jobvisor leaves no setting behind', { s
           Array.from({ length: 40 }, () => ({ kind: 'chaos_run', payload: {} })),
         )
       ).map((r) => r.id as string);
+      // A job whose ctx.db statement outlasts its 1 s timeout: cancelled through PgBouncer.
+      const slow = (await enqueue(app, 'db_sleep_short', { seconds: 60 }, { maxAttempts: 1 })).id as string;
       await until(
         'every job finished',
         async () =>
           (
             await direct.query<{ n: number }>(
               "SELECT count(*)::int AS n FROM jobvisor.jobs WHERE id = ANY($1) AND status IN ('done', 'failed')",
-              [ids],
+              [[...ids, slow]],
             )
           ).rows[0]?.n,
-        (n) => n === ids.length,
+        (n) => n === ids.length + 1,
         60_000,
       );
       const ready = await fetch(`http://127.0.0.1:${s.metricsPort}/readyz`);
       assert.equal(ready.status, 200);
       await assertUntouched('a supervisor, running');
+      const sleeping = await until(
+        'the timed-out statement gone from the server',
+        async () =>
+          (
+            await direct.query<{ n: number }>(
+              "SELECT count(*)::int AS n FROM pg_stat_activity WHERE query LIKE '%db_sleep job%' AND state = 'active' AND pid <> pg_backend_pid()",
+            )
+          ).rows[0]?.n,
+        (n) => n === 0,
+        5_000,
+      ).catch((err: Error) => {
+        // What PgBouncer did with the cancel request, to read in a failing run.
+        const lines = bouncer
+          .log()
+          .split('\n')
+          .filter((l) => /cancel|closing/i.test(l));
+        throw new Error(`${err.message}\n${lines.slice(-20).join('\n')}`);
+      });
+      assert.equal(sleeping, 0);
       await s.stop();
       await assertUntouched('a supervisor, stopped');
       report('pgbouncer.settings', {

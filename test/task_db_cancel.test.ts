@@ -6,7 +6,7 @@
  * the thread was terminated, one more per attempt, and outlived a killed supervisor.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it, type TestContext } from 'node:test';
 import { enqueue } from '../src/queue/enqueue.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { FIXTURE_TASKS } from './helpers/inprocess.ts';
@@ -32,13 +32,14 @@ after(async () => {
   await db.drop();
 });
 
-function start(config: Record<string, unknown> = {}): Promise<SpawnedSupervisor> {
+/** A supervisor for test `t`, killed when `t` ends however it ends (a failed test leaves none claiming). */
+function start(t: TestContext, config: Record<string, unknown> = {}): Promise<SpawnedSupervisor> {
   return spawnSupervisor({
     databaseUrl: db.url,
     tasksDir: FIXTURE_TASKS,
     config: {
       pool: { maxThreads: 1, dbPoolSize: 3 },
-      queues: { default: { concurrency: 2, jobsPerThread: 2 } },
+      queues: { default: { concurrency: 3, jobsPerThread: 3 } },
       jobs: { timeout: '20s' },
       backoff: { base: '100ms', max: '200ms' },
       ...config,
@@ -46,6 +47,7 @@ function start(config: Record<string, unknown> = {}): Promise<SpawnedSupervisor>
     readyTimeoutMs: 60_000,
   }).then((s) => {
     spawned.push(s);
+    t.after(() => s.stop('SIGKILL'));
     return s;
   });
 }
@@ -80,7 +82,12 @@ async function jobRow(id: string): Promise<{ status: string; attempts: number; l
  * Watches `jobId`'s statements every 50 ms until `end()`: the most seen at once, and
  * each one's age when last seen (from its start, on the server's clock).
  */
-function watch(jobId: string): { most: () => number; lifetimes: () => number[]; end: () => Promise<void> } {
+function watch(jobId: string): {
+  most: () => number;
+  lifetimes: () => number[];
+  queries: () => string[];
+  end: () => Promise<void>;
+} {
   let most = 0;
   const oldest = new Map<string, number>();
   let running = true;
@@ -95,6 +102,7 @@ function watch(jobId: string): { most: () => number; lifetimes: () => number[]; 
   return {
     most: () => most,
     lifetimes: () => [...oldest.values()],
+    queries: () => [...oldest.keys()].map((k) => k.slice(k.indexOf(':') + 1)),
     end: async () => {
       running = false;
       await loop;
@@ -103,13 +111,18 @@ function watch(jobId: string): { most: () => number; lifetimes: () => number[]; 
 }
 
 describe("a stopped job's ctx.db statement", () => {
-  it('is cancelled at the job timeout, attempt after attempt, and its neighbour on the thread runs on', async () => {
-    const s = await start();
-    // Same thread (one thread, two jobs per thread): the neighbour sleeps 3 s in its own statement.
+  it('is cancelled at the job timeout, attempt after attempt, and its neighbour on the thread runs on', async (t) => {
+    const s = await start(t);
+    // Same thread (one thread, three jobs per thread): the neighbour sleeps 3 s in its own statement.
     const neighbour = (await enqueue(db.pool, 'db_sleep', { seconds: 3 })).id as string;
-    const timedOut = (await enqueue(db.pool, 'db_sleep_short', { seconds: 60, client: true }, { maxAttempts: 2 }))
+    // Both try another statement once theirs is cancelled: through the client they hold, and through the pool.
+    const timedOut = (
+      await enqueue(db.pool, 'db_sleep_short', { seconds: 60, client: true, again: true }, { maxAttempts: 2 })
+    ).id as string;
+    const second = (await enqueue(db.pool, 'db_sleep_short', { seconds: 60, again: true }, { maxAttempts: 1 }))
       .id as string;
     const seen = watch(timedOut);
+    const seenSecond = watch(second);
     const dead = await until(
       'the 1 s job dead-lettered after its 2 attempts',
       () => jobRow(timedOut),
@@ -126,7 +139,13 @@ describe("a stopped job's ctx.db statement", () => {
       () => Math.round(performance.now() - deadAt),
       (err: Error) => err,
     );
-    await seen.end();
+    await until(
+      `no statement of job ${second} left`,
+      () => sleeping(second),
+      (rows) => rows.length === 0,
+      GONE_WITHIN_MS,
+    );
+    await Promise.all([seen.end(), seenSecond.end()]);
     const n = await until(
       'the neighbour done',
       () => jobRow(neighbour),
@@ -135,7 +154,8 @@ describe("a stopped job's ctx.db statement", () => {
     );
     report('ctx-db.timeout-cancel', {
       attempts: dead.attempts,
-      statementLifetimesMs: seen.lifetimes(),
+      statementLifetimesMs: [...seen.lifetimes(), ...seenSecond.lifetimes()],
+      startedAfterTheStop: [...seen.queries(), ...seenSecond.queries()].filter((q) => q.includes('again')).length,
       mostAtOnce: seen.most(),
       goneAfterDeadLetterMs: gone instanceof Error ? null : gone,
       neighbour: n.status,
@@ -145,14 +165,19 @@ describe("a stopped job's ctx.db statement", () => {
     assert.equal(dead.attempts, 2);
     assert.match(dead.last_error ?? '', /timed out/);
     assert.equal(seen.most(), 1, 'each attempt’s statement was gone before the next attempt began');
-    for (const ms of seen.lifetimes())
+    for (const ms of [...seen.lifetimes(), ...seenSecond.lifetimes()])
       assert.ok(ms < 1000 + GONE_WITHIN_MS, `a statement lived ${ms} ms past a 1 s timeout`);
+    assert.deepEqual(
+      [...seen.queries(), ...seenSecond.queries()].filter((q) => q.includes('again')),
+      [],
+      'no statement of a stopped job started after its stop',
+    );
     assert.deepEqual([n.status, n.attempts], ['done', 1], 'the neighbour’s statement was not cancelled');
     await s.stop();
   });
 
-  it('is cancelled when a shutdown aborts the job at the end of the grace', async () => {
-    const s = await start({ shutdown: { grace: '1s' } });
+  it('is cancelled when a shutdown aborts the job at the end of the grace', async (t) => {
+    const s = await start(t, { shutdown: { grace: '1s' } });
     const id = (await enqueue(db.pool, 'db_sleep', { seconds: 60 })).id as string;
     await until(
       'the statement running',
@@ -189,7 +214,7 @@ describe("a stopped job's ctx.db statement", () => {
       t.skip('client_connection_check_interval needs PostgreSQL 14');
       return;
     }
-    const s = await start();
+    const s = await start(t);
     const id = (await enqueue(db.pool, 'db_sleep', { seconds: 60 })).id as string;
     await until(
       'the statement running',

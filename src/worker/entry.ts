@@ -19,7 +19,7 @@ import { createLoader } from './loader.ts';
 import { parsePayload } from './payload.ts';
 import { ProgressThrottle } from './progress.ts';
 import { encodeProgress, encodeResult } from './report.ts';
-import { createTaskPool, type TaskPool } from './task_db.ts';
+import { createTaskPool, stopJobStatements } from './task_db.ts';
 import { listParents, type ParentJob } from '../queue/parents.ts';
 import { missedWindow, reachStartWindow } from './start_window.ts';
 import { runTask, traceLogFields } from './tracing.ts';
@@ -53,10 +53,10 @@ const loader = createLoader({
   files: setup.taskFiles,
   dirs: [setup.userTasksDir, setup.builtinTasksDir].filter(Boolean),
 });
-let db: TaskPool | undefined;
+let db: pg.Pool | undefined;
 
 /** The pool tasks get as ctx.db: opened on first use, shared by the thread's jobs. */
-function taskDb(): TaskPool {
+function taskDb(): pg.Pool {
   if (!db) {
     db = createTaskPool({ connectionString: setup.databaseUrl, max: setup.dbPoolSize });
     db.on('error', (err) => log.warn({ err }, 'idle task database connection failed'));
@@ -269,7 +269,7 @@ export default function session({ port, queue }: SessionTask): Promise<void> {
           run.controller ??= new AbortController();
           run.controller.abort(reason);
           // pg cannot abort a statement the task awaits: the server is asked to (task_db.ts).
-          const connections = db?.cancelRun(run) ?? 0;
+          const connections = stopJobStatements(run);
           if (connections > 0) run.log.warn({ connections }, 'job stopped: its ctx.db statements are cancelled');
         }
         break;

@@ -26,7 +26,7 @@ import { createRequire } from 'node:module';
 import type pg from 'pg';
 import { setIfOwnedSql, startupPid } from '../db/owned_session.ts';
 import { currentJob } from './escapes.ts';
-import { RunConnections } from './run_connections.ts';
+import { RunConnections, stoppedJobError } from './run_connections.ts';
 
 // pg is loaded when a task first uses ctx.db, not when the thread boots: it is a
 // third of a thread's start-up (about 30 ms), which every new thread and the
@@ -39,13 +39,17 @@ export const TASK_DB_IDLE_IN_TRANSACTION_MS = 60_000;
 /** How often a backend of ctx.db checks, during a statement, that its client is still there. */
 export const TASK_DB_CLIENT_CHECK_MS = 1_000;
 
-/** The pool of ctx.db. */
-export interface TaskPool extends pg.Pool {
-  /**
-   * Cancels the statements of the connections `run` holds (the job was
-   * aborted); they are closed when handed back. @returns how many it held.
-   */
-  cancelRun(run: object): number;
+/** Which job holds which ctx.db connection, for the thread (one ctx.db pool per thread). */
+const runs = new RunConnections();
+
+/**
+ * A job was stopped (its timeout, a lost lease, shutdown): the statements of the
+ * ctx.db connections it holds are cancelled, those connections closed when
+ * handed back, and it is lent no other. Safe before the pool exists.
+ * @returns how many connections the job held.
+ */
+export function stopJobStatements(run: object): number {
+  return runs.cancel(run);
 }
 
 type ConnectCallback = (
@@ -59,7 +63,7 @@ export function createTaskPool(options: {
   max: number;
   connectTimeoutMs?: number;
   idleInTransactionMs?: number;
-}): TaskPool {
+}): pg.Pool {
   const connectTimeoutMs = options.connectTimeoutMs ?? TASK_DB_CONNECT_TIMEOUT_MS;
   const explain = (err: Error | undefined): Error | undefined => {
     if (!err || !/timeout exceeded when trying to connect/.test(err.message)) return err;
@@ -73,35 +77,36 @@ export function createTaskPool(options: {
     );
   };
   const { Pool } = requireModule('pg') as typeof pg;
-  const runs = new RunConnections();
-  class JobsPool extends Pool implements TaskPool {
+  class JobsPool extends Pool {
     // pg.Pool.query() goes through connect() too, so both report the clearer error, and
     // both lend the connection to the job in whose context it was asked for.
     override connect(): Promise<pg.PoolClient>;
     override connect(callback: ConnectCallback): void;
     override connect(callback?: ConnectCallback): Promise<pg.PoolClient> | void {
       const run = currentJob.getStore();
-      const lend = (client: pg.PoolClient | undefined) => {
-        if (run && client) runs.lend(run, client);
-        return client;
+      // The connection is the job's until released; a stopped job gets none (run_connections.ts).
+      const lent = (client: pg.PoolClient): boolean => {
+        if (!run || runs.lend(run, client)) return true;
+        client.release();
+        return false;
       };
       if (callback) {
         super.connect((err, client, done) => {
-          if (lend(client)) callback(undefined, client, (e) => client?.release(e as Error | undefined));
-          else callback(explain(err), client, done);
+          if (!client) callback(explain(err), client, done);
+          else if (!lent(client)) callback(stoppedJobError(), undefined, () => {});
+          else callback(undefined, client, (e) => client.release(e as Error | undefined));
         });
         return;
       }
       return super.connect().then(
-        (client) => lend(client) as pg.PoolClient,
+        (client) => {
+          if (!lent(client)) throw stoppedJobError();
+          return client;
+        },
         (err: Error) => {
           throw explain(err) as Error;
         },
       );
-    }
-
-    cancelRun(run: object): number {
-      return runs.cancel(run);
     }
   }
   const idleMs = options.idleInTransactionMs ?? TASK_DB_IDLE_IN_TRANSACTION_MS;

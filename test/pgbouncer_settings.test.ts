@@ -202,9 +202,7 @@ describe('PgBouncer in transaction mode: jobvisor leaves no setting behind', { s
         (n) => n === ids.length + 1,
         60_000,
       );
-      const ready = await fetch(`http://127.0.0.1:${s.metricsPort}/readyz`);
-      assert.equal(ready.status, 200);
-      await assertUntouched('a supervisor, running');
+      const finishedAt = performance.now();
       const sleeping = await until(
         'the timed-out statement gone from the server',
         async () =>
@@ -224,10 +222,15 @@ describe('PgBouncer in transaction mode: jobvisor leaves no setting behind', { s
         throw new Error(`${err.message}\n${lines.slice(-20).join('\n')}`);
       });
       assert.equal(sleeping, 0);
+      const cancelledWithinMs = Math.round(performance.now() - finishedAt);
+      const ready = await fetch(`http://127.0.0.1:${s.metricsPort}/readyz`);
+      assert.equal(ready.status, 200);
+      await assertUntouched('a supervisor, running');
       await s.stop();
       await assertUntouched('a supervisor, stopped');
       report('pgbouncer.settings', {
         baseline,
+        cancelledWithinMs,
         backends: Object.fromEntries(Object.entries(seen).map(([k, v]) => [k, v.backend])),
         allUntouched: true,
       });

@@ -17,11 +17,18 @@
  * `signal` (a cluster child's): aborting it stops the runner at any time; during
  * start-up the task checks end at once, nothing is claimed, and startRunner
  * resolves with the runner already stopping.
+ *
+ * A pool the caller gave (run({ pool })) and ends while the runner runs stops
+ * the runner, with one line that says why: it drains as stop() does, writing
+ * outcomes and hand-backs through the connection it holds for the heartbeat
+ * (db/held.ts), then hands that connection back, so the pool's end() resolves
+ * once the drain is done (at most `shutdown.grace` and the flush).
  */
 import type pg from 'pg';
 import { connectionBudget, effectiveQueueLimits, type Settings } from '../config/index.ts';
 import { migrate } from '../db/migrate.ts';
 import { accessRefused, type DatabaseAccessError } from '../errors.ts';
+import { watchPoolEnd } from '../db/pool_ended.ts';
 import { safeUrl, type Logger } from '../log.ts';
 import { createMetrics } from '../metrics/metrics.ts';
 import { DatabaseProbe } from '../metrics/readiness.ts';
@@ -38,6 +45,8 @@ import { checkTaskModules, checkTaskPaths } from './task_setup.ts';
 import { traceEvents } from './trace_events.ts';
 
 const READY_RETRY_MS = 1000;
+/** The stop reason (and the log line's) when the caller ends the pool it gave under the runner. */
+export const POOL_ENDED = 'the pg.Pool given to run() was ended while the runner was running';
 
 export interface RunnerSetup {
   settings: Settings;
@@ -168,6 +177,7 @@ export async function startRunner(setup: RunnerSetup): Promise<Runner> {
   let bySignal = false;
   const stop = (reason = 'stop requested'): Promise<void> => {
     stopping ??= (async () => {
+      unwatchPool?.();
       stopAskedAt = performance.now();
       await supervisor.stop(reason);
       threadWatch.off('stuck', onStuck);
@@ -185,6 +195,16 @@ export async function startRunner(setup: RunnerSetup): Promise<Runner> {
   };
   cancelChecks();
   whenAborted(setup.signal, (reason) => void stop(reason));
+  // The caller's pool ended under the runner: stop (see the file comment), said once.
+  const unwatchPool = setup.ownsPool
+    ? undefined
+    : watchPoolEnd(setup.pool, () => {
+        log.error(
+          { inFlight: supervisor.inFlight() },
+          `${POOL_ENDED}: stopping (stop the runner before ending its pool)`,
+        );
+        void stop(POOL_ENDED);
+      });
   if (setup.handleSignals)
     removeSignals = drainOnSignals({
       log,

@@ -20,7 +20,7 @@ import { parsePayload } from './payload.ts';
 import { createPayloadReader } from './payload_read.ts';
 import { ProgressThrottle } from './progress.ts';
 import { encodeProgress, encodeResult } from './report.ts';
-import { createTaskPool } from './task_db.ts';
+import { createTaskPool, stopJobStatements } from './task_db.ts';
 import { eachParent, listParents, type ParentJob } from '../queue/parents.ts';
 import { missedWindow, reachStartWindow } from './start_window.ts';
 import { runTask, traceLogFields } from './tracing.ts';
@@ -280,6 +280,9 @@ export default function session({ port, queue }: SessionTask): Promise<void> {
         if (run) {
           run.controller ??= new AbortController();
           run.controller.abort(reason);
+          // pg cannot abort a statement the task awaits: the server is asked to (task_db.ts).
+          const connections = stopJobStatements(run);
+          if (connections > 0) run.log.warn({ connections }, 'job stopped: its ctx.db statements are cancelled');
         }
         break;
       }

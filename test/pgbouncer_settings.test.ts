@@ -187,9 +187,9 @@ describe('PgBouncer in transaction mode: jobvisor leaves no setting behind', { s
           app,
           Array.from({ length: 40 }, () => ({ kind: 'chaos_run', payload: {} })),
         )
-      ).map((r) => r.id as string);
+      ).map((r) => r.id);
       // A job whose ctx.db statement outlasts its 1 s timeout: cancelled through PgBouncer.
-      const slow = (await enqueue(app, 'db_sleep_short', { seconds: 60 }, { maxAttempts: 1 })).id as string;
+      const slow = (await enqueue(app, 'db_sleep_short', { seconds: 60 }, { maxAttempts: 1 })).id;
       await until(
         'every job finished',
         async () =>

@@ -98,7 +98,7 @@ describe('run({ pool }) whose pool the app ends under it', () => {
         db.pool,
         Array.from({ length: 40 }, () => ({ kind: 'nap', payload: { ms: NAP_MS } })),
       )
-    ).map((r) => r.id as string);
+    ).map((r) => r.id);
     // Some done, four running (concurrency 4) when the app ends its pool.
     await until(
       'some jobs done and four running',

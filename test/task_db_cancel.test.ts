@@ -114,13 +114,12 @@ describe("a stopped job's ctx.db statement", () => {
   it('is cancelled at the job timeout, attempt after attempt, and its neighbour on the thread runs on', async (t) => {
     const s = await start(t);
     // Same thread (one thread, three jobs per thread): the neighbour sleeps 3 s in its own statement.
-    const neighbour = (await enqueue(db.pool, 'db_sleep', { seconds: 3 })).id as string;
+    const neighbour = (await enqueue(db.pool, 'db_sleep', { seconds: 3 })).id;
     // Both try another statement once theirs is cancelled: through the client they hold, and through the pool.
     const timedOut = (
       await enqueue(db.pool, 'db_sleep_short', { seconds: 60, client: true, again: true }, { maxAttempts: 2 })
-    ).id as string;
-    const second = (await enqueue(db.pool, 'db_sleep_short', { seconds: 60, again: true }, { maxAttempts: 1 }))
-      .id as string;
+    ).id;
+    const second = (await enqueue(db.pool, 'db_sleep_short', { seconds: 60, again: true }, { maxAttempts: 1 })).id;
     const seen = watch(timedOut);
     const seenSecond = watch(second);
     const dead = await until(
@@ -178,7 +177,7 @@ describe("a stopped job's ctx.db statement", () => {
 
   it('is cancelled when a shutdown aborts the job at the end of the grace', async (t) => {
     const s = await start(t, { shutdown: { grace: '1s' } });
-    const id = (await enqueue(db.pool, 'db_sleep', { seconds: 60 })).id as string;
+    const id = (await enqueue(db.pool, 'db_sleep', { seconds: 60 })).id;
     await until(
       'the statement running',
       () => sleeping(id),
@@ -215,7 +214,7 @@ describe("a stopped job's ctx.db statement", () => {
       return;
     }
     const s = await start(t);
-    const id = (await enqueue(db.pool, 'db_sleep', { seconds: 60 })).id as string;
+    const id = (await enqueue(db.pool, 'db_sleep', { seconds: 60 })).id;
     await until(
       'the statement running',
       () => sleeping(id),

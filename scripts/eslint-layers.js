@@ -11,6 +11,7 @@ const SRC = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'sr
 
 /** Modules that import nothing above them (only other leaves). */
 export const LEAVES = [
+  'builtins',
   'cached',
   'duration',
   'errors',
@@ -18,6 +19,7 @@ export const LEAVES = [
   'log_stream',
   'names',
   'paths',
+  'secrets',
   'suggest',
   'version',
   'within',

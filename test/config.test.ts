@@ -107,6 +107,7 @@ describe('configuration', () => {
     assert.equal(production.queues.crm?.perKeyConcurrency, 1);
     assert.deepEqual(production.queues.geo?.rateLimit, { count: 100, periodMs: 1000, perKey: false });
     assert.equal(production.schedules[0]?.kind, 'daily_report');
+    assert.ok(production.tasks.builtins.includes('daily_report'), 'its scheduled built-in is enabled');
   });
 });
 

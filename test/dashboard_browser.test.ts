@@ -24,6 +24,28 @@ import { CHROMIUM, skipUnless } from './helpers/tools.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const SCREENSHOTS = process.env.JOBVISOR_SCREENSHOTS === '1' ? path.join(root, 'docs/img') : null;
+/** The "Log out" button's text colour and the colour behind it (its own, else the nearest ancestor's that is opaque). */
+const LOG_OUT_COLORS = `(() => {
+  const button = [...document.querySelectorAll('header button')].find((b) => b.textContent.trim() === 'Log out');
+  let background = 'rgba(0, 0, 0, 0)';
+  for (let el = button; el && /^rgba\\(.*, 0\\)$|^transparent$/.test(background); el = el.parentElement)
+    background = getComputedStyle(el).backgroundColor;
+  return { color: getComputedStyle(button).color, background };
+})()`;
+
+/** WCAG 2 contrast ratio of two opaque CSS rgb() colours (1 to 21). */
+function contrast(a: string, b: string): number {
+  const luminance = (rgb: string) => {
+    const [r, g, bl] = (rgb.match(/\d+(\.\d+)?/g) ?? []).slice(0, 3).map((v) => {
+      const c = Number(v) / 255;
+      return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+    });
+    return 0.2126 * (r ?? 0) + 0.7152 * (g ?? 0) + 0.0722 * (bl ?? 0);
+  };
+  const [hi, lo] = [luminance(a), luminance(b)].sort((x, y) => y - x) as [number, number];
+  return (hi + 0.05) / (lo + 0.05);
+}
+
 const XSS = `<script>alert(1)</script>"><img src=x onerror=alert(2)>`;
 
 describe('dashboard in a real browser', { skip: skipUnless(CHROMIUM), timeout: 240_000 }, () => {
@@ -188,6 +210,22 @@ describe('dashboard in a real browser', { skip: skipUnless(CHROMIUM), timeout: 2
     const allowed = new Set([...pages.map((p) => `${d.url}${p}`), `${d.url}static/app.css`, `${d.url}static/app.js`]);
     const unexpected = requests.filter((u) => !allowed.has(decodeURI(u)) && !allowed.has(u));
     assert.deepEqual(unexpected, []);
+  });
+
+  it('shows the top bar\'s "Log out" button readable in the light and the dark palette', async () => {
+    await page.goto(d.url);
+    if (page.url().includes('/login')) {
+      await page.fill('input[name=token]', TEST_TOKEN);
+      await page.click('button[type=submit]');
+      await page.waitForURL(d.url);
+    }
+    for (const colorScheme of ['light', 'dark'] as const) {
+      await page.emulateMedia({ colorScheme });
+      const { color, background } = await page.evaluate<{ color: string; background: string }>(LOG_OUT_COLORS);
+      const ratio = contrast(color, background);
+      assert.ok(ratio >= 4.5, `${colorScheme}: "Log out" is ${color} on ${background}, contrast ${ratio.toFixed(2)}:1`);
+    }
+    await page.emulateMedia({ colorScheme: 'light' });
   });
 
   it('pauses and resumes auto-refresh', async () => {

@@ -11,9 +11,15 @@
  *     project's tsc under moduleResolution node16, nodenext and bundler;
  *   - a CommonJS app: require('jobvisor') (ESM loaded through require), the
  *     same transaction and a CommonJS task through run().
+ * (Apps that declare their kinds, under each module setting and TypeScript 5.9
+ * and 7: test/package_types.test.ts.)
  * Also: the tarball's contents, the installed size, the built-in thumbnail
- * task dead-lettered in one line without the optional sharp, and the one-line
- * warning of `start` when OTEL_* asks for traces without the SDK.
+ * task (mapped with builtinTask) dead-lettered in one line without the optional
+ * sharp, and the one-line warning of `start` when OTEL_* asks for traces
+ * without the SDK. And nothing of jobvisor's demo in the app unless asked: no
+ * built-in task runs a kind the app did not register, no `cpu` queue, no
+ * schedule, no warning about built-ins; a 4-field cron is refused; a new
+ * schedule is not back-filled.
  *
  * Needs the npm registry (or npm's cache) for the apps' dependencies: skipped
  * with the reason when neither answers.
@@ -112,7 +118,7 @@ export default async function legacy(payload) {
 }
 `,
   'jobvisor.config.json': JSON.stringify({ tasks: { dir: 'tasks' }, metrics: { port: 0, host: '127.0.0.1' } }),
-  'main.ts': `import { enqueue, migrate, run } from 'jobvisor';
+  'main.ts': `import { builtinTask, enqueue, migrate, run } from 'jobvisor';
 import pg from 'pg';
 
 const url = process.env.DATABASE_URL as string;
@@ -145,6 +151,7 @@ const runner = await run({
   tasks: {
     greet: new URL('./tasks/greet.ts', import.meta.url),
     legacy: new URL('./tasks/legacy.js', import.meta.url),
+    thumbnail: builtinTask('thumbnail'), // a built-in runs only where the app asks for it
   },
   metrics: { port: 0, host: '127.0.0.1' },
   queues: { default: { concurrency: 4 } },
@@ -246,7 +253,8 @@ before(async () => {
   const tree = path.join(work, 'tree');
   for (const entry of [...PACK_INPUTS, 'README.md'])
     cpSync(path.join(root, entry), path.join(tree, entry), { recursive: true });
-  cpSync(path.join(root, 'scripts/clean-dist.mjs'), path.join(tree, 'scripts/clean-dist.mjs'));
+  for (const script of ['clean-dist.mjs', 'cjs-types.mjs'])
+    cpSync(path.join(root, 'scripts', script), path.join(tree, 'scripts', script));
   symlinkSync(path.join(root, 'node_modules'), path.join(tree, 'node_modules'));
   const packed = exec('npm', ['pack', '--json', '--pack-destination', work], tree);
   assert.equal(packed.status, 0, `npm pack failed:\n${packed.stderr}`);
@@ -288,6 +296,8 @@ describe('the packed tarball', () => {
       'bin/jobvisor.js',
       'dist/index.js',
       'dist/index.d.ts',
+      'dist/index.d.cts',
+      'dist/queue/enqueue_types.d.cts',
       'dist/cli/bin.js',
       'dist/worker/entry.js',
       'dist/worker/traced-entry.js',
@@ -375,8 +385,8 @@ describe('installed into an ES module app in TypeScript', () => {
       assert.equal(otel.length, 1, logs.text());
       assert.equal(otel[0]?.level, 40);
       assert.match(String(otel[0]?.msg), /OTEL_\* is set but the OpenTelemetry SDK is not installed/);
-      const greet = (await enqueue(db.pool, 'greet', { name: 'Edsger Dijkstra' })).id as string;
-      const legacy = (await enqueue(db.pool, 'legacy', { name: 'Barbara Liskov' })).id as string;
+      const greet = (await enqueue(db.pool, 'greet', { name: 'Edsger Dijkstra' })).id;
+      const legacy = (await enqueue(db.pool, 'legacy', { name: 'Barbara Liskov' })).id;
       const rows = await until(
         'both jobs done',
         async () =>
@@ -455,6 +465,186 @@ describe('installed into a CommonJS app', () => {
     };
     assert.deepEqual(out.row, { status: 'done', result: { text: 'COMMON JS!', slug: 'common-js' } });
     assert.equal(out.rolled, 0, 'the rolled-back transaction left no job');
+  });
+});
+
+/** Scripts of the ES module app for the cases below: nothing of jobvisor's demo runs unless asked. */
+const DEMO_FREE_APP: Record<string, string> = {
+  // A worker that registers legacy only; a welcome_email job (the app forgot its task) must not run.
+  'unregistered.mjs': `import { enqueue, run } from 'jobvisor';
+import pg from 'pg';
+
+const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 2 });
+const runner = await run({
+  connectionString: process.env.DATABASE_URL,
+  tasks: { legacy: new URL('./tasks/legacy.js', import.meta.url) },
+  backoff: { base: '100ms', max: '200ms' },
+});
+const { id } = await enqueue(pool, 'welcome_email', { user_id: 1 }, { maxAttempts: 2 });
+const row = async () => (await pool.query('SELECT status, attempts, last_error FROM jobvisor.jobs WHERE id = $1', [id])).rows[0];
+const deadline = Date.now() + 30_000;
+while ((await row()).status !== 'failed' && Date.now() < deadline)
+  await new Promise((resolve) => { runner.events.once('job:dead', resolve); setTimeout(resolve, 1000); });
+await runner.stop();
+const emails = (await pool.query("SELECT to_regclass('public.emails_sent') IS NOT NULL AS present")).rows[0].present;
+console.log(JSON.stringify({ job: await row(), emails }));
+await pool.end();
+`,
+  // run() refuses a 4-field cron.
+  'four_fields.mjs': `import { run } from 'jobvisor';
+
+try {
+  await run({ connectionString: process.env.DATABASE_URL, schedules: [{ name: 'x', cron: '*/5 * * *', kind: 'greet' }] });
+  console.log(JSON.stringify({ started: true }));
+  process.exit(1);
+} catch (err) {
+  console.log(JSON.stringify({ name: err.name, code: err.code, message: err.message }));
+}
+`,
+  'four_fields.json': JSON.stringify({ schedules: [{ name: 'x', cron: '*/5 * * *', kind: 'greet' }] }),
+  // A new every-5-seconds schedule: its first fire, and what was enqueued before it.
+  'new_schedule.mjs': `import { run } from 'jobvisor';
+import pg from 'pg';
+
+const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 2 });
+const startedAt = new Date();
+const runner = await run({
+  connectionString: process.env.DATABASE_URL,
+  tasks: { legacy: new URL('./tasks/legacy.js', import.meta.url) },
+  schedules: [{ name: 'pkg_every5', cron: '*/5 * * * * *', kind: 'legacy', payload: { name: 'cron' } }],
+  scheduler: { interval: '200ms' },
+});
+await new Promise((resolve, reject) => {
+  runner.events.once('schedule:fired', resolve);
+  setTimeout(() => reject(new Error('no fire within 20 s')), 20_000);
+});
+await runner.stop();
+const stoppedAt = new Date();
+const jobs = (await pool.query("SELECT run_at FROM jobvisor.jobs WHERE unique_key LIKE 'schedule:pkg_every5:%'")).rows;
+const seen = (await pool.query("SELECT first_seen_at FROM jobvisor.schedules WHERE name = 'pkg_every5'")).rows;
+console.log(JSON.stringify({ startedAt, stoppedAt, runAts: jobs.map((j) => j.run_at), seen: seen.map((s) => s.first_seen_at) }));
+await pool.end();
+`,
+};
+
+/** Lines of run()/start logs (JSON) that speak of a built-in task or a queue of one. */
+const aboutBuiltins = (lines: Array<Record<string, unknown>>) =>
+  lines.filter(
+    (l) => l.level !== undefined && /thumbnail|daily_report|welcome_email|asks for queue|"cpu"/.test(JSON.stringify(l)),
+  );
+
+/** JSON lines of a script's stdout (non-JSON lines as { raw }). */
+const jsonLines = (text: string) =>
+  text
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => {
+      try {
+        return JSON.parse(line) as Record<string, unknown>;
+      } catch {
+        return { raw: line };
+      }
+    });
+
+describe("installed into an app: nothing of jobvisor's demo runs unless the app asks for it", () => {
+  before(() => {
+    if (!skipReason) write(esmApp, DEMO_FREE_APP);
+  });
+
+  test('a job of a kind the app did not register fails with TaskLoadError and is never run by a built-in', (t) => {
+    if (skipReason) return t.skip(skipReason);
+    const r = exec(process.execPath, ['unregistered.mjs'], esmApp, cleanEnv({ DATABASE_URL: db.url }));
+    assert.equal(r.status, 0, `${r.stdout}\n${r.stderr}`);
+    const lines = jsonLines(r.stdout);
+    const out = lines.at(-1) as { job: { status: string; attempts: number; last_error: string }; emails: boolean };
+    assert.equal(out.job.status, 'failed', 'a dead letter after its attempts');
+    assert.equal(out.job.attempts, 2);
+    assert.match(
+      out.job.last_error,
+      /^TaskLoadError: no task for kind "welcome_email" \(looked in the tasks map\); welcome_email is one of jobvisor's built-in tasks/,
+    );
+    assert.equal(out.emails, false, 'the built-in welcome_email never ran: no public.emails_sent');
+    assert.deepEqual(lines.find((l) => l.msg === 'serving task kinds')?.kinds, ['legacy']);
+    // Only the job's own failure lines name the kind; nothing warns about built-ins.
+    assert.deepEqual(
+      aboutBuiltins(lines).filter((l) => !/^job (failed|dead)/.test(String(l.msg))),
+      [],
+    );
+  });
+
+  test('jobvisor start in the app serves no cpu queue and no schedule, and says nothing of built-ins', async (t) => {
+    if (skipReason) return t.skip(skipReason);
+    const child = spawn(path.join(esmApp, 'node_modules/.bin/jobvisor'), ['start'], {
+      cwd: esmApp,
+      env: cleanEnv({ DATABASE_URL: db.url, LOG_LEVEL: 'info' }),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const logs = collectLines(child);
+    try {
+      const ready = await until(
+        'the ready line',
+        () => logs.lines.find((l) => l.msg === 'ready'),
+        Boolean,
+        60_000,
+      ).catch((err: Error) => {
+        throw new Error(`${err.message}\n${logs.text()}`);
+      });
+      assert.deepEqual(Object.keys(ready?.queues as object), ['default'], 'exactly the queues the app configured');
+      assert.deepEqual(logs.lines.find((l) => l.msg === 'serving task kinds')?.kinds, ['greet', 'legacy']);
+      const schedules = (await db.pool.query('SELECT name FROM jobvisor.schedules')).rows.map((r) => r.name as string);
+      assert.ok(!schedules.includes('daily_report'), `no daily_report schedule: ${schedules.join(', ')}`);
+      const reports = await db.pool.query("SELECT count(*)::int AS n FROM jobvisor.jobs WHERE kind = 'daily_report'");
+      assert.equal(reports.rows[0]?.n, 0);
+      assert.deepEqual(aboutBuiltins(logs.lines), [], logs.text());
+      const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+      process.kill(ready?.pid as number, 'SIGTERM');
+      assert.equal(await exited, 0, logs.text());
+    } finally {
+      child.kill('SIGKILL');
+    }
+  });
+
+  test('a 4-field cron is refused by run() and by jobvisor start, naming the count', (t) => {
+    if (skipReason) return t.skip(skipReason);
+    const env = cleanEnv({ DATABASE_URL: db.url });
+    const r = exec(process.execPath, ['four_fields.mjs'], esmApp, env);
+    assert.equal(r.status, 0, `${r.stdout}\n${r.stderr}`);
+    const out = JSON.parse(r.stdout.trim().split('\n').at(-1) as string) as {
+      name: string;
+      code: string;
+      message: string;
+    };
+    assert.equal(out.code, 'CONFIG_INVALID');
+    assert.match(out.message, /schedules\[0\]\.cron "\*\/5 \* \* \*" has 4 fields: a cron expression has 5/);
+    const start = exec(path.join(esmApp, 'node_modules/.bin/jobvisor'), ['start'], esmApp, {
+      ...env,
+      JOBVISOR_CONFIG: 'four_fields.json',
+    });
+    assert.equal(start.status, 2, start.stdout + start.stderr);
+    assert.match(start.stderr, /^jobvisor: invalid configuration: .*"\*\/5 \* \* \*" has 4 fields/m);
+  });
+
+  test('a new */5-second schedule adds no job for times before it existed', (t) => {
+    if (skipReason) return t.skip(skipReason);
+    const r = exec(process.execPath, ['new_schedule.mjs'], esmApp, cleanEnv({ DATABASE_URL: db.url }));
+    assert.equal(r.status, 0, `${r.stdout}\n${r.stderr}`);
+    const out = JSON.parse(r.stdout.trim().split('\n').at(-1) as string) as {
+      startedAt: string;
+      stoppedAt: string;
+      runAts: string[];
+      seen: string[];
+    };
+    assert.equal(out.seen.length, 1, 'its first sighting is recorded');
+    const firstSeen = Date.parse(out.seen[0] as string);
+    assert.ok(firstSeen >= Date.parse(out.startedAt));
+    const fires = out.runAts.map((at) => Date.parse(at));
+    // The old catch-up enqueued 720 jobs here, one per 5 s of the hour before.
+    assert.ok(
+      fires.length >= 1 && fires.length <= 1 + (Date.parse(out.stoppedAt) - firstSeen) / 5000,
+      `${fires.length} jobs`,
+    );
+    for (const at of fires)
+      assert.ok(at > firstSeen, `fire time ${new Date(at).toISOString()} after its first sighting`);
   });
 });
 

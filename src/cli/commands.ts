@@ -54,11 +54,13 @@ export const COMMAND_SPECS: CommandSpec[] = [
     ],
     example: 'JOBVISOR_CONFIG=./jobvisor.json jobvisor start',
     notes: [
-      "Config read, later wins: jobvisor's own config/default.json and config/$NODE_ENV.json, then the",
-      "app's file: JOBVISOR_CONFIG, else ./jobvisor.config.json, else ./config/jobvisor.json (in the",
-      "working directory), then the environment. The app's ./config/default.json is not read (a warning",
-      'says so). A named file that is missing, or any file that is invalid, stops start-up (exit 2), as',
-      'do a missing tasks folder and a task that cannot be imported (exit 1 when its module throws).',
+      "Config read, later wins: jobvisor's own config/default.json, config/demo.json (in its repository",
+      "and image only) and config/$NODE_ENV.json, then the app's file: JOBVISOR_CONFIG, else",
+      './jobvisor.config.json, else ./config/jobvisor.json (in the working directory), then the',
+      "environment. The app's ./config/default.json is not read (a warning says so). A named file that",
+      'is missing, or any file that is invalid, stops start-up (exit 2), as do a missing tasks folder',
+      'and a task that cannot be imported (exit 1 when its module throws). One line at start names the',
+      'task kinds served: tasks.dir and the built-in tasks of tasks.builtins (none unless listed).',
     ],
   },
   {

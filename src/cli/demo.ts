@@ -41,6 +41,8 @@ export async function demoCommand(argv: string[]): Promise<number> {
     const url = await ensureDatabase(serverUrl.toString(), DEMO_DATABASE);
     const settings = loadConfig({
       overrides: {
+        // The demo's task is jobvisor's built-in welcome_email: enabled here, wherever the demo runs.
+        tasks: { builtins: ['welcome_email'] },
         backoff: { base: '200ms', max: '2s', jitter: 0.5 },
         jobs: { maxAttempts: 25 },
         queues: { default: { concurrency: 10, jobsPerThread: 10 } },

@@ -3,13 +3,15 @@
  *                   [--max-attempts N] [--unique-key K] [--concurrency-key K]
  *                   [--depends-on ID,ID [--on-parent-failure cancel|run]] [--json]`
  * Prints the new job's id. A duplicate unique key is reported as skipped (exit 0).
- * Without --queue the job goes to the task's `options.queue` (see task_options.ts).
+ * Without --queue the job goes to the task's `options.queue` (see task_options.ts):
+ * the command reads the task module (in tasks.dir, else the built-ins) to learn it,
+ * as the library's enqueue() never does.
  * Every argument is checked before connecting: bad input writes nothing.
  */
 import { InputError } from '../errors.ts';
 import { loadConfig, type Settings } from '../config/index.ts';
-import { enqueue, validateJob, type EnqueueOptions } from '../queue/enqueue.ts';
-import { BUILTIN_TASKS_DIR } from '../supervisor/threads.ts';
+import { enqueue, validateJob, type DynamicKind, type EnqueueOptions } from '../queue/enqueue.ts';
+import { taskSources } from '../supervisor/task_sources.ts';
 import { findTaskFile } from '../worker/loader.ts';
 import { readTaskOptions } from '../worker/task_options.ts';
 import { integer, parse } from './args.ts';
@@ -72,7 +74,8 @@ export async function enqueueCommand(argv: string[]): Promise<number> {
   validateJob(kind, payload, { ...options, maxPayloadBytes: settings.jobs.maxPayloadBytes });
   const ctx = await openContext({ logTo: 2, logLevel: 'warn', settings });
   try {
-    const result = await enqueue(ctx.pool, kind, payload, {
+    // A kind from the command line is a DynamicKind: checked at run time only.
+    const result = await enqueue(ctx.pool, kind as DynamicKind, payload, {
       ...options,
       maxAttempts: options.maxAttempts ?? ctx.settings.jobs.maxAttempts,
       schema: ctx.settings.database.schema,
@@ -80,12 +83,13 @@ export async function enqueueCommand(argv: string[]): Promise<number> {
     });
     warnUnknownKind(kind, ctx.settings);
     if (values.json) process.stdout.write(`${JSON.stringify(result)}\n`);
-    else if (result.duplicate) {
-      process.stdout.write(`${result.id ?? ''}\n`);
-      process.stderr.write(
-        `skipped: a ${kind} job with unique key ${JSON.stringify(options.uniqueKey)} already exists (id ${result.id ?? 'unknown'})\n`,
-      );
-    } else process.stdout.write(`${result.id}\n`);
+    else {
+      process.stdout.write(`${result.id}\n`);
+      if (result.duplicate)
+        process.stderr.write(
+          `skipped: a ${kind} job with unique key ${JSON.stringify(options.uniqueKey)} already exists (id ${result.id})\n`,
+        );
+    }
     return 0;
   } finally {
     await ctx.close();
@@ -93,15 +97,16 @@ export async function enqueueCommand(argv: string[]): Promise<number> {
 }
 
 /**
- * A kind that neither tasks.dir nor the built-in tasks have: allowed (during a
- * rolling deploy the task may come after its first jobs, and a supervisor
- * started with run() may map it), but often a typo, so said on stderr.
+ * A kind that neither tasks.dir nor the built-in tasks enabled have: allowed
+ * (during a rolling deploy the task may come after its first jobs, and a
+ * supervisor started with run() may map it), but often a typo, so said on stderr.
  */
 function warnUnknownKind(kind: string, settings: Settings): void {
-  const dirs = [settings.tasks.dir, BUILTIN_TASKS_DIR].filter(Boolean);
-  if (findTaskFile(dirs, kind) !== undefined) return;
+  const sources = taskSources(settings, {});
+  if (findTaskFile(sources, kind) !== undefined) return;
+  const where = [...sources.dirs, ...(settings.tasks.builtins.length ? ['tasks.builtins'] : [])];
   process.stderr.write(
-    `warning: no task for kind "${kind}" in ${dirs.join(', ')}: enqueued anyway (a supervisor with that task will run it)\n`,
+    `warning: no task for kind "${kind}" in ${where.join(', ') || 'tasks.dir (unset)'}: enqueued anyway (a supervisor with that task will run it)\n`,
   );
 }
 
@@ -110,8 +115,9 @@ function warnUnknownKind(kind: string, settings: Settings): void {
  * serve it (a job in a queue nobody serves would wait forever); else undefined.
  */
 async function taskQueue(kind: string, settings: Settings): Promise<string | undefined> {
-  const dirs = [settings.tasks.dir, BUILTIN_TASKS_DIR].filter(Boolean);
-  const options = await readTaskOptions(dirs, kind, (problem) => process.stderr.write(`warning: ${problem}\n`));
+  const options = await readTaskOptions(taskSources(settings, {}), kind, (problem) =>
+    process.stderr.write(`warning: ${problem}\n`),
+  );
   if (options?.queue === undefined || settings.queues[options.queue]) return options?.queue;
   process.stderr.write(
     `warning: task ${kind} asks for queue "${options.queue}", which config queues does not list; using "default"\n`,

@@ -1,7 +1,8 @@
 /** Help text and the README's command table, both rendered from COMMAND_SPECS. */
 import { COMMAND_SPECS, type CommandSpec } from './commands.ts';
 
-const CONFIG_LINE = 'configuration: config/default.json, config/$NODE_ENV.json, $JOBVISOR_CONFIG, environment';
+const CONFIG_LINE =
+  'configuration: config/default.json, config/demo.json (repository only), config/$NODE_ENV.json, $JOBVISOR_CONFIG, environment';
 
 function synopsis(c: CommandSpec): string {
   return `jobvisor ${c.name}${c.args ? ` ${c.args}` : ''}`;

@@ -1,6 +1,8 @@
 /**
- * Loading: schema defaults → config/default.json → config/$NODE_ENV.json (if
- * present; both from jobvisor's own package) → the app's file: the one named
+ * Loading: schema defaults → config/default.json → config/demo.json →
+ * config/$NODE_ENV.json (each if present, from jobvisor's own folder; demo.json,
+ * the built-in tasks with their `cpu` queue and nightly report, is in the
+ * repository and jobvisor's image, not in the npm package) → the app's file: the one named
  * by JOBVISOR_CONFIG, else ./jobvisor.config.json, else ./config/jobvisor.json
  * in the working directory (appConfigFile) → environment variables, later
  * wins. An unknown or mistyped key stops start-up with a message that names it
@@ -41,6 +43,14 @@ export interface LoadOptions {
   /** false: schema defaults, `files` and `overrides` only (no package layers, no app file; run()). */
   standardLayers?: boolean;
 }
+
+/**
+ * jobvisor's own layers, read from its folder when present, before
+ * config/$NODE_ENV.json. The package ships default.json (nothing an app would
+ * not expect); demo.json (the built-in tasks enabled, the `cpu` queue, the
+ * daily report schedule) is the repository's and its image's, never the package's.
+ */
+export const PACKAGE_LAYERS = ['default.json', 'demo.json'];
 
 /** The app's config files looked for in the working directory, in order; the first present is read. */
 export const APP_CONFIG_FILES = ['jobvisor.config.json', path.join('config', 'jobvisor.json')];
@@ -100,7 +110,7 @@ export function loadConfig(options: LoadOptions = {}): Settings {
   const layered: string[] = [];
   if (options.standardLayers !== false) {
     const configDir = options.configDir ?? path.join(PACKAGE_ROOT, 'config');
-    const files = [path.join(configDir, 'default.json')];
+    const files = PACKAGE_LAYERS.map((name) => path.join(configDir, name));
     if (env.NODE_ENV) files.push(path.join(configDir, `${env.NODE_ENV}.json`));
     layered.push(...files.filter((f) => existsSync(f)));
     const appFile = appConfigFile(env, options.cwd ?? process.cwd());

@@ -7,6 +7,7 @@ import { availableParallelism } from 'node:os';
 import { clusterSchema } from './cluster.ts';
 import { dashboardSchema } from './dashboard.ts';
 import type { QueueInput, QueueSettings, Schedule, ScheduleInput } from './sections.ts';
+import { tasksSchema } from './tasks.ts';
 import { BYTE_COUNT, durationFormat, intIn, timerFormat, validateSchedules } from './validate.ts';
 
 export * from './sections.ts';
@@ -57,14 +58,7 @@ export const schema = {
       },
     },
   },
-  tasks: {
-    dir: {
-      doc: 'Folder of user tasks: one <kind>.js or <kind>.ts file per kind.',
-      format: String,
-      default: '',
-      env: 'JOBVISOR_TASKS_DIR',
-    },
-  },
+  tasks: tasksSchema,
   pool: {
     maxThreads: {
       doc: 'Worker threads in the Piscina pool.',
@@ -210,7 +204,7 @@ export const schema = {
       default: '1s',
     },
     catchUp: {
-      doc: 'Fire times missed while no supervisor ran are enqueued if younger than this.',
+      doc: 'Fire times missed while no supervisor ran are enqueued if younger than this (never those before the schedule was first seen).',
       format: durationFormat,
       duration: true as const,
       default: '1h',

@@ -4,11 +4,11 @@
  * the strict key check that names the nearest valid key.
  */
 import convict from 'convict';
-import { CronExpressionParser } from 'cron-parser';
 import { parseDuration } from '../duration.ts';
 import { ConfigError } from '../errors.ts';
 import { QUEUE as QUEUE_NAME } from '../names.ts';
 import { closestKey } from '../suggest.ts';
+import { cronProblem } from './cron.ts';
 
 /** The longest delay a Node timer holds (2^31 - 1 ms, about 24.8 days): a longer one fires after 1 ms. */
 const MAX_TIMER_MS = 2_147_483_647;
@@ -146,13 +146,8 @@ export function validateSchedules(value: unknown): void {
       checkQueueName(s.queue, `${where}.queue`);
     }
     if (s.priority !== undefined) guard(`${where}.priority`, () => intIn(-1_000_000, 1_000_000)(s.priority));
-    try {
-      CronExpressionParser.parse(cron, typeof timezone === 'string' && timezone ? { tz: timezone } : {});
-    } catch (err) {
-      throw new Error(`${where}.cron "${cron}" is not a valid cron expression: ${(err as Error).message}`, {
-        cause: err,
-      });
-    }
+    const problem = cronProblem(cron, typeof timezone === 'string' ? timezone : null);
+    if (problem !== undefined) throw new Error(`${where}.cron ${problem}`);
   });
 }
 

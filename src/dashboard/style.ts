@@ -25,6 +25,7 @@ header { display:flex; flex-wrap:wrap; gap:.4rem 1.5rem; align-items:center; pad
 header a { color:var(--bar-fg); text-decoration:none; } header a:hover, header a.on { color:#fff; }
 header .brand { font-weight:700; color:#fff; margin-right:1rem; }
 header form { margin-left:auto; }
+header button { color:var(--bar-fg); background:transparent; border-color:var(--bar-fg); } header button:hover { color:#fff; border-color:#fff; }
 main { padding:1rem 1.2rem 3rem; max-width:1400px; }
 h1 { font-size:1.3rem; margin:.2rem 0 1rem; overflow-wrap:anywhere; } h2 { font-size:1.05rem; margin:1.6rem 0 .6rem; } h3 { font-size:.95rem; }
 table { border-collapse:collapse; width:100%; background:var(--panel); border:1px solid var(--line); }

@@ -2,8 +2,8 @@
  * Bounded label values. Anyone who can insert a row chooses its kind and queue:
  * used as labels directly, 5,000 distinct kinds made a 21 MB scrape with 235k
  * series. Labels are therefore the configured queues and the known task kinds
- * (files in the built-in and user task folders, plus scheduled kinds); anything
- * else is reported as `other`.
+ * (the app's tasks map, files in its tasks folder, the built-in tasks enabled,
+ * scheduled kinds); anything else is reported as `other`.
  */
 import { readdirSync } from 'node:fs';
 import { TASK_FILE } from '../names.ts';
@@ -33,7 +33,7 @@ export function taskKindsIn(dir: string): string[] {
 
 /**
  * @param queues the configured queues
- * @param kinds the always-known kinds (scheduled kinds)
+ * @param kinds the always-known kinds (mapped, built-in and scheduled kinds)
  * @param taskDirs folders listed (again at most every 30 s, so a deployed task appears) for more kinds
  */
 export function createLabelSet(options: {

@@ -8,7 +8,6 @@ import type { Logger } from '../log.ts';
 import { LoopHealth } from './loop-health.ts';
 import type { Supervisor } from '../supervisor/supervisor.ts';
 import { threadWatch } from '../supervisor/thread_watch.ts';
-import { BUILTIN_TASKS_DIR } from '../supervisor/threads.ts';
 import { createDatabaseGauges } from './database-gauges.ts';
 import { createLabelSet } from './labels.ts';
 import type { Metrics } from './metrics.ts';
@@ -22,7 +21,7 @@ export interface ObserveOptions {
   databaseUrl: string;
   metrics: Metrics;
   log: Logger;
-  /** Task kinds known beyond the folders (the app's tasks map). */
+  /** Task kinds known beyond tasks.dir and the built-ins enabled (the app's tasks map). */
   kinds?: string[];
 }
 
@@ -41,8 +40,8 @@ export function observeSupervisor(options: ObserveOptions): ObservedSupervisor {
   const { settings, supervisor, metrics, log } = options;
   const labels = createLabelSet({
     queues: Object.keys(settings.queues),
-    kinds: [...settings.schedules.map((s) => s.kind), ...(options.kinds ?? [])],
-    taskDirs: [BUILTIN_TASKS_DIR, settings.tasks.dir],
+    kinds: [...settings.schedules.map((s) => s.kind), ...(options.kinds ?? []), ...settings.tasks.builtins],
+    taskDirs: [settings.tasks.dir],
   });
   observeEvents(supervisor.events, metrics, labels);
   const gauges = createDatabaseGauges(supervisor.store, metrics, settings.metrics.refresh, labels);

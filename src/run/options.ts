@@ -6,8 +6,9 @@
  *
  * run() reads no configuration file and no environment variable: an app
  * passes what it wants (from its own config, env or flags). Schema defaults
- * fill in the rest; jobvisor's own config/default.json (its built-in daily
- * report schedule, its `cpu` queue) is not applied.
+ * fill in the rest; none of jobvisor's own config files is applied (no `cpu`
+ * queue, no schedule), and a built-in task runs only if the app maps it
+ * (`tasks: { thumbnail: builtinTask('thumbnail') }`).
  */
 import type pg from 'pg';
 import { loadConfig, type Settings } from '../config/index.ts';

@@ -24,7 +24,8 @@ import { PauseWatch } from './pause_watch.ts';
 import { createPresence, queueConfigs, type Presence } from './presence.ts';
 import { createCleanup, createReaper } from './maintenance.ts';
 import { createScheduler } from './scheduler.ts';
-import { BUILTIN_TASKS_DIR, createThreadPool } from './threads.ts';
+import { taskSources } from './task_sources.ts';
+import { createThreadPool } from './threads.ts';
 
 /** The fallback read of paused queues when a notification is lost. */
 const PAUSE_POLL_MS = 1000;
@@ -62,12 +63,11 @@ export function buildThreads(
     maxYoungGenerationSizeMb: settings.pool.maxYoungGenerationSizeMb,
     stackSizeMb: settings.pool.stackSizeMb,
     setup: {
-      builtinTasksDir: BUILTIN_TASKS_DIR,
-      userTasksDir: settings.tasks.dir,
-      taskFiles,
+      tasks: taskSources(settings, taskFiles),
       databaseUrl,
       dbPoolSize: settings.pool.dbPoolSize,
       maxResultBytes: settings.jobs.maxResultBytes,
+      maxPayloadBytes: settings.jobs.maxPayloadBytes,
       logLevel: settings.log.level,
       supervisor,
       taskConfig: { thumbnails: settings.thumbnails, reports: settings.reports, schema: settings.database.schema },
@@ -120,11 +120,18 @@ export function buildFetchers(p: {
 }
 
 /**
- * The heartbeat, and its own connection out of the pool (db/held.ts) when the
- * pool has at least 3: leases are then renewed even when the pool is exhausted.
+ * The heartbeat's own connection out of the pool (db/held.ts) when the pool has
+ * at least 3: leases are then renewed even when the pool is exhausted, and a
+ * drain still writes when the pool's owner ends it under the supervisor.
  */
+export function buildHeldConnection(pool: pg.Pool, settings: Settings): HeldConnection | undefined {
+  const poolMax = (pool as { options?: { max?: number } }).options?.max ?? settings.database.poolSize;
+  return poolMax >= 3 ? new HeldConnection(pool) : undefined;
+}
+
+/** The heartbeat, through the held connection when there is one. */
 export function buildHeartbeat(p: {
-  pool: pg.Pool;
+  connection: HeldConnection | undefined;
   store: Store;
   settings: Settings;
   owner: string;
@@ -133,10 +140,9 @@ export function buildHeartbeat(p: {
   held: () => Fence[];
   onLost: (tokens: string[]) => void;
   events: SupervisorEvents;
-}): { heartbeat: Loop; connection: HeldConnection | undefined } {
-  const poolMax = (p.pool as { options?: { max?: number } }).options?.max ?? p.settings.database.poolSize;
-  const connection = poolMax >= 3 ? new HeldConnection(p.pool) : undefined;
-  const heartbeat = createHeartbeat({
+}): Loop {
+  const { connection } = p;
+  return createHeartbeat({
     store: connection ? { db: connection.db, schema: p.store.schema } : p.store,
     beat: p.beat,
     owner: p.owner,
@@ -145,7 +151,6 @@ export function buildHeartbeat(p: {
     onLost: p.onLost,
     events: p.events,
   });
-  return { heartbeat, connection };
 }
 
 /** The loops that keep the table in order: reaper, cleanup, scheduler. */

@@ -5,12 +5,11 @@
  */
 import type { Settings } from '../config/index.ts';
 import type { Logger } from '../log.ts';
-import { setTaskQueueDefault } from '../queue/task_defaults.ts';
 import type { SupervisorEvents } from './events.ts';
 import { OptionsReader } from './options_reader.ts';
 import { QuietStart } from './quiet_start.ts';
 import { TaskCatalog } from './task_catalog.ts';
-import { BUILTIN_TASKS_DIR } from './threads.ts';
+import { taskSources } from './task_sources.ts';
 
 /**
  * Every task's options are read this long after start if the supervisor is
@@ -30,7 +29,7 @@ export function buildTasks(
   log: Logger,
   known: (kind: string) => void,
 ): { reader: OptionsReader; catalog: TaskCatalog } {
-  const taskDirs = { files: taskFiles, dirs: [settings.tasks.dir, BUILTIN_TASKS_DIR].filter(Boolean) };
+  const taskDirs = taskSources(settings, taskFiles);
   const reader = new OptionsReader(taskDirs);
   // Booting beside the rest of start-up (the database, the listener, the probes),
   // the options thread is ready when the first job's kind is read.
@@ -47,11 +46,10 @@ export function buildTasks(
   return { reader, catalog };
 }
 
-/** A task's `options.queue`: the default queue of its kind's jobs enqueued in this process. */
+/** A task's `options.queue` (read by `jobvisor enqueue`) that this supervisor does not serve. */
 function useTaskQueue(settings: Settings, log: Logger, kind: string, queue: string | undefined): void {
   if (queue === undefined) return;
-  if (settings.queues[queue]) setTaskQueueDefault(kind, queue);
-  else
+  if (!settings.queues[queue])
     log.warn(
       `task ${kind} asks for queue "${queue}", which this supervisor does not serve (config queues); its jobs enqueued without a queue go to "default"`,
     );

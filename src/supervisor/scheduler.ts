@@ -5,12 +5,21 @@
  * unique index lets exactly one insert win (ON CONFLICT DO NOTHING).
  *
  * On start, fire times missed while nothing ran are enqueued if they are younger
- * than `scheduler.catchUp`. The job's run_at is its fire time, so its wait
- * metric shows how late it started.
+ * than `scheduler.catchUp`, and never those before the schedule was first seen:
+ * the first round records each schedule (name, cron, timezone) in the
+ * `schedules` table, keeping an earlier first sighting (queue/schedules.ts).
+ * Without it a new `*\/5 * * * * *` schedule enqueued 720 jobs at its first
+ * start, the hour before it existed. The job's run_at is its fire time, so its
+ * wait metric shows how late it started.
+ *
+ * One clock, the process's (`now`), gives the fire times and the first
+ * sightings this supervisor records, so no fire time slips before a sighting
+ * by the difference between this clock and the database's.
  */
-import { CronExpressionParser } from 'cron-parser';
+import { parseCron } from '../config/cron.ts';
 import type { Schedule, Settings } from '../config/index.ts';
 import { enqueueMany, type JobSpec } from '../queue/enqueue.ts';
+import { seeSchedules } from '../queue/schedules.ts';
 import type { Store } from '../queue/sql.ts';
 import type { SupervisorEvents } from './events.ts';
 import { Loop, reportedAs } from './loop.ts';
@@ -18,7 +27,7 @@ import { Loop, reportedAs } from './loop.ts';
 /** Fire times of `schedule` in (from, to]. */
 export function fireTimes(schedule: Schedule, from: Date, to: Date): Date[] {
   if (to <= from) return [];
-  const it = CronExpressionParser.parse(schedule.cron, {
+  const it = parseCron(schedule.cron, {
     currentDate: from,
     endDate: to,
     ...(schedule.timezone ? { tz: schedule.timezone } : {}),
@@ -38,17 +47,24 @@ export function createScheduler(options: {
   settings: Settings['scheduler'];
   maxAttempts: number;
   events: SupervisorEvents;
+  /** The clock (default: the process's). */
+  now?: () => Date;
 }): Loop {
-  let checkedUntil = new Date(Date.now() - options.settings.catchUp);
+  const clock = options.now ?? (() => new Date());
+  let firstSeen: Map<string, Date> | undefined;
+  let checkedUntil: Date | undefined;
   return new Loop({
     name: 'scheduler',
     intervalMs: options.settings.interval,
     run: async () => {
       if (options.schedules.length === 0) return;
-      const now = new Date();
+      const now = clock();
+      firstSeen ??= await seeSchedules(options.store, options.schedules, now);
+      const from = checkedUntil ?? new Date(now.getTime() - options.settings.catchUp);
       const due: Array<{ schedule: Schedule; fireTime: Date }> = [];
       for (const schedule of options.schedules) {
-        for (const fireTime of fireTimes(schedule, checkedUntil, now)) due.push({ schedule, fireTime });
+        const seen = firstSeen.get(schedule.name) ?? now;
+        for (const fireTime of fireTimes(schedule, seen > from ? seen : from, now)) due.push({ schedule, fireTime });
       }
       if (due.length > 0) {
         const specs: JobSpec[] = due.map(({ schedule, fireTime }) => ({

@@ -25,8 +25,6 @@ export function workerFilename(traced = false): string {
   return traced ? threadModule('traced-entry.js', 'tsx-traced-entry.mjs') : threadModule('entry.js', 'tsx-entry.mjs');
 }
 
-export const BUILTIN_TASKS_DIR = path.join(here, '../tasks');
-
 export function createThreadPool(options: {
   maxThreads: number;
   idleTimeoutMs: number;

@@ -2,18 +2,23 @@
  * Finds and loads the task module for a kind, once per thread.
  *
  * Look-up order: the app's map of kind → file (`run({ tasks })`), then the
- * app's folder (`tasks.dir`), then the built-in tasks, each folder as
- * `<kind>.js`, `<kind>.mjs`, `<kind>.cjs`, `<kind>.ts`. A task of the same
- * name as a built-in replaces it. A module is imported by its own file URL, so
+ * app's folder (`tasks.dir`) as `<kind>.js`, `<kind>.mjs`, `<kind>.cjs`,
+ * `<kind>.ts`, then the built-in tasks the configuration enables (config
+ * `tasks.builtins`; none by default). A task of the same name as a built-in
+ * replaces it. A kind found nowhere is a TaskLoadError: never another task. A module is imported by its own file URL, so
  * it resolves its imports (the app's modules, the app's dependencies) from
  * where it lives. A `.ts` file needs a TypeScript loader: one already active
- * (tsx preloaded, Node's own type stripping), else the app's tsx (or
- * jobvisor's, in a checkout), registered in the thread on first need.
+ * (tsx preloaded, Node's own type stripping: on by default from Node 22.18
+ * and 23.6), else the app's tsx (or jobvisor's, in a checkout), registered in
+ * the thread on first need. What type stripping cannot load (syntax it does
+ * not erase such as `enum`, an import written `./x.js` for `./x.ts`, a file
+ * under node_modules) goes to the app's tsx too when it has one.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { isBuiltinTask } from '../builtins.ts';
 import { NAME as KIND } from '../names.ts';
 import type { Task } from './types.ts';
 
@@ -26,6 +31,8 @@ export interface TaskSources {
   /** Kind → absolute path of its module. */
   files: Readonly<Record<string, string>>;
   dirs: readonly string[];
+  /** The built-in tasks enabled (kind → module), looked up after the folders. */
+  builtins?: Readonly<Record<string, string>>;
 }
 
 export function sourcesOf(places: TaskPlaces): TaskSources {
@@ -53,9 +60,12 @@ export function isValidKind(kind: string): boolean {
   return KIND.test(kind);
 }
 
-/** The module file of a task kind: its mapped file, else the first of the folders with `<kind>.{js,mjs,cjs,ts}`. */
+/**
+ * The module file of a task kind: its mapped file, else the first of the
+ * folders with `<kind>.{js,mjs,cjs,ts}`, else its built-in if enabled.
+ */
 export function findTaskFile(places: TaskPlaces, kind: string): string | undefined {
-  const { files, dirs } = sourcesOf(places);
+  const { files, dirs, builtins = {} } = sourcesOf(places);
   if (Object.hasOwn(files, kind)) return files[kind];
   for (const dir of dirs) {
     for (const ext of EXTENSIONS) {
@@ -63,7 +73,7 @@ export function findTaskFile(places: TaskPlaces, kind: string): string | undefin
       if (existsSync(file)) return file;
     }
   }
-  return undefined;
+  return Object.hasOwn(builtins, kind) ? builtins[kind] : undefined;
 }
 
 /** The kind a file in a tasks folder defines, or undefined if it defines none. */
@@ -113,23 +123,54 @@ function tsxEsmApi(file: string): string {
   return required;
 }
 
+/** A TypeScript file by its extension. */
+const TYPESCRIPT = /\.[cm]?tsx?$/;
 /**
- * Imports a task module (bringing tsx in once for a .ts file where no
- * TypeScript loader is active). @throws TaskLoadError when it cannot be loaded.
+ * Node's own failures on a TypeScript file that tsx may not have: type
+ * stripping off or absent, syntax it does not erase, a file under
+ * node_modules, an import of `./x.js` that means `./x.ts`.
+ */
+const NOT_STRIPPABLE = new Set([
+  'ERR_UNSUPPORTED_TYPESCRIPT_SYNTAX',
+  'ERR_UNSUPPORTED_NODE_MODULES_TYPE_STRIPPING',
+  'ERR_MODULE_NOT_FOUND',
+]);
+
+/** Whether this Node.js strips types itself (`process.features.typescript`: 'strip' or 'transform'). */
+const STRIPS_TYPES = Boolean((process.features as { typescript?: unknown }).typescript);
+
+/** Whether tsx may load what Node's own import of `file` failed on with `err`. */
+function tsxMayLoad(file: string, err: unknown): boolean {
+  const code = (err as { code?: string } | undefined)?.code ?? '';
+  return code === 'ERR_UNKNOWN_FILE_EXTENSION' || (STRIPS_TYPES && TYPESCRIPT.test(file) && NOT_STRIPPABLE.has(code));
+}
+
+/**
+ * Imports a task module (bringing tsx in once for a .ts file that no active
+ * TypeScript loader could load). @throws TaskLoadError when it cannot be loaded.
  */
 export async function importTaskModule(file: string): Promise<Record<string, unknown>> {
   const url = pathToFileURL(file).href;
+  let native: unknown;
   try {
     return (await import(url)) as Record<string, unknown>;
   } catch (err) {
-    if ((err as { code?: string }).code !== 'ERR_UNKNOWN_FILE_EXTENSION') throw loadFailed(file, err);
+    if (!tsxMayLoad(file, err)) throw loadFailed(file, err);
+    native = err;
   }
   try {
     await registerTsx(file);
   } catch (cause) {
     tsxReady = undefined;
+    // Node's type stripping read the file: its own error says what it could not do.
+    if ((native as { code?: string }).code !== 'ERR_UNKNOWN_FILE_EXTENSION')
+      throw loadFailed(
+        file,
+        native,
+        " (Node.js's type stripping runs the file as written: erasable syntax only, other .ts files imported as .ts; install tsx in the app for more)",
+      );
     throw new TaskLoadError(
-      `task ${file} is TypeScript but no TypeScript loader is available: install tsx in the app, or compile it to .js`,
+      `task ${file} is TypeScript but no TypeScript loader is available: install tsx in the app, compile it to .js, or run on Node.js ≥ 22.18 (which strips types itself)`,
       false,
       { cause, reason: 'no-ts-loader' },
     );
@@ -142,10 +183,10 @@ export async function importTaskModule(file: string): Promise<Record<string, unk
   }
 }
 
-function loadFailed(file: string, err: unknown): TaskLoadError {
+function loadFailed(file: string, err: unknown, why = ''): TaskLoadError {
   const hint = file.endsWith('.js')
     ? ' (an ES module task needs the .mjs extension or a package.json with "type": "module" in its folder)'
-    : '';
+    : why;
   return new TaskLoadError(`task ${file} could not be loaded: ${(err as Error).message}${hint}`, false, {
     cause: err,
     reason: 'import-failed',
@@ -168,21 +209,26 @@ export function taskOf(mod: Record<string, unknown>): Task | undefined {
 export async function loadTask(places: TaskPlaces, kind: string): Promise<Task> {
   if (!KIND.test(kind)) throw new TaskLoadError(`kind ${JSON.stringify(kind)} is not a valid task name`, true);
   const file = findTaskFile(places, kind);
-  if (!file) {
-    const { files, dirs } = sourcesOf(places);
-    const where = [...(Object.keys(files).length ? ['the tasks map'] : []), ...dirs].join(', ');
-    throw new TaskLoadError(
-      `no task for kind "${kind}" (looked for ${kind}{${EXTENSIONS.join(',')}} in ${where})`,
-      false,
-      {
-        reason: 'missing',
-      },
-    );
-  }
+  if (!file) throw new TaskLoadError(missingTask(places, kind), false, { reason: 'missing' });
   const task = taskOf(await importTaskModule(file));
   if (!task)
     throw new TaskLoadError(`task ${file} has no default export function`, false, { reason: 'no-default-export' });
   return task;
+}
+
+/** Why no task runs `kind`: where it was looked for, and how to enable it when it is a built-in. */
+export function missingTask(places: TaskPlaces, kind: string): string {
+  const { files, dirs, builtins = {} } = sourcesOf(places);
+  const where = [
+    ...(Object.keys(files).length ? ['the tasks map'] : []),
+    ...dirs.map((dir) => `${dir}/${kind}{${EXTENSIONS.join(',')}}`),
+    ...(Object.keys(builtins).length ? [`the built-in tasks enabled (${Object.keys(builtins).join(', ')})`] : []),
+  ];
+  const looked = where.length ? `looked in ${where.join(', ')}` : 'this supervisor has no tasks';
+  const hint = isBuiltinTask(kind)
+    ? `; ${kind} is one of jobvisor's built-in tasks, which run only where enabled: config tasks.builtins, or builtinTask('${kind}') in run({ tasks })`
+    : '';
+  return `no task for kind "${kind}" (${looked})${hint}`;
 }
 
 export function createLoader(places: TaskPlaces) {

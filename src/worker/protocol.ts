@@ -1,4 +1,5 @@
 import type { MessagePort } from 'node:worker_threads';
+import type { TaskSources } from './loader.ts';
 
 /**
  * Messages between the supervisor's dispatcher and a worker thread.
@@ -19,8 +20,11 @@ export interface JobBatch {
   /** Each run's claim token: the key of the run on both sides of the port. */
   tokens: string[];
   kinds: string[];
-  /** JSON text, parsed in the thread. */
-  payloads: string[];
+  /**
+   * JSON text, parsed in the thread; null for a payload the claim did not
+   * carry (ClaimedJob.payloadDeferred): the thread reads it (payload_read.ts).
+   */
+  payloads: Array<string | null>;
   attempts: number[];
   maxAttempts: number[];
   /**
@@ -103,14 +107,14 @@ export interface SessionTask {
 
 /** Set once per thread through Piscina's workerData. */
 export interface WorkerSetup {
-  builtinTasksDir: string;
-  userTasksDir: string;
-  /** The app's tasks by kind (run({ tasks })): absolute paths, looked up before the folders. */
-  taskFiles: Record<string, string>;
+  /** The app's tasks (run({ tasks })), tasks.dir, and the built-in tasks enabled: loader.ts's look-up order. */
+  tasks: TaskSources;
   databaseUrl: string;
   dbPoolSize: number;
   /** jobs.maxResultBytes: a return value over it fails its attempt. */
   maxResultBytes: number;
+  /** jobs.maxPayloadBytes: a deferred payload over it is a dead letter, never run. */
+  maxPayloadBytes: number;
   logLevel: string;
   supervisor: string;
   taskConfig: {

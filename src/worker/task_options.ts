@@ -99,10 +99,10 @@ export async function readTaskOptions(
   }
 }
 
-/** Every kind with a module in `places` (mapped, or in a folder), sorted. */
+/** Every kind with a module in `places` (mapped, in a folder, or an enabled built-in), sorted. */
 export async function listTaskKinds(places: TaskPlaces): Promise<string[]> {
-  const { files, dirs } = sourcesOf(places);
-  const kinds = new Set<string>(Object.keys(files));
+  const { files, dirs, builtins = {} } = sourcesOf(places);
+  const kinds = new Set<string>([...Object.keys(files), ...Object.keys(builtins)]);
   for (const dir of dirs) {
     const names = await readdir(dir).catch(() => [] as string[]);
     for (const name of names) {

@@ -4,7 +4,7 @@
  * key `schedule:<name>:<fire time ISO>`, so the last fire's job is the newest
  * job of the schedule's kind with that key prefix (gone once cleanup deleted it).
  */
-import { CronExpressionParser } from 'cron-parser';
+import { parseCron } from '../../config/cron.ts';
 import type { Schedule } from '../../config/index.ts';
 import { planned, run, type Store } from '../sql.ts';
 import { JOB_COLUMNS, jobRow } from './list.ts';
@@ -35,7 +35,7 @@ SELECT ${JOB_COLUMNS}
 
 /** The next `count` fire times of `schedule` after `now`. */
 export function nextFireTimes(schedule: Pick<Schedule, 'cron' | 'timezone'>, now: Date, count: number): Date[] {
-  const it = CronExpressionParser.parse(schedule.cron, {
+  const it = parseCron(schedule.cron, {
     currentDate: now,
     ...(schedule.timezone ? { tz: schedule.timezone } : {}),
   });

@@ -59,12 +59,27 @@ describe('flow-control configuration', () => {
       { globalConcurrency: 2, prefetch: 10 },
       /queues\.q\.prefetch must be 0 .* queues\.q\.globalConcurrency is set/,
     ],
+    ['keyWeights not an object', { perKeyConcurrency: 1, keyWeights: 3 }, /queues\.q\.keyWeights must be an object/],
+    [
+      'a keyWeights weight of 0',
+      { perKeyConcurrency: 1, keyWeights: { 'tenant:a': 0 } },
+      /queues\.q\.keyWeights\.tenant:a must be a number from 0\.01 to 1000/,
+    ],
+    [
+      'keyWeights without a per-key limit',
+      { globalConcurrency: 4, keyWeights: { 'tenant:a': 3 } },
+      /queues\.q\.keyWeights needs perKeyConcurrency or rateLimit\.perKey/,
+    ],
     [
       'misspelt',
       { globalConcurency: 2 },
       /unknown key "queues\.q\.globalConcurency" \(did you mean "queues\.q\.globalConcurrency"\?\)/,
     ],
   ];
+  it('loads keyWeights as given, "*" the weight of every key not named', () => {
+    const s = load({ t: { perKeyConcurrency: 2, keyWeights: { 'tenant:a': 3, '*': 0.5 } } });
+    assert.deepEqual(s.queues.t?.keyWeights, { 'tenant:a': 3, '*': 0.5 });
+  });
   for (const [what, q, message] of bad)
     it(`refuses ${what}, naming the key`, () => {
       assert.throws(() => load({ q }), message);

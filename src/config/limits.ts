@@ -70,6 +70,7 @@ export function effectiveQueueLimits(settings: {
     if (given.globalConcurrency != null) resolved.globalConcurrency = given.globalConcurrency;
     if (given.perKeyConcurrency != null) resolved.perKeyConcurrency = given.perKeyConcurrency;
     if (given.rateLimit != null) resolved.rateLimit = rateLimitOf(given.rateLimit);
+    if (given.keyWeights != null) resolved.keyWeights = { ...given.keyWeights };
     // A limited queue claims only what it can start now: a job claimed ahead
     // would hold a cluster-wide slot (or a rate-limit start) while it waits here.
     resolved.prefetch = isLimited(resolved) ? 0 : (given.prefetch ?? defaultPrefetch(concurrency, jobsPerThread));

@@ -19,6 +19,11 @@ export interface QueueSettings {
   perKeyConcurrency?: number;
   /** At most `count` starts in any window of `periodMs`, across all supervisors (absent: no limit). */
   rateLimit?: RateLimit;
+  /**
+   * Per-key claims: each key's share of the slots, by key (`"*"`: every key
+   * not named; absent: 1). Needs perKeyConcurrency or rateLimit.perKey.
+   */
+  keyWeights?: Record<string, number>;
 }
 
 export interface RateLimit {
@@ -30,8 +35,9 @@ export interface RateLimit {
 
 /** A queue as a file gives it: any key may be missing; durations are still text. */
 export type QueueInput = Partial<
-  Omit<QueueSettings, 'timeout' | 'rateLimit' | 'globalConcurrency' | 'perKeyConcurrency'>
+  Omit<QueueSettings, 'timeout' | 'rateLimit' | 'globalConcurrency' | 'perKeyConcurrency' | 'keyWeights'>
 > & {
+  keyWeights?: Record<string, number> | null;
   timeout?: string | number | null;
   globalConcurrency?: number | null;
   perKeyConcurrency?: number | null;

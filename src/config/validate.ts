@@ -88,7 +88,23 @@ function checkRateLimit(where: string, value: unknown): void {
     throw new Error(`${where}.perKey must be true or false, got ${JSON.stringify(value.perKey)}`);
 }
 const RATE_LIMIT_KEYS = ['count', 'period', 'perKey'];
-const QUEUE_KEYS = [...Object.keys(QUEUE_FIELDS), 'rateLimit'];
+const QUEUE_KEYS = [...Object.keys(QUEUE_FIELDS), 'rateLimit', 'keyWeights'];
+
+/**
+ * `{ "tenant:a": 3, "*": 1 }` (or null): each concurrency key's weight in a
+ * per-key claim, `"*"` every key not named. Weights are numbers from 0.01 to
+ * 1,000; they need a per-key limit, since only a per-key claim reads them.
+ */
+function checkKeyWeights(where: string, value: unknown, q: Record<string, unknown>): void {
+  if (value === null || value === undefined) return;
+  if (!isPlainObject(value)) throw new Error(`${where} must be an object of key → weight, such as { "tenant:a": 3 }`);
+  for (const [key, weight] of Object.entries(value))
+    if (typeof weight !== 'number' || !Number.isFinite(weight) || weight < 0.01 || weight > 1000)
+      throw new Error(`${where}.${key} must be a number from 0.01 to 1000, got ${JSON.stringify(weight)}`);
+  const rate = q.rateLimit as { perKey?: unknown } | null | undefined;
+  if ((q.perKeyConcurrency === undefined || q.perKeyConcurrency === null) && rate?.perKey !== true)
+    throw new Error(`${where} needs perKeyConcurrency or rateLimit.perKey: only a per-key claim weighs keys`);
+}
 const SCHEDULE_KEYS = ['name', 'cron', 'kind', 'payload', 'queue', 'priority', 'timezone'] as const;
 
 function checkKeys(where: string, value: Record<string, unknown>, allowed: readonly string[]): void {
@@ -118,6 +134,7 @@ export function validateQueues(value: unknown): void {
     for (const [key, check] of Object.entries(QUEUE_FIELDS))
       if (q[key] !== undefined) guard(`queues.${name}.${key}`, () => check(q[key]));
     checkRateLimit(`queues.${name}.rateLimit`, q.rateLimit);
+    checkKeyWeights(`queues.${name}.keyWeights`, q.keyWeights, q);
     const limit = LIMIT_KEYS.find((k) => q[k] !== undefined && q[k] !== null);
     if (limit && typeof q.prefetch === 'number' && q.prefetch > 0)
       throw new Error(

@@ -60,10 +60,15 @@ export class LimitedClaim implements ClaimStrategy {
   /** Tokens of ended runs whose slots a claim has spent. */
   private readonly spent = new Set<string>();
   private readonly lendsSlots: boolean;
+  /** keyWeights as the claim takes them: named keys, their weights, every other key's. */
+  private readonly weights: { keys: string[]; weights: number[]; other: number };
 
   constructor(
     private readonly context: ClaimContext,
-    private readonly limits: Pick<QueueSettings, 'globalConcurrency' | 'perKeyConcurrency' | 'rateLimit'>,
+    private readonly limits: Pick<
+      QueueSettings,
+      'globalConcurrency' | 'perKeyConcurrency' | 'rateLimit' | 'keyWeights'
+    >,
     /** The database's clock, as the claims measure it. */
     private readonly dbClock: DbClock,
     /** The local clock (ms since the epoch; default Date.now). */
@@ -72,6 +77,12 @@ export class LimitedClaim implements ClaimStrategy {
     private readonly ended: () => readonly ClaimedJob[] = () => [],
   ) {
     this.lendsSlots = limits.globalConcurrency !== undefined || limits.perKeyConcurrency !== undefined;
+    const named = Object.entries(limits.keyWeights ?? {}).filter(([key]) => key !== '*');
+    this.weights = {
+      keys: named.map(([key]) => key),
+      weights: named.map(([, w]) => w),
+      other: limits.keyWeights?.['*'] ?? 1,
+    };
   }
 
   async claim(limit: number): Promise<ClaimResult> {
@@ -89,6 +100,7 @@ export class LimitedClaim implements ClaimStrategy {
       keylessScan,
       maxKeys: keysToVisit(limit, this.lastWalk),
       ended: this.lendable(),
+      weights: this.weights,
       durable: c.durable(),
       clock: this.clock,
     });

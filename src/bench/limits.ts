@@ -14,22 +14,30 @@ interface LimitsVariant {
   queue: Record<string, unknown>;
   /** Distinct concurrency keys of the burst (0: none). */
   keys: number;
+  /** Supervisors serving the queue (default 1). */
+  supervisors?: number;
 }
 
 const BASE = { concurrency: 50, jobsPerThread: 50, prefetch: 0 };
 
 export const LIMITS_VARIANTS: Record<string, LimitsVariant> = {
   'no limit': { queue: BASE, keys: 0 },
+  // The tuned unlimited queue (BURST_CONFIGS.tuned): what a limited queue is also compared with.
+  'no limit, prefetch 2000': { queue: { ...BASE, prefetch: 2000 }, keys: 0 },
   'globalConcurrency 50': { queue: { ...BASE, globalConcurrency: 50 }, keys: 0 },
   'perKeyConcurrency 1, 100 keys': { queue: { ...BASE, perKeyConcurrency: 1 }, keys: 100 },
+  'perKeyConcurrency 1, 1,000 keys': { queue: { ...BASE, perKeyConcurrency: 1 }, keys: 1000 },
   'perKeyConcurrency 1, 10,000 keys': { queue: { ...BASE, perKeyConcurrency: 1 }, keys: 10_000 },
+  'globalConcurrency 50, two supervisors': { queue: { ...BASE, globalConcurrency: 50 }, keys: 0, supervisors: 2 },
   'rateLimit 100,000/s (its cost)': { queue: { ...BASE, rateLimit: { count: 100_000, period: '1s' } }, keys: 0 },
   'rateLimit 2,000/s': { queue: { ...BASE, rateLimit: { count: 2000, period: '1s' } }, keys: 0 },
 };
 
 export async function limitsBurst(db: BenchDatabase, jobs: number, variant: LimitsVariant): Promise<number> {
-  const supervisor = configuredSupervisor(db.url, { queues: { default: variant.queue }, pool: { maxThreads: 1 } });
-  await supervisor.start();
+  const supervisors = Array.from({ length: variant.supervisors ?? 1 }, () =>
+    configuredSupervisor(db.url, { queues: { default: variant.queue }, pool: { maxThreads: 1 } }),
+  );
+  await Promise.all(supervisors.map((s) => s.start()));
   try {
     await enqueueMany(
       db.pool,
@@ -44,6 +52,6 @@ export async function limitsBurst(db: BenchDatabase, jobs: number, variant: Limi
     const t0 = performance.now();
     return jobs / (((await waitAllDone(db, WARM_UP + jobs)) - t0) / 1000);
   } finally {
-    await supervisor.stop();
+    await Promise.all(supervisors.map((s) => s.stop()));
   }
 }

@@ -191,6 +191,12 @@ $$;
 -- may lie beyond (the window was full and held fewer than asked for), and the
 -- supervisor reads to the end now and then (src/supervisor/claim/limited.ts).
 --
+-- The walk's first step is written as one branch per case (no cursor, after
+-- the cursor, wrapped round): with `after_key IS NULL OR key > after_key` the
+-- kept plan could not use the cursor as an index bound and filtered the
+-- index from its start, 3,000 entries and heap fetches for 100 keys, 1.2 ms
+-- of every claim.
+--
 -- Per-key data is joined to the keys by hash, never by a loop over a CTE: the
 -- planner guesses a recursive walk at a few dozen rows, and a semi-join of the
 -- running rows against 1,000 visited keys as a nested loop compared 234,000
@@ -215,9 +221,12 @@ DECLARE
 BEGIN
   WITH RECURSIVE walk(key, p, i, wrapped) AS (
     (SELECT f.key, f.p, 1, f.wrapped FROM (
-       (SELECT j.concurrency_key AS key, j.priority AS p, after_key IS NULL AS wrapped FROM jobvisor.jobs AS j
-         WHERE j.status = 'pending' AND j.queue = q AND j.concurrency_key IS NOT NULL
-           AND (after_key IS NULL OR j.concurrency_key > after_key)
+       (SELECT j.concurrency_key AS key, j.priority AS p, true AS wrapped FROM jobvisor.jobs AS j
+         WHERE after_key IS NULL AND j.status = 'pending' AND j.queue = q AND j.concurrency_key IS NOT NULL
+         ORDER BY j.concurrency_key, j.priority LIMIT 1)
+       UNION ALL
+       (SELECT j.concurrency_key, j.priority, false FROM jobvisor.jobs AS j
+         WHERE j.status = 'pending' AND j.queue = q AND j.concurrency_key > after_key
          ORDER BY j.concurrency_key, j.priority LIMIT 1)
        UNION ALL
        (SELECT j.concurrency_key, j.priority, true FROM jobvisor.jobs AS j

@@ -1,11 +1,17 @@
 /**
- * `npm test`: type-checks src and test, prepares a PostgreSQL (the one
+ * `npm test`: lints, type-checks src and test, prepares a PostgreSQL (the one
  * DATABASE_URL names, or the embedded server), migrates a template database
- * once, and runs every test file with node:test. Each file clones its own
- * database from the template (test/helpers/db.ts).
+ * once, and runs every test file with node:test, each in its own process
+ * (test/helpers/schedule.ts). Each file clones its own database from the
+ * template (test/helpers/db.ts). Every run writes .test-report/durations.json
+ * and prints the ten slowest files (test/helpers/durations.ts).
  *
- *   npm test                       lint, type-check, everything
- *   npx tsx test/run.ts FILE...    some files (no lint or type-check)
+ *   npm test                       lint, type-check, everything under test/
+ *   npm run test:unit              one tier (unit, db, integration, system,
+ *                                  plans, packaging): its folder, no lint or
+ *                                  type-check; the unit tier starts no PostgreSQL
+ *   npx tsx test/run.ts FILE|DIR...
+ *                                  some files or folders (no lint or type-check)
  *   npx tsx test/run.ts --node 22 [FILE...]
  *                                  those files, else the cross-version slice
  *                                  (NODE_SLICE), on another Node.js: the test
@@ -13,8 +19,13 @@
  *                                  all run on it (test/helpers/node_versions.ts
  *                                  installs it from the npm registry on first use)
  *
- * promtool and the Prometheus server (test/grafana.test.ts, test/prometheus.test.ts)
- * come from Debian's `prometheus` package, chromium (test/dashboard_browser.test.ts)
+ * Every `*.test.ts` under test/ runs, tier folder or not: a file left at the
+ * top of test/ (say, added by a branch older than the tiers) still runs in
+ * `npm test`, and the run says it belongs in a tier.
+ * JOBVISOR_TEST_CONCURRENCY sets how many files run at once (default 2).
+ *
+ * promtool and the Prometheus server (test/packaging/grafana.test.ts, test/system/prometheus.test.ts)
+ * come from Debian's `prometheus` package, chromium (test/system/dashboard_browser.test.ts)
  * from Debian's `chromium`: when they are missing and the runner is
  * root with apt-get, it installs them; otherwise their tests are skipped with the
  * reason and the install command. JOBVISOR_TEST_INSTALL=0 forbids the install.
@@ -44,12 +55,12 @@ const TEMPLATE = `jobvisor_test_template_${process.pid}`;
  * faults, the cluster, and a chaos case (supervisors killed mid-job).
  */
 const NODE_SLICE = [
-  'test/package.test.ts',
-  'test/run_api.test.ts',
-  'test/run_compiled.test.ts',
-  'test/chaos_threads.test.ts',
-  'test/cluster_shutdown.test.ts',
-  'test/chaos_kill.test.ts',
+  'test/packaging/package.test.ts',
+  'test/integration/run_api.test.ts',
+  'test/packaging/run_compiled.test.ts',
+  'test/system/chaos_threads.test.ts',
+  'test/system/cluster_shutdown.test.ts',
+  'test/system/chaos_kill.test.ts',
 ];
 
 /** `--node N` and the files, from the command line. */
@@ -82,6 +93,10 @@ async function main(): Promise<number> {
   if (typeof testFiles === 'string') {
     process.stderr.write(`${testFiles}\n`);
     return 2;
+  }
+  const untiered = testFiles.filter((f) => path.dirname(f) === 'test');
+  if (untiered.length > 0) {
+    process.stdout.write(`not in a tier folder (they run, but belong in test/<tier>/): ${untiered.join(' ')}\n`);
   }
   const log = createLogger({ level: 'warn', fd: 2 });
   // The unit tier needs no PostgreSQL: none is started for it.

@@ -6,9 +6,9 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
-import { rollUpFinished } from '../src/queue/finished_rollup.ts';
+import { rollUpFinished } from '../../src/queue/finished_rollup.ts';
 import pg from 'pg';
-import { InputError } from '../src/errors.ts';
+import { InputError } from '../../src/errors.ts';
 import {
   beatSupervisor,
   cancelJobs,
@@ -26,11 +26,11 @@ import {
   stats,
   throughput,
   type JobFilter,
-} from '../src/queue/admin/index.ts';
-import { pauseQueue } from '../src/queue/pause.ts';
-import type { Store } from '../src/queue/sql.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { until } from './helpers/poll.ts';
+} from '../../src/queue/admin/index.ts';
+import { pauseQueue } from '../../src/queue/pause.ts';
+import type { Store } from '../../src/queue/sql.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { until } from '../helpers/poll.ts';
 
 let db: TestDatabase;
 let store: Store;

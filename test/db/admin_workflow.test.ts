@@ -7,15 +7,15 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
-import { InputError } from '../src/errors.ts';
-import { createDatabaseGauges } from '../src/metrics/database-gauges.ts';
-import { UNBOUNDED_LABELS } from '../src/metrics/labels.ts';
-import { createMetrics } from '../src/metrics/metrics.ts';
-import { listJobs, overview, relationsOf, stats, workflowOf } from '../src/queue/admin/index.ts';
-import { listQueues } from '../src/queue/pause.ts';
-import type { Store } from '../src/queue/sql.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { fanIn, insertWorkflow } from './helpers/workflow.ts';
+import { InputError } from '../../src/errors.ts';
+import { createDatabaseGauges } from '../../src/metrics/database-gauges.ts';
+import { UNBOUNDED_LABELS } from '../../src/metrics/labels.ts';
+import { createMetrics } from '../../src/metrics/metrics.ts';
+import { listJobs, overview, relationsOf, stats, workflowOf } from '../../src/queue/admin/index.ts';
+import { listQueues } from '../../src/queue/pause.ts';
+import type { Store } from '../../src/queue/sql.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { fanIn, insertWorkflow } from '../helpers/workflow.ts';
 
 let db: TestDatabase;
 let store: Store;

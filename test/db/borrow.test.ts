@@ -8,10 +8,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { borrow, withClient, withConnection } from '../src/db/borrow.ts';
-import { isConnectionLost } from '../src/errors.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { until } from './helpers/poll.ts';
+import { borrow, withClient, withConnection } from '../../src/db/borrow.ts';
+import { isConnectionLost } from '../../src/errors.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { until } from '../helpers/poll.ts';
 
 let db: TestDatabase;
 let pool: pg.Pool;

@@ -11,10 +11,10 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
-import { claimJobs, nextDueIn } from '../src/queue/claim.ts';
-import { claimLimited } from '../src/queue/claim_limited.ts';
-import type { ClaimedJob } from '../src/queue/types.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
+import { claimJobs, nextDueIn } from '../../src/queue/claim.ts';
+import { claimLimited } from '../../src/queue/claim_limited.ts';
+import type { ClaimedJob } from '../../src/queue/types.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 
 let db: TestDatabase;
 const store = () => ({ db: db.pool, schema: 'jobvisor' });

@@ -5,10 +5,10 @@ import path from 'node:path';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import type pg from 'pg';
 import { getDocumentProxy } from 'unpdf';
-import dailyReport from '../src/tasks/daily_report.ts';
-import { CSV_HEADER } from '../src/tasks/support/report_csv.ts';
-import { createTestDatabase } from './helpers/db.ts';
-import { taskContext } from './helpers/task_context.ts';
+import dailyReport from '../../src/tasks/daily_report.ts';
+import { CSV_HEADER } from '../../src/tasks/support/report_csv.ts';
+import { createTestDatabase } from '../helpers/db.ts';
+import { taskContext } from '../helpers/task_context.ts';
 
 let db: { url: string; pool: pg.Pool; drop(): Promise<void> };
 let dir: string;

@@ -4,7 +4,7 @@
  * only loopback Host names and the configured `dashboard.allowedHosts`; and the
  * text filter `q`, which must never match inside a redacted payload value
  * (a list that shows whether anything matched gives a secret away one prefix
- * at a time). The browser side of rebinding is test/dashboard_rebinding.test.ts.
+ * at a time). The browser side of rebinding is test/system/dashboard_rebinding.test.ts.
  */
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
@@ -12,11 +12,11 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { loadConfig } from '../src/config/index.ts';
-import { ConfigError } from '../src/errors.ts';
-import { countJobs, listJobs } from '../src/queue/admin/index.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { seedDeadLetters, serveTestDashboard, TEST_TOKEN, type ServedDashboard } from './helpers/dashboard.ts';
+import { loadConfig } from '../../src/config/index.ts';
+import { ConfigError } from '../../src/errors.ts';
+import { countJobs, listJobs } from '../../src/queue/admin/index.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { seedDeadLetters, serveTestDashboard, TEST_TOKEN, type ServedDashboard } from '../helpers/dashboard.ts';
 
 /** One HTTP request with a Host header of our choosing (fetch does not let a caller set Host). */
 function send(

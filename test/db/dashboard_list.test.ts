@@ -5,8 +5,8 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { seedDeadLetters, serveTestDashboard, TEST_TOKEN, type ServedDashboard } from './helpers/dashboard.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { seedDeadLetters, serveTestDashboard, TEST_TOKEN, type ServedDashboard } from '../helpers/dashboard.ts';
 
 describe('dashboard jobs list over HTTP', () => {
   let t: TestDatabase;

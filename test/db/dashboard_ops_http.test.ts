@@ -5,8 +5,8 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { serveTestDashboard, type ServedDashboard } from './helpers/dashboard.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { serveTestDashboard, type ServedDashboard } from '../helpers/dashboard.ts';
 
 describe('dashboard headers, schedules and style over HTTP', () => {
   let t: TestDatabase;

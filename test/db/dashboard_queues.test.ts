@@ -6,9 +6,9 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { beatSupervisor } from '../src/queue/admin/index.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { serveTestDashboard, TEST_TOKEN, type ServedDashboard } from './helpers/dashboard.ts';
+import { beatSupervisor } from '../../src/queue/admin/index.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { serveTestDashboard, TEST_TOKEN, type ServedDashboard } from '../helpers/dashboard.ts';
 
 describe('dashboard queue controls over HTTP', () => {
   let t: TestDatabase;

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { InputError } from '../src/errors.ts';
-import { enqueue, enqueueMany, validateJob } from '../src/queue/enqueue.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
+import { InputError } from '../../src/errors.ts';
+import { enqueue, enqueueMany, validateJob } from '../../src/queue/enqueue.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 
 let db: TestDatabase;
 const jobCount = async () => (await db.pool.query('SELECT count(*)::int AS n FROM jobvisor.jobs')).rows[0].n as number;

@@ -11,10 +11,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type pg from 'pg';
-import { JobvisorError } from '../src/errors.ts';
-import { enqueue, enqueueMany } from '../src/queue/enqueue.ts';
-import { createLoginRole, createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { until } from './helpers/poll.ts';
+import { JobvisorError } from '../../src/errors.ts';
+import { enqueue, enqueueMany } from '../../src/queue/enqueue.ts';
+import { createLoginRole, createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { until } from '../helpers/poll.ts';
 
 let db: TestDatabase;
 

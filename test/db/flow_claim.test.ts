@@ -6,14 +6,14 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
-import type { QueueSettings } from '../src/config/index.ts';
-import { claimLimited, KEYLESS_WINDOW, RATE_START_DELAY_MS, rateWindowMs } from '../src/queue/claim_limited.ts';
-import { enqueueMany, type JobSpec } from '../src/queue/enqueue.ts';
-import { reapExpiredLeases } from '../src/queue/reaper.ts';
-import type { Store } from '../src/queue/sql.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { pagesRead } from './helpers/explain.ts';
-import { maxStartsInWindow as maxInWindow } from './helpers/flow.ts';
+import type { QueueSettings } from '../../src/config/index.ts';
+import { claimLimited, KEYLESS_WINDOW, RATE_START_DELAY_MS, rateWindowMs } from '../../src/queue/claim_limited.ts';
+import { enqueueMany, type JobSpec } from '../../src/queue/enqueue.ts';
+import { reapExpiredLeases } from '../../src/queue/reaper.ts';
+import type { Store } from '../../src/queue/sql.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { pagesRead } from '../helpers/explain.ts';
+import { maxStartsInWindow as maxInWindow } from '../helpers/flow.ts';
 
 let db: TestDatabase;
 const store = () => ({ db: db.pool, schema: 'jobvisor' });

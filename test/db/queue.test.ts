@@ -4,20 +4,20 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
-import { cancelJobs, retryJobs, statusOf } from '../src/queue/admin/index.ts';
-import { claimJobs, nextDueIn } from '../src/queue/claim.ts';
-import { deleteOldJobs } from '../src/queue/cleanup.ts';
-import { completeJobs as completeIds, failJobs as failArrays, releaseJobs } from '../src/queue/complete.ts';
-import { enqueueMany } from '../src/queue/enqueue.ts';
-import { pauseQueue, resumeQueue } from '../src/queue/pause.ts';
-import { renewLeases } from '../src/queue/lease.ts';
-import { reapExpiredLeases } from '../src/queue/reaper.ts';
-import type { Store } from '../src/queue/sql.ts';
-import { countActiveJobs, oldestDueByQueue } from '../src/queue/stats.ts';
+import { cancelJobs, retryJobs, statusOf } from '../../src/queue/admin/index.ts';
+import { claimJobs, nextDueIn } from '../../src/queue/claim.ts';
+import { deleteOldJobs } from '../../src/queue/cleanup.ts';
+import { completeJobs as completeIds, failJobs as failArrays, releaseJobs } from '../../src/queue/complete.ts';
+import { enqueueMany } from '../../src/queue/enqueue.ts';
+import { pauseQueue, resumeQueue } from '../../src/queue/pause.ts';
+import { renewLeases } from '../../src/queue/lease.ts';
+import { reapExpiredLeases } from '../../src/queue/reaper.ts';
+import type { Store } from '../../src/queue/sql.ts';
+import { countActiveJobs, oldestDueByQueue } from '../../src/queue/stats.ts';
 import pg from 'pg';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { pagesRead } from './helpers/explain.ts';
-import { until } from './helpers/poll.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { pagesRead } from '../helpers/explain.ts';
+import { until } from '../helpers/poll.ts';
 
 let db: TestDatabase;
 let store: Store;

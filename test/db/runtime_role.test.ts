@@ -7,10 +7,10 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
-import { claimJobs } from '../src/queue/claim.ts';
-import { completeJobs, failJobs } from '../src/queue/complete.ts';
-import { enqueue, enqueueMany } from '../src/queue/enqueue.ts';
-import { createLoginRole, createTestDatabase, type LoginRole, type TestDatabase } from './helpers/db.ts';
+import { claimJobs } from '../../src/queue/claim.ts';
+import { completeJobs, failJobs } from '../../src/queue/complete.ts';
+import { enqueue, enqueueMany } from '../../src/queue/enqueue.ts';
+import { createLoginRole, createTestDatabase, type LoginRole, type TestDatabase } from '../helpers/db.ts';
 
 let db: TestDatabase;
 let app: LoginRole;
@@ -18,7 +18,7 @@ let role = '';
 
 /** README's GRANT statements for existing objects, with the role renamed. */
 function readmeGrants(): string[] {
-  const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
   const block = readme.slice(
     readme.indexOf('-- after the first `jobvisor migrate`'),
     readme.indexOf('-- and for what later migrations create:'),

@@ -7,9 +7,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { pino } from 'pino';
-import welcomeEmail from '../src/tasks/welcome_email.ts';
-import type { TaskContext } from '../src/worker/types.ts';
-import { createLoginRole, createTestDatabase, type LoginRole, type TestDatabase } from './helpers/db.ts';
+import welcomeEmail from '../../src/tasks/welcome_email.ts';
+import type { TaskContext } from '../../src/worker/types.ts';
+import { createLoginRole, createTestDatabase, type LoginRole, type TestDatabase } from '../helpers/db.ts';
 
 let db: TestDatabase;
 let dml: LoginRole;

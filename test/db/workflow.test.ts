@@ -3,19 +3,19 @@
  * that write nothing, graphs by index), the release of a blocked job in the
  * same statement as its last parent's done write, the races of that release
  * (two completions at once, a parent done twice), and the cascade of a failed
- * parent. An enqueue racing its parent's completion: test/workflow_commit.test.ts.
+ * parent. An enqueue racing its parent's completion: test/db/workflow_commit.test.ts.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { completeJobs, failJobs } from '../src/queue/complete.ts';
-import { enqueue, enqueueMany } from '../src/queue/enqueue.ts';
-import { InputError } from '../src/errors.ts';
-import { deleteOldJobs } from '../src/queue/cleanup.ts';
-import { settleStragglers } from '../src/queue/settle.ts';
-import type { Store } from '../src/queue/sql.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { jobRow, markRunning } from './helpers/workflow.ts';
+import { completeJobs, failJobs } from '../../src/queue/complete.ts';
+import { enqueue, enqueueMany } from '../../src/queue/enqueue.ts';
+import { InputError } from '../../src/errors.ts';
+import { deleteOldJobs } from '../../src/queue/cleanup.ts';
+import { settleStragglers } from '../../src/queue/settle.ts';
+import type { Store } from '../../src/queue/sql.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { jobRow, markRunning } from '../helpers/workflow.ts';
 
 let db: TestDatabase;
 let store: Store;

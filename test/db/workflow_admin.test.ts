@@ -6,13 +6,13 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { cancelJobs, deleteJobs, retryJobs } from '../src/queue/admin/index.ts';
-import { failJobs } from '../src/queue/complete.ts';
-import { enqueue } from '../src/queue/enqueue.ts';
-import type { Store } from '../src/queue/sql.ts';
-import { runCliInProcess } from './helpers/cli.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { jobRow, markRunning } from './helpers/workflow.ts';
+import { cancelJobs, deleteJobs, retryJobs } from '../../src/queue/admin/index.ts';
+import { failJobs } from '../../src/queue/complete.ts';
+import { enqueue } from '../../src/queue/enqueue.ts';
+import type { Store } from '../../src/queue/sql.ts';
+import { runCliInProcess } from '../helpers/cli.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { jobRow, markRunning } from '../helpers/workflow.ts';
 
 let db: TestDatabase;
 let store: Store;

@@ -5,17 +5,17 @@
  * settles the edges of parents that finished meanwhile (done: released;
  * failed: cancelled). The README's plain-SQL recipe does the same.
  * The chaos version, with supervisors as processes and a transaction open for
- * three leases, is test/chaos_open_transaction.test.ts.
+ * three leases, is test/system/chaos_open_transaction.test.ts.
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
-import { completeJobs, failJobs } from '../src/queue/complete.ts';
-import { enqueue } from '../src/queue/enqueue.ts';
-import { renewLeases } from '../src/queue/lease.ts';
-import type { Store } from '../src/queue/sql.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { jobRow, markRunning } from './helpers/workflow.ts';
+import { completeJobs, failJobs } from '../../src/queue/complete.ts';
+import { enqueue } from '../../src/queue/enqueue.ts';
+import { renewLeases } from '../../src/queue/lease.ts';
+import type { Store } from '../../src/queue/sql.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { jobRow, markRunning } from '../helpers/workflow.ts';
 
 let db: TestDatabase;
 let store: Store;
@@ -122,7 +122,7 @@ describe('a child enqueued in an open transaction', () => {
   });
 
   it("README's plain-SQL recipe: the parents finish while its transaction is open, and COMMIT settles the child", async () => {
-    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
     const recipe = /```sql\nBEGIN;\n(WITH child AS[\s\S]*?new_edges[\s\S]*?)COMMIT;\n```/.exec(readme)?.[1];
     assert.ok(recipe, "README's plain-SQL workflow recipe");
     const [a, b] = [await add(), await add()];

@@ -12,13 +12,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { cancelJobs, deleteJobs, retryJobs, runJobsNow } from '../src/queue/admin/index.ts';
-import type { BulkResult, BulkTarget, JobStatus } from '../src/queue/admin/types.ts';
-import { report } from './helpers/chaos/measure.ts';
-import { seedDeadLetters } from './helpers/dashboard.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { startSupervisor } from './helpers/inprocess.ts';
-import type { Supervisor } from '../src/supervisor/supervisor.ts';
+import { cancelJobs, deleteJobs, retryJobs, runJobsNow } from '../../src/queue/admin/index.ts';
+import type { BulkResult, BulkTarget, JobStatus } from '../../src/queue/admin/types.ts';
+import { report } from '../helpers/chaos/measure.ts';
+import { seedDeadLetters } from '../helpers/dashboard.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { startSupervisor } from '../helpers/inprocess.ts';
+import type { Supervisor } from '../../src/supervisor/supervisor.ts';
 
 const JOBS = 5000;
 const BATCH = 250;

@@ -7,11 +7,11 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { Supervisor } from '../src/supervisor/supervisor.ts';
-import { report, summary, until } from './helpers/chaos/measure.ts';
-import { startProxy, type Proxy } from './helpers/chaos/proxy.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { nextEvent, startSupervisor } from './helpers/inprocess.ts';
+import type { Supervisor } from '../../src/supervisor/supervisor.ts';
+import { report, summary, until } from '../helpers/chaos/measure.ts';
+import { startProxy, type Proxy } from '../helpers/chaos/proxy.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { nextEvent, startSupervisor } from '../helpers/inprocess.ts';
 
 const POLL = '60s';
 /** Pickup must be far below the poll interval; 1.5 s leaves room for a loaded CI machine. */

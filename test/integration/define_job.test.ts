@@ -9,12 +9,12 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { InputError } from '../src/errors.ts';
-import { defineJob } from '../src/queue/define_job.ts';
-import { enqueue, enqueueMany } from '../src/queue/enqueue.ts';
-import type { Supervisor } from '../src/supervisor/supervisor.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { nextEvent, startSupervisor } from './helpers/inprocess.ts';
+import { InputError } from '../../src/errors.ts';
+import { defineJob } from '../../src/queue/define_job.ts';
+import { enqueue, enqueueMany } from '../../src/queue/enqueue.ts';
+import type { Supervisor } from '../../src/supervisor/supervisor.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { nextEvent, startSupervisor } from '../helpers/inprocess.ts';
 
 let db: TestDatabase;
 let dir: string;

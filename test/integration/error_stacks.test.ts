@@ -8,15 +8,15 @@ import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import pino from 'pino';
-import { describe as describeJob } from '../src/cli/jobs_show.ts';
-import { getJob } from '../src/queue/admin/index.ts';
-import { enqueue } from '../src/queue/enqueue.ts';
-import { logEvents } from '../src/run/logging.ts';
-import type { Supervisor } from '../src/supervisor/supervisor.ts';
-import { MAX_STACK, stackFrames, toTaskError } from '../src/worker/convert.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { serveTestDashboard, TEST_TOKEN, type ServedDashboard } from './helpers/dashboard.ts';
-import { nextEvent, startSupervisor } from './helpers/inprocess.ts';
+import { describe as describeJob } from '../../src/cli/jobs_show.ts';
+import { getJob } from '../../src/queue/admin/index.ts';
+import { enqueue } from '../../src/queue/enqueue.ts';
+import { logEvents } from '../../src/run/logging.ts';
+import type { Supervisor } from '../../src/supervisor/supervisor.ts';
+import { MAX_STACK, stackFrames, toTaskError } from '../../src/worker/convert.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { serveTestDashboard, TEST_TOKEN, type ServedDashboard } from '../helpers/dashboard.ts';
+import { nextEvent, startSupervisor } from '../helpers/inprocess.ts';
 
 describe('stack frames of a task error', () => {
   it('keep the frame lines only: no header, none of a multi-line message', () => {

@@ -5,13 +5,13 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { QueueSettings } from '../src/config/index.ts';
-import { KEYLESS_WINDOW } from '../src/queue/claim_limited.ts';
-import { enqueueMany } from '../src/queue/enqueue.ts';
-import type { ClaimedJob } from '../src/queue/types.ts';
-import { SupervisorEvents } from '../src/supervisor/events.ts';
-import { Fetcher } from '../src/supervisor/fetcher.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
+import type { QueueSettings } from '../../src/config/index.ts';
+import { KEYLESS_WINDOW } from '../../src/queue/claim_limited.ts';
+import { enqueueMany } from '../../src/queue/enqueue.ts';
+import type { ClaimedJob } from '../../src/queue/types.ts';
+import { SupervisorEvents } from '../../src/supervisor/events.ts';
+import { Fetcher } from '../../src/supervisor/fetcher.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 
 let db: TestDatabase;
 

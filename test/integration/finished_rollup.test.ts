@@ -10,12 +10,12 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import pg from 'pg';
-import { overview, throughput } from '../src/queue/admin/index.ts';
-import { deleteOldMinutes, ROLLUP_CHUNK_MS, rollUpFinished } from '../src/queue/finished_rollup.ts';
-import type { Store } from '../src/queue/sql.ts';
-import { rollUpRound } from '../src/supervisor/maintenance.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { startSupervisor } from './helpers/inprocess.ts';
+import { overview, throughput } from '../../src/queue/admin/index.ts';
+import { deleteOldMinutes, ROLLUP_CHUNK_MS, rollUpFinished } from '../../src/queue/finished_rollup.ts';
+import type { Store } from '../../src/queue/sql.ts';
+import { rollUpRound } from '../../src/supervisor/maintenance.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { startSupervisor } from '../helpers/inprocess.ts';
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;

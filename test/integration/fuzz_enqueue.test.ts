@@ -12,8 +12,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type pg from 'pg';
-import { InputError } from '../src/errors.ts';
-import { COPY_THRESHOLD, enqueue, enqueueMany, type EnqueueOptions, type JobSpec } from '../src/queue/enqueue.ts';
+import { InputError } from '../../src/errors.ts';
+import { COPY_THRESHOLD, enqueue, enqueueMany, type EnqueueOptions, type JobSpec } from '../../src/queue/enqueue.ts';
 import {
   int,
   nested,
@@ -23,10 +23,10 @@ import {
   randomString,
   UNSTORABLE_STRINGS,
   type Random,
-} from './helpers/chaos/hostile.ts';
-import { count, prng, report, until } from './helpers/chaos/measure.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { startSupervisor, testSettings } from './helpers/inprocess.ts';
+} from '../helpers/chaos/hostile.ts';
+import { count, prng, report, until } from '../helpers/chaos/measure.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { startSupervisor, testSettings } from '../helpers/inprocess.ts';
 
 const SEED = Number(process.env.FUZZ_SEED ?? Date.now() % 1_000_000);
 const CASES = 600;

@@ -9,15 +9,15 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { InputError } from '../src/errors.ts';
-import { deleteOldJobs } from '../src/queue/cleanup.ts';
-import { completeJobs } from '../src/queue/complete.ts';
-import { enqueue, enqueueMany, type JobSpec } from '../src/queue/enqueue.ts';
-import type { Store } from '../src/queue/sql.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { startSupervisor } from './helpers/inprocess.ts';
-import { until } from './helpers/poll.ts';
-import { jobRow, markRunning, WF_TABLES } from './helpers/workflow.ts';
+import { InputError } from '../../src/errors.ts';
+import { deleteOldJobs } from '../../src/queue/cleanup.ts';
+import { completeJobs } from '../../src/queue/complete.ts';
+import { enqueue, enqueueMany, type JobSpec } from '../../src/queue/enqueue.ts';
+import type { Store } from '../../src/queue/sql.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { startSupervisor } from '../helpers/inprocess.ts';
+import { until } from '../helpers/poll.ts';
+import { jobRow, markRunning, WF_TABLES } from '../helpers/workflow.ts';
 
 let db: TestDatabase;
 let store: Store;

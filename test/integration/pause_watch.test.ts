@@ -6,11 +6,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { pauseQueue, resumeQueue } from '../src/queue/pause.ts';
-import type { Store } from '../src/queue/sql.ts';
-import { SupervisorEvents } from '../src/supervisor/events.ts';
-import { PauseWatch } from '../src/supervisor/pause_watch.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
+import { pauseQueue, resumeQueue } from '../../src/queue/pause.ts';
+import type { Store } from '../../src/queue/sql.ts';
+import { SupervisorEvents } from '../../src/supervisor/events.ts';
+import { PauseWatch } from '../../src/supervisor/pause_watch.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 
 let db: TestDatabase;
 /** Nothing listens on port 1: every statement on this pool fails to connect. */

@@ -8,14 +8,14 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { claimJobs, INLINE_PAYLOAD_BYTES } from '../src/queue/claim.ts';
-import { claimLimited } from '../src/queue/claim_limited.ts';
-import { readClaimedPayload } from '../src/queue/payload_read.ts';
-import type { Store } from '../src/queue/sql.ts';
-import type { Supervisor } from '../src/supervisor/supervisor.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { startSupervisor } from './helpers/inprocess.ts';
-import { until } from './helpers/poll.ts';
+import { claimJobs, INLINE_PAYLOAD_BYTES } from '../../src/queue/claim.ts';
+import { claimLimited } from '../../src/queue/claim_limited.ts';
+import { readClaimedPayload } from '../../src/queue/payload_read.ts';
+import type { Store } from '../../src/queue/sql.ts';
+import type { Supervisor } from '../../src/supervisor/supervisor.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { startSupervisor } from '../helpers/inprocess.ts';
+import { until } from '../helpers/poll.ts';
 
 let db: TestDatabase;
 let store: Store;

@@ -7,13 +7,13 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { enqueue } from '../src/queue/enqueue.ts';
-import { QuietStart } from '../src/supervisor/quiet_start.ts';
-import type { Supervisor } from '../src/supervisor/supervisor.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { GATE_TABLES, gateRunsOf, tellGate } from './helpers/gate.ts';
-import { nextEvent, startSupervisor } from './helpers/inprocess.ts';
-import { clockPasses, until } from './helpers/poll.ts';
+import { enqueue } from '../../src/queue/enqueue.ts';
+import { QuietStart } from '../../src/supervisor/quiet_start.ts';
+import type { Supervisor } from '../../src/supervisor/supervisor.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { GATE_TABLES, gateRunsOf, tellGate } from '../helpers/gate.ts';
+import { nextEvent, startSupervisor } from '../helpers/inprocess.ts';
+import { clockPasses, until } from '../helpers/poll.ts';
 
 /** A QuietStart whose busy state the test sets; `ran` resolves when it runs. */
 function harness(afterMs: number, latestMs: number, busy: boolean) {

@@ -7,17 +7,17 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { completeJobs } from '../src/queue/complete.ts';
-import { enqueue } from '../src/queue/enqueue.ts';
-import { writeProgress } from '../src/queue/progress.ts';
-import { snoozeJobs } from '../src/queue/snooze.ts';
-import type { Store } from '../src/queue/sql.ts';
-import type { Supervisor } from '../src/supervisor/supervisor.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { nextEvent, startSupervisor } from './helpers/inprocess.ts';
-import { until } from './helpers/poll.ts';
-import { runCli } from './helpers/cli.ts';
-import { GATE_TABLES, gateRunsOf, tellGate } from './helpers/gate.ts';
+import { completeJobs } from '../../src/queue/complete.ts';
+import { enqueue } from '../../src/queue/enqueue.ts';
+import { writeProgress } from '../../src/queue/progress.ts';
+import { snoozeJobs } from '../../src/queue/snooze.ts';
+import type { Store } from '../../src/queue/sql.ts';
+import type { Supervisor } from '../../src/supervisor/supervisor.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { nextEvent, startSupervisor } from '../helpers/inprocess.ts';
+import { until } from '../helpers/poll.ts';
+import { runCli } from '../helpers/cli.ts';
+import { GATE_TABLES, gateRunsOf, tellGate } from '../helpers/gate.ts';
 
 let db: TestDatabase;
 let supervisor: Supervisor;

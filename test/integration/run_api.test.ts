@@ -11,9 +11,9 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import pg from 'pg';
-import { ConfigError, enqueue, enqueueMany, run, TaskSetupError, type Runner } from '../src/index.ts';
-import { FIXTURE_TASKS } from './helpers/inprocess.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
+import { ConfigError, enqueue, enqueueMany, run, TaskSetupError, type Runner } from '../../src/index.ts';
+import { FIXTURE_TASKS } from '../helpers/inprocess.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 
 let db: TestDatabase;
 let app: string;

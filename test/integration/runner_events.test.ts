@@ -7,10 +7,10 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { run, type Events, type Runner } from '../src/index.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { FIXTURE_TASKS } from './helpers/inprocess.ts';
-import { until } from './helpers/poll.ts';
+import { run, type Events, type Runner } from '../../src/index.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { FIXTURE_TASKS } from '../helpers/inprocess.ts';
+import { until } from '../helpers/poll.ts';
 
 const JOB_REF_KEYS = ['attempt', 'id', 'kind', 'queue'];
 /** In every payload: a listener that saw a payload would hold this. */

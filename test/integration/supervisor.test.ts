@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { enqueue, enqueueMany } from '../src/queue/enqueue.ts';
-import type { Supervisor } from '../src/supervisor/supervisor.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { nextEvent, startSupervisor } from './helpers/inprocess.ts';
-import { until } from './helpers/poll.ts';
+import { enqueue, enqueueMany } from '../../src/queue/enqueue.ts';
+import type { Supervisor } from '../../src/supervisor/supervisor.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { nextEvent, startSupervisor } from '../helpers/inprocess.ts';
+import { until } from '../helpers/poll.ts';
 
 let db: TestDatabase;
 let supervisor: Supervisor;
@@ -165,7 +165,7 @@ describe('supervisor', () => {
   it('runs higher priority first', async () => {
     const low = await enqueue(db.pool, 'record', {}, { queue: 'slow_lane', priority: 10 });
     const high = await enqueue(db.pool, 'record', {}, { queue: 'slow_lane', priority: -10 });
-    const { claimJobs } = await import('../src/queue/claim.ts');
+    const { claimJobs } = await import('../../src/queue/claim.ts');
     const [first] = await claimJobs(
       { db: db.pool, schema: 'jobvisor' },
       { owner: 'test', queue: 'slow_lane', limit: 1, leaseMs: 60_000 },

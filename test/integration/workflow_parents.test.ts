@@ -9,10 +9,10 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { eachParent, listParents, PARENT_PAGE_BYTES, PARENT_PAGE_ROWS, parentPages } from '../src/queue/parents.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { startSupervisor } from './helpers/inprocess.ts';
-import { until } from './helpers/poll.ts';
+import { eachParent, listParents, PARENT_PAGE_BYTES, PARENT_PAGE_ROWS, parentPages } from '../../src/queue/parents.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { startSupervisor } from '../helpers/inprocess.ts';
+import { until } from '../helpers/poll.ts';
 
 let db: TestDatabase;
 

@@ -10,17 +10,17 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { deleteJobs, retryJobs } from '../src/queue/admin/index.ts';
-import { deleteOldJobs } from '../src/queue/cleanup.ts';
-import { enqueue, enqueueMany } from '../src/queue/enqueue.ts';
-import { settleStragglers } from '../src/queue/settle.ts';
-import type { Store } from '../src/queue/sql.ts';
-import type { Supervisor } from '../src/supervisor/supervisor.ts';
-import { runCliInProcess } from './helpers/cli.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { nextEvent, startSupervisor, testSettings } from './helpers/inprocess.ts';
-import { until } from './helpers/poll.ts';
-import { jobRow, runsOf, WF_TABLES } from './helpers/workflow.ts';
+import { deleteJobs, retryJobs } from '../../src/queue/admin/index.ts';
+import { deleteOldJobs } from '../../src/queue/cleanup.ts';
+import { enqueue, enqueueMany } from '../../src/queue/enqueue.ts';
+import { settleStragglers } from '../../src/queue/settle.ts';
+import type { Store } from '../../src/queue/sql.ts';
+import type { Supervisor } from '../../src/supervisor/supervisor.ts';
+import { runCliInProcess } from '../helpers/cli.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { nextEvent, startSupervisor, testSettings } from '../helpers/inprocess.ts';
+import { until } from '../helpers/poll.ts';
+import { jobRow, runsOf, WF_TABLES } from '../helpers/workflow.ts';
 
 let db: TestDatabase;
 let store: Store;

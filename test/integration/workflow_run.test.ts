@@ -6,14 +6,14 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { enqueue, enqueueMany } from '../src/queue/enqueue.ts';
-import { pauseQueue, resumeQueue } from '../src/queue/pause.ts';
-import type { Supervisor } from '../src/supervisor/supervisor.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { startSupervisor } from './helpers/inprocess.ts';
-import { maxStartsInWindow } from './helpers/flow.ts';
-import { until } from './helpers/poll.ts';
-import { jobRow, runsOf, WF_TABLES } from './helpers/workflow.ts';
+import { enqueue, enqueueMany } from '../../src/queue/enqueue.ts';
+import { pauseQueue, resumeQueue } from '../../src/queue/pause.ts';
+import type { Supervisor } from '../../src/supervisor/supervisor.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { startSupervisor } from '../helpers/inprocess.ts';
+import { maxStartsInWindow } from '../helpers/flow.ts';
+import { until } from '../helpers/poll.ts';
+import { jobRow, runsOf, WF_TABLES } from '../helpers/workflow.ts';
 
 let db: TestDatabase;
 let supervisor: Supervisor;

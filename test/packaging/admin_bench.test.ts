@@ -7,10 +7,10 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
-import { adminQuery } from './helpers/db.ts';
-import { runProcess } from './helpers/cli.ts';
+import { adminQuery } from '../helpers/db.ts';
+import { runProcess } from '../helpers/cli.ts';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
 function benchAdmin(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return runProcess(process.execPath, ['--import', 'tsx', path.join(root, 'bench/admin.ts'), ...args], {

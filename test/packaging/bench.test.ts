@@ -5,9 +5,9 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { peersNodeProblem } from '../src/bench/peers.ts';
-import { BIN } from './helpers/supervisor.ts';
-import { runProcess } from './helpers/cli.ts';
+import { peersNodeProblem } from '../../src/bench/peers.ts';
+import { BIN } from '../helpers/supervisor.ts';
+import { runProcess } from '../helpers/cli.ts';
 
 function bench(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const server = process.env.JOBVISOR_TEST_DATABASE_URL as string;

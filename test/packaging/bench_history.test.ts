@@ -5,11 +5,11 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { extrapolate, leastSquares } from '../src/bench/history_report.ts';
-import { historyDepths } from '../src/bench/options.ts';
-import { InputError } from '../src/errors.ts';
-import { runProcess } from './helpers/cli.ts';
-import { BIN } from './helpers/supervisor.ts';
+import { extrapolate, leastSquares } from '../../src/bench/history_report.ts';
+import { historyDepths } from '../../src/bench/options.ts';
+import { InputError } from '../../src/errors.ts';
+import { runProcess } from '../helpers/cli.ts';
+import { BIN } from '../helpers/supervisor.ts';
 
 function bench(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const server = process.env.JOBVISOR_TEST_DATABASE_URL as string;

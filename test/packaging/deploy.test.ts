@@ -27,13 +27,13 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import ts from 'typescript';
 import { parse as parseYaml, parseAllDocuments } from 'yaml';
-import { loadConfig, type Settings } from '../src/config/index.ts';
-import { createDashboard, normaliseBasePath } from '../src/dashboard/app.ts';
-import { checkExposure } from '../src/dashboard/server.ts';
-import { pauseQueue, resumeQueue } from '../src/queue/pause.ts';
-import { createTestDatabase } from './helpers/db.ts';
+import { loadConfig, type Settings } from '../../src/config/index.ts';
+import { createDashboard, normaliseBasePath } from '../../src/dashboard/app.ts';
+import { checkExposure } from '../../src/dashboard/server.ts';
+import { pauseQueue, resumeQueue } from '../../src/queue/pause.ts';
+import { createTestDatabase } from '../helpers/db.ts';
 
-const root = fileURLToPath(new URL('..', import.meta.url));
+const root = fileURLToPath(new URL('../..', import.meta.url));
 const base = path.join(root, 'deploy/kubernetes');
 const dashboardComponent = path.join(base, 'dashboard');
 const generator = path.join(base, 'gen-prometheusrule.mjs');
@@ -386,7 +386,9 @@ describe('deploy/kubernetes', () => {
 
   test('the KEDA query counts due pending jobs of queues that are not paused, on a real database', async (t) => {
     if (!process.env.JOBVISOR_TEST_DATABASE_URL) {
-      t.skip('needs the test PostgreSQL: run through `npm test` or `npx tsx test/run.ts test/deploy.test.ts`');
+      t.skip(
+        'needs the test PostgreSQL: run through `npm test` or `npx tsx test/run.ts test/packaging/deploy.test.ts`',
+      );
       return;
     }
     const db = await createTestDatabase('deploy');

@@ -23,10 +23,10 @@ import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { validate as validateDockerfile, ValidationSeverity, type ValidatorSettings } from 'dockerfile-utils';
 import pg from 'pg';
-import { adminQuery, urlOf } from './helpers/db.ts';
-import { untilDefined } from './helpers/poll.ts';
+import { adminQuery, urlOf } from '../helpers/db.ts';
+import { untilDefined } from '../helpers/poll.ts';
 
-const root = fileURLToPath(new URL('..', import.meta.url));
+const root = fileURLToPath(new URL('../..', import.meta.url));
 const dockerfileText = readFileSync(path.join(root, 'Dockerfile'), 'utf8');
 const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as {
   version: string;
@@ -361,7 +361,9 @@ describe('the runtime tree, outside a container', () => {
 
   test('migrates, runs a job, is ready, and drains on SIGTERM', async (t) => {
     if (!process.env.JOBVISOR_TEST_DATABASE_URL) {
-      t.skip('needs the test PostgreSQL: run through `npm test` or `npx tsx test/run.ts test/dockerfile.test.ts`');
+      t.skip(
+        'needs the test PostgreSQL: run through `npm test` or `npx tsx test/run.ts test/packaging/dockerfile.test.ts`',
+      );
       return;
     }
     const db = await emptyDatabase('tree');
@@ -485,7 +487,9 @@ describe('the image', () => {
     if (!available) return skip(t);
     if (!process.env.JOBVISOR_TEST_DATABASE_URL) {
       assert.ok(!required, 'JOBVISOR_IMAGE_TEST=1 needs the test PostgreSQL: run through test/run.ts');
-      t.skip('needs the test PostgreSQL: run through `npm test` or `npx tsx test/run.ts test/dockerfile.test.ts`');
+      t.skip(
+        'needs the test PostgreSQL: run through `npm test` or `npx tsx test/run.ts test/packaging/dockerfile.test.ts`',
+      );
       return;
     }
     const db = await emptyDatabase('image');

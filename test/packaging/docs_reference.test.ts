@@ -9,9 +9,9 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { outsideDocs } from '../scripts/docs-repository-links.ts';
-import { committed, REFERENCE_PAGES } from '../scripts/reference-pages.ts';
-import { allowedUndocumented, publicExports } from '../scripts/undocumented-exports.ts';
+import { outsideDocs } from '../../scripts/docs-repository-links.ts';
+import { committed, REFERENCE_PAGES } from '../../scripts/reference-pages.ts';
+import { allowedUndocumented, publicExports } from '../../scripts/undocumented-exports.ts';
 
 describe('generated reference pages', { timeout: 240_000 }, () => {
   for (const page of REFERENCE_PAGES) {

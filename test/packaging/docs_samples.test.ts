@@ -18,10 +18,10 @@ import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import ts from 'typescript';
-import { compilePackage, type CompiledPackage } from './helpers/compile.ts';
-import { adminQuery, urlOf } from './helpers/db.ts';
-import { docPages, ROOT, samplesOf, TYPESCRIPT, writeSamples, type Sample } from './helpers/doc_samples.ts';
-import { until } from './helpers/poll.ts';
+import { compilePackage, type CompiledPackage } from '../helpers/compile.ts';
+import { adminQuery, urlOf } from '../helpers/db.ts';
+import { docPages, ROOT, samplesOf, TYPESCRIPT, writeSamples, type Sample } from '../helpers/doc_samples.ts';
+import { until } from '../helpers/poll.ts';
 
 const WORK = path.join(ROOT, '.jobvisor', `docs-samples-${process.pid}`);
 const NOT_CHECKED = new Set(['reference/api.md']);

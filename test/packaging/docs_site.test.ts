@@ -15,9 +15,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
-import { launchChromium } from './helpers/browser.ts';
-import { ROOT } from './helpers/doc_samples.ts';
-import { CHROMIUM, skipUnless } from './helpers/tools.ts';
+import { launchChromium } from '../helpers/browser.ts';
+import { ROOT } from '../helpers/doc_samples.ts';
+import { CHROMIUM, skipUnless } from '../helpers/tools.ts';
 
 const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',

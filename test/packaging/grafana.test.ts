@@ -17,10 +17,10 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
-import { createMetrics } from '../src/metrics/metrics.ts';
-import { findTool, PROMTOOL, skipUnless } from './helpers/tools.ts';
+import { createMetrics } from '../../src/metrics/metrics.ts';
+import { findTool, PROMTOOL, skipUnless } from '../helpers/tools.ts';
 
-const grafanaDir = fileURLToPath(new URL('../grafana/', import.meta.url));
+const grafanaDir = fileURLToPath(new URL('../../grafana/', import.meta.url));
 const promtool = findTool(PROMTOOL) ?? 'promtool';
 /** The promtool checks are skipped, with the install command, when promtool is missing. */
 const needsPromtool = { skip: skipUnless(PROMTOOL) };

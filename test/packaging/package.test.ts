@@ -12,7 +12,7 @@
  *   - a CommonJS app: require('jobvisor') (ESM loaded through require), the
  *     same transaction and a CommonJS task through run().
  * (Apps that declare their kinds, under each module setting and TypeScript 5.9
- * and 7: test/package_types.test.ts.)
+ * and 7: test/packaging/package_types.test.ts.)
  * Also: the tarball's contents, the installed size, the built-in thumbnail
  * task (mapped with builtinTask) dead-lettered in one line without the optional
  * sharp, and the one-line warning of `start` when OTEL_* asks for traces
@@ -41,11 +41,11 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { enqueue } from '../src/queue/enqueue.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { until } from './helpers/poll.ts';
+import { enqueue } from '../../src/queue/enqueue.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { until } from '../helpers/poll.ts';
 
-const root = fileURLToPath(new URL('..', import.meta.url));
+const root = fileURLToPath(new URL('../..', import.meta.url));
 const work = mkdtempSync(path.join(tmpdir(), 'jobvisor-package-'));
 const version = (name: string) =>
   (JSON.parse(readFileSync(path.join(root, 'node_modules', name, 'package.json'), 'utf8')) as { version: string })

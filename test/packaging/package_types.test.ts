@@ -7,7 +7,7 @@
  * native compiler, installed in the app), as CommonJS files (`"type":
  * "commonjs"`, as a NestJS app compiled by tsc) and as ES module files (a
  * folder with `"type": "module"`), under each module setting the README names
- * (ES module files under node16 are checked by test/package.test.ts).
+ * (ES module files under node16 are checked by test/packaging/package.test.ts).
  * TypeScript 7 also checks the package's declarations (skipLibCheck off; it is
  * fast); 5.9 skips them as most apps do. A wrong setting loses the package's
  * types silently (everything `any`), so usage.ts holds lines that are errors
@@ -22,9 +22,9 @@ import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { cleanEnv, depVersion, execAsync, npmInstall, packJobvisor, ROOT, write } from './helpers/packed.ts';
-import { markedErrors, reportedErrors } from './helpers/type_errors.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { cleanEnv, depVersion, execAsync, npmInstall, packJobvisor, ROOT, write } from '../helpers/packed.ts';
+import { markedErrors, reportedErrors } from '../helpers/type_errors.ts';
 
 const work = mkdtempSync(path.join(tmpdir(), 'jobvisor-package-types-'));
 const app = path.join(work, 'typed-app');
@@ -180,7 +180,7 @@ describe('an app that declares its kinds, with the packed package', { concurrenc
     }
   }
 
-  // TypeScript 5.9 checks this one against the sources (test/types.test.ts).
+  // TypeScript 5.9 checks this one against the sources (test/packaging/types.test.ts).
   test('CommonJS, module node16, no kind declared: any kind takes any payload', async (t) => {
     if (skipReason) return t.skip(skipReason);
     const r = await typeCheck('7', { module: 'node16' }, ['types/untyped.ts']);

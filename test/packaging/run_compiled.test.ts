@@ -11,7 +11,7 @@
  *    refuse at start with one line, instead of failing every job.
  *
  * On a Node.js that strips types itself (22.18+, 23.6+; run this file with
- * `npx tsx test/run.ts --node 24 test/run_compiled.test.ts`):
+ * `npx tsx test/run.ts --node 24 test/packaging/run_compiled.test.ts`):
  *  - a .ts task runs with no tsx anywhere, by run() and by `jobvisor start`;
  *  - what stripping cannot load (an import of `./x.js` meaning `./x.ts`) goes
  *    to the app's tsx; without tsx (an `enum`) start-up names the reason;
@@ -24,11 +24,11 @@ import { spawn } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { enqueue } from '../src/queue/enqueue.ts';
-import { runProcess } from './helpers/cli.ts';
-import { compilePackage, type CompiledPackage } from './helpers/compile.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { until } from './helpers/poll.ts';
+import { enqueue } from '../../src/queue/enqueue.ts';
+import { runProcess } from '../helpers/cli.ts';
+import { compilePackage, type CompiledPackage } from '../helpers/compile.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { until } from '../helpers/poll.ts';
 
 let db: TestDatabase;
 let pkg: CompiledPackage;

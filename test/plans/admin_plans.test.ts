@@ -2,12 +2,12 @@
  * The admin reads keep their index plans on a table of finished history:
  * none reads the whole table (except free-text search, which must). The plan
  * each actually executed comes back from auto_explain as a notice, as in
- * test/plans.test.ts.
+ * test/plans/plans.test.ts.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type pg from 'pg';
-import { createPool } from '../src/db/pool.ts';
+import { createPool } from '../../src/db/pool.ts';
 import {
   countJobs,
   deadLetterGroups,
@@ -20,10 +20,10 @@ import {
   retryJobs,
   throughput,
   workflowOf,
-} from '../src/queue/admin/index.ts';
-import type { Store } from '../src/queue/sql.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { fanIn, insertWorkflow } from './helpers/workflow.ts';
+} from '../../src/queue/admin/index.ts';
+import type { Store } from '../../src/queue/sql.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { fanIn, insertWorkflow } from '../helpers/workflow.ts';
 
 let db: TestDatabase;
 let pool: pg.Pool;

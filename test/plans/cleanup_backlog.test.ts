@@ -8,11 +8,11 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { statements } from '../src/queue/sql.ts';
-import '../src/queue/cleanup.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { describeNode, explainPlan, planNodes } from './helpers/explain.ts';
-import { startSupervisor } from './helpers/inprocess.ts';
+import { statements } from '../../src/queue/sql.ts';
+import '../../src/queue/cleanup.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { describeNode, explainPlan, planNodes } from '../helpers/explain.ts';
+import { startSupervisor } from '../helpers/inprocess.ts';
 
 const BACKLOG = 500_000;
 let db: TestDatabase;

@@ -9,20 +9,20 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type pg from 'pg';
-import { createPool } from '../src/db/pool.ts';
-import { claimJobs, nextDueIn } from '../src/queue/claim.ts';
-import { claimLimited } from '../src/queue/claim_limited.ts';
-import { deleteOldJobs } from '../src/queue/cleanup.ts';
-import { completeJobs, failJobs, releaseJobs } from '../src/queue/complete.ts';
-import { enqueue, enqueueMany } from '../src/queue/enqueue.ts';
-import { rollUpFinished } from '../src/queue/finished_rollup.ts';
-import { renewLeases } from '../src/queue/lease.ts';
-import { writeProgress } from '../src/queue/progress.ts';
-import { reapExpiredLeases } from '../src/queue/reaper.ts';
-import { snoozeJobs } from '../src/queue/snooze.ts';
-import type { Store } from '../src/queue/sql.ts';
-import { countActiveJobs, oldestDueByQueue } from '../src/queue/stats.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
+import { createPool } from '../../src/db/pool.ts';
+import { claimJobs, nextDueIn } from '../../src/queue/claim.ts';
+import { claimLimited } from '../../src/queue/claim_limited.ts';
+import { deleteOldJobs } from '../../src/queue/cleanup.ts';
+import { completeJobs, failJobs, releaseJobs } from '../../src/queue/complete.ts';
+import { enqueue, enqueueMany } from '../../src/queue/enqueue.ts';
+import { rollUpFinished } from '../../src/queue/finished_rollup.ts';
+import { renewLeases } from '../../src/queue/lease.ts';
+import { writeProgress } from '../../src/queue/progress.ts';
+import { reapExpiredLeases } from '../../src/queue/reaper.ts';
+import { snoozeJobs } from '../../src/queue/snooze.ts';
+import type { Store } from '../../src/queue/sql.ts';
+import { countActiveJobs, oldestDueByQueue } from '../../src/queue/stats.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 
 const GROWN = 1_000_000;
 /** Of which pending (the burst); the rest is a history of done jobs. */

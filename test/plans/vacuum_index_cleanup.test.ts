@@ -13,10 +13,10 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { listMigrations } from '../src/db/migrate.ts';
-import { claimJobs } from '../src/queue/claim.ts';
-import { completeJobs } from '../src/queue/complete.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
+import { listMigrations } from '../../src/db/migrate.ts';
+import { claimJobs } from '../../src/queue/claim.ts';
+import { completeJobs } from '../../src/queue/complete.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 
 const HISTORY = 500_000;
 const WORKED = 2_000;

@@ -11,11 +11,11 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { DatabaseAccessError, run } from '../src/index.ts';
-import { runCli } from './helpers/cli.ts';
-import { adminQuery, createLoginRole, createTestDatabase, type LoginRole, type TestDatabase } from './helpers/db.ts';
-import { until } from './helpers/poll.ts';
-import { BIN, writeConfig } from './helpers/supervisor.ts';
+import { DatabaseAccessError, run } from '../../src/index.ts';
+import { runCli } from '../helpers/cli.ts';
+import { adminQuery, createLoginRole, createTestDatabase, type LoginRole, type TestDatabase } from '../helpers/db.ts';
+import { until } from '../helpers/poll.ts';
+import { BIN, writeConfig } from '../helpers/supervisor.ts';
 
 let db: TestDatabase;
 let role: LoginRole;

@@ -6,11 +6,11 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { after, before, beforeEach, describe, it } from 'node:test';
-import { beatSupervisor } from '../src/queue/admin/index.ts';
-import { runCliInProcess } from './helpers/cli.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { BIN } from './helpers/supervisor.ts';
-import { insertWorkflow } from './helpers/workflow.ts';
+import { beatSupervisor } from '../../src/queue/admin/index.ts';
+import { runCliInProcess } from '../helpers/cli.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { BIN } from '../helpers/supervisor.ts';
+import { insertWorkflow } from '../helpers/workflow.ts';
 
 let db: TestDatabase;
 

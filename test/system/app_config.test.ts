@@ -10,10 +10,10 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { loadConfig, unreadConfigFiles } from '../src/config/index.ts';
-import { runProcess, type CliRun } from './helpers/cli.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { BIN } from './helpers/supervisor.ts';
+import { loadConfig, unreadConfigFiles } from '../../src/config/index.ts';
+import { runProcess, type CliRun } from '../helpers/cli.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { BIN } from '../helpers/supervisor.ts';
 
 let db: TestDatabase;
 let work: string;

@@ -8,11 +8,11 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { attemptsOf, getJob, type JobDetail } from '../src/queue/admin/index.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { serveTestDashboard, type ServedDashboard } from './helpers/dashboard.ts';
-import { until } from './helpers/poll.ts';
-import { spawnSupervisor } from './helpers/supervisor.ts';
+import { attemptsOf, getJob, type JobDetail } from '../../src/queue/admin/index.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { serveTestDashboard, type ServedDashboard } from '../helpers/dashboard.ts';
+import { until } from '../helpers/poll.ts';
+import { spawnSupervisor } from '../helpers/supervisor.ts';
 
 const T = (s: number) => new Date(Date.UTC(2030, 0, 1, 0, 0, s));
 

@@ -9,16 +9,16 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
-import { count, httpGet, report, until } from './helpers/chaos/measure.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { FIXTURE_TASKS } from './helpers/inprocess.ts';
-import { assertDrains, killAll, spawnSupervisor, type SpawnedSupervisor } from './helpers/supervisor.ts';
+import { count, httpGet, report, until } from '../helpers/chaos/measure.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { FIXTURE_TASKS } from '../helpers/inprocess.ts';
+import { assertDrains, killAll, spawnSupervisor, type SpawnedSupervisor } from '../helpers/supervisor.ts';
 
 const JOBS = 1200;
 /** Characters of the payload's blob: with the JSON around it, about 900 KB. */
 const BLOB = 900_000;
 const FIRST_CONFIG = JSON.parse(
-  readFileSync(new URL('../config/example.first.json', import.meta.url), 'utf8'),
+  readFileSync(new URL('../../config/example.first.json', import.meta.url), 'utf8'),
 ) as Record<string, unknown>;
 
 let db: TestDatabase;

@@ -15,12 +15,12 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { enqueueMany } from '../src/queue/enqueue.ts';
-import { SHUTDOWN_MARGIN_MS } from '../src/run/shutdown.ts';
-import { httpGet, report, until } from './helpers/chaos/measure.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { FIXTURE_TASKS } from './helpers/inprocess.ts';
-import { spawnSupervisor, type SpawnedSupervisor } from './helpers/supervisor.ts';
+import { enqueueMany } from '../../src/queue/enqueue.ts';
+import { SHUTDOWN_MARGIN_MS } from '../../src/run/shutdown.ts';
+import { httpGet, report, until } from '../helpers/chaos/measure.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { FIXTURE_TASKS } from '../helpers/inprocess.ts';
+import { spawnSupervisor, type SpawnedSupervisor } from '../helpers/supervisor.ts';
 
 const GRACE_MS = 1000;
 let db: TestDatabase;

@@ -14,12 +14,12 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { enqueueMany, type JobSpec } from '../src/queue/enqueue.ts';
-import { until } from './helpers/poll.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { skewedEnv, skewSeen, skipUnlessFaketime } from './helpers/faketime.ts';
-import { createRunsTable } from './helpers/flow.ts';
-import { fixtureFleet, type SupervisorFleet } from './helpers/supervisor.ts';
+import { enqueueMany, type JobSpec } from '../../src/queue/enqueue.ts';
+import { until } from '../helpers/poll.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { skewedEnv, skewSeen, skipUnlessFaketime } from '../helpers/faketime.ts';
+import { createRunsTable } from '../helpers/flow.ts';
+import { fixtureFleet, type SupervisorFleet } from '../helpers/supervisor.ts';
 
 const skip = skipUnlessFaketime();
 let db: TestDatabase;

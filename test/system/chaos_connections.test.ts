@@ -11,11 +11,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { enqueueMany } from '../src/queue/enqueue.ts';
-import { clockPasses, count, report, until } from './helpers/chaos/measure.ts';
-import { createMigratedDatabase, startChaosPostgres, type ChaosPostgres } from './helpers/chaos/postgres.ts';
-import { FIXTURE_TASKS } from './helpers/inprocess.ts';
-import { spawnSupervisor, type SpawnedSupervisor } from './helpers/supervisor.ts';
+import { enqueueMany } from '../../src/queue/enqueue.ts';
+import { clockPasses, count, report, until } from '../helpers/chaos/measure.ts';
+import { createMigratedDatabase, startChaosPostgres, type ChaosPostgres } from '../helpers/chaos/postgres.ts';
+import { FIXTURE_TASKS } from '../helpers/inprocess.ts';
+import { spawnSupervisor, type SpawnedSupervisor } from '../helpers/supervisor.ts';
 
 const LEASE_MS = 3000;
 /** Three leases without a free connection slot. */

@@ -9,8 +9,8 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { failoverScenario } from './helpers/chaos/failover.ts';
-import { report } from './helpers/chaos/measure.ts';
+import { failoverScenario } from '../helpers/chaos/failover.ts';
+import { report } from '../helpers/chaos/measure.ts';
 
 describe('chaos: failover to an asynchronous standby', () => {
   it('runs every job the new primary has, and says what was lost', async () => {

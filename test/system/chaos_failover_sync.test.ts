@@ -8,8 +8,8 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { failoverScenario } from './helpers/chaos/failover.ts';
-import { report } from './helpers/chaos/measure.ts';
+import { failoverScenario } from '../helpers/chaos/failover.ts';
+import { report } from '../helpers/chaos/measure.ts';
 
 describe('chaos: failover to a synchronous standby', () => {
   it('loses nothing committed, runs nothing twice at once, and resumes on the new primary', async () => {

@@ -14,11 +14,11 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { enqueueMany, type JobSpec } from '../src/queue/enqueue.ts';
-import { until } from './helpers/chaos/measure.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { createRunsTable, maxOverlap, maxOverlapByKey, maxStartsInWindow, readRuns } from './helpers/flow.ts';
-import { fixtureFleet, type SpawnedSupervisor } from './helpers/supervisor.ts';
+import { enqueueMany, type JobSpec } from '../../src/queue/enqueue.ts';
+import { until } from '../helpers/chaos/measure.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { createRunsTable, maxOverlap, maxOverlapByKey, maxStartsInWindow, readRuns } from '../helpers/flow.ts';
+import { fixtureFleet, type SpawnedSupervisor } from '../helpers/supervisor.ts';
 
 let db: TestDatabase;
 

@@ -11,10 +11,10 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { enqueueMany, type JobSpec } from '../src/queue/enqueue.ts';
-import { count, prng, report, statusCounts, summary, until } from './helpers/chaos/measure.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { assertDrains, fixtureFleet, type SpawnedSupervisor } from './helpers/supervisor.ts';
+import { enqueueMany, type JobSpec } from '../../src/queue/enqueue.ts';
+import { count, prng, report, statusCounts, summary, until } from '../helpers/chaos/measure.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { assertDrains, fixtureFleet, type SpawnedSupervisor } from '../helpers/supervisor.ts';
 
 const JOBS = 10_000;
 const USERS = 1000;

@@ -8,12 +8,12 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { enqueueMany } from '../src/queue/enqueue.ts';
-import { count, httpGet, report, until } from './helpers/chaos/measure.ts';
-import { startProxy, type Proxy } from './helpers/chaos/proxy.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { FIXTURE_TASKS } from './helpers/inprocess.ts';
-import { spawnSupervisor, type SpawnedSupervisor } from './helpers/supervisor.ts';
+import { enqueueMany } from '../../src/queue/enqueue.ts';
+import { count, httpGet, report, until } from '../helpers/chaos/measure.ts';
+import { startProxy, type Proxy } from '../helpers/chaos/proxy.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { FIXTURE_TASKS } from '../helpers/inprocess.ts';
+import { spawnSupervisor, type SpawnedSupervisor } from '../helpers/supervisor.ts';
 
 const JOBS = 10;
 const LEASE = '4s';

@@ -14,13 +14,13 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { enqueueMany } from '../src/queue/enqueue.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { FIXTURE_TASKS } from './helpers/inprocess.ts';
-import { until } from './helpers/poll.ts';
-import { BIN, spawnSupervisor, writeConfig, type SpawnedSupervisor } from './helpers/supervisor.ts';
+import { enqueueMany } from '../../src/queue/enqueue.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { FIXTURE_TASKS } from '../helpers/inprocess.ts';
+import { until } from '../helpers/poll.ts';
+import { BIN, spawnSupervisor, writeConfig, type SpawnedSupervisor } from '../helpers/supervisor.ts';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const LONG_JOBS = 10;
 const LONG_MS = 15_000;
 /**

@@ -16,12 +16,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { enqueue, enqueueMany } from '../src/queue/enqueue.ts';
-import { count, report, until } from './helpers/chaos/measure.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { FIXTURE_TASKS } from './helpers/inprocess.ts';
-import { spawnSupervisor, type SpawnedSupervisor } from './helpers/supervisor.ts';
-import { WF_TABLES } from './helpers/workflow.ts';
+import { enqueue, enqueueMany } from '../../src/queue/enqueue.ts';
+import { count, report, until } from '../helpers/chaos/measure.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { FIXTURE_TASKS } from '../helpers/inprocess.ts';
+import { spawnSupervisor, type SpawnedSupervisor } from '../helpers/supervisor.ts';
+import { WF_TABLES } from '../helpers/workflow.ts';
 
 const LEASE_MS = 3000;
 const HOLD_MS = 3 * LEASE_MS;

@@ -11,13 +11,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { enqueueMany } from '../src/queue/enqueue.ts';
-import { pauseQueue } from '../src/queue/pause.ts';
-import { count, report, until } from './helpers/chaos/measure.ts';
-import { createMigratedDatabase, startChaosPostgres, type ChaosPostgres } from './helpers/chaos/postgres.ts';
-import { createRunsTable } from './helpers/flow.ts';
-import { FIXTURE_TASKS } from './helpers/inprocess.ts';
-import { spawnSupervisor, type SpawnedSupervisor } from './helpers/supervisor.ts';
+import { enqueueMany } from '../../src/queue/enqueue.ts';
+import { pauseQueue } from '../../src/queue/pause.ts';
+import { count, report, until } from '../helpers/chaos/measure.ts';
+import { createMigratedDatabase, startChaosPostgres, type ChaosPostgres } from '../helpers/chaos/postgres.ts';
+import { createRunsTable } from '../helpers/flow.ts';
+import { FIXTURE_TASKS } from '../helpers/inprocess.ts';
+import { spawnSupervisor, type SpawnedSupervisor } from '../helpers/supervisor.ts';
 
 const OUTAGE_MS = 10_000;
 const JOBS = 600;

@@ -15,12 +15,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { enqueueMany } from '../src/queue/enqueue.ts';
-import { count, httpGet, pickupMs, report, statusCounts, until } from './helpers/chaos/measure.ts';
-import { createMigratedDatabase, startChaosPostgres, type ChaosPostgres } from './helpers/chaos/postgres.ts';
-import { LIMITED_QUEUES, restartUnderLock } from './helpers/chaos/restart_under_lock.ts';
-import { FIXTURE_TASKS } from './helpers/inprocess.ts';
-import { spawnSupervisor, type SpawnedSupervisor } from './helpers/supervisor.ts';
+import { enqueueMany } from '../../src/queue/enqueue.ts';
+import { count, httpGet, pickupMs, report, statusCounts, until } from '../helpers/chaos/measure.ts';
+import { createMigratedDatabase, startChaosPostgres, type ChaosPostgres } from '../helpers/chaos/postgres.ts';
+import { LIMITED_QUEUES, restartUnderLock } from '../helpers/chaos/restart_under_lock.ts';
+import { FIXTURE_TASKS } from '../helpers/inprocess.ts';
+import { spawnSupervisor, type SpawnedSupervisor } from '../helpers/supervisor.ts';
 
 const OUTAGE_MS = 3000;
 /** Well above the outage: a restart this short must not cost a single lease. */

@@ -11,13 +11,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { enqueueMany } from '../src/queue/enqueue.ts';
-import type { Supervisor } from '../src/supervisor/supervisor.ts';
-import { clockPasses, count, httpGet, report, statusCounts, summary, until } from './helpers/chaos/measure.ts';
-import { createMigratedDatabase, startChaosPostgres, type ChaosPostgres } from './helpers/chaos/postgres.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { FIXTURE_TASKS, startSupervisor } from './helpers/inprocess.ts';
-import { assertDrains, type SpawnedSupervisor, spawnSupervisor } from './helpers/supervisor.ts';
+import { enqueueMany } from '../../src/queue/enqueue.ts';
+import type { Supervisor } from '../../src/supervisor/supervisor.ts';
+import { clockPasses, count, httpGet, report, statusCounts, summary, until } from '../helpers/chaos/measure.ts';
+import { createMigratedDatabase, startChaosPostgres, type ChaosPostgres } from '../helpers/chaos/postgres.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { FIXTURE_TASKS, startSupervisor } from '../helpers/inprocess.ts';
+import { assertDrains, type SpawnedSupervisor, spawnSupervisor } from '../helpers/supervisor.ts';
 
 let db: TestDatabase;
 const running: Supervisor[] = [];
@@ -186,7 +186,7 @@ describe('chaos: pressure', () => {
         ).rows[0].n;
         await hogAll();
         // A replica starting now cannot connect at all.
-        const { freePort } = await import('./helpers/chaos/postgres.ts');
+        const { freePort } = await import('../helpers/chaos/postgres.ts');
         const replicaPort = await freePort();
         const replica = await spawnSupervisor({
           databaseUrl: url,

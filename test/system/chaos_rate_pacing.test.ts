@@ -21,12 +21,12 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { cpus } from 'node:os';
 import { after, before, describe, it } from 'node:test';
-import { enqueueMany, type JobSpec } from '../src/queue/enqueue.ts';
-import { until } from './helpers/poll.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { skewedEnv, skipUnlessFaketime } from './helpers/faketime.ts';
-import { createRunsTable, maxStartsInWindow, readRuns } from './helpers/flow.ts';
-import { fixtureFleet, type SpawnedSupervisor } from './helpers/supervisor.ts';
+import { enqueueMany, type JobSpec } from '../../src/queue/enqueue.ts';
+import { until } from '../helpers/poll.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { skewedEnv, skipUnlessFaketime } from '../helpers/faketime.ts';
+import { createRunsTable, maxStartsInWindow, readRuns } from '../helpers/flow.ts';
+import { fixtureFleet, type SpawnedSupervisor } from '../helpers/supervisor.ts';
 
 const skip = skipUnlessFaketime();
 let db: TestDatabase;

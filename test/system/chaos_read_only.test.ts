@@ -16,13 +16,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { enqueueMany } from '../src/queue/enqueue.ts';
-import { clockPasses, count, httpGet, pickupMs, report, until } from './helpers/chaos/measure.ts';
-import { createMigratedDatabase, startChaosPostgres, type ChaosPostgres } from './helpers/chaos/postgres.ts';
-import { startProxy, type Proxy } from './helpers/chaos/proxy.ts';
-import { caughtUp, startStandby } from './helpers/chaos/standby.ts';
-import { FIXTURE_TASKS } from './helpers/inprocess.ts';
-import { spawnSupervisor, type SpawnedSupervisor } from './helpers/supervisor.ts';
+import { enqueueMany } from '../../src/queue/enqueue.ts';
+import { clockPasses, count, httpGet, pickupMs, report, until } from '../helpers/chaos/measure.ts';
+import { createMigratedDatabase, startChaosPostgres, type ChaosPostgres } from '../helpers/chaos/postgres.ts';
+import { startProxy, type Proxy } from '../helpers/chaos/proxy.ts';
+import { caughtUp, startStandby } from '../helpers/chaos/standby.ts';
+import { FIXTURE_TASKS } from '../helpers/inprocess.ts';
+import { spawnSupervisor, type SpawnedSupervisor } from '../helpers/supervisor.ts';
 
 /** Long enough for every backoff of today's loops to grow past a few seconds. */
 const READ_ONLY_MS = 8000;

@@ -7,10 +7,10 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { enqueue } from '../src/queue/enqueue.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { until } from './helpers/poll.ts';
-import { fixtureFleet } from './helpers/supervisor.ts';
+import { enqueue } from '../../src/queue/enqueue.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { until } from '../helpers/poll.ts';
+import { fixtureFleet } from '../helpers/supervisor.ts';
 
 let db: TestDatabase;
 

@@ -19,15 +19,15 @@ import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import ts from 'typescript';
-import { loadConfig } from '../src/config/index.ts';
-import { ConfigError } from '../src/errors.ts';
-import { enqueueMany } from '../src/queue/enqueue.ts';
-import { httpGet, report, until } from './helpers/chaos/measure.ts';
-import { createMigratedDatabase, startChaosPostgres, type ChaosPostgres } from './helpers/chaos/postgres.ts';
-import { FIXTURE_TASKS } from './helpers/inprocess.ts';
-import { assertDrains, BIN, type SpawnedSupervisor, spawnSupervisor, writeConfig } from './helpers/supervisor.ts';
+import { loadConfig } from '../../src/config/index.ts';
+import { ConfigError } from '../../src/errors.ts';
+import { enqueueMany } from '../../src/queue/enqueue.ts';
+import { httpGet, report, until } from '../helpers/chaos/measure.ts';
+import { createMigratedDatabase, startChaosPostgres, type ChaosPostgres } from '../helpers/chaos/postgres.ts';
+import { FIXTURE_TASKS } from '../helpers/inprocess.ts';
+import { assertDrains, BIN, type SpawnedSupervisor, spawnSupervisor, writeConfig } from '../helpers/supervisor.ts';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
 // ---------------------------------------------------------------------------
 // SQL: values never spliced into statement text.

@@ -16,12 +16,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { enqueueMany, type JobSpec } from '../src/queue/enqueue.ts';
-import { count, report, until } from './helpers/chaos/measure.ts';
-import { createMigratedDatabase, startChaosPostgres, type ChaosPostgres } from './helpers/chaos/postgres.ts';
-import { FIXTURE_TASKS } from './helpers/inprocess.ts';
-import { spawnSupervisor, type SpawnedSupervisor } from './helpers/supervisor.ts';
-import { WF_TABLES } from './helpers/workflow.ts';
+import { enqueueMany, type JobSpec } from '../../src/queue/enqueue.ts';
+import { count, report, until } from '../helpers/chaos/measure.ts';
+import { createMigratedDatabase, startChaosPostgres, type ChaosPostgres } from '../helpers/chaos/postgres.ts';
+import { FIXTURE_TASKS } from '../helpers/inprocess.ts';
+import { spawnSupervisor, type SpawnedSupervisor } from '../helpers/supervisor.ts';
+import { WF_TABLES } from '../helpers/workflow.ts';
 
 let server: ChaosPostgres;
 let url: string;

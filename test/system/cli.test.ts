@@ -4,10 +4,10 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { runCliInProcess, type CliRun as Run } from './helpers/cli.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { writeConfig } from './helpers/supervisor.ts';
-import { runCli } from './helpers/cli.ts';
+import { runCliInProcess, type CliRun as Run } from '../helpers/cli.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { writeConfig } from '../helpers/supervisor.ts';
+import { runCli } from '../helpers/cli.ts';
 
 let db: TestDatabase;
 

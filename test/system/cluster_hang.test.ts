@@ -17,12 +17,12 @@ import { existsSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, afterEach, before, describe, it } from 'node:test';
-import { hangLimitMs, REPORT_SILENT_MS } from '../src/cluster/hang_watch.ts';
-import { enqueueMany } from '../src/queue/enqueue.ts';
-import { isAlive, metricSum, spawnCluster, type SpawnedCluster } from './helpers/cluster.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { FIXTURE_TASKS } from './helpers/inprocess.ts';
-import { until } from './helpers/poll.ts';
+import { hangLimitMs, REPORT_SILENT_MS } from '../../src/cluster/hang_watch.ts';
+import { enqueueMany } from '../../src/queue/enqueue.ts';
+import { isAlive, metricSum, spawnCluster, type SpawnedCluster } from '../helpers/cluster.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { FIXTURE_TASKS } from '../helpers/inprocess.ts';
+import { until } from '../helpers/poll.ts';
 
 const LEASE_MS = 10_000;
 const LIMIT_MS = hangLimitMs(LEASE_MS);

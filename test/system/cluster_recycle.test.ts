@@ -9,10 +9,10 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { enqueueMany } from '../src/queue/enqueue.ts';
-import { clusterWithExecutions, metricSum, stopCluster, type SpawnedCluster } from './helpers/cluster.ts';
-import type { TestDatabase } from './helpers/db.ts';
-import { until } from './helpers/poll.ts';
+import { enqueueMany } from '../../src/queue/enqueue.ts';
+import { clusterWithExecutions, metricSum, stopCluster, type SpawnedCluster } from '../helpers/cluster.ts';
+import type { TestDatabase } from '../helpers/db.ts';
+import { until } from '../helpers/poll.ts';
 
 const JOBS = 20_000;
 const MAX_JOBS = 3000;

@@ -8,10 +8,10 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { enqueue, enqueueMany } from '../src/queue/enqueue.ts';
-import { clusterWithExecutions, isAlive, metricSum, stopCluster, type SpawnedCluster } from './helpers/cluster.ts';
-import type { TestDatabase } from './helpers/db.ts';
-import { until } from './helpers/poll.ts';
+import { enqueue, enqueueMany } from '../../src/queue/enqueue.ts';
+import { clusterWithExecutions, isAlive, metricSum, stopCluster, type SpawnedCluster } from '../helpers/cluster.ts';
+import type { TestDatabase } from '../helpers/db.ts';
+import { until } from '../helpers/poll.ts';
 
 const MAX_RSS_MB = 700;
 const HOG_MB = 800;

@@ -7,12 +7,12 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { enqueueMany } from '../src/queue/enqueue.ts';
-import { isAlive, spawnCluster, type SpawnedCluster } from './helpers/cluster.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { FIXTURE_TASKS } from './helpers/inprocess.ts';
-import { until } from './helpers/poll.ts';
-import { spawnSupervisor } from './helpers/supervisor.ts';
+import { enqueueMany } from '../../src/queue/enqueue.ts';
+import { isAlive, spawnCluster, type SpawnedCluster } from '../helpers/cluster.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { FIXTURE_TASKS } from '../helpers/inprocess.ts';
+import { until } from '../helpers/poll.ts';
+import { spawnSupervisor } from '../helpers/supervisor.ts';
 
 let db: TestDatabase;
 const clusters: SpawnedCluster[] = [];

@@ -13,11 +13,11 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { enqueueMany } from '../src/queue/enqueue.ts';
-import { isAlive, spawnCluster, type SpawnedCluster } from './helpers/cluster.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { FIXTURE_TASKS } from './helpers/inprocess.ts';
-import { until } from './helpers/poll.ts';
+import { enqueueMany } from '../../src/queue/enqueue.ts';
+import { isAlive, spawnCluster, type SpawnedCluster } from '../helpers/cluster.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { FIXTURE_TASKS } from '../helpers/inprocess.ts';
+import { until } from '../helpers/poll.ts';
 
 let db: TestDatabase;
 const clusters: SpawnedCluster[] = [];

@@ -11,10 +11,10 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
 import sharp from 'sharp';
-import { enqueueMany } from '../src/queue/enqueue.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { until } from './helpers/poll.ts';
-import { spawnSupervisor } from './helpers/supervisor.ts';
+import { enqueueMany } from '../../src/queue/enqueue.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { until } from '../helpers/poll.ts';
+import { spawnSupervisor } from '../helpers/supervisor.ts';
 
 const THREADS = 2;
 const LEASE_MS = 3000;

@@ -15,14 +15,14 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { seedDeadLetters, serveTestDashboard, TEST_TOKEN, type ServedDashboard } from './helpers/dashboard.ts';
-import { until } from './helpers/poll.ts';
-import { spawnSupervisor, type SpawnedSupervisor } from './helpers/supervisor.ts';
-import { launchChromium } from './helpers/browser.ts';
-import { CHROMIUM, skipUnless } from './helpers/tools.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { seedDeadLetters, serveTestDashboard, TEST_TOKEN, type ServedDashboard } from '../helpers/dashboard.ts';
+import { until } from '../helpers/poll.ts';
+import { spawnSupervisor, type SpawnedSupervisor } from '../helpers/supervisor.ts';
+import { launchChromium } from '../helpers/browser.ts';
+import { CHROMIUM, skipUnless } from '../helpers/tools.ts';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const SCREENSHOTS = process.env.JOBVISOR_SCREENSHOTS === '1' ? path.join(root, 'docs/img') : null;
 /** The "Log out" button's text colour and the colour behind it (its own, else the nearest ancestor's that is opaque). */
 const LOG_OUT_COLORS = `(() => {

@@ -9,11 +9,11 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { DEFAULT_REDACT } from '../src/config/dashboard.ts';
-import { pauseQueue, resumeQueue } from '../src/queue/pause.ts';
-import { BIN, writeConfig } from './helpers/supervisor.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { seedDeadLetters, serveTestDashboard, TEST_TOKEN, type ServedDashboard } from './helpers/dashboard.ts';
+import { DEFAULT_REDACT } from '../../src/config/dashboard.ts';
+import { pauseQueue, resumeQueue } from '../../src/queue/pause.ts';
+import { BIN, writeConfig } from '../helpers/supervisor.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { seedDeadLetters, serveTestDashboard, TEST_TOKEN, type ServedDashboard } from '../helpers/dashboard.ts';
 
 const WARNINGS: string[] = [];
 process.on('warning', (w) => WARNINGS.push(w.message));

@@ -10,12 +10,12 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { seedDeadLetters, serveTestDashboard, type ServedDashboard } from './helpers/dashboard.ts';
-import { until } from './helpers/poll.ts';
-import { spawnSupervisor, type SpawnedSupervisor } from './helpers/supervisor.ts';
-import { launchChromium } from './helpers/browser.ts';
-import { CHROMIUM, skipUnless } from './helpers/tools.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { seedDeadLetters, serveTestDashboard, type ServedDashboard } from '../helpers/dashboard.ts';
+import { until } from '../helpers/poll.ts';
+import { spawnSupervisor, type SpawnedSupervisor } from '../helpers/supervisor.ts';
+import { launchChromium } from '../helpers/browser.ts';
+import { CHROMIUM, skipUnless } from '../helpers/tools.ts';
 
 describe('operator controls in a real browser', { skip: skipUnless(CHROMIUM), timeout: 240_000 }, () => {
   let t: TestDatabase;

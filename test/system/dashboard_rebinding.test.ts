@@ -11,10 +11,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Browser } from 'playwright-core';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { seedDeadLetters, serveTestDashboard, type ServedDashboard } from './helpers/dashboard.ts';
-import { launchChromium } from './helpers/browser.ts';
-import { CHROMIUM, skipUnless } from './helpers/tools.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { seedDeadLetters, serveTestDashboard, type ServedDashboard } from '../helpers/dashboard.ts';
+import { launchChromium } from '../helpers/browser.ts';
+import { CHROMIUM, skipUnless } from '../helpers/tools.ts';
 
 const IBAN = 'DE89370400440532013000';
 

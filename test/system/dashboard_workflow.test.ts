@@ -10,11 +10,11 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Browser } from 'playwright-core';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { serveTestDashboard, TEST_TOKEN, type ServedDashboard } from './helpers/dashboard.ts';
-import { launchChromium } from './helpers/browser.ts';
-import { CHROMIUM, skipUnless } from './helpers/tools.ts';
-import { fanIn, insertWorkflow } from './helpers/workflow.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { serveTestDashboard, TEST_TOKEN, type ServedDashboard } from '../helpers/dashboard.ts';
+import { launchChromium } from '../helpers/browser.ts';
+import { CHROMIUM, skipUnless } from '../helpers/tools.ts';
+import { fanIn, insertWorkflow } from '../helpers/workflow.ts';
 
 const XSS = `<script>alert(1)</script>"><img src=x onerror=alert(2)>`;
 const bearer = { authorization: `Bearer ${TEST_TOKEN}` };
@@ -191,7 +191,7 @@ describe('the graph in a real browser', { skip: skipUnless(CHROMIUM), timeout: 1
     );
     assert.ok(new Set(rects.map((r) => r.fill)).size >= 4, 'done, running, failed and blocked differ in colour');
     if (process.env.JOBVISOR_SCREENSHOTS === '1') {
-      const dir = path.resolve(import.meta.dirname, '../docs/img');
+      const dir = path.resolve(import.meta.dirname, '../../docs/img');
       mkdirSync(dir, { recursive: true });
       await p.screenshot({ path: path.join(dir, 'dashboard-workflow.png'), fullPage: true });
     }

@@ -8,10 +8,10 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { NotMigratedError, notMigrated } from '../src/errors.ts';
-import { COPY_THRESHOLD, enqueue, enqueueMany } from '../src/queue/enqueue.ts';
-import { runCli } from './helpers/cli.ts';
-import { adminQuery, urlOf } from './helpers/db.ts';
+import { NotMigratedError, notMigrated } from '../../src/errors.ts';
+import { COPY_THRESHOLD, enqueue, enqueueMany } from '../../src/queue/enqueue.ts';
+import { runCli } from '../helpers/cli.ts';
+import { adminQuery, urlOf } from '../helpers/db.ts';
 
 const name = `t_unmigrated_${randomBytes(4).toString('hex')}`;
 let pool: pg.Pool;

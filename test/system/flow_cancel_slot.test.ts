@@ -12,13 +12,13 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { cancelJobs } from '../src/queue/admin/index.ts';
-import { enqueueMany } from '../src/queue/enqueue.ts';
-import type { Store } from '../src/queue/sql.ts';
-import { until } from './helpers/poll.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { createRunsTable, maxOverlap, readRuns } from './helpers/flow.ts';
-import { fixtureFleet } from './helpers/supervisor.ts';
+import { cancelJobs } from '../../src/queue/admin/index.ts';
+import { enqueueMany } from '../../src/queue/enqueue.ts';
+import type { Store } from '../../src/queue/sql.ts';
+import { until } from '../helpers/poll.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { createRunsTable, maxOverlap, readRuns } from '../helpers/flow.ts';
+import { fixtureFleet } from '../helpers/supervisor.ts';
 
 let db: TestDatabase;
 let store: Store;

@@ -8,13 +8,13 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { enqueueMany, type JobSpec } from '../src/queue/enqueue.ts';
-import { pauseQueue, resumeQueue, listQueues } from '../src/queue/pause.ts';
-import { httpGet, until } from './helpers/chaos/measure.ts';
-import { runCliInProcess } from './helpers/cli.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { createRunsTable, readRuns } from './helpers/flow.ts';
-import { fixtureFleet } from './helpers/supervisor.ts';
+import { enqueueMany, type JobSpec } from '../../src/queue/enqueue.ts';
+import { pauseQueue, resumeQueue, listQueues } from '../../src/queue/pause.ts';
+import { httpGet, until } from '../helpers/chaos/measure.ts';
+import { runCliInProcess } from '../helpers/cli.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { createRunsTable, readRuns } from '../helpers/flow.ts';
+import { fixtureFleet } from '../helpers/supervisor.ts';
 
 const waitFor = (what: string, check: () => Promise<boolean>, timeoutMs: number) =>
   until(what, check, (ok) => ok, timeoutMs);

@@ -9,11 +9,11 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { int, nested, NASTY_STRINGS, pick, randomJson, randomString, type Random } from './helpers/chaos/hostile.ts';
-import { prng, report } from './helpers/chaos/measure.ts';
-import { runCli, runCliInProcess, runProcess, type CliRun as Run } from './helpers/cli.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { BIN, writeConfig } from './helpers/supervisor.ts';
+import { int, nested, NASTY_STRINGS, pick, randomJson, randomString, type Random } from '../helpers/chaos/hostile.ts';
+import { prng, report } from '../helpers/chaos/measure.ts';
+import { runCli, runCliInProcess, runProcess, type CliRun as Run } from '../helpers/cli.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { BIN, writeConfig } from '../helpers/supervisor.ts';
 
 const SEED = Number(process.env.FUZZ_SEED ?? Date.now() % 1_000_000);
 const CASES = 250;

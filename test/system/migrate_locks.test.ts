@@ -11,12 +11,12 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { MIGRATIONS_DIR, migrate, retryDelayMs } from '../src/db/migrate.ts';
-import { createLogger } from '../src/log.ts';
-import { claimJobs } from '../src/queue/claim.ts';
-import { enqueue } from '../src/queue/enqueue.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { BIN } from './helpers/supervisor.ts';
+import { MIGRATIONS_DIR, migrate, retryDelayMs } from '../../src/db/migrate.ts';
+import { createLogger } from '../../src/log.ts';
+import { claimJobs } from '../../src/queue/claim.ts';
+import { enqueue } from '../../src/queue/enqueue.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { BIN } from '../helpers/supervisor.ts';
 
 let db: TestDatabase;
 let dir: string;

@@ -5,11 +5,11 @@
  */
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, it } from 'node:test';
-import { enqueueMany } from '../src/queue/enqueue.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { FIXTURE_TASKS } from './helpers/inprocess.ts';
-import { until } from './helpers/poll.ts';
-import { assertDrains, killAll, type SpawnedSupervisor, spawnSupervisor } from './helpers/supervisor.ts';
+import { enqueueMany } from '../../src/queue/enqueue.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { FIXTURE_TASKS } from '../helpers/inprocess.ts';
+import { until } from '../helpers/poll.ts';
+import { assertDrains, killAll, type SpawnedSupervisor, spawnSupervisor } from '../helpers/supervisor.ts';
 
 let db: TestDatabase;
 const spawned: SpawnedSupervisor[] = [];

@@ -18,7 +18,7 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { until } from './helpers/poll.ts';
+import { until } from '../helpers/poll.ts';
 
 const app = mkdtempSync(path.join(tmpdir(), 'jobvisor-signals-'));
 const TOOL = `#!/usr/bin/env node

@@ -14,11 +14,11 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import pino from 'pino';
-import { createPool } from '../src/db/pool.ts';
-import { DatabaseProbe } from '../src/metrics/readiness.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { startProxy } from './helpers/chaos/proxy.ts';
-import { spawnSupervisor } from './helpers/supervisor.ts';
+import { createPool } from '../../src/db/pool.ts';
+import { DatabaseProbe } from '../../src/metrics/readiness.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { startProxy } from '../helpers/chaos/proxy.ts';
+import { spawnSupervisor } from '../helpers/supervisor.ts';
 
 let db: TestDatabase;
 let tasksDir: string;

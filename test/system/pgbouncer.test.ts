@@ -12,14 +12,14 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { pauseQueue, resumeQueue } from '../src/queue/pause.ts';
-import { enqueueMany } from '../src/queue/enqueue.ts';
-import { count, pickupMs, report, until } from './helpers/chaos/measure.ts';
-import { startPgBouncer, type PgBouncer } from './helpers/chaos/pgbouncer.ts';
-import { createMigratedDatabase, startChaosPostgres, type ChaosPostgres } from './helpers/chaos/postgres.ts';
-import { FIXTURE_TASKS } from './helpers/inprocess.ts';
-import { spawnSupervisor, type SpawnedSupervisor } from './helpers/supervisor.ts';
-import { PGBOUNCER, skipUnless } from './helpers/tools.ts';
+import { pauseQueue, resumeQueue } from '../../src/queue/pause.ts';
+import { enqueueMany } from '../../src/queue/enqueue.ts';
+import { count, pickupMs, report, until } from '../helpers/chaos/measure.ts';
+import { startPgBouncer, type PgBouncer } from '../helpers/chaos/pgbouncer.ts';
+import { createMigratedDatabase, startChaosPostgres, type ChaosPostgres } from '../helpers/chaos/postgres.ts';
+import { FIXTURE_TASKS } from '../helpers/inprocess.ts';
+import { spawnSupervisor, type SpawnedSupervisor } from '../helpers/supervisor.ts';
+import { PGBOUNCER, skipUnless } from '../helpers/tools.ts';
 
 const JOBS = 2000;
 const DB = 'chaos_pgbouncer';

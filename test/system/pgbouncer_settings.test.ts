@@ -18,19 +18,19 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { createPool } from '../src/db/pool.ts';
-import { DatabaseProbe } from '../src/metrics/readiness.ts';
-import { claimJobs } from '../src/queue/claim.ts';
-import { enqueue, enqueueMany } from '../src/queue/enqueue.ts';
-import { reapExpiredLeases } from '../src/queue/reaper.ts';
-import { createTaskPool } from '../src/worker/task_db.ts';
-import { report, until } from './helpers/chaos/measure.ts';
-import { startPgBouncer, type PgBouncer } from './helpers/chaos/pgbouncer.ts';
-import { createMigratedDatabase, startChaosPostgres, type ChaosPostgres } from './helpers/chaos/postgres.ts';
-import { serveTestDashboard, TEST_TOKEN } from './helpers/dashboard.ts';
-import { FIXTURE_TASKS } from './helpers/inprocess.ts';
-import { spawnSupervisor, type SpawnedSupervisor } from './helpers/supervisor.ts';
-import { PGBOUNCER, skipUnless } from './helpers/tools.ts';
+import { createPool } from '../../src/db/pool.ts';
+import { DatabaseProbe } from '../../src/metrics/readiness.ts';
+import { claimJobs } from '../../src/queue/claim.ts';
+import { enqueue, enqueueMany } from '../../src/queue/enqueue.ts';
+import { reapExpiredLeases } from '../../src/queue/reaper.ts';
+import { createTaskPool } from '../../src/worker/task_db.ts';
+import { report, until } from '../helpers/chaos/measure.ts';
+import { startPgBouncer, type PgBouncer } from '../helpers/chaos/pgbouncer.ts';
+import { createMigratedDatabase, startChaosPostgres, type ChaosPostgres } from '../helpers/chaos/postgres.ts';
+import { serveTestDashboard, TEST_TOKEN } from '../helpers/dashboard.ts';
+import { FIXTURE_TASKS } from '../helpers/inprocess.ts';
+import { spawnSupervisor, type SpawnedSupervisor } from '../helpers/supervisor.ts';
+import { PGBOUNCER, skipUnless } from '../helpers/tools.ts';
 
 const DB = 'chaos_pgbouncer_settings';
 const SETTINGS = [

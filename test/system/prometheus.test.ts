@@ -18,12 +18,12 @@ import assert from 'node:assert/strict';
 import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { stringify as stringifyYaml } from 'yaml';
-import { enqueueMany } from '../src/queue/enqueue.ts';
-import { createTestDatabase } from './helpers/db.ts';
-import { spawnSupervisor } from './helpers/supervisor.ts';
-import { findTool, PROMETHEUS, skipUnless } from './helpers/tools.ts';
+import { enqueueMany } from '../../src/queue/enqueue.ts';
+import { createTestDatabase } from '../helpers/db.ts';
+import { spawnSupervisor } from '../helpers/supervisor.ts';
+import { findTool, PROMETHEUS, skipUnless } from '../helpers/tools.ts';
 
-const grafanaDir = fileURLToPath(new URL('../grafana/', import.meta.url));
+const grafanaDir = fileURLToPath(new URL('../../grafana/', import.meta.url));
 const prometheusBin = findTool(PROMETHEUS) ?? 'prometheus';
 const KIND = 'always_fails';
 const OK_KIND = 'always_succeeds';

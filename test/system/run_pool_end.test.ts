@@ -12,12 +12,12 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { enqueueMany } from '../src/queue/enqueue.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { FIXTURE_TASKS } from './helpers/inprocess.ts';
-import { report, until } from './helpers/chaos/measure.ts';
+import { enqueueMany } from '../../src/queue/enqueue.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { FIXTURE_TASKS } from '../helpers/inprocess.ts';
+import { report, until } from '../helpers/chaos/measure.ts';
 
-const APP = path.resolve(path.dirname(fileURLToPath(import.meta.url)), 'fixtures/apps/pool_end.ts');
+const APP = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../fixtures/apps/pool_end.ts');
 const GRACE_MS = 10_000;
 const NAP_MS = 1500;
 /** The runner's line (src/run/runner.ts POOL_ENDED), matched here so the test runs on code without it. */

@@ -12,15 +12,15 @@ import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import pino from 'pino';
-import { LOG_REDACTION, redactChildren } from '../src/log.ts';
-import { redactSecrets, redactText, secretKeyNames, secretValues, SECRET_KEYS } from '../src/secrets.ts';
-import { withoutSecrets } from '../src/worker/convert.ts';
-import { parsePayload, PayloadError } from '../src/worker/payload.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { serveTestDashboard, TEST_TOKEN } from './helpers/dashboard.ts';
-import { FIXTURE_TASKS } from './helpers/inprocess.ts';
-import { until } from './helpers/poll.ts';
-import { assertDrains, killAll, spawnSupervisor, type SpawnedSupervisor } from './helpers/supervisor.ts';
+import { LOG_REDACTION, redactChildren } from '../../src/log.ts';
+import { redactSecrets, redactText, secretKeyNames, secretValues, SECRET_KEYS } from '../../src/secrets.ts';
+import { withoutSecrets } from '../../src/worker/convert.ts';
+import { parsePayload, PayloadError } from '../../src/worker/payload.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { serveTestDashboard, TEST_TOKEN } from '../helpers/dashboard.ts';
+import { FIXTURE_TASKS } from '../helpers/inprocess.ts';
+import { until } from '../helpers/poll.ts';
+import { assertDrains, killAll, spawnSupervisor, type SpawnedSupervisor } from '../helpers/supervisor.ts';
 
 /** Lines a logger built with jobvisor's redaction writes. */
 function capture(): { log: pino.Logger; lines: () => Array<Record<string, unknown>> } {

@@ -7,11 +7,11 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it, type TestContext } from 'node:test';
-import { enqueue } from '../src/queue/enqueue.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { FIXTURE_TASKS } from './helpers/inprocess.ts';
-import { report, until } from './helpers/chaos/measure.ts';
-import { spawnSupervisor, type SpawnedSupervisor } from './helpers/supervisor.ts';
+import { enqueue } from '../../src/queue/enqueue.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { FIXTURE_TASKS } from '../helpers/inprocess.ts';
+import { report, until } from '../helpers/chaos/measure.ts';
+import { spawnSupervisor, type SpawnedSupervisor } from '../helpers/supervisor.ts';
 
 /** How long after its job stopped a statement may still show (a cancel request, or the server's client check). */
 const GONE_WITHIN_MS = 3000;

@@ -2,17 +2,17 @@
  * Task options (`export const options`): checked, discovered from the task
  * folders (a user task replaces a built-in), and used as the queue default of
  * `jobvisor enqueue` when the command names no queue. The library's enqueue()
- * does not read them (test/define_job.test.ts).
+ * does not read them (test/integration/define_job.test.ts).
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { BUILTIN_TASKS_DIR } from '../src/builtins.ts';
-import { discoverTaskOptions, parseTaskOptions } from '../src/worker/task_options.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { runCli } from './helpers/cli.ts';
+import { BUILTIN_TASKS_DIR } from '../../src/builtins.ts';
+import { discoverTaskOptions, parseTaskOptions } from '../../src/worker/task_options.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { runCli } from '../helpers/cli.ts';
 
 let db: TestDatabase;
 let dir: string;

@@ -13,17 +13,17 @@ import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { context, ROOT_CONTEXT, trace } from '@opentelemetry/api';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
-import { enqueue, enqueueMany } from '../src/queue/enqueue.ts';
-import { captureTraceContext, parseTraceContext } from '../src/tracing/context.ts';
-import { tracingWanted } from '../src/tracing/sdk.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { FIXTURE_TASKS } from './helpers/inprocess.ts';
-import { until } from './helpers/poll.ts';
-import { attr, startOtlpReceiver, type OtlpReceiver, type OtlpSpan } from './helpers/otlp.ts';
-import { runProcess } from './helpers/cli.ts';
-import { spawnSupervisor, type SpawnedSupervisor } from './helpers/supervisor.ts';
+import { enqueue, enqueueMany } from '../../src/queue/enqueue.ts';
+import { captureTraceContext, parseTraceContext } from '../../src/tracing/context.ts';
+import { tracingWanted } from '../../src/tracing/sdk.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { FIXTURE_TASKS } from '../helpers/inprocess.ts';
+import { until } from '../helpers/poll.ts';
+import { attr, startOtlpReceiver, type OtlpReceiver, type OtlpSpan } from '../helpers/otlp.ts';
+import { runProcess } from '../helpers/cli.ts';
+import { spawnSupervisor, type SpawnedSupervisor } from '../helpers/supervisor.ts';
 
-const root = fileURLToPath(new URL('..', import.meta.url));
+const root = fileURLToPath(new URL('../..', import.meta.url));
 const SPAN_KIND_CONSUMER = 5;
 const STATUS_ERROR = 2;
 

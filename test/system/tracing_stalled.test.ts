@@ -12,12 +12,12 @@ import { createServer, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { after, before, describe, it } from 'node:test';
-import { enqueueMany } from '../src/queue/enqueue.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { FIXTURE_TASKS } from './helpers/inprocess.ts';
-import { startOtlpReceiver, type OtlpReceiver } from './helpers/otlp.ts';
-import { until } from './helpers/poll.ts';
-import { spawnSupervisor } from './helpers/supervisor.ts';
+import { enqueueMany } from '../../src/queue/enqueue.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { FIXTURE_TASKS } from '../helpers/inprocess.ts';
+import { startOtlpReceiver, type OtlpReceiver } from '../helpers/otlp.ts';
+import { until } from '../helpers/poll.ts';
+import { spawnSupervisor } from '../helpers/supervisor.ts';
 
 const JOBS = 600;
 const WARM_UP = 16;

@@ -1,7 +1,7 @@
 /**
  * Every command on a database that `jobvisor migrate` has not prepared says to
  * run it (NotMigratedError, code SCHEMA_NOT_MIGRATED), as `enqueue` does
- * (test/enqueue_unmigrated.test.ts): `stats`, each `jobs` and `queues`
+ * (test/system/enqueue_unmigrated.test.ts): `stats`, each `jobs` and `queues`
  * subcommand, and the dashboard's pages and actions, instead of pg's
  * `relation "jobvisor.jobs" does not exist (42P01)`.
  */
@@ -9,9 +9,9 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { runCli, runCliInProcess } from './helpers/cli.ts';
-import { serveTestDashboard, TEST_TOKEN, type ServedDashboard } from './helpers/dashboard.ts';
-import { adminQuery, urlOf } from './helpers/db.ts';
+import { runCli, runCliInProcess } from '../helpers/cli.ts';
+import { serveTestDashboard, TEST_TOKEN, type ServedDashboard } from '../helpers/dashboard.ts';
+import { adminQuery, urlOf } from '../helpers/db.ts';
 
 const name = `t_unmigrated_cli_${randomBytes(4).toString('hex')}`;
 const HINT =

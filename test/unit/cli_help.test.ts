@@ -6,11 +6,11 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
-import { BENCH_ARGS } from '../src/bench/options.ts';
-import { COMMAND_SPECS } from '../src/cli/commands.ts';
-import { withReadmeTable } from '../src/cli/help.ts';
-import { COMMAND_NAMES } from '../src/cli/main.ts';
-import { runCliInProcess } from './helpers/cli.ts';
+import { BENCH_ARGS } from '../../src/bench/options.ts';
+import { COMMAND_SPECS } from '../../src/cli/commands.ts';
+import { withReadmeTable } from '../../src/cli/help.ts';
+import { COMMAND_NAMES } from '../../src/cli/main.ts';
+import { runCliInProcess } from '../helpers/cli.ts';
 
 /** Nothing listens here: help must not need the database. */
 const NO_DATABASE = 'postgres://nobody@127.0.0.1:1/none';
@@ -71,7 +71,7 @@ describe('help', () => {
   });
 
   it("the README's command table is the registry's (npm run readme rewrites it)", () => {
-    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
     assert.equal(readme, withReadmeTable(readme), 'README.md is stale: run npm run readme');
   });
 });

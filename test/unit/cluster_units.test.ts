@@ -12,21 +12,21 @@ import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { Counter, Gauge, Registry } from 'prom-client';
-import { aggregate, cumulative, labelChild, retire } from '../src/cluster/aggregate.ts';
-import { availableCpus, quotaCpus, resolveProcesses } from '../src/cluster/cpus.ts';
-import { HangWatch, hangLimitMs, MAX_CREDIT_MS, MIN_HANG_MS } from '../src/cluster/hang_watch.ts';
-import { enoughReady } from '../src/cluster/http.ts';
-import type { MetricsJson } from '../src/cluster/messages.ts';
+import { aggregate, cumulative, labelChild, retire } from '../../src/cluster/aggregate.ts';
+import { availableCpus, quotaCpus, resolveProcesses } from '../../src/cluster/cpus.ts';
+import { HangWatch, hangLimitMs, MAX_CREDIT_MS, MIN_HANG_MS } from '../../src/cluster/hang_watch.ts';
+import { enoughReady } from '../../src/cluster/http.ts';
+import type { MetricsJson } from '../../src/cluster/messages.ts';
 import {
   MAX_RESTART_DELAY_MS,
   nextStreak,
   recycleReason,
   restartDelayMs,
   STABLE_MS,
-} from '../src/cluster/restart_delay.ts';
-import { loadConfig } from '../src/config/index.ts';
-import { groupSupervisors, supervisorsTable } from '../src/dashboard/views/supervisors.ts';
-import { BIN } from './helpers/supervisor.ts';
+} from '../../src/cluster/restart_delay.ts';
+import { loadConfig } from '../../src/config/index.ts';
+import { groupSupervisors, supervisorsTable } from '../../src/dashboard/views/supervisors.ts';
+import { BIN } from '../helpers/supervisor.ts';
 
 describe('cluster: process count', () => {
   it('reads the cgroup v2 quota, rounding a fraction up', () => {

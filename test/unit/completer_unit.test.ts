@@ -8,13 +8,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import type { Failures } from '../src/queue/complete.ts';
-import type { Snoozes } from '../src/queue/snooze.ts';
-import type { ClaimedJob, Fence } from '../src/queue/types.ts';
-import type { Failure, Recorded } from '../src/supervisor/complete/outcome.ts';
-import type { OutcomeStore } from '../src/supervisor/complete/store.ts';
-import { Completer } from '../src/supervisor/completer.ts';
-import { SupervisorEvents, type JobRef } from '../src/supervisor/events.ts';
+import type { Failures } from '../../src/queue/complete.ts';
+import type { Snoozes } from '../../src/queue/snooze.ts';
+import type { ClaimedJob, Fence } from '../../src/queue/types.ts';
+import type { Failure, Recorded } from '../../src/supervisor/complete/outcome.ts';
+import type { OutcomeStore } from '../../src/supervisor/complete/store.ts';
+import { Completer } from '../../src/supervisor/completer.ts';
+import { SupervisorEvents, type JobRef } from '../../src/supervisor/events.ts';
 
 /** A write the fake store was asked for. */
 type Call =

@@ -3,10 +3,10 @@ import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { loadConfig, redacted } from '../src/config/index.ts';
-import { PACKAGE_ROOT } from '../src/paths.ts';
-import { ConfigError } from '../src/errors.ts';
-import { retryDelay } from '../src/supervisor/backoff.ts';
+import { loadConfig, redacted } from '../../src/config/index.ts';
+import { PACKAGE_ROOT } from '../../src/paths.ts';
+import { ConfigError } from '../../src/errors.ts';
+import { retryDelay } from '../../src/supervisor/backoff.ts';
 
 const CONFIG_DIR = path.join(PACKAGE_ROOT, 'config');
 

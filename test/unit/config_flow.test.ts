@@ -9,10 +9,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { loadConfig } from '../src/config/index.ts';
-import { isLimited } from '../src/config/sections.ts';
-import { validateJob } from '../src/queue/enqueue.ts';
-import { InputError } from '../src/errors.ts';
+import { loadConfig } from '../../src/config/index.ts';
+import { isLimited } from '../../src/config/sections.ts';
+import { validateJob } from '../../src/queue/enqueue.ts';
+import { InputError } from '../../src/errors.ts';
 
 const emptyDir = mkdtempSync(path.join(tmpdir(), 'jobvisor-config-'));
 after(() => rmSync(emptyDir, { recursive: true, force: true }));

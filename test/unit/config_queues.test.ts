@@ -8,11 +8,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { effectiveQueueLimits, loadConfig, QUEUE_DEFAULTS } from '../src/config/index.ts';
-import { defaultPrefetch } from '../src/config/limits.ts';
-import { schema } from '../src/config/schema.ts';
-import { ConfigError } from '../src/errors.ts';
-import { checkQueue } from '../src/names.ts';
+import { effectiveQueueLimits, loadConfig, QUEUE_DEFAULTS } from '../../src/config/index.ts';
+import { defaultPrefetch } from '../../src/config/limits.ts';
+import { schema } from '../../src/config/schema.ts';
+import { ConfigError } from '../../src/errors.ts';
+import { checkQueue } from '../../src/names.ts';
 
 const emptyDir = mkdtempSync(path.join(tmpdir(), 'jobvisor-config-'));
 after(() => rmSync(emptyDir, { recursive: true, force: true }));

@@ -10,11 +10,11 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { loadConfig } from '../src/config/index.ts';
-import { parseCron } from '../src/config/cron.ts';
-import { ConfigError, run } from '../src/index.ts';
-import { nextFireTimes } from '../src/queue/admin/schedules.ts';
-import { fireTimes } from '../src/supervisor/scheduler.ts';
+import { loadConfig } from '../../src/config/index.ts';
+import { parseCron } from '../../src/config/cron.ts';
+import { ConfigError, run } from '../../src/index.ts';
+import { nextFireTimes } from '../../src/queue/admin/schedules.ts';
+import { fireTimes } from '../../src/supervisor/scheduler.ts';
 
 const schedule = (cron: string) => ({ name: 'every-5', cron, kind: 'report' });
 const emptyDir = mkdtempSync(path.join(tmpdir(), 'jobvisor-cron-'));

@@ -1,19 +1,19 @@
 /** The dashboard's pure parts: token reading, credential checks, the same-site check, redaction, exposure, config. */
-import { SECRET_KEYS } from '../src/secrets.ts';
+import { SECRET_KEYS } from '../../src/secrets.ts';
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { loadConfig } from '../src/config/index.ts';
-import { createAuth } from '../src/dashboard/auth.ts';
-import { cached } from '../src/cached.ts';
-import { refuseCrossSite } from '../src/dashboard/origin.ts';
-import { redactPayload } from '../src/dashboard/redact.ts';
-import { safeNext } from '../src/dashboard/routes/login.ts';
-import { checkExposure, isLoopback } from '../src/dashboard/server.ts';
-import { readDashboardToken } from '../src/dashboard/token.ts';
-import { ConfigError } from '../src/errors.ts';
+import { loadConfig } from '../../src/config/index.ts';
+import { createAuth } from '../../src/dashboard/auth.ts';
+import { cached } from '../../src/cached.ts';
+import { refuseCrossSite } from '../../src/dashboard/origin.ts';
+import { redactPayload } from '../../src/dashboard/redact.ts';
+import { safeNext } from '../../src/dashboard/routes/login.ts';
+import { checkExposure, isLoopback } from '../../src/dashboard/server.ts';
+import { readDashboardToken } from '../../src/dashboard/token.ts';
+import { ConfigError } from '../../src/errors.ts';
 
 const TOKEN = 'abcdefghijklmnop0123456789';
 

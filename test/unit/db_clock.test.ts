@@ -5,8 +5,8 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { DbClock } from '../src/supervisor/db_clock.ts';
-import { reachStartWindow } from '../src/worker/start_window.ts';
+import { DbClock } from '../../src/supervisor/db_clock.ts';
+import { reachStartWindow } from '../../src/worker/start_window.ts';
 
 describe('DbClock', () => {
   it("reads the offset NTP-style: the database's time on the statement costs no accuracy", () => {

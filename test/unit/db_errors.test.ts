@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { connectionBudget } from '../src/config/index.ts';
+import { connectionBudget } from '../../src/config/index.ts';
 import {
   accessRefused,
   connectionRefusal,
@@ -13,7 +13,7 @@ import {
   isReadOnlyDbError,
   isRetryableDbError,
   ReadOnlyServerError,
-} from '../src/errors.ts';
+} from '../../src/errors.ts';
 
 /** An error as pg gives it: a server's has an SQLSTATE `code`, a socket's a Node code, pg's own none. */
 const pgError = (message: string, code?: string) => Object.assign(new Error(message), code ? { code } : {});

@@ -2,15 +2,15 @@
  * defineTask at run time: the options given to it are the task's options, as
  * `export const options` would be, and the function is the task itself. Its
  * types (the payload reaching the task, enqueue and enqueueMany) are checked
- * by test/types.test.ts on the programs in test/fixtures/types/.
+ * by test/packaging/types.test.ts on the programs in test/fixtures/types/.
  */
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { readTaskOptions } from '../src/worker/task_options.ts';
+import { readTaskOptions } from '../../src/worker/task_options.ts';
 
-const TYPED = path.resolve(path.dirname(fileURLToPath(import.meta.url)), 'fixtures/typed');
+const TYPED = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../fixtures/typed');
 
 describe('defineTask', () => {
   it('gives the task its options, as export const options would', async () => {
@@ -21,7 +21,7 @@ describe('defineTask', () => {
   });
 
   it('returns the function itself, callable as the task', async () => {
-    const task = (await import('./fixtures/typed/send_invoice.ts')).default;
+    const task = (await import('../fixtures/typed/send_invoice.ts')).default;
     const ctx = { job: { attempt: 2 } } as Parameters<typeof task>[1];
     assert.deepEqual(task({ invoiceId: 7, email: 'b@example.com' }, ctx), {
       invoiceId: 7,

@@ -9,13 +9,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { loadConfig } from '../src/config/index.ts';
-import type { ClaimedJob } from '../src/queue/types.ts';
-import type { OutcomeSink, Recorded } from '../src/supervisor/complete/outcome.ts';
-import { Dispatcher } from '../src/supervisor/dispatch/dispatcher.ts';
-import type { RunResult, StopReason } from '../src/supervisor/dispatch/outcome.ts';
-import type { RunSession, SessionHandlers, SessionSource } from '../src/supervisor/dispatch/run_session.ts';
-import { SupervisorEvents } from '../src/supervisor/events.ts';
+import { loadConfig } from '../../src/config/index.ts';
+import type { ClaimedJob } from '../../src/queue/types.ts';
+import type { OutcomeSink, Recorded } from '../../src/supervisor/complete/outcome.ts';
+import { Dispatcher } from '../../src/supervisor/dispatch/dispatcher.ts';
+import type { RunResult, StopReason } from '../../src/supervisor/dispatch/outcome.ts';
+import type { RunSession, SessionHandlers, SessionSource } from '../../src/supervisor/dispatch/run_session.ts';
+import { SupervisorEvents } from '../../src/supervisor/events.ts';
 
 /** A session that records what it is sent and answers only when the test says so. */
 class FakeSession implements RunSession {

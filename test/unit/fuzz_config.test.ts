@@ -11,10 +11,10 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { loadConfig, type Settings } from '../src/config/index.ts';
-import { ConfigError } from '../src/errors.ts';
-import { int, NASTY_STRINGS, pick, type Random } from './helpers/chaos/hostile.ts';
-import { prng, report } from './helpers/chaos/measure.ts';
+import { loadConfig, type Settings } from '../../src/config/index.ts';
+import { ConfigError } from '../../src/errors.ts';
+import { int, NASTY_STRINGS, pick, type Random } from '../helpers/chaos/hostile.ts';
+import { prng, report } from '../helpers/chaos/measure.ts';
 
 const SEED = Number(process.env.FUZZ_SEED ?? Date.now() % 1_000_000);
 const CASES = 600;
@@ -327,7 +327,7 @@ describe('fuzz: configuration', () => {
         }
         refused++;
         // The key may be quoted as JSON (a key holding a quote or a control character); the CLI
-        // folds whatever a message quotes onto one line (test/fuzz_cli.test.ts checks that).
+        // folds whatever a message quotes onto one line (test/system/fuzz_cli.test.ts checks that).
         if (!c.names.some((n) => err.message.includes(n) || err.message.includes(JSON.stringify(n).slice(1, -1))))
           failures.push(`#${i} ${c.note}: message does not name ${c.names.join(' or ')}: ${err.message.slice(0, 200)}`);
       }

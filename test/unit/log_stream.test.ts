@@ -3,11 +3,11 @@
  * (EAGAIN) never blocks, lines stay whole and in order across partial writes,
  * lines beyond the buffer are dropped, counted and reported once output moves
  * again, the exit flush is bounded, and a reader that is gone (EPIPE) only
- * costs lines. The real-process scenario is test/chaos_log_stall.test.ts.
+ * costs lines. The real-process scenario is test/system/chaos_log_stall.test.ts.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { createLogStream } from '../src/log_stream.ts';
+import { createLogStream } from '../../src/log_stream.ts';
 
 /** A reader that takes up to `room` bytes per write, or nothing (EAGAIN) while `room` is 0. */
 function reader() {

@@ -1,12 +1,12 @@
 /**
  * The built-in tasks' optional packages (sharp, pdfkit) are imported on first
  * use; a missing one dead-letters the job with one line naming it. The real
- * missing-package run is in test/package.test.ts (an app without sharp).
+ * missing-package run is in test/packaging/package.test.ts (an app without sharp).
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { isMissing, optionalPackage } from '../src/tasks/support/optional_package.ts';
-import { PermanentError } from '../src/worker/errors.ts';
+import { isMissing, optionalPackage } from '../../src/tasks/support/optional_package.ts';
+import { PermanentError } from '../../src/worker/errors.ts';
 
 describe('optional packages of the built-in tasks', () => {
   it('a package that is not installed is a PermanentError naming it, tried again next time', async () => {
@@ -49,7 +49,7 @@ describe('optional packages of the built-in tasks', () => {
     // import of sharp or pdfkit would fail there in an app without them.
     for (const file of ['thumbnail.ts', 'daily_report.ts', 'support/report_pdf.ts']) {
       const { readFile } = await import('node:fs/promises');
-      const text = await readFile(new URL(`../src/tasks/${file}`, import.meta.url), 'utf8');
+      const text = await readFile(new URL(`../../src/tasks/${file}`, import.meta.url), 'utf8');
       assert.doesNotMatch(text, /^import (?!type )[^\n]*from '(sharp|pdfkit)'/m, file);
     }
   });

@@ -11,9 +11,9 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { OptionsReader } from '../src/supervisor/options_reader.ts';
-import { FIXTURE_TASKS } from './helpers/inprocess.ts';
-import { until } from './helpers/poll.ts';
+import { OptionsReader } from '../../src/supervisor/options_reader.ts';
+import { FIXTURE_TASKS } from '../helpers/inprocess.ts';
+import { until } from '../helpers/poll.ts';
 
 let work: string;
 let gate: string;

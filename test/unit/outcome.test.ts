@@ -14,7 +14,7 @@ import {
   type RunResult,
   type RunState,
   type StopReason,
-} from '../src/supervisor/dispatch/outcome.ts';
+} from '../../src/supervisor/dispatch/outcome.ts';
 
 const STOPS: Array<StopReason | undefined> = [undefined, 'timeout', 'lease-lost', 'shutdown'];
 

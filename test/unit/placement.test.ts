@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { place, sessionToYield, type SessionView } from '../src/supervisor/dispatch/placement.ts';
+import { place, sessionToYield, type SessionView } from '../../src/supervisor/dispatch/placement.ts';
 
 function session(queue: string, running: number, exclusive = 0, ending = false, yielding = false): SessionView {
   const tokens = new Set(Array.from({ length: running }, (_, i) => String(i)));

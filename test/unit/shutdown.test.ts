@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { afterEach, describe, it } from 'node:test';
 import pino from 'pino';
-import { drainOnSignals } from '../src/run/shutdown.ts';
+import { drainOnSignals } from '../../src/run/shutdown.ts';
 
 const log = pino({ level: 'silent' });
 let remove: (() => void) | undefined;

@@ -6,10 +6,10 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { until, untilDefined } from './helpers/poll.ts';
+import { until, untilDefined } from '../helpers/poll.ts';
 
 const run = promisify(execFile);
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
 describe('test helpers', () => {
   it('writeConfig leaves no temporary folder behind when the process exits', async () => {

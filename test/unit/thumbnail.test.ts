@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import sharp from 'sharp';
-import thumbnail from '../src/tasks/thumbnail.ts';
-import { taskContext as baseContext, type TaskContextOptions } from './helpers/task_context.ts';
+import thumbnail from '../../src/tasks/thumbnail.ts';
+import { taskContext as baseContext, type TaskContextOptions } from '../helpers/task_context.ts';
 
 let dir: string;
 let photo: string;

@@ -9,9 +9,9 @@ import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { within } from '../src/within.ts';
+import { within } from '../../src/within.ts';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const never = () => new Promise<void>(() => {});
 
 describe('within', () => {

@@ -5,9 +5,9 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { toTaskError } from '../src/worker/convert.ts';
-import { culprit, escapeError, type EscapableJob } from '../src/worker/escapes.ts';
-import { PayloadError, parsePayload, pathOfNumber } from '../src/worker/payload.ts';
+import { toTaskError } from '../../src/worker/convert.ts';
+import { culprit, escapeError, type EscapableJob } from '../../src/worker/escapes.ts';
+import { PayloadError, parsePayload, pathOfNumber } from '../../src/worker/payload.ts';
 
 function hostileProxy(target: object = new Error('inner')): unknown {
   const trap = () => {

@@ -5,11 +5,11 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { SnoozeError } from '../src/index.ts';
-import { toTaskError } from '../src/worker/convert.ts';
-import { ProgressThrottle } from '../src/worker/progress.ts';
-import { encodeProgress, encodeResult, MAX_PROGRESS_BYTES } from '../src/worker/report.ts';
-import { taskContext } from './helpers/task_context.ts';
+import { SnoozeError } from '../../src/index.ts';
+import { toTaskError } from '../../src/worker/convert.ts';
+import { ProgressThrottle } from '../../src/worker/progress.ts';
+import { encodeProgress, encodeResult, MAX_PROGRESS_BYTES } from '../../src/worker/report.ts';
+import { taskContext } from '../helpers/task_context.ts';
 
 describe('SnoozeError', () => {
   it('takes a duration or ms and crosses the thread boundary as snoozeMs', () => {

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { depths, layoutWorkflow, type GraphInput } from '../src/dashboard/views/graph_layout.ts';
+import { depths, layoutWorkflow, type GraphInput } from '../../src/dashboard/views/graph_layout.ts';
 
 const job = (id: number, parents: number[] = [], status = 'done', kind = 'k'): GraphInput => ({
   id: String(id),

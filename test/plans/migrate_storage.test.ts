@@ -13,9 +13,9 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { MIGRATIONS_DIR, migrate } from '../src/db/migrate.ts';
-import { enqueue } from '../src/queue/enqueue.ts';
-import { adminQuery, urlOf } from './helpers/db.ts';
+import { MIGRATIONS_DIR, migrate } from '../../src/db/migrate.ts';
+import { enqueue } from '../../src/queue/enqueue.ts';
+import { adminQuery, urlOf } from '../helpers/db.ts';
 
 const ROWS = 1_000_000;
 const LAST_BEFORE = 19;

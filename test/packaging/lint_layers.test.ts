@@ -15,9 +15,9 @@ import { fileURLToPath } from 'node:url';
 import { ESLint } from 'eslint';
 import ts from 'typescript';
 import tseslint from 'typescript-eslint';
-import layersPlugin, { LAYERS, LEAVES } from '../scripts/eslint-layers.js';
+import layersPlugin, { LAYERS, LEAVES } from '../../scripts/eslint-layers.js';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const SRC = path.join(root, 'src');
 
 /** ESLint with only the layering rule: parsing without type information keeps it fast. */

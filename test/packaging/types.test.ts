@@ -1,7 +1,7 @@
 /**
  * The types an app gets, checked as the app's own compiler would check them
  * (test/fixtures/types/, compiled against src/ here and against the packed
- * package in test/package.test.ts):
+ * package in test/packaging/package.test.ts):
  *   - with a registry (jobs.ts declares kinds in TaskPayloads, among them its
  *     own welcome_email), every right use in usage.ts compiles and every
  *     `@ts-expect-error` there is an error; each mistyped kind of typo.ts is
@@ -12,9 +12,9 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { checkFixtures, markedErrors } from './helpers/type_errors.ts';
+import { checkFixtures, markedErrors } from '../helpers/type_errors.ts';
 
-const FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), 'fixtures/types');
+const FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../fixtures/types');
 
 describe('the types of an app', () => {
   it('with a registry: declared kinds are checked, a mistyped kind is an error, the app types its own welcome_email', () => {

@@ -35,7 +35,7 @@
  * "Bitmap Index Scan on X", "Index Only Scan using X on jobs"); `wholeTable` and
  * `sorts` say why a statement may read the table whole or sort its rows.
  * Statements inside PL/pgSQL functions (jobvisor.due_job_ids) are not
- * visible to EXPLAIN; test/plans.test.ts checks them through auto_explain.
+ * visible to EXPLAIN; test/plans/plans.test.ts checks them through auto_explain.
  */
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -43,11 +43,11 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
-import { statements } from '../src/queue/sql.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { describeNode, explainPlan, planNodes, type PlanNode } from './helpers/explain.ts';
+import { statements } from '../../src/queue/sql.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { describeNode, explainPlan, planNodes, type PlanNode } from '../helpers/explain.ts';
 
-const src = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../src');
+const src = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../src');
 const GROWN = 1_000_000;
 
 interface Fixture {
@@ -434,7 +434,7 @@ describe('every statement on a table that grew from tiny to a million rows witho
     assert.deepEqual(
       missing,
       [],
-      `statements without an expectation in test/statements.test.ts: ${missing.join(', ')}`,
+      `statements without an expectation in test/plans/statements.test.ts: ${missing.join(', ')}`,
     );
     const stale = Object.keys(EXPECTED).filter((name) => !statements.has(name));
     assert.deepEqual(stale, [], `expectations for statements that no longer exist: ${stale.join(', ')}`);

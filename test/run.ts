@@ -139,16 +139,21 @@ async function main(): Promise<number> {
       env,
       cwd: root,
     });
-    const report = writeReport(root, {
-      finishedAt: new Date().toISOString(),
-      node: versionOf(node),
-      concurrency,
-      loadStart,
-      loadEnd: load(),
-      wallMs: Math.round(performance.now() - started),
-      files: runs,
-    });
-    process.stdout.write(summary(root, report));
+    const reportName = major === undefined ? '' : `node${major}`;
+    const report = writeReport(
+      root,
+      {
+        finishedAt: new Date().toISOString(),
+        node: versionOf(node),
+        concurrency,
+        loadStart,
+        loadEnd: load(),
+        wallMs: Math.round(performance.now() - started),
+        files: runs,
+      },
+      reportName,
+    );
+    process.stdout.write(summary(root, report, reportName));
     return Math.max(0, ...runs.map((r) => r.status));
   } finally {
     if (needsDatabase) await dropTemplate(serverUrl).catch(() => {});

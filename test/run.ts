@@ -12,6 +12,8 @@
  *                                  type-check; the unit tier starts no PostgreSQL
  *   npx tsx test/run.ts FILE|DIR...
  *                                  some files or folders (no lint or type-check)
+ *   npx tsx test/run.ts --list [FILE|DIR...]
+ *                                  the files a run would run, and how many
  *   npx tsx test/run.ts --node 22 [FILE...]
  *                                  those files, else the cross-version slice
  *                                  (NODE_SLICE), on another Node.js: the test
@@ -73,7 +75,9 @@ function parseArgs(argv: string[]): { node: string | undefined; files: string[] 
 }
 
 async function main(): Promise<number> {
-  const { node: major, files } = parseArgs(process.argv.slice(2));
+  const argv = process.argv.slice(2);
+  if (argv[0] === '--list') return list(argv.slice(1));
+  const { node: major, files } = parseArgs(argv);
   // Another Node.js: its binary runs the tests, and comes first in PATH for the npm and npx they spawn.
   const node = major === undefined ? process.execPath : nodeBinary(major);
   if (major !== undefined) process.stdout.write(`running on Node.js ${versionOf(node)} (${node})\n`);
@@ -160,6 +164,18 @@ async function main(): Promise<number> {
     // Another test run (or a developer's supervisor) may be using the server too.
     if (embedded?.startedHere && !(await othersConnected(serverUrl))) await embedded.stop();
   }
+}
+
+/** `--list [FILE|DIR...]`: the files a run would run (all under test/ by default), and how many. */
+function list(args: string[]): number {
+  const found = expand(args.length > 0 ? args : ['test']);
+  if (typeof found === 'string') {
+    process.stderr.write(`${found}\n`);
+    return 2;
+  }
+  const top = found.filter((f) => path.dirname(f) === 'test').length;
+  process.stdout.write(`${found.join('\n')}\n${found.length} test files${top > 0 ? ` (${top} not in a tier)` : ''}\n`);
+  return 0;
 }
 
 /**

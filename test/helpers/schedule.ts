@@ -2,11 +2,12 @@
  * Runs test files for test/run.ts: each file in its own `node --test` process,
  * so its wall-clock time is known, at most `concurrency` at a time, the slowest
  * of the last run first (the tail of a run is then short files, not one long
- * one started last), and the files that must run alone one at a time after
+ * one started last; files never timed go first, by tier), and the files that must run alone one at a time after
  * the rest. A file's output is printed whole when it ends, so files running
  * side by side do not interleave.
  */
 import { spawn } from 'node:child_process';
+import path from 'node:path';
 
 /** One test file's process: how long it took and how it ended. */
 export interface FileRun {
@@ -35,7 +36,7 @@ export interface ScheduleOptions {
 /** Runs the files and returns one FileRun per file, in the order they ended. */
 export async function runFiles(opts: ScheduleOptions): Promise<FileRun[]> {
   const byCost = (a: string, b: string): number =>
-    (opts.expected[b] ?? Infinity) - (opts.expected[a] ?? Infinity) || a.localeCompare(b);
+    (opts.expected[b] ?? Infinity) - (opts.expected[a] ?? Infinity) || tierRank(a) - tierRank(b) || a.localeCompare(b);
   const together = opts.files.filter((f) => !opts.alone(f)).sort(byCost);
   const alone = opts.files.filter((f) => opts.alone(f)).sort(byCost);
   const runs: FileRun[] = [];
@@ -47,6 +48,17 @@ export async function runFiles(opts: ScheduleOptions): Promise<FileRun[]> {
   await Promise.all(Array.from({ length: Math.max(1, opts.concurrency) }, next));
   for (const file of alone) runs.push(await runFile(opts, file));
   return runs;
+}
+
+/**
+ * Files with no duration yet (a clean clone) start by tier, the costly tiers
+ * first: a system or packaging file started last would be the run's tail.
+ */
+const TIER_ORDER = ['packaging', 'system', 'plans', 'integration', 'db', 'unit'];
+
+function tierRank(file: string): number {
+  const at = TIER_ORDER.indexOf(path.basename(path.dirname(file)));
+  return at < 0 ? TIER_ORDER.length : at;
 }
 
 function runFile(opts: ScheduleOptions, file: string): Promise<FileRun> {

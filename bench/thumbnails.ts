@@ -254,6 +254,7 @@ async function main(): Promise<void> {
       },
       progress: () => {},
       parents: () => Promise.resolve([]),
+      eachParent: async function* () {},
     };
     const thumbsPerJob = WIDTHS.length;
     // Rounds interleave the runs (direct, 1 thread, 2 threads, direct, ...), so a

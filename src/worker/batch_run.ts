@@ -20,8 +20,8 @@ import type { Logger } from 'pino';
 import type pg from 'pg';
 import { startCallTrace, type CallTrace } from './batch_tracing.ts';
 import { readAnswer } from './batch_answer.ts';
-import type { BatchContext, BatchJob, BatchTask } from './batch_types.ts';
-import { toTaskError } from './convert.ts';
+import type { BatchContext, BatchTaskJob, BatchTask } from './batch_types.ts';
+import { toTaskError, withoutSecrets } from './convert.ts';
 import { SnoozeError } from './errors.ts';
 import { currentJob, type EscapableJob } from './escapes.ts';
 import { parsePayload } from './payload.ts';
@@ -53,6 +53,8 @@ export interface CallHost<M extends CallMember> {
   db(): pg.Pool;
   config: TaskConfig;
   maxResultBytes: number;
+  /** A payload the claim did not carry (payload_read.ts), read for `member`. */
+  readPayload(member: M, signal: AbortSignal): Promise<string>;
 }
 
 /** Runs the call to its end; never rejects. */
@@ -78,11 +80,13 @@ async function execute<M extends CallMember>(
   controller: AbortController,
 ): Promise<void> {
   let trace: CallTrace | undefined;
+  const payloads: unknown[] = [];
   try {
     const kind = members[0]?.kind as string;
     const task = (await host.task(kind)) as unknown as BatchTask;
-    const passed = await reachWindows(parsed(members, message, host), message, host);
+    const passed = await reachWindows(await parsed(members, message, host, controller.signal), message, host);
     if (passed.length === 0) return;
+    for (const p of passed) payloads.push(p.payload);
     const jobs = passed.map(({ member, payload }) => new CallJob(member, payload));
     const ctx = new CallContext(host, jobs, message, controller.signal);
     if (tracingOn())
@@ -98,12 +102,13 @@ async function execute<M extends CallMember>(
     const answers = readAnswer(value, jobs.length, host.maxResultBytes);
     passed.forEach(({ member }, i) => {
       const { error, result } = answers[i] as (typeof answers)[number];
-      host.settle(member, error, result);
+      host.settle(member, error && withoutSecrets(error, passed[i]?.payload), result);
       trace?.jobEnded(i, error);
     });
     trace?.end();
   } catch (err) {
-    const error = toTaskError(err);
+    // An error that quotes the jobs' input quotes no secret of any of them (secrets.ts).
+    const error = withoutSecrets(toTaskError(err), payloads);
     for (const m of members) host.settle(m, error);
     trace?.end(err);
   }
@@ -116,17 +121,26 @@ interface Passed<M> {
   index: number;
 }
 
-/** The members whose payload parses; the others fail now, each on its own. */
-function parsed<M extends CallMember>(members: M[], message: CallMessage, host: CallHost<M>): Array<Passed<M>> {
-  const out: Array<Passed<M>> = [];
-  members.forEach((member, index) => {
-    try {
-      out.push({ member, payload: parsePayload(message.payloads[index] as string), index });
-    } catch (err) {
-      host.settle(member, toTaskError(err));
-    }
-  });
-  return out;
+/** The members whose payload reads and parses; the others fail now, each on its own. */
+async function parsed<M extends CallMember>(
+  members: M[],
+  message: CallMessage,
+  host: CallHost<M>,
+  signal: AbortSignal,
+): Promise<Array<Passed<M>>> {
+  const read = await Promise.all(
+    members.map(async (member, index) => {
+      let text: string | null | undefined = message.payloads[index];
+      try {
+        text ??= await host.readPayload(member, signal);
+        return { member, payload: parsePayload(text), index };
+      } catch (err) {
+        host.settle(member, toTaskError(err));
+        return null;
+      }
+    }),
+  );
+  return read.filter((p) => p !== null);
 }
 
 /**
@@ -154,7 +168,7 @@ async function reachWindows<M extends CallMember>(
 }
 
 /** A job as the task sees it. */
-class CallJob<M extends CallMember> implements BatchJob {
+class CallJob<M extends CallMember> implements BatchTaskJob {
   constructor(
     private readonly member: M,
     readonly payload: unknown,

@@ -4,7 +4,7 @@
  *
  * ```ts
  * export const options = { batch: { maxSize: 100, maxWait: '200ms', key: 'tenant' } };
- * export default async (jobs: BatchJob<{ tenant: string; to: string }>[], ctx: BatchContext) => {
+ * export default async (jobs: BatchTaskJob<{ tenant: string; to: string }>[], ctx: BatchContext) => {
  *   const sent = await provider.sendMany(jobs.map((j) => j.payload));
  *   return sent.map((s) => (s.ok ? { messageId: s.id } : new RetryLaterError(s.reason, 60_000)));
  * };
@@ -24,7 +24,7 @@ import type { ParentJob, TaskConfig } from './types.ts';
 export type { BatchOptions };
 
 /** One job of a batch call. */
-export interface BatchJob<P = unknown> {
+export interface BatchTaskJob<P = unknown> {
   readonly id: string;
   readonly kind: string;
   readonly queue: string;
@@ -62,6 +62,6 @@ export type BatchOutcome<R = unknown> = R | Error;
 
 /** A batch task's default export. */
 export type BatchTask<P = unknown, R = unknown> = (
-  jobs: Array<BatchJob<P>>,
+  jobs: Array<BatchTaskJob<P>>,
   ctx: BatchContext,
 ) => void | Array<BatchOutcome<R>> | Promise<void | Array<BatchOutcome<R>>>;

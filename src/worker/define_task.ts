@@ -12,7 +12,7 @@
  * }
  * ```
  * With `batch` in its options, the function is a batch task: it receives the
- * jobs of a call (`BatchJob<P>[]`) and answers nothing or one `R | Error` per
+ * jobs of a call (`BatchTaskJob<P>[]`) and answers nothing or one `R | Error` per
  * job (batch_types.ts); `PayloadOfTask` gives the payload of one job all the same.
  * The options are what `export const options` declares (types.ts); a module
  * that exports both uses its `options` export.

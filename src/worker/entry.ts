@@ -10,18 +10,19 @@
 import { workerData } from 'piscina';
 import pino from 'pino';
 import type pg from 'pg';
-import { LOG_BUFFER_BYTES, REDACT_OPTIONS, serializeError } from '../log.ts';
+import { LOG_BUFFER_BYTES, LOG_REDACTION, redactChildren } from '../log.ts';
 import { createLogStream } from '../log_stream.ts';
 import { runCall, type CallHost } from './batch_run.ts';
-import { toTaskError } from './convert.ts';
+import { toTaskError, withoutSecrets } from './convert.ts';
 import { SnoozeError } from './errors.ts';
 import { catchEscapes, currentJob } from './escapes.ts';
 import { createLoader } from './loader.ts';
 import { parsePayload } from './payload.ts';
+import { createPayloadReader } from './payload_read.ts';
 import { ProgressThrottle } from './progress.ts';
 import { encodeProgress, encodeResult } from './report.ts';
-import { createTaskPool } from './task_db.ts';
-import { listParents, type ParentJob } from '../queue/parents.ts';
+import { createTaskPool, stopJobStatements } from './task_db.ts';
+import { eachParent, listParents, type ParentJob } from '../queue/parents.ts';
 import { missedWindow, reachStartWindow } from './start_window.ts';
 import { runTask, traceLogFields } from './tracing.ts';
 import type {
@@ -39,18 +40,26 @@ import type { JobInfo, TaskConfig, TaskContext } from './types.ts';
 const setup = workerData as WorkerSetup;
 /** A rate-limited job's start window: [notBeforeMs, notAfterMs] (start_window.ts). */
 type Window = [number, number];
-const log = pino(
-  {
-    name: 'jobvisor',
-    level: setup.logLevel,
-    base: { supervisor: setup.supervisor },
-    redact: REDACT_OPTIONS,
-    serializers: { err: serializeError },
-    mixin: traceLogFields,
-  },
-  // Never wait for a stalled stdout: a task's log line must not hold its thread (log_stream.ts).
-  createLogStream({ fd: 1, maxBytes: LOG_BUFFER_BYTES / 4 }),
+const log = redactChildren(
+  pino(
+    {
+      name: 'jobvisor',
+      level: setup.logLevel,
+      base: { supervisor: setup.supervisor },
+      ...LOG_REDACTION,
+      mixin: traceLogFields,
+    },
+    // Never wait for a stalled stdout: a task's log line must not hold its thread (log_stream.ts).
+    createLogStream({ fd: 1, maxBytes: LOG_BUFFER_BYTES / 4 }),
+  ),
 );
+/** Payloads the claims did not carry (payload_read.ts), read through ctx.db's pool. */
+const readPayload = createPayloadReader({
+  db: taskDb,
+  schema: setup.taskConfig.schema,
+  maxPayloadBytes: setup.maxPayloadBytes,
+  reads: setup.dbPoolSize - 1,
+});
 const loader = createLoader(setup.tasks);
 let db: pg.Pool | undefined;
 
@@ -128,6 +137,10 @@ class JobRun implements TaskContext {
 
   parents(): Promise<ParentJob[]> {
     return listParents(taskDb(), setup.taskConfig.schema, this.id);
+  }
+
+  eachParent(): AsyncIterable<ParentJob> {
+    return eachParent(taskDb(), setup.taskConfig.schema, this.id);
   }
 
   /** Fails the job from outside its promise (see escapes.ts) and asks the task to stop. */
@@ -220,6 +233,7 @@ export default function session({ port, queue }: SessionTask): Promise<void> {
     db: taskDb,
     config: setup.taskConfig,
     maxResultBytes: setup.maxResultBytes,
+    readPayload: (run, signal) => readPayload(run, signal),
   };
   const hold = ({ ids, tokens, kinds, attempts, maxAttempts }: JobBatch): JobRun[] =>
     ids.map((id, i) => {
@@ -237,9 +251,10 @@ export default function session({ port, queue }: SessionTask): Promise<void> {
     });
 
   /** Runs one job to its end; never throws. */
-  async function execute(run: JobRun, payloadText: string, traceContext?: string, window?: Window): Promise<void> {
+  async function execute(run: JobRun, text: string | null, traceContext?: string, window?: Window): Promise<void> {
+    let payload: unknown;
     try {
-      const payload = parsePayload(payloadText);
+      payload = parsePayload(text ?? (await readPayload(run, run.signal)));
       // A loaded task runs without a detour through the loader's promise.
       const task = loader.loaded(run.kind) ?? (await loader.get(run.kind));
       if (window) {
@@ -252,7 +267,8 @@ export default function session({ port, queue }: SessionTask): Promise<void> {
       const value = await runTask(task, payload, run, traceContext);
       settle(run, null, value === undefined ? undefined : encodeResult(value, setup.maxResultBytes));
     } catch (err) {
-      settle(run, toTaskError(err));
+      // An error that quotes the task's input quotes no secret of it (secrets.ts).
+      settle(run, withoutSecrets(toTaskError(err), payload));
     }
   }
 
@@ -274,7 +290,7 @@ export default function session({ port, queue }: SessionTask): Promise<void> {
           const notAfter = notAfterMs?.[i];
           const window: Window | undefined =
             notAfter === undefined ? undefined : [notBeforeMs?.[i] ?? -Infinity, notAfter];
-          void currentJob.run(run, execute, run, payloads[i] as string, traceContexts?.[i], window);
+          void currentJob.run(run, execute, run, payloads[i] ?? null, traceContexts?.[i], window);
         }
         break;
       }
@@ -294,6 +310,9 @@ export default function session({ port, queue }: SessionTask): Promise<void> {
         if (run) {
           run.controller ??= new AbortController();
           run.controller.abort(reason);
+          // pg cannot abort a statement the task awaits: the server is asked to (task_db.ts).
+          const connections = stopJobStatements(run);
+          if (connections > 0) run.log.warn({ connections }, 'job stopped: its ctx.db statements are cancelled');
         }
         break;
       }

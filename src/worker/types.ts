@@ -47,9 +47,18 @@ export interface TaskContext {
   progress(value: unknown): void;
   /**
    * The parents of a workflow job (`dependsOn`): id, kind, status and result
-   * of each, in id order; empty for a job without parents. Read through ctx.db.
+   * of each, in id order; empty for a job without parents. Read through ctx.db,
+   * a page of up to 1,000 parents (about 8 MiB of results) per statement.
+   * @throws ParentsTooLargeError (permanent) when their results pass 128 MiB of
+   *   JSON: read them with eachParent() instead.
    */
   parents(): Promise<ParentJob[]>;
+  /**
+   * The same parents one at a time, in id order, read a page at a time, so a
+   * fan-in of any size holds one page in memory:
+   * `for await (const parent of ctx.eachParent()) …`.
+   */
+  eachParent(): AsyncIterable<ParentJob>;
 }
 
 export interface TaskConfig {

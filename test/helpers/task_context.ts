@@ -58,5 +58,6 @@ export function taskContext(options: TaskContextOptions = {}): TaskContext {
     parents() {
       return Promise.resolve([]);
     },
+    async *eachParent() {},
   };
 }

@@ -20,6 +20,8 @@ import { batchKeyOf } from './batch_key.ts';
 import type { Run } from './ledger.ts';
 
 export interface Gathering {
+  /** Its name among its queue's gatherings: kind and key value. */
+  readonly id: string;
   readonly queue: string;
   readonly kind: string;
   /** The batch key's value (JSON text); undefined: no key. */
@@ -66,17 +68,25 @@ export class BatchGather {
     if (!batch || !settings || this.gathered.has(run)) return;
     this.gathered.add(run);
     const key = batch.key === undefined ? undefined : batchKeyOf(run.job.payload, batch.key);
-    const id = key === undefined ? run.job.kind : `${run.job.kind}\u0000${key}`;
+    // A payload the claim did not carry (over 2 KiB) has no key known here: such a job
+    // has a call of its own rather than share one with another key's jobs.
+    const alone = batch.key !== undefined && run.job.payloadDeferred === true;
+    const id = alone
+      ? `${run.job.kind}\u0001${run.job.token}`
+      : key === undefined
+        ? run.job.kind
+        : `${run.job.kind}\u0000${key}`;
     let queue = this.byQueue.get(run.job.queue);
     if (!queue) this.byQueue.set(run.job.queue, (queue = new Map<string, Gathering>()));
     let g = queue.get(id);
     if (!g) {
       g = {
+        id,
         queue: run.job.queue,
         kind: run.job.kind,
         key,
         batch,
-        size: batchSize(batch, settings),
+        size: alone ? 1 : batchSize(batch, settings),
         runs: [],
         joined: [],
       };
@@ -126,7 +136,7 @@ export class BatchGather {
     clearTimeout(g.timer);
     g.timer = undefined;
     const gatherings = this.byQueue.get(g.queue);
-    if (g.runs.length === 0 && gatherings) this.drop(gatherings, this.idOf(g), g);
+    if (g.runs.length === 0 && gatherings) this.drop(gatherings, g.id, g);
     else this.arm(g);
   }
 
@@ -170,10 +180,6 @@ export class BatchGather {
     g.timer = undefined;
     gatherings.delete(id);
     if (gatherings.size === 0) this.byQueue.delete(g.queue);
-  }
-
-  private idOf(g: Gathering): string {
-    return g.key === undefined ? g.kind : `${g.kind}\u0000${g.key}`;
   }
 
   private now(): number {

@@ -127,9 +127,10 @@ export class BatchDispatch {
     do {
       const runs = g.runs.filter((r) => !this.host.ledger.isRunning(r.job.id)).slice(0, g.size);
       if (runs.length === 0) return;
+      const since = this.gather.since(g);
       this.gather.take(g, runs);
       const first = runs[0] as Run;
-      const call = new BatchCall(first.job.token, g.queue, g.kind, g.key, runs, this.gather.since(g));
+      const call = new BatchCall(first.job.token, g.queue, g.kind, g.key, runs, since);
       for (const r of runs) this.members.set(r.job.token, call);
       const list = this.pending.get(g.queue) ?? [];
       list.push(call);

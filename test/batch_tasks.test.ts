@@ -29,7 +29,7 @@ before(async () => {
   supervisor = startSupervisor(db.url, {
     queues: { default: { concurrency: 20, jobsPerThread: 10 } },
     // A long lease: its heartbeat (a third of it) never runs before a call starts here.
-    jobs: { timeout: '30s', lease: '60s' },
+    jobs: { timeout: '30s', lease: '5m' },
     backoff: { base: '60s', max: '60s', jitter: 0 },
     pool: { maxThreads: 2 },
   });

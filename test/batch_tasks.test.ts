@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { cancelJobs } from '../src/queue/admin/index.ts';
+import { batchCallOf, cancelJobs } from '../src/queue/admin/index.ts';
 import { enqueueMany } from '../src/queue/enqueue.ts';
 import type { Store } from '../src/queue/sql.ts';
 import type { Supervisor } from '../src/supervisor/supervisor.ts';
@@ -99,6 +99,10 @@ describe('batch tasks', () => {
       const mine = rows.filter((j) => c.ids.includes(j.id));
       assert.equal(new Set(mine.map((j) => j.batch_id)).size, 1, 'the jobs of a call share its batch_id');
       assert.ok(mine[0]?.batch_id, 'batch_id is set');
+      // The job page's list of the other jobs of its call.
+      const listed = await batchCallOf(store, c.ids[0] as string);
+      assert.equal(listed?.total, c.ids.length);
+      assert.deepEqual(listed?.jobs.map((j) => j.id).sort(), [...c.ids].sort());
     }
   });
 

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { batchCallOf, cancelJobs } from '../src/queue/admin/index.ts';
-import { enqueueMany } from '../src/queue/enqueue.ts';
+import { enqueue, enqueueMany } from '../src/queue/enqueue.ts';
 import type { Store } from '../src/queue/sql.ts';
 import type { Supervisor } from '../src/supervisor/supervisor.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
@@ -196,5 +196,22 @@ describe('batch tasks', () => {
     assert.equal(rows[1]?.status, 'running', 'the lost job is left to its new owner');
     assert.equal(rows[1]?.locked_by, 'elsewhere');
     assert.equal(rows[1]?.result, null);
+  });
+
+  it("starts a workflow child only on its own parent's outcome, not its call's", async () => {
+    const [ok, bad] = await add('batch_call', [{ n: 0 }, { n: 1, outcome: 'permanent' }], 1);
+    const child = (await enqueue(db.pool, 'batch_call', { n: 2 }, { dependsOn: [ok as string] })).id;
+    const blocked = (await enqueue(db.pool, 'batch_call', { n: 3 }, { dependsOn: [bad as string] })).id;
+    await untilSettled([child], (r) => r[0]?.status === 'done', 'the child of the done parent done');
+    const [parentCall, childCall] = await callsOf([ok as string, child]);
+    assert.ok(parentCall?.ids.includes(bad as string), 'both parents ran in one call');
+    assert.deepEqual(childCall?.ids, [child], 'the child ran in a later call');
+    // onParentFailure 'cancel' (the default): the dead letter of its parent cancels it.
+    await untilSettled(
+      [blocked],
+      (r) => r[0]?.status === 'cancelled',
+      'the child of the dead-lettered parent cancelled',
+    );
+    assert.deepEqual(await callsOf([blocked]), []);
   });
 });

@@ -39,7 +39,10 @@ export default defineConfig({
       },
       {
         text: 'Guides',
-        items: [{ text: 'Overview', link: '/guides/' }],
+        items: [
+          { text: 'Overview', link: '/guides/' },
+          { text: 'Batch tasks', link: '/guides/batches' },
+        ],
       },
       {
         text: 'Operations',

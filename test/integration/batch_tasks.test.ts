@@ -7,13 +7,13 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { batchCallOf, cancelJobs } from '../src/queue/admin/index.ts';
-import { enqueue, enqueueMany } from '../src/queue/enqueue.ts';
-import type { Store } from '../src/queue/sql.ts';
-import type { Supervisor } from '../src/supervisor/supervisor.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { startSupervisor } from './helpers/inprocess.ts';
-import { until } from './helpers/poll.ts';
+import { batchCallOf, cancelJobs } from '../../src/queue/admin/index.ts';
+import { enqueue, enqueueMany } from '../../src/queue/enqueue.ts';
+import type { Store } from '../../src/queue/sql.ts';
+import type { Supervisor } from '../../src/supervisor/supervisor.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { startSupervisor } from '../helpers/inprocess.ts';
+import { until } from '../helpers/poll.ts';
 
 let db: TestDatabase;
 let supervisor: Supervisor;

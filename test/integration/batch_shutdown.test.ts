@@ -6,11 +6,11 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { enqueueMany } from '../src/queue/enqueue.ts';
-import type { Supervisor } from '../src/supervisor/supervisor.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
-import { nextEvent, startSupervisor } from './helpers/inprocess.ts';
-import { until } from './helpers/poll.ts';
+import { enqueueMany } from '../../src/queue/enqueue.ts';
+import type { Supervisor } from '../../src/supervisor/supervisor.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { nextEvent, startSupervisor } from '../helpers/inprocess.ts';
+import { until } from '../helpers/poll.ts';
 
 let db: TestDatabase;
 let supervisor: Supervisor;

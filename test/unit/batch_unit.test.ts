@@ -6,16 +6,16 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { loadConfig } from '../src/config/index.ts';
-import { createMetrics } from '../src/metrics/metrics.ts';
-import { observeEvents } from '../src/metrics/observe.ts';
-import { batchKeyOf } from '../src/supervisor/dispatch/batch_key.ts';
-import { batchSize } from '../src/supervisor/dispatch/batch_gather.ts';
-import { SupervisorEvents } from '../src/supervisor/events.ts';
-import { readAnswer } from '../src/worker/batch_answer.ts';
-import { parseBatchOptions } from '../src/worker/batch_options.ts';
-import { PermanentError, RetryLaterError, SnoozeError } from '../src/worker/errors.ts';
-import { parseTaskOptions } from '../src/worker/task_options.ts';
+import { loadConfig } from '../../src/config/index.ts';
+import { createMetrics } from '../../src/metrics/metrics.ts';
+import { observeEvents } from '../../src/metrics/observe.ts';
+import { batchKeyOf } from '../../src/supervisor/dispatch/batch_key.ts';
+import { batchSize } from '../../src/supervisor/dispatch/batch_gather.ts';
+import { SupervisorEvents } from '../../src/supervisor/events.ts';
+import { readAnswer } from '../../src/worker/batch_answer.ts';
+import { parseBatchOptions } from '../../src/worker/batch_options.ts';
+import { PermanentError, RetryLaterError, SnoozeError } from '../../src/worker/errors.ts';
+import { parseTaskOptions } from '../../src/worker/task_options.ts';
 
 describe('batch option', () => {
   it('accepts maxSize, maxWait as a duration, and a key', () => {

@@ -1,0 +1,267 @@
+/**
+ * The fetcher's loop without a database: a fake claim strategy answers each
+ * claim with what the test scripted, and the clock and timers are mocked. What
+ * the loop decides: how many places to ask for, when to claim again (a wake
+ * during a claim, a backlog when capacity frees, a limit's retry, the next
+ * delayed job), what to do with what comes back (deliver, hold until a rate
+ * slot, hand back when paused), and that a failing claim is reported, not thrown.
+ */
+import assert from 'node:assert/strict';
+import { afterEach, beforeEach, describe, it, mock } from 'node:test';
+import type { QueueSettings } from '../../src/config/index.ts';
+import type { ClaimedJob } from '../../src/queue/types.ts';
+import type { ClaimResult, ClaimStrategy } from '../../src/supervisor/claim/strategy.ts';
+import { SupervisorEvents } from '../../src/supervisor/events.ts';
+import { Fetcher } from '../../src/supervisor/fetcher.ts';
+
+let nextId = 1;
+function jobs(n: number): ClaimedJob[] {
+  return Array.from({ length: n }, () => {
+    const id = String(nextId++);
+    return {
+      id,
+      token: `t${id}`,
+      kind: 'k',
+      queue: 'q',
+      payload: '{}',
+      payloadBytes: null,
+      payloadStoredBytes: null,
+      attempt: 1,
+      maxAttempts: 3,
+      runAtMs: 0,
+    };
+  });
+}
+
+/** A strategy that answers each claim from a script (default: nothing due), recording each limit asked. */
+class FakeStrategy implements ClaimStrategy {
+  readonly asked: number[] = [];
+  readonly answers: Array<ClaimResult | Error | ((limit: number) => ClaimResult)> = [];
+  dueIn: number | null = null;
+  dueAsked = 0;
+  /** Resolves the claim in flight (claims wait for it while `gate` is set). */
+  gate: Promise<void> | undefined;
+
+  constructor(readonly splitsPlacesFirst = true) {}
+
+  async claim(limit: number): Promise<ClaimResult> {
+    this.asked.push(limit);
+    if (this.gate) await this.gate;
+    const answer = this.answers.shift() ?? { jobs: [], retryInMs: null };
+    if (answer instanceof Error) throw answer;
+    return typeof answer === 'function' ? answer(limit) : answer;
+  }
+
+  nextDueIn(): Promise<number | null> {
+    this.dueAsked++;
+    return Promise.resolve(this.dueIn);
+  }
+}
+
+interface Rig {
+  fetcher: Fetcher;
+  strategy: FakeStrategy;
+  delivered: ClaimedJob[];
+  handedBack: Array<{ ids: string[]; reason: string }>;
+  events: SupervisorEvents;
+  free: { places: number };
+}
+
+function rig(settings: Partial<QueueSettings> = {}, strategy = new FakeStrategy()): Rig {
+  const delivered: ClaimedJob[] = [];
+  const handedBack: Rig['handedBack'] = [];
+  const events = new SupervisorEvents();
+  const full: QueueSettings = { concurrency: 4, jobsPerThread: 4, prefetch: 0, timeout: null, ...settings };
+  const free = { places: full.concurrency + full.prefetch };
+  const fetcher = new Fetcher({
+    queue: 'q',
+    settings: full,
+    strategy,
+    leaseMs: 30_000,
+    pollIntervalMs: 1000,
+    capacity: () => free.places,
+    deliver: (js) => {
+      delivered.push(...js);
+      free.places -= js.length;
+    },
+    handBack: (js, reason) => handedBack.push({ ids: js.map((j) => j.id), reason }),
+    events,
+  });
+  return { fetcher, strategy, delivered, handedBack, events, free };
+}
+
+/** Lets the promise callbacks queued so far run (the fetcher's claim is a chain of them). */
+async function settle(): Promise<void> {
+  for (let i = 0; i < 10; i++) await Promise.resolve();
+}
+
+beforeEach(() => {
+  mock.timers.enable({ apis: ['setTimeout', 'Date'], now: 1_000_000 });
+});
+afterEach(() => {
+  mock.timers.reset();
+});
+
+describe('fetcher loop (fake strategy)', () => {
+  it('asks for its free places, and a wake during a claim makes exactly one more claim after it', async () => {
+    const { fetcher, strategy, delivered } = rig();
+    let open!: () => void;
+    strategy.gate = new Promise((resolve) => (open = resolve));
+    strategy.answers.push({ jobs: jobs(2), retryInMs: null }, { jobs: jobs(1), retryInMs: null });
+    fetcher.wake();
+    await settle();
+    fetcher.wake();
+    fetcher.wake();
+    await settle();
+    assert.deepEqual(strategy.asked, [4], 'one claim in flight');
+    strategy.gate = undefined;
+    open();
+    await settle();
+    await fetcher.stop();
+    assert.deepEqual(strategy.asked, [4, 2], 'the wakes during it: one claim, for what was left');
+    assert.equal(delivered.length, 3);
+  });
+
+  it('holding nothing, claims for its places first and for its prefetch right after; a limited strategy does not split', async () => {
+    const split = rig({ prefetch: 8 });
+    split.strategy.answers.push((n) => ({ jobs: jobs(n), retryInMs: null }));
+    split.strategy.answers.push((n) => ({ jobs: jobs(n), retryInMs: null }));
+    assert.equal(await split.fetcher.runOnce(), 4);
+    await split.fetcher.stop();
+    assert.deepEqual(split.strategy.asked, [4, 8]);
+
+    const whole = rig({ prefetch: 8 }, new FakeStrategy(false));
+    whole.strategy.answers.push((n) => ({ jobs: jobs(n), retryInMs: null }));
+    assert.equal(await whole.fetcher.runOnce(), 12);
+    await whole.fetcher.stop();
+    assert.deepEqual(whole.strategy.asked, [12]);
+  });
+
+  it('a backlog claims again when enough capacity frees up, not for every place', async () => {
+    const { fetcher, strategy, free } = rig({ concurrency: 8, jobsPerThread: 8 });
+    strategy.answers.push((n) => ({ jobs: jobs(n), retryInMs: null }));
+    assert.equal(await fetcher.runOnce(), 8, 'a full claim: a backlog');
+    free.places = 1;
+    fetcher.onCapacity();
+    await settle();
+    assert.deepEqual(strategy.asked, [8], 'one place is less than a batch (a quarter of the places)');
+    free.places = 2;
+    fetcher.onCapacity();
+    await settle();
+    await fetcher.stop();
+    assert.deepEqual(strategy.asked, [8, 2]);
+  });
+
+  it('a claim held back by a limit is tried again after the time it names, without asking when the next job is due', async () => {
+    const { fetcher, strategy } = rig();
+    strategy.answers.push({ jobs: jobs(1), retryInMs: 200 }, { jobs: jobs(1), retryInMs: null });
+    await fetcher.runOnce();
+    assert.equal(strategy.dueAsked, 0, 'held back is not "nothing due": no due timer');
+    mock.timers.tick(199);
+    await settle();
+    assert.deepEqual(strategy.asked, [4]);
+    mock.timers.tick(1);
+    await settle();
+    assert.deepEqual(strategy.asked, [4, 3], 'claimed again at 200 ms');
+    await fetcher.stop();
+  });
+
+  it('an empty claim arms a timer for the next delayed job when it comes due before the poll, and none otherwise', async () => {
+    const soon = rig();
+    soon.strategy.dueIn = 30;
+    assert.equal(await soon.fetcher.runOnce(), 0);
+    mock.timers.tick(30);
+    await settle();
+    assert.equal(soon.strategy.asked.length, 2, 'woken when the job came due');
+    await soon.fetcher.stop();
+
+    const late = rig();
+    late.strategy.dueIn = 5000;
+    await late.fetcher.runOnce();
+    mock.timers.tick(5000);
+    await settle();
+    assert.equal(late.strategy.asked.length, 1, 'the poll (not this fetcher) finds it');
+    await late.fetcher.stop();
+  });
+
+  it('jobs of a claim that returns after a pause are handed back, never delivered; resuming claims at once', async () => {
+    const { fetcher, strategy, delivered, handedBack } = rig();
+    let open!: () => void;
+    strategy.gate = new Promise((resolve) => (open = resolve));
+    strategy.answers.push({ jobs: jobs(2), retryInMs: null });
+    fetcher.wake();
+    await settle();
+    fetcher.setPaused(true);
+    strategy.gate = undefined;
+    open();
+    await settle();
+    assert.equal(delivered.length, 0);
+    assert.deepEqual(
+      handedBack.map((h) => h.reason),
+      ['queue paused'],
+    );
+    fetcher.wake();
+    await settle();
+    assert.equal(strategy.asked.length, 1, 'a paused fetcher claims nothing');
+    fetcher.setPaused(false);
+    await settle();
+    assert.equal(strategy.asked.length, 2, 'resuming claims at once');
+    await fetcher.stop();
+  });
+
+  it('rate-limited jobs are held until their slot, renewed meanwhile, dropped when their lease is lost', async () => {
+    const { fetcher, strategy, delivered, handedBack } = rig({
+      rateLimit: { count: 10, periodMs: 1000, perKey: false },
+    });
+    const now = Date.now();
+    const claimed = jobs(3);
+    strategy.answers.push({
+      jobs: claimed,
+      retryInMs: null,
+      slots: { atMs: [now + 50, now + 150, now + 250], periodMs: 1000 },
+    });
+    await fetcher.runOnce();
+    assert.equal(delivered.length, 0);
+    assert.equal(fetcher.fences().length, 3, 'held jobs are in the heartbeat fences');
+    fetcher.leaseLost([claimed[2]?.token as string]);
+    mock.timers.tick(46);
+    assert.deepEqual(
+      delivered.map((j) => j.id),
+      [claimed[0]?.id],
+      'handed to the dispatcher a few ms before its slot',
+    );
+    assert.deepEqual(delivered[0]?.startWindow, { notBeforeMs: now + 50, notAfterMs: now + 50 + 20 });
+    fetcher.setPaused(true);
+    assert.deepEqual(handedBack, [{ ids: [claimed[1]?.id as string], reason: 'queue paused' }], 'the lost one is gone');
+    mock.timers.tick(1000);
+    assert.equal(delivered.length, 1);
+    await fetcher.stop();
+  });
+
+  it('a failing claim is reported as db:error and the next wake claims again', async () => {
+    const { fetcher, strategy, events, delivered } = rig();
+    const errors: unknown[] = [];
+    events.on('db:error', ({ err }) => errors.push(err));
+    strategy.answers.push(new Error('connection lost'), { jobs: jobs(1), retryInMs: null });
+    assert.equal(await fetcher.runOnce(), 0);
+    assert.equal((errors[0] as Error).message, 'connection lost');
+    assert.equal(await fetcher.runOnce(), 1);
+    assert.equal(delivered.length, 1);
+    await fetcher.stop();
+  });
+
+  it('stop() waits for the claim in flight and hands back what it holds; it is idempotent', async () => {
+    const { fetcher, strategy, handedBack } = rig({ rateLimit: { count: 10, periodMs: 1000, perKey: false } });
+    strategy.answers.push({ jobs: jobs(1), retryInMs: null, slots: { atMs: [Date.now() + 500], periodMs: 1000 } });
+    fetcher.wake();
+    await settle();
+    await fetcher.stop();
+    await fetcher.stop();
+    assert.deepEqual(
+      handedBack.map((h) => h.reason),
+      ['fetcher stopped before the start slot'],
+    );
+    fetcher.wake();
+    assert.equal(strategy.asked.length, 1, 'a stopped fetcher claims nothing');
+  });
+});

@@ -19,7 +19,11 @@ import { rollUpFinished } from '../src/queue/finished_rollup.ts';
 import { renewLeases } from '../src/queue/lease.ts';
 import { writeProgress } from '../src/queue/progress.ts';
 import { reapExpiredLeases } from '../src/queue/reaper.ts';
+import { signal } from '../src/queue/signal.ts';
+import { sleepJobs } from '../src/queue/sleep.ts';
 import { snoozeJobs } from '../src/queue/snooze.ts';
+import { loadSteps, recordStep, takeWait } from '../src/queue/steps.ts';
+import { parkWaits } from '../src/queue/wait.ts';
 import type { Store } from '../src/queue/sql.ts';
 import { countActiveJobs, oldestDueByQueue } from '../src/queue/stats.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
@@ -184,6 +188,50 @@ describe('hot statements on a table that grew from tiny to a million rows withou
         `${name}: ${plan}`,
       );
       assert.doesNotMatch(plan, /Seq Scan/, `${name}: ${plan}`);
+    }
+  });
+
+  it('records steps, sleeps, parks waits and sends signals through the primary keys', async () => {
+    const jobs = await claimJobs(store, { owner: 's', queue: 'default', limit: 201, leaseMs: 60_000 });
+    const sleepers = jobs.slice(0, 100);
+    const waiters = jobs.slice(100, 200);
+    const one = jobs[200];
+    assert.ok(one);
+    const checks: Array<[string, () => Promise<unknown>]> = [
+      ['load steps', () => loadSteps(pool, 'jobvisor', one.id, one.token)],
+      [
+        'record a step',
+        () => recordStep(pool, 'jobvisor', { id: one.id, token: one.token, name: 'a', result: '1', ms: 1 }),
+      ],
+      ['take a wait', () => takeWait(pool, 'jobvisor', { id: one.id, token: one.token, name: 'w' })],
+      [
+        'sleep',
+        () =>
+          sleepJobs(store, 's', {
+            ids: sleepers.map((j) => j.id),
+            tokens: sleepers.map((j) => j.token),
+            names: sleepers.map(() => 'nap'),
+            untilMs: sleepers.map(() => null),
+            delaysMs: sleepers.map(() => 60_000),
+          }),
+      ],
+      [
+        'park waits',
+        () =>
+          parkWaits(store, 's', {
+            ids: waiters.map((j) => j.id),
+            tokens: waiters.map((j) => j.token),
+            names: waiters.map(() => 'w'),
+            untilMs: waiters.map(() => null),
+            timeoutsMs: waiters.map(() => 60_000),
+          }),
+      ],
+      ['signal', () => signal(pool, waiters[0]?.id as string, 'w', { ok: true })],
+    ];
+    for (const [name, fn] of checks) {
+      const plan = await planOf(fn);
+      assert.match(plan, /jobs_(pkey|running_idx)/, `${name}: ${plan}`);
+      assert.doesNotMatch(plan, /Seq Scan on jobs\b/, `${name}: ${plan}`);
     }
   });
 

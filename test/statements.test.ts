@@ -129,6 +129,40 @@ const EXPECTED: Record<string, Expectation> = {
     values: (f) => [f.runningIds, f.tokens, f.tokens.map(() => 1000), 100, 'o', now],
     uses: /jobs_(pkey|running_idx)/,
   },
+  // Durable steps, sleeps, waits and signals (src/queue/steps.ts, sleep.ts, wait.ts, signal.ts).
+  load_steps: { values: (f) => [f.someId, f.tokens[0], now], uses: /jobs_(pkey|running_idx)/ },
+  record_step: { values: (f) => [f.someId, f.tokens[0], 's', '1', 5, now], uses: /jobs_(pkey|running_idx)/ },
+  take_wait: { values: (f) => [f.someId, f.tokens[0], 'w', now], uses: /jobs_(pkey|running_idx)/ },
+  sleep_jobs: {
+    values: (f) => [
+      f.runningIds,
+      f.tokens,
+      'o',
+      f.tokens.map(() => 's'),
+      f.tokens.map(() => null),
+      f.tokens.map(() => 1000),
+      now,
+    ],
+    uses: /jobs_(pkey|running_idx)/,
+  },
+  // Functions of migration 028: their statements are checked in plans.test.ts (auto_explain).
+  park_waits: {
+    values: (f) => [
+      f.runningIds,
+      f.tokens,
+      'o',
+      f.tokens.map(() => 'w'),
+      f.tokens.map(() => null),
+      f.tokens.map(() => 1000),
+      now,
+    ],
+    uses: /^Function Scan/,
+  },
+  signal: {
+    values: (f) => [f.someId, 'w', null, true],
+    wholeTable: 'reads no table itself: jobvisor.signal() does (plans.test.ts)',
+  },
+  wake_timed_out_waits: { values: () => [1000, now], uses: /jobs_waiting_idx/ },
   dead_letter_claimed: { values: (f) => [f.someId, '1', 'o', 'x', now], uses: /jobs_(pkey|running_idx)/ },
   dead_letter_expired: { values: (f) => [f.someId, 'x', now], uses: /jobs_(pkey|running_idx)/ },
   // Analyzed, the planner may take jobs_cancelled_idx with `finished_at IS NULL` as its

@@ -127,6 +127,16 @@ export const schema = {
       format: intIn(0, 1_000_000),
       default: 100,
     },
+    maxSteps: {
+      doc: 'Steps, sleeps and waits (ctx.step, ctx.sleep, ctx.waitFor) one job may record; the next one dead-letters it.',
+      format: intIn(1, 100_000),
+      default: 1000,
+    },
+    maxStepResultBytes: {
+      doc: 'Largest result a ctx.step may record, in bytes of JSON; a larger one dead-letters the job.',
+      format: BYTE_COUNT,
+      default: 64 * 1024,
+    },
   },
   backoff: {
     base: {

@@ -34,6 +34,7 @@
  *   Without it PostgreSQL made an anti join whose inner side read every
  *   unfinished job through the primary key.
  */
+import { DROP_STEPS } from './drop_steps.ts';
 import { planned, run, type Now, type Store } from './sql.ts';
 
 // Workflows (migration 017): a parent stays while a dependent has not
@@ -64,8 +65,8 @@ WITH gone AS (
      AND d.status IN ('done', 'cancelled', 'failed')
      AND d.finished_at < coalesce($4::timestamptz, now())
                          - CASE WHEN d.status = 'failed' THEN $2::float8 ELSE $1::float8 END * interval '1 millisecond'
-  RETURNING d.id, d.queue, d.kind, d.status, d.parents_waiting IS NOT NULL AS child
-), ${DROP_EDGES}
+  RETURNING d.id, d.queue, d.kind, d.status, d.parents_waiting IS NOT NULL AS child, d.has_steps
+), ${DROP_EDGES}, ${DROP_STEPS}
 SELECT queue, kind, status, count(*)::int AS count FROM gone GROUP BY 1, 2, 3`,
   'indexWalk',
 );

@@ -66,6 +66,8 @@ export function buildThreads(
       databaseUrl,
       dbPoolSize: settings.pool.dbPoolSize,
       maxResultBytes: settings.jobs.maxResultBytes,
+      maxSteps: settings.jobs.maxSteps,
+      maxStepResultBytes: settings.jobs.maxStepResultBytes,
       logLevel: settings.log.level,
       supervisor,
       taskConfig: { thumbnails: settings.thumbnails, reports: settings.reports, schema: settings.database.schema },

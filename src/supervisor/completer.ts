@@ -4,7 +4,7 @@
  * One way in: record(job, outcome), called by the dispatcher's report path
  * only. Each outcome goes to the writer of its meaning (complete/: done,
  * failed for both retry and dead, released, snoozed), each with its own batch
- * (complete/outcome_batch.ts). Outcomes wait at most `flushIntervalMs` (or
+ * (complete/outcome_batch.ts); sleeps and waits go to the parked writers. Outcomes wait at most `flushIntervalMs` (or
  * until `batchSize` are queued) and are written per writer in statements of at
  * most `batchSize` rows, one write in flight at a time. Outcomes that gathered
  * during a long write leave together when it returns, still cut into
@@ -28,6 +28,7 @@ import { doneWriter } from './complete/done.ts';
 import { failedWriter, type FailedRows } from './complete/failed.ts';
 import type { OutcomeSink, Recorded } from './complete/outcome.ts';
 import { OutcomeBatch, type BatchContext } from './complete/outcome_batch.ts';
+import { sleptWriter, waitedWriter } from './complete/parked.ts';
 import { releasedWriter } from './complete/released.ts';
 import { snoozedWriter } from './complete/snoozed.ts';
 import type { OutcomeStore } from './complete/store.ts';
@@ -40,6 +41,8 @@ export class Completer implements OutcomeSink {
   private readonly failed: OutcomeBatch<FailedRows, OutcomeOf<'retry' | 'dead'>>;
   private readonly released = new OutcomeBatch(releasedWriter);
   private readonly snoozed = new OutcomeBatch(snoozedWriter);
+  private readonly slept = new OutcomeBatch(sleptWriter);
+  private readonly waited = new OutcomeBatch(waitedWriter);
   /** Every writer's batch: written together, in this order. */
   private readonly batches: ReadonlyArray<{ readonly size: number; write(c: BatchContext): Promise<unknown> }>;
   private readonly context: BatchContext;
@@ -57,7 +60,7 @@ export class Completer implements OutcomeSink {
     private readonly events: SupervisorEvents,
   ) {
     this.failed = new OutcomeBatch(failedWriter(settings.backoff));
-    this.batches = [this.done, this.failed, this.released, this.snoozed];
+    this.batches = [this.done, this.failed, this.released, this.snoozed, this.slept, this.waited];
     this.context = {
       store,
       events,
@@ -91,13 +94,19 @@ export class Completer implements OutcomeSink {
       case 'snooze':
         this.snoozed.add(job, outcome);
         break;
+      case 'sleep':
+        this.slept.add(job, outcome);
+        break;
+      case 'wait':
+        this.waited.add(job, outcome);
+        break;
     }
     this.held.set(job.token, job);
     this.schedule();
   }
 
   private get queued(): number {
-    return this.done.size + this.failed.size + this.released.size + this.snoozed.size;
+    return this.batches.reduce((n, b) => n + b.size, 0);
   }
 
   /**

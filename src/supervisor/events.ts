@@ -6,6 +6,7 @@
 import { EventEmitter } from 'node:events';
 import type { ReapedJob } from '../queue/reaper.ts';
 import type { Cleaned } from '../queue/cleanup.ts';
+import type { DurableReport } from '../worker/protocol.ts';
 
 export interface JobRef {
   id: string;
@@ -37,6 +38,14 @@ export interface Events {
   'job:dead': [FailedBatch];
   /** Tasks that snoozed: back to pending after delaysMs, no attempt used. */
   'job:snoozed': [{ jobs: JobRef[]; runMs: number[]; delaysMs: number[] }];
+  /** Tasks that slept (ctx.sleep): pending again, due at wakesMs (ms since the epoch), no attempt used. */
+  'job:slept': [{ jobs: JobRef[]; runMs: number[]; wakesMs: number[] }];
+  /** Tasks that waited for a signal (ctx.waitFor): parked until it comes or deadlinesMs, no attempt used. */
+  'job:waiting': [{ jobs: JobRef[]; runMs: number[]; deadlinesMs: number[] }];
+  /** Runs that used ctx.step, sleep or waitFor, with what each reported of them (worker/protocol.ts). */
+  'job:steps': [{ job: JobRef; report: DurableReport }];
+  /** Waiting jobs whose deadline passed, made pending by this supervisor's reaper round. */
+  'wait:timedOut': [{ jobs: Array<{ id: string; queue: string; kind: string }> }];
   'job:released': [{ jobs: JobRef[]; reason: string }];
   /** Outcomes the database refused because this supervisor no longer owned the attempt. */
   'job:fenced': [{ jobs: JobRef[] }];

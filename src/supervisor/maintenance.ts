@@ -16,7 +16,9 @@
  * that row is dead-lettered by itself and the other expired leases are
  * returned as usual. A row whose fallback fails too is skipped by later split
  * rounds of this supervisor, so it cannot stop reaping anywhere. Each round
- * first finishes cancelled rows whose run's lease ran out (cancelled_slot.ts).
+ * first finishes cancelled rows whose run's lease ran out (cancelled_slot.ts),
+ * and last wakes waiting jobs whose deadline has passed (queue/wait.ts): a
+ * ctx.waitFor timeout is noticed within one reaper.interval.
  */
 import type { Settings } from '../config/index.ts';
 import { finishStaleCancelled } from '../queue/cancelled_slot.ts';
@@ -27,6 +29,7 @@ import { deadLetterExpired } from '../queue/fallback.ts';
 import { expireSupervisors } from '../queue/presence.ts';
 import { listExpiredLeases, reapExpiredLeases, reapLeases, type ReapedJob } from '../queue/reaper.ts';
 import type { Store } from '../queue/sql.ts';
+import { wakeTimedOutWaits } from '../queue/wait.ts';
 import type { SupervisorEvents } from './events.ts';
 import { Loop, reportedAs } from './loop.ts';
 import { safeEmit } from './safe_emit.ts';
@@ -44,23 +47,43 @@ export function createReaper(store: Store, settings: Settings['reaper'], events:
     run: async () => {
       await finishStaleCancelled(store, settings.batchSize);
       await settleStragglers(store, settings.batchSize);
-      for (let i = 0; i < MAX_REAP_BATCHES_PER_ROUND; i++) {
-        let jobs: ReapedJob[];
-        try {
-          jobs = await reapExpiredLeases(store, settings.batchSize);
-        } catch (err) {
-          if (keepsBatch(err)) throw err;
-          safeEmit(events, 'db:error', { loop: 'reaper', err });
-          jobs = await reapSplitting(store, settings.batchSize, skipped, events);
-          if (jobs.length > 0) safeEmit(events, 'lease:reaped', { jobs });
-          return;
-        }
-        if (jobs.length > 0) safeEmit(events, 'lease:reaped', { jobs });
-        if (jobs.length < settings.batchSize) return;
-      }
+      await reapRound(store, settings, skipped, events);
+      await wakeTimedOut(store, settings.batchSize, events);
     },
     ...reportedAs(events, 'reaper'),
   });
+}
+
+/** Expired leases, in batches (at most MAX_REAP_BATCHES_PER_ROUND). */
+async function reapRound(
+  store: Store,
+  settings: Settings['reaper'],
+  skipped: Set<string>,
+  events: SupervisorEvents,
+): Promise<void> {
+  for (let i = 0; i < MAX_REAP_BATCHES_PER_ROUND; i++) {
+    let jobs: ReapedJob[];
+    try {
+      jobs = await reapExpiredLeases(store, settings.batchSize);
+    } catch (err) {
+      if (keepsBatch(err)) throw err;
+      safeEmit(events, 'db:error', { loop: 'reaper', err });
+      jobs = await reapSplitting(store, settings.batchSize, skipped, events);
+      if (jobs.length > 0) safeEmit(events, 'lease:reaped', { jobs });
+      return;
+    }
+    if (jobs.length > 0) safeEmit(events, 'lease:reaped', { jobs });
+    if (jobs.length < settings.batchSize) return;
+  }
+}
+
+/** Waits whose deadline has passed back to pending, in batches (as many as reapRound's). */
+async function wakeTimedOut(store: Store, limit: number, events: SupervisorEvents): Promise<void> {
+  for (let i = 0; i < MAX_REAP_BATCHES_PER_ROUND; i++) {
+    const jobs = await wakeTimedOutWaits(store, limit);
+    if (jobs.length > 0) safeEmit(events, 'wait:timedOut', { jobs });
+    if (jobs.length < limit) return;
+  }
 }
 
 /** The reaper's split path: reap expired ids, isolating and dead-lettering rows that fail. */

@@ -23,6 +23,7 @@ import { createTaskPool } from './task_db.ts';
 import { listParents, type ParentJob } from '../queue/parents.ts';
 import { missedWindow, reachStartWindow } from './start_window.ts';
 import { runTask, traceLogFields } from './tracing.ts';
+import { DurableSteps, parkedError, stepEnvOf } from './steps.ts';
 import type {
   FromWorker,
   ProgressBatch,
@@ -32,7 +33,7 @@ import type {
   ToWorker,
   WorkerSetup,
 } from './protocol.ts';
-import type { JobInfo, TaskConfig, TaskContext } from './types.ts';
+import type { JobInfo, TaskConfig, TaskContext, WaitResult } from './types.ts';
 
 const setup = workerData as WorkerSetup;
 /** A rate-limited job's start window: [notBeforeMs, notAfterMs] (start_window.ts). */
@@ -61,6 +62,8 @@ function taskDb(): pg.Pool {
   return db;
 }
 
+const stepEnv = stepEnvOf(setup, taskDb);
+
 /**
  * A running job, and the `ctx` its task receives. One object per job with its
  * getters on the prototype: at tens of thousands of no-op jobs per second each
@@ -72,6 +75,7 @@ class JobRun implements TaskContext {
   controller?: AbortController;
   private info?: JobInfo;
   private childLog?: TaskContext['log'];
+  durable?: DurableSteps; // made by the run's first ctx.step, sleep or waitFor (steps.ts)
   readonly started = performance.now();
 
   constructor(
@@ -126,6 +130,16 @@ class JobRun implements TaskContext {
 
   parents(): Promise<ParentJob[]> {
     return listParents(taskDb(), setup.taskConfig.schema, this.id);
+  }
+
+  step<T>(name: string, fn: (step: { key: string }) => T | Promise<T>): Promise<T> {
+    return (this.durable ??= new DurableSteps(this, stepEnv)).step(name, fn);
+  }
+  sleep(name: string, until: string | number | Date): Promise<void> {
+    return (this.durable ??= new DurableSteps(this, stepEnv)).sleep(name, until);
+  }
+  waitFor(name: string, options: { timeout: string | number | Date }): Promise<WaitResult<never>> {
+    return (this.durable ??= new DurableSteps(this, stepEnv)).waitFor<never>(name, options);
   }
 
   /** Fails the job from outside its promise (see escapes.ts) and asks the task to stop. */
@@ -194,6 +208,7 @@ export default function session({ port, queue }: SessionTask): Promise<void> {
       out.errors.push(error);
     } else out.errors?.push(null);
     const progress = throttle.take(run.token);
+    if (run.durable) (out.durable ??= [])[i] = run.durable.report;
     if (!error) {
       // Sparse: a batch of runs that report nothing allocates nothing.
       if (result !== undefined) (out.results ??= [])[i] = result;
@@ -224,9 +239,11 @@ export default function session({ port, queue }: SessionTask): Promise<void> {
         }
       }
       const value = await runTask(task, payload, run, traceContext);
-      settle(run, null, value === undefined ? undefined : encodeResult(value, setup.maxResultBytes));
+      const park = run.durable?.park; // a run that slept or waited ends there (step_errors.ts)
+      if (park) settle(run, parkedError(park));
+      else settle(run, null, value === undefined ? undefined : encodeResult(value, setup.maxResultBytes));
     } catch (err) {
-      settle(run, toTaskError(err));
+      settle(run, run.durable?.park ? parkedError(run.durable.park) : toTaskError(err));
     }
   }
 

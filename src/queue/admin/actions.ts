@@ -118,7 +118,7 @@ WITH t AS (${LOCK_BATCH}), gone AS (
 DELETE FROM jobvisor.jobs AS j
  USING t
  WHERE j.id = t.id AND ${NO_LIVE_DEPENDENTS}
-RETURNING j.id, j.queue, j.has_dependents, j.parents_waiting IS NOT NULL AS child
+RETURNING j.id, j.queue, j.has_dependents, j.parents_waiting IS NOT NULL AS child, j.has_steps
 ), ${DROP_DELETED_EDGES}`,
 );
 
@@ -129,7 +129,7 @@ WITH t AS (${LOCK_BATCH}), gone AS (
 DELETE FROM jobvisor.jobs AS j
  USING t
  WHERE j.id = t.id
-RETURNING j.id, j.queue, j.has_dependents, j.parents_waiting IS NOT NULL AS child
+RETURNING j.id, j.queue, j.has_dependents, j.parents_waiting IS NOT NULL AS child, j.has_steps
 ), ${DROP_DELETED_EDGES}`,
 );
 

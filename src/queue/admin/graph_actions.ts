@@ -14,6 +14,7 @@
  *            Without it they stay cancelled: their edge to the parent is
  *            counted already, so its later success changes nothing for them.
  */
+import { DROP_STEPS } from '../drop_steps.ts';
 import { intArray, planned, run, type Store } from '../sql.ts';
 
 /** The final SELECT of a retry: re-counts the parents of retried children. */
@@ -25,7 +26,7 @@ SELECT u.id, u.queue FROM u, s`;
 
 export const NO_LIVE_DEPENDENTS = `CASE WHEN j.has_dependents THEN NOT jobvisor.has_live_dependents(j.id) ELSE true END`;
 
-export const DROP_DELETED_EDGES = `edges AS (
+export const DROP_DELETED_EDGES = `${DROP_STEPS}, edges AS (
   DELETE FROM jobvisor.job_dependencies WHERE child_id = ANY (ARRAY(SELECT id FROM gone WHERE child))
 ), orphans AS (
   UPDATE jobvisor.jobs AS c

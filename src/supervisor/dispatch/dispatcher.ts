@@ -29,6 +29,7 @@ import type { Outcome } from '../complete/outcome.ts';
 import { deathCause, decideOutcome, decideOversized, type RunResult, type StopReason } from './outcome.ts';
 import { startBuffered, type PumpParts } from './pump.ts';
 import type { RunSession, SessionHandlers } from './run_session.ts';
+import { safeEmit } from '../safe_emit.ts';
 import { SessionSet } from './session_set.ts';
 import { DeadlineSweep, deadlineAt } from './sweep.ts';
 
@@ -55,6 +56,8 @@ export class Dispatcher {
       result: (token, result) => {
         this.batching = true;
         const run = this.ledger.get(token);
+        // Steps are written by the thread itself: reported here, for metrics only.
+        if (run && result.durable) safeEmit(this.options.events, 'job:steps', { job: run.job, report: result.durable });
         if (run?.state === 'running') this.settle(run, decideOutcome(result, run));
       },
       progress: (tokens, values) => {

@@ -10,7 +10,15 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
-import { defineTask, enqueue, enqueueMany, type JobSpec, type PayloadOfTask } from '../src/index.ts';
+import {
+  defineTask,
+  enqueue,
+  enqueueMany,
+  signal,
+  type JobSpec,
+  type PayloadOfTask,
+  type SignalsOf,
+} from '../src/index.ts';
 import { readTaskOptions } from '../src/worker/task_options.ts';
 import type sendInvoice from './fixtures/typed/send_invoice.ts';
 
@@ -57,6 +65,32 @@ export function typeChecks(db: pg.Pool): void {
     // @ts-expect-error the payload has no such field
     return payload.m ?? n;
   });
+
+  // Steps are typed by their fn; a declared signal's payload by the declaration.
+  const approve = defineTask<{ id: number }, { approved: { by: string } }>(async (payload, ctx) => {
+    const n: number = await ctx.step('n', () => payload.id);
+    const key: string = await ctx.step('key', async (step) => Promise.resolve(step.key));
+    // @ts-expect-error a step's result has its fn's type
+    const wrong: string = await ctx.step('wrong', () => 1);
+    const approval = await ctx.waitFor('approved', { timeout: '2d' });
+    if (approval.received) {
+      const by: string = approval.payload.by;
+      // @ts-expect-error the declared payload has no such field
+      void approval.payload.when;
+      void by;
+    }
+    const other = await ctx.waitFor('undeclared', { timeout: new Date() });
+    // @ts-expect-error an undeclared signal's payload is unknown
+    if (other.received) void other.payload.anything;
+    await ctx.sleep('nap', '1h');
+    return { n, key, wrong };
+  });
+  const approvePayload: PayloadOfTask<typeof approve> = { id: 1 };
+  void approvePayload;
+  void approve;
+  void signal<SignalsOf<typeof approve>['approved']>(db, 1, 'approved', { by: 'ann' });
+  // @ts-expect-error the payload does not match the declared signal
+  void signal<SignalsOf<typeof approve>['approved']>(db, 1, 'approved', { by: 1 });
 }
 
 describe('defineTask', () => {

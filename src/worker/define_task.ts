@@ -13,23 +13,38 @@
  * ```
  * The options are what `export const options` declares (types.ts); a module
  * that exports both uses its `options` export.
+ *
+ * The second type parameter declares the signals the task waits for, name →
+ * payload: `ctx.waitFor('approved', …)` then resolves to that payload's type,
+ * and a sender can check its payload with `SignalsOf`:
+ * ```ts
+ * export default defineTask<{ orderId: number }, { approved: { by: string } }>(async (payload, ctx) => {
+ *   const approval = await ctx.waitFor('approved', { timeout: '2d' });
+ *   if (approval.received) console.log(approval.payload.by);
+ * });
+ * await signal<SignalsOf<typeof approveOrder>['approved']>(db, jobId, 'approved', { by: 'ann' });
+ * ```
+ * A step's result type is fn's (ctx.step), with nothing to declare.
  */
-import type { TaskContext, TaskOptions } from './types.ts';
+import type { SignalMap, TaskContext, TaskOptions } from './types.ts';
 
 /** A task made by defineTask: the function, with its options attached. */
-export interface DefinedTask<P, R = unknown> {
-  (payload: P, ctx: TaskContext): R;
+export interface DefinedTask<P, R = unknown, S extends SignalMap = SignalMap> {
+  (payload: P, ctx: TaskContext<S>): R;
   readonly options?: TaskOptions;
 }
 
-export function defineTask<P = unknown, R = unknown>(
-  fn: (payload: P, ctx: TaskContext) => R,
+export function defineTask<P = unknown, S extends SignalMap = SignalMap, R = unknown>(
+  fn: (payload: P, ctx: TaskContext<S>) => R,
   options?: TaskOptions,
-): DefinedTask<P, R> {
+): DefinedTask<P, R, S> {
   if (typeof fn !== 'function') throw new TypeError('defineTask(fn, options?): fn must be a function');
   if (options !== undefined) Object.defineProperty(fn, 'options', { value: Object.freeze({ ...options }) });
   return fn;
 }
 
 /** The payload type of a task function (one made by defineTask, or any `(payload, ctx) => …`). */
-export type PayloadOfTask<T> = T extends (payload: infer P, ctx: TaskContext) => unknown ? P : never;
+export type PayloadOfTask<T> = T extends (payload: infer P, ctx: never) => unknown ? P : never;
+
+/** The signals a task declared (defineTask's second type parameter), name → payload. */
+export type SignalsOf<T> = T extends (payload: never, ctx: TaskContext<infer S>) => unknown ? S : SignalMap;

@@ -1,8 +1,8 @@
 # The jobvisor supervisor image: compiled JavaScript and production dependencies only.
 #
 # The base images are made on this machine, no registry needed (deploy/image/make-base.sh):
-#   localhost/jobvisor-node:20-build  Debian minbase + Node.js 20 + npm   (build stages)
-#   localhost/jobvisor-node:20        Debian minbase + Node.js 20         (runtime)
+#   localhost/jobvisor-node:24-build  Debian minbase + Node.js 24 + npm   (build stages)
+#   localhost/jobvisor-node:24        Debian minbase + Node.js 24         (runtime)
 # Build with deploy/image/build.sh, or:
 #   podman build --format docker --isolation chroot --network host -t localhost/jobvisor:0.1.0 .
 #
@@ -18,7 +18,7 @@
 # OpenTelemetry SDK) are production dependencies of this image: with-peers.mjs
 # moves them there, at the lockfile's versions, before npm ci.
 # Install scripts are skipped: sharp ships its native binary in a platform package.
-FROM localhost/jobvisor-node:20-build AS deps
+FROM localhost/jobvisor-node:24-build AS deps
 WORKDIR /app
 COPY package.json package-lock.json deploy/image/with-peers.mjs ./
 RUN --mount=type=cache,target=/root/.npm,sharing=locked \
@@ -30,7 +30,7 @@ RUN --mount=type=cache,target=/root/.npm,sharing=locked \
 # Compile src/ to dist/ (npm run build = tsc -p tsconfig.build.json). Optional
 # dependencies (platform binaries: embedded PostgreSQL, esbuild, libvips) are not
 # needed to type-check and emit.
-FROM localhost/jobvisor-node:20-build AS build
+FROM localhost/jobvisor-node:24-build AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN --mount=type=cache,target=/root/.npm,sharing=locked \
@@ -38,10 +38,11 @@ RUN --mount=type=cache,target=/root/.npm,sharing=locked \
     if [ -f /run/secrets/npm_ca ]; then export NODE_EXTRA_CA_CERTS=/run/secrets/npm_ca; fi \
  && npm ci --omit=optional --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
+COPY scripts/cjs-types.mjs ./scripts/
 COPY src ./src
 RUN npm run build
 
-FROM localhost/jobvisor-node:20 AS runtime
+FROM localhost/jobvisor-node:24 AS runtime
 # tini (Debian's package, in the base image) is PID 1: it reaps orphaned child processes
 # of tasks (which would otherwise stay zombies) and passes SIGTERM on to node.
 RUN test -x /usr/bin/tini || { echo 'the base image has no /usr/bin/tini: FORCE=1 deploy/image/make-base.sh' >&2; exit 1; } \

@@ -9,7 +9,17 @@ import poolConnect from './scripts/eslint-pool-connect.js';
 const jobvisor = { rules: { ...poolConnect.rules, ...layers.rules } };
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'dist/', '.jobvisor/', 'bench/peers/', 'bench/results/', 'test/fixtures/**/*.js'] },
+  {
+    ignores: [
+      'node_modules/',
+      'dist/',
+      '.jobvisor/',
+      'bench/peers/',
+      'bench/results/',
+      'test/fixtures/**/*.js',
+      'test/fixtures/types/',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {
@@ -28,6 +38,8 @@ export default tseslint.config(
       '@typescript-eslint/no-misused-promises': 'error',
       '@typescript-eslint/await-thenable': 'error',
       '@typescript-eslint/switch-exhaustiveness-check': 'error',
+      // TaskPayloads is empty on purpose: apps fill it by module augmentation.
+      '@typescript-eslint/no-empty-object-type': ['error', { allowWithName: '^TaskPayloads$' }],
       '@typescript-eslint/no-unused-vars': [
         'error',
         { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' },

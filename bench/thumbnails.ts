@@ -257,6 +257,7 @@ async function main(): Promise<void> {
       step: (name, fn) => Promise.resolve(fn({ key: name })),
       sleep: () => Promise.reject(new Error('the thumbnail task does not sleep')),
       waitFor: () => Promise.reject(new Error('the thumbnail task does not wait')),
+      eachParent: async function* () {},
     };
     const thumbsPerJob = WIDTHS.length;
     // Rounds interleave the runs (direct, 1 thread, 2 threads, direct, ...), so a

@@ -88,7 +88,7 @@ async function main(): Promise<void> {
       return performance.now() - t;
     };
     const plain: number[] = [];
-    for (let i = 0; i < 20; i++) plain.push(await doneWrite((await enqueue(pool, 'x', {})).id as string));
+    for (let i = 0; i < 20; i++) plain.push(await doneWrite((await enqueue(pool, 'x', {})).id));
     const { rows: fanParents } = await pool.query<{ id: string }>(
       `INSERT INTO jobvisor.jobs (kind, status, finished_at, has_dependents)
        SELECT 'p', CASE WHEN n = 1 THEN 'pending' ELSE 'done' END, now(), true FROM generate_series(1, $1::int) n
@@ -98,7 +98,7 @@ async function main(): Promise<void> {
     const last = fanParents[0]?.id as string;
     await enqueue(pool, 'fanin', {}, { dependsOn: fanParents.map((r) => r.id) });
     const lastOfFanIn = await doneWrite(last);
-    const root = (await enqueue(pool, 'p', {})).id as string;
+    const root = (await enqueue(pool, 'p', {})).id;
     await enqueueMany(
       pool,
       Array.from({ length: FAN }, () => ({ kind: 'c', dependsOn: [root] })),
@@ -128,7 +128,7 @@ async function main(): Promise<void> {
     // Pickup of a plain job on the idle supervisor, one at a time.
     const pickups: number[] = [];
     for (let i = 0; i < 100; i++) {
-      const id = (await enqueue(pool, 'chaos_noop', {})).id as string;
+      const id = (await enqueue(pool, 'chaos_noop', {})).id;
       await until(() => doneOf([id]));
       const { rows } = await pool.query(
         'SELECT extract(epoch FROM started_at - created_at) * 1000 AS ms FROM jobvisor.jobs WHERE id = $1',
@@ -142,7 +142,7 @@ async function main(): Promise<void> {
     const fan: JobSpec[] = Array.from({ length: FAN }, () => ({ kind: 'chaos_noop' }));
     fan.push({ kind: 'chaos_noop', dependsOn: fan.map((_, i) => ({ index: i })) });
     let t = performance.now();
-    const fanIds = (await enqueueMany(pool, fan)).map((r) => r.id as string);
+    const fanIds = (await enqueueMany(pool, fan)).map((r) => r.id);
     const enqueueMs = performance.now() - t;
     t = performance.now();
     await until(() => doneOf(fanIds));
@@ -166,7 +166,7 @@ async function main(): Promise<void> {
       ...(i > 0 && { dependsOn: [{ index: i - 1 }] }),
     }));
     t = performance.now();
-    const chainIds = (await enqueueMany(pool, chain)).map((r) => r.id as string);
+    const chainIds = (await enqueueMany(pool, chain)).map((r) => r.id);
     await until(() => doneOf(chainIds));
     const chainMs = performance.now() - t;
     const { rows: links } = await pool.query<{ ms: number }>(

@@ -19,6 +19,7 @@ export const LEAVES = [
   'log_stream',
   'names',
   'paths',
+  'secrets',
   'suggest',
   'version',
   'within',

@@ -1,7 +1,8 @@
 /**
  * Errors with a stable `code`. PostgreSQL error codes are mapped in one place
- * (`isRetryableDbError`, `isOutageError`, `isReadOnlyDbError`), which decides what a loop may
- * try again and what means "this server takes no writes: find the primary".
+ * (`isRetryableDbError`, `isOutageError`, `isReadOnlyDbError`, `connectionRefusal`), which
+ * decides what a loop may try again, what means "this server takes no writes: find the
+ * primary", and what no retry can change (a wrong password, a missing database).
  */
 
 export class JobvisorError extends Error {
@@ -77,6 +78,22 @@ export class TaskSetupError extends JobvisorError {
   /** Whether the configuration is what is wrong (exit status 2) rather than the module's code (1). */
   get badConfig(): boolean {
     return this.code === 'TASKS_DIR_MISSING' || this.code === 'TASK_FILE_MISSING' || this.code === 'TASK_NO_TS_LOADER';
+  }
+}
+
+/**
+ * ctx.parents() of a job whose parents' results are too large to hand back as
+ * one array (code PARENTS_TOO_LARGE). Permanent: a retry reads the same
+ * parents; the task reads them one at a time with ctx.eachParent() instead.
+ */
+export class ParentsTooLargeError extends JobvisorError {
+  readonly permanent = true;
+  constructor(jobId: string, maxChars: number) {
+    super(
+      'PARENTS_TOO_LARGE',
+      `ctx.parents(): the parents of job ${jobId} hold more than ${maxChars / 1024 / 1024} MiB of results; read them one at a time with ctx.eachParent()`,
+    );
+    this.name = 'ParentsTooLargeError';
   }
 }
 
@@ -165,4 +182,84 @@ export class ReadOnlyServerError extends JobvisorError {
     super('DB_READ_ONLY', message);
     this.name = 'ReadOnlyServerError';
   }
+}
+
+/**
+ * SQLSTATEs with which a server turns a connection (or the first look at
+ * jobvisor's schema) away for a reason that no retry changes: someone has to
+ * fix the credentials, the role, the database's name, a grant or pg_hba.conf.
+ */
+const REFUSED_SQLSTATE = new Set([
+  '28000', // invalid_authorization_specification: no pg_hba.conf entry (", no encryption": the server wants SSL), role NOLOGIN or missing (trust/peer)
+  '28P01', // invalid_password: a wrong password, and a missing role under password authentication
+  '3D000', // invalid_catalog_name: the database does not exist
+  '42501', // insufficient_privilege: no CONNECT on the database, no USAGE on jobvisor's schema
+]);
+/** pg's own errors (no SQLSTATE) that no retry changes: the server has no SSL, no password to send. */
+const REFUSED_CLIENT_MESSAGE =
+  /^(The server does not support SSL connections|SASL: SCRAM-SERVER-FIRST-MESSAGE: client password must be|SASL: Only mechanism|Password must be a string)/;
+/** Node's TLS errors: the server's certificate is not one this client trusts. */
+const REFUSED_TLS_CODES = new Set([
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'CERT_UNTRUSTED',
+  'CERT_SIGNATURE_FAILURE',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+]);
+
+/** Why the server refuses us for good: its words, and its SQLSTATE when it gave one. */
+export interface ConnectionRefusal {
+  reason: string;
+  sqlstate?: string;
+}
+
+/**
+ * The refusal in `err`, an error from opening a connection or from its first
+ * statements on jobvisor's schema, when no retry can change it: a wrong
+ * password (28P01), a missing or NOLOGIN role or a pg_hba.conf rule (28000),
+ * a missing database (3D000), a missing grant (42501), a database closed to
+ * connections (55000, `datallowconn`), a server without the SSL the client
+ * requires, a server certificate not trusted, no password to send. Undefined
+ * for everything else, transient ones included (refused, reset, a server
+ * starting up 57P03, shutting down or in recovery, too many connections
+ * 53300, a DNS name not resolved yet): those are retried.
+ */
+export function connectionRefusal(err: unknown): ConnectionRefusal | undefined {
+  const e = err as { code?: unknown; message?: unknown } | null | undefined;
+  const code = typeof e?.code === 'string' ? e.code : undefined;
+  const message = typeof e?.message === 'string' ? e.message : '';
+  if (code && SQLSTATE.test(code)) {
+    const closed = code === '55000' && /is not (currently )?accepting connections/.test(message);
+    if (!REFUSED_SQLSTATE.has(code) && !closed) return undefined;
+    return { reason: `${message} (SQLSTATE ${code})`, sqlstate: code };
+  }
+  if (code && REFUSED_TLS_CODES.has(code)) return { reason: `${message} (${code})` };
+  return REFUSED_CLIENT_MESSAGE.test(message) ? { reason: message } : undefined;
+}
+
+/**
+ * The database refuses this process for a reason no retry changes
+ * (`connectionRefusal`): run() rejects with it and `jobvisor start` exits 1
+ * naming it, instead of waiting as for an unreachable server. Code
+ * DB_ACCESS_REFUSED; `sqlstate` is the server's code when it gave one; the pg
+ * error is the cause.
+ */
+export class DatabaseAccessError extends JobvisorError {
+  readonly sqlstate: string | undefined;
+  constructor(refusal: ConnectionRefusal, options?: { cause?: unknown }) {
+    super('DB_ACCESS_REFUSED', `database access refused: ${refusal.reason}`, options);
+    this.name = 'DatabaseAccessError';
+    this.sqlstate = refusal.sqlstate;
+  }
+}
+
+/** `err` as a DatabaseAccessError when it is a refusal no retry changes; undefined otherwise. */
+export function accessRefused(err: unknown): DatabaseAccessError | undefined {
+  const refusal = connectionRefusal(err);
+  return refusal ? new DatabaseAccessError(refusal, { cause: err }) : undefined;
 }

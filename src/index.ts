@@ -1,6 +1,24 @@
 /** jobvisor's application API. */
 export { enqueue, enqueueMany, validateJob } from './queue/enqueue.ts';
-export type { EnqueueOptions, EnqueueResult, JobSpec, JobSpecOf, PayloadOf, TaskPayloads } from './queue/enqueue.ts';
+export type {
+  BatchJob,
+  BuiltinTaskPayloads,
+  DynamicKind,
+  EnqueueOptions,
+  EnqueueResult,
+  JobDefaults,
+  JobDefinition,
+  JobSpec,
+  JobSpecOf,
+  Kind,
+  KindOrJob,
+  KnownKind,
+  PayloadFor,
+  PayloadOf,
+  PayloadOfJob,
+  TaskPayloads,
+} from './queue/enqueue_types.ts';
+export { defineJob } from './queue/define_job.ts';
 export { run } from './run/run.ts';
 export type { RunOptions, Runner } from './run/run.ts';
 export type { Events, JobRef, SupervisorEvents } from './supervisor/events.ts';
@@ -9,17 +27,25 @@ export type { BuiltinTaskKind } from './builtins.ts';
 export { defineTask } from './worker/define_task.ts';
 export type { DefinedTask, PayloadOfTask, SignalsOf } from './worker/define_task.ts';
 export { PermanentError, RetryLaterError, SnoozeError } from './worker/errors.ts';
+export type { JobInfo, ParentJob, Task, TaskContext, TaskOptions } from './worker/types.ts';
 export { StepError } from './worker/step_errors.ts';
 export type { StepErrorCode } from './worker/step_errors.ts';
-export type { JobInfo, SignalMap, Task, TaskContext, TaskOptions, WaitResult } from './worker/types.ts';
+export type { SignalMap, WaitResult } from './worker/types.ts';
 export { signal, SignalError } from './queue/signal.ts';
 export type { SignalOptions, SignalOutcome } from './queue/signal.ts';
-export { setTaskQueueDefault } from './queue/task_defaults.ts';
 export { migrate } from './db/migrate.ts';
 export { loadConfig } from './config/index.ts';
 export type { Settings, QueueSettings, Schedule } from './config/index.ts';
 export { Supervisor } from './supervisor/supervisor.ts';
-export { InputError, ConfigError, JobvisorError, NotMigratedError, TaskSetupError } from './errors.ts';
+export {
+  InputError,
+  ConfigError,
+  DatabaseAccessError,
+  JobvisorError,
+  NotMigratedError,
+  ParentsTooLargeError,
+  TaskSetupError,
+} from './errors.ts';
 export {
   ACTION_STATUSES,
   cancelJobs,

@@ -1,7 +1,8 @@
 /**
  * The one pino factory. JSON lines on stdout; pretty when stdout is a terminal
- * and pino-pretty is installed. Connection strings and passwords are redacted
- * by path, and `safeUrl` strips credentials from any URL a message needs.
+ * and pino-pretty is installed. What a line holds under a secret's name is
+ * redacted at any depth, and URLs lose their passwords (secrets.ts, which
+ * says which names and why); `safeUrl` gives host and database alone.
  *
  * Lines go through a bounded buffer that never waits for the reader
  * (log_stream.ts): a stalled stdout costs log lines, counted
@@ -12,27 +13,44 @@
 import { createRequire } from 'node:module';
 import pino, { type Logger } from 'pino';
 import { createLogStream, type LogStream } from './log_stream.ts';
+import { redactSecrets } from './secrets.ts';
 
 export type { Logger };
 
-/** Log fields never written, on the main thread and in worker threads (task logs) alike. */
-export const REDACT = [
-  'password',
-  '*.password',
-  'databaseUrl',
-  '*.databaseUrl',
-  'connectionString',
-  '*.connectionString',
-  'url',
-  '*.url',
-  'database.url',
-  '*.database.url',
-  'env.DATABASE_URL',
-  '*.env.DATABASE_URL',
-];
+/**
+ * pino's options that keep secrets out of every logger of jobvisor, on the
+ * main thread and in worker threads (a task's ctx.log) alike: the logged
+ * object, a child's bindings and a serialized `err` go through redactSecrets.
+ * pino's own `redact` takes paths, and its wildcards reach one level: a
+ * `password` two levels down, or any `token`, was printed.
+ */
+export const LOG_REDACTION = {
+  formatters: {
+    log: redactLogged,
+    bindings: (obj: Record<string, unknown>) => redactSecrets(obj) as Record<string, unknown>,
+  },
+  serializers: { err: serializeError },
+};
 
-/** pino's `redact` option for every logger of jobvisor. */
-export const REDACT_OPTIONS = { paths: REDACT, censor: '[redacted]' };
+/** A logged object, redacted; its `err` is left to serializeError, which needs the Error itself. */
+function redactLogged(obj: Record<string, unknown>): Record<string, unknown> {
+  if (!(obj.err instanceof Error)) return redactSecrets(obj) as Record<string, unknown>;
+  const { err, ...rest } = obj;
+  return { ...(redactSecrets(rest) as Record<string, unknown>), err };
+}
+
+/**
+ * `logger` whose children, and theirs, bind only redacted values: pino formats
+ * a child's bindings with none of its root's formatters, so
+ * `ctx.log.child({ token })` would print the token. Returns `logger`.
+ */
+export function redactChildren(logger: Logger): Logger {
+  const proto = Object.getPrototypeOf(logger) as Pick<Logger, 'child'>;
+  logger.child = function (this: Logger, bindings: Record<string, unknown>, options?: unknown) {
+    return proto.child.call(this, redactSecrets(bindings) as Record<string, unknown>, options as never);
+  } as Logger['child'];
+  return logger;
+}
 
 /** Bytes of log lines held while the reader does not take them; lines beyond are dropped. */
 export const LOG_BUFFER_BYTES = 1024 * 1024;
@@ -76,22 +94,23 @@ export function createLogger(options: { level?: string; name?: string; pretty?: 
   const fd = options.fd ?? 1;
   const stream = fd === 1 ? process.stdout : process.stderr;
   const pretty = options.pretty ?? (stream.isTTY === true && hasPinoPretty());
-  const logger: Logger = pino(
-    {
-      name: options.name ?? 'jobvisor',
-      level: options.level ?? 'info',
-      redact: REDACT_OPTIONS,
-      serializers: { err: serializeError },
-      ...(pretty
-        ? {
-            transport: {
-              target: 'pino-pretty',
-              options: { destination: fd, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' },
-            },
-          }
-        : {}),
-    },
-    pretty ? undefined : destination(fd, () => logger),
+  const logger: Logger = redactChildren(
+    pino(
+      {
+        name: options.name ?? 'jobvisor',
+        level: options.level ?? 'info',
+        ...LOG_REDACTION,
+        ...(pretty
+          ? {
+              transport: {
+                target: 'pino-pretty',
+                options: { destination: fd, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' },
+              },
+            }
+          : {}),
+      },
+      pretty ? undefined : destination(fd, () => logger),
+    ),
   );
   return logger;
 }
@@ -99,12 +118,13 @@ export function createLogger(options: { level?: string; name?: string; pretty?: 
 /**
  * pino's error serializer without `client`: pg-pool attaches the whole pg Client
  * (kilobytes of type parsers and connection parameters) to every error of an
- * idle connection, which turned each such line into ~9 KB.
+ * idle connection, which turned each such line into ~9 KB. Secrets redacted
+ * as in any logged object (an error's own fields, a URL in its message).
  */
 export function serializeError(err: Error): Record<string, unknown> {
   const out = pino.stdSerializers.err(err) as unknown as Record<string, unknown>;
   if (out && typeof out === 'object') delete out.client;
-  return out;
+  return redactSecrets(out) as Record<string, unknown>;
 }
 
 function hasPinoPretty(): boolean {

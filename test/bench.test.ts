@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { peersNodeProblem } from '../src/bench/peers.ts';
 import { BIN } from './helpers/supervisor.ts';
 import { runProcess } from './helpers/cli.ts';
 
@@ -42,7 +43,17 @@ describe('jobvisor bench', () => {
     const rows = r.stdout
       .trim()
       .split('\n')
-      .map((line) => JSON.parse(line) as { scenario: string; system: string; median: number; unit: string });
+      .map(
+        (line) =>
+          JSON.parse(line) as {
+            scenario: string;
+            system: string;
+            median: number;
+            unit: string;
+            extra: { machine: { node: string } };
+          },
+      );
+    for (const row of rows) assert.equal(row.extra.machine.node, process.version, 'each row names its Node.js');
     const scenarios = new Set(rows.map((row) => row.scenario));
     for (const s of [
       'burst 300',
@@ -77,6 +88,36 @@ describe('jobvisor bench', () => {
         `${row.scenario} ${row.system}: ${row.median} ${row.unit}`,
       );
   });
+
+  it('names the Node.js it ran on, in the header and under the table', async () => {
+    const r = await bench(['--runs', '1', '--jobs', '50', '--scenario', 'enqueue']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stderr, new RegExp(`^jobvisor bench: .*, Node ${process.version}, PostgreSQL `, 'm'));
+    assert.match(
+      r.stdout,
+      new RegExp(`^every row ran on Node\\.js ${process.version}, PostgreSQL [\\d.]+, \\d+ cores$`, 'm'),
+    );
+  });
+
+  it('runs the peers on its own Node.js: below 22.18 it refuses them, naming both versions', () => {
+    assert.equal(peersNodeProblem('v22.18.0'), undefined);
+    assert.equal(peersNodeProblem('v24.1.0'), undefined);
+    for (const old of ['v20.20.2', 'v22.12.0'])
+      assert.match(peersNodeProblem(old) ?? '', new RegExp(`need Node\\.js ≥ 22\\.18 .*this is Node\\.js ${old}`));
+  });
+
+  it(
+    'rejects --peers on a Node.js the peers cannot run on, with exit 2',
+    { skip: peersNodeProblem() === undefined ? `Node.js ${process.version} runs the peers` : false },
+    async () => {
+      const r = await bench(['--peers', 'all', '--scenario', 'enqueue']);
+      assert.equal(r.code, 2);
+      assert.match(
+        r.stderr,
+        /^jobvisor: bench: the peers need Node\.js ≥ 22\.18 .* run the bench on Node\.js 22 or 24/,
+      );
+    },
+  );
 
   it('rejects bad options with exit 2', async () => {
     const r = await bench(['--scenario', 'warp-speed']);

@@ -75,10 +75,9 @@ describe('built-in tasks are opt-in', () => {
     try {
       const served = lines.find((l) => l.msg === 'serving task kinds');
       assert.deepEqual(served?.kinds, ['greet'], 'one line at start names the kinds served');
-      const greet = (await enqueue(db.pool, 'greet', { name: 'Ada' })).id as string;
-      const welcome = (await enqueue(db.pool, 'welcome_email', { user_id: 1 }, { maxAttempts: 2 })).id as string;
-      const thumb = (await enqueue(db.pool, 'thumbnail', { source: 'a.jpg', widths: [8] }, { maxAttempts: 2 }))
-        .id as string;
+      const greet = (await enqueue(db.pool, 'greet', { name: 'Ada' })).id;
+      const welcome = (await enqueue(db.pool, 'welcome_email', { user_id: 1 }, { maxAttempts: 2 })).id;
+      const thumb = (await enqueue(db.pool, 'thumbnail', { source: 'a.jpg', widths: [8] }, { maxAttempts: 2 })).id;
       const ended = await until(
         'the jobs end',
         async () => Promise.all([greet, welcome, thumb].map(statusOf)),
@@ -116,7 +115,7 @@ describe('built-in tasks are opt-in', () => {
       log: { level: 'silent' },
     });
     try {
-      const id = (await enqueue(db.pool, 'welcome_email', { user_id: 42 })).id as string;
+      const id = (await enqueue(db.pool, 'welcome_email', { user_id: 42 })).id;
       const row = await until(
         'the welcome_email job done',
         () => statusOf(id),

@@ -83,7 +83,7 @@ describe('chaos: threads blocked in synchronous calls', () => {
         { kind: 'block_exec', payload: { cmd: 'sleep 30' } },
         { kind: 'log_secret', payload: {} },
       ])
-    ).map((r) => r.id as string);
+    ).map((r) => r.id);
     await until(
       'blocked job running',
       () => status(blocked as string),
@@ -115,7 +115,7 @@ describe('chaos: threads blocked in synchronous calls', () => {
     // Task logs are redacted like the supervisor's.
     assert.ok(secretLine, 'the task logged');
     assert.equal(secretLine.password, '[redacted]');
-    assert.equal(secretLine.databaseUrl, '[redacted]');
+    assert.equal(secretLine.databaseUrl, 'postgres://app:[redacted]@db/app');
     assert.doesNotMatch(JSON.stringify(s.logs), /hunter2-secret|pw-secret/);
   });
 
@@ -127,7 +127,7 @@ describe('chaos: threads blocked in synchronous calls', () => {
     const before = processStats(s.pid);
     const [blocked] = (
       await enqueueMany(db.pool, [{ kind: 'block_fifo', payload: { path: fifo }, maxAttempts: 1 }])
-    ).map((r) => r.id as string);
+    ).map((r) => r.id);
     const stuckLine = await s.waitForLog(/terminated but still alive/, 60_000);
     const metrics = await httpGet(s.metricsPort, '/metrics');
     const stuckGauge = /^jobvisor_threads_stuck (\d+)/m.exec(metrics.body)?.[1];

@@ -70,7 +70,7 @@ describe('chaos: no connection slot left', () => {
         admin,
         Array.from({ length: 3 }, () => ({ kind: 'chaos_run', payload: { ms: runMs } })),
       )
-    ).map((r) => r.id as string);
+    ).map((r) => r.id);
     await until(
       'the jobs run',
       () =>

@@ -70,7 +70,7 @@ describe('chaos: kill -9 storm', () => {
       [jobs[i], jobs[j]] = [jobs[j] as JobSpec, jobs[i] as JobSpec];
     }
     const t0 = Date.now();
-    const ids = (await enqueueMany(db.pool, jobs)).map((r) => r.id as string);
+    const ids = (await enqueueMany(db.pool, jobs)).map((r) => r.id);
     assert.equal(ids.length, JOBS);
     const done = () => count(db.pool, "SELECT count(*)::int AS n FROM jobvisor.jobs WHERE status = 'done'");
 

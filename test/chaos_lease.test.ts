@@ -91,7 +91,7 @@ async function leaseLoss(name: string, stale: SpawnedSupervisor, fault: () => vo
       db.pool,
       Array.from({ length: JOBS }, () => ({ kind: 'chaos_run', payload: { ms: 5000, retryMs: 50 } })),
     )
-  ).map((r) => r.id as string);
+  ).map((r) => r.id);
   await until(
     'the stale supervisor runs every job',
     () =>

@@ -83,7 +83,7 @@ async function restartScenario(mode: 'fast' | 'immediate') {
       pool,
       Array.from({ length: LONG_JOBS }, () => ({ kind: 'chaos_run', queue: 'long', payload: { ms: LONG_MS } })),
     )
-  ).map((r) => r.id as string);
+  ).map((r) => r.id);
   await until(
     'the long jobs run',
     () =>
@@ -96,7 +96,7 @@ async function restartScenario(mode: 'fast' | 'immediate') {
       pool,
       Array.from({ length: JOBS }, (_, i) => ({ kind: 'chaos_run', payload: { ms: 10 + (i % 40) } })),
     )
-  ).map((r) => r.id as string);
+  ).map((r) => r.id);
   const doneOf = () =>
     count(pool, "SELECT count(*)::int AS n FROM jobvisor.jobs WHERE id = ANY($1) AND status = 'done'", [ids]);
   await until('a fifth of the jobs done', doneOf, (n) => n >= JOBS / 5, 60_000);

@@ -53,7 +53,7 @@ async function throughput(
       db.pool,
       Array.from({ length: jobs }, () => ({ kind, payload: {} })),
     )
-  ).map((r) => r.id as string);
+  ).map((r) => r.id);
   await until(
     `${jobs} jobs done`,
     () => count(db.pool, "SELECT count(*)::int AS n FROM jobvisor.jobs WHERE id = ANY($1) AND status = 'done'", [ids]),
@@ -166,7 +166,7 @@ describe('chaos: pressure', () => {
             admin,
             Array.from({ length: 100 }, () => ({ kind: 'chaos_run', payload: {} })),
           )
-        ).map((r) => r.id as string);
+        ).map((r) => r.id);
         await until(
           'warm-up jobs done',
           () =>
@@ -200,7 +200,7 @@ describe('chaos: pressure', () => {
             admin,
             Array.from({ length: 200 }, () => ({ kind: 'chaos_run', payload: {} })),
           )
-        ).map((r) => r.id as string);
+        ).map((r) => r.id);
         const replicaWaiting = await replica.waitForLog(/waiting before starting to claim jobs/, 60_000);
         const replicaReadyz = await until(
           'replica readyz 503',
@@ -355,7 +355,7 @@ describe('chaos: pressure', () => {
         db.pool,
         Array.from({ length: STORM }, () => ({ kind: 'chaos_fail', maxAttempts: 3 })),
       )
-    ).map((r) => r.id as string);
+    ).map((r) => r.id);
     const stormDone = () =>
       count(db.pool, "SELECT count(*)::int AS n FROM jobvisor.jobs WHERE id = ANY($1) AND status = 'failed'", [storm]);
     // Ordinary jobs arrive in small batches throughout the storm.
@@ -368,7 +368,7 @@ describe('chaos: pressure', () => {
             db.pool,
             Array.from({ length: 10 }, () => ({ kind: 'chaos_noop' })),
           )
-        ).map((r) => r.id as string),
+        ).map((r) => r.id),
       );
       urgent.push(
         ...(
@@ -376,7 +376,7 @@ describe('chaos: pressure', () => {
             db.pool,
             Array.from({ length: 10 }, () => ({ kind: 'chaos_noop', queue: 'urgent' })),
           )
-        ).map((r) => r.id as string),
+        ).map((r) => r.id),
       );
       await clockPasses('between ordinary batches', 250, 50);
     }

@@ -86,7 +86,7 @@ describe('chaos: the endpoint reaches a read-only server', () => {
         pool,
         Array.from({ length: 20 }, () => ({ kind: 'chaos_run', payload: {} })),
       )
-    ).map((r) => r.id as string);
+    ).map((r) => r.id);
     await until(
       'warm-up done',
       () => doneOf(warm),
@@ -105,7 +105,7 @@ describe('chaos: the endpoint reaches a read-only server', () => {
         pool,
         Array.from({ length: 50 }, () => ({ kind: 'chaos_run', payload: {} })),
       )
-    ).map((r) => r.id as string);
+    ).map((r) => r.id);
     const saidAfterMs = await Promise.all(
       supervisors.map(async (s) => {
         await s.waitForLog(READ_ONLY_LINE, 20_000);

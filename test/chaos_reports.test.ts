@@ -45,7 +45,7 @@ describe('chaos: reports of a stale run', () => {
     const { id } = await enqueue(db.pool, 'report', { byAttempt: true, hold: true });
     await until(
       'the first run reported progress',
-      () => job(id as string),
+      () => job(id),
       (r) => r.progress?.attempt === 1,
       30_000,
     );
@@ -53,14 +53,14 @@ describe('chaos: reports of a stale run', () => {
     const rescuer = await supervisor();
     await until(
       'the second run reported progress',
-      () => job(id as string),
+      () => job(id),
       (r) => r.progress?.attempt === 2 && r.status === 'running',
       30_000,
     );
     await db.pool.query('INSERT INTO report_gate VALUES ($1)', [id]);
     const done = await until(
       'done by the rescuer',
-      () => job(id as string),
+      () => job(id),
       (r) => r.status === 'done',
       30_000,
     );
@@ -68,7 +68,7 @@ describe('chaos: reports of a stale run', () => {
     // Resumed, the stale run sees the gate open and finishes: its outcome is dropped or fenced off.
     process.kill(stale.pid, 'SIGCONT');
     await stale.waitForLog(/lease lost, job stopped|no longer owns the attempt/, 30_000);
-    assert.deepEqual(await job(id as string), done, 'nothing of the stale run was written');
+    assert.deepEqual(await job(id), done, 'nothing of the stale run was written');
     await rescuer.stop('SIGTERM');
   });
 });

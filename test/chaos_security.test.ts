@@ -47,16 +47,21 @@ const REVIEWED: Record<string, string> = {
   'src/queue/copy.ts: copyFrom(copyStatement(schema))': 'COPY text from the COPY_JOBS constant, schema-qualified',
   'src/db/held.ts: config':
     "a pass-through for the heartbeat's statements: the query configs of src/queue, checked where they are written",
-  'src/queue/sql.ts: settings':
-    "a statement's own planner settings, from the constants THROUGH_INDEXES and AS_INDEX_WALK of the same file",
   'src/queue/claim_limited.ts: beginText':
     "the per-key claim's planner settings (SET LOCAL) after BEGIN, from the constants of src/queue/sql.ts",
-  "src/queue/sql.ts: pairs.map(([n]) => `current_setting('${n}')`).join(', ')":
+  'src/db/scoped_settings.ts: settings':
+    "a statement's own SET LOCAL settings: the constants THROUGH_INDEXES, AS_INDEX_WALK, … of src/queue/sql.ts, and the store's bound below",
+  'src/queue/sql.ts: Math.max(0, Math.floor(Number(ms)))':
+    'a whole number of milliseconds (the SET LOCAL statement_timeout of a store), a number by construction',
+  "src/db/scoped_settings.ts: pairs.map(([n]) => `current_setting('${n}')`).join(', ')":
     'setting names matched as \\w+ from those same constants; values go as parameters',
-  "src/queue/sql.ts: pairs.map(([n], i) => `set_config('${n}', $${i + 1}, false)`).join(', ')":
+  "src/db/scoped_settings.ts: pairs.map(([n], i) => `set_config('${n}', $${i + 1}, true)`).join(', ')":
     'setting names matched as \\w+ from those same constants; values go as parameters',
-  'src/queue/sql.ts: read': 'the current_setting() read built just above from those names',
-  'src/queue/sql.ts: write': 'the set_config() call built just above from those names; values go as parameters',
+  'src/db/scoped_settings.ts: { text: read }': 'the current_setting() read built just above from those names',
+  'src/db/scoped_settings.ts: { text: write, values: pairs.map(([, v]) => v) }':
+    'the set_config() call built just above from those names; values go as parameters',
+  'src/db/scoped_settings.ts: { text: write, values: before }':
+    'the same set_config() call, putting back the values read before; values go as parameters',
 };
 
 /**
@@ -75,8 +80,9 @@ function safeByConstruction(expr: ts.Expression): boolean {
   if (ts.isCallExpression(expr)) {
     const callee = expr.expression.getText();
     if (callee === 'quoteIdent') return true;
-    // set_config('statement_timeout', $n, is_local): a placeholder's number and a typed scope.
-    if (callee === 'setStatementTimeoutSql')
+    // set_config('statement_timeout', $n, is_local): a placeholder's number and a typed scope;
+    // setIfOwnedSql: a setting's name (a closed union type) and placeholders' numbers.
+    if (callee === 'setStatementTimeoutSql' || callee === 'setIfOwnedSql')
       return expr.arguments.every((a) => ts.isNumericLiteral(a) || ts.isIdentifier(a) || ts.isStringLiteral(a));
     if (callee === 'qualify') return expr.arguments[0] !== undefined && sqlTextIsConstant(expr.arguments[0]);
   }
@@ -338,7 +344,7 @@ describe('security basics', () => {
         { kind: 'chaos_exit', queue: 'cpu', payload: { secret: marker }, maxAttempts: 1 },
         { kind: 'no_such_task', payload: { secret: marker }, maxAttempts: 1, uniqueKey: `${marker}-key` },
       ])
-    ).map((r) => r.id as string);
+    ).map((r) => r.id);
     await until(
       'every job finished',
       async () =>

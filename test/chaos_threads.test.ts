@@ -70,7 +70,7 @@ describe('chaos: thread faults', () => {
         db.pool,
         Array.from({ length: 20 }, () => ({ kind: 'chaos_run', payload: { ms: 5 } })),
       )
-    ).map((r) => r.id as string);
+    ).map((r) => r.id);
     await until(
       'warm-up done',
       () =>
@@ -85,7 +85,7 @@ describe('chaos: thread faults', () => {
         db.pool,
         FAULTS.flatMap((f) => [1, 2].map(() => ({ kind: f.kind, queue: f.queue, maxAttempts: 2 }))),
       )
-    ).map((r) => r.id as string);
+    ).map((r) => r.id);
     // Ordinary jobs arrive in batches while the faults happen; each batch must finish promptly.
     const batchMs: number[] = [];
     let healthy = 0;
@@ -101,7 +101,7 @@ describe('chaos: thread faults', () => {
           db.pool,
           Array.from({ length: 100 }, () => ({ kind: 'chaos_run', payload: { ms: 5 } })),
         )
-      ).map((r) => r.id as string);
+      ).map((r) => r.id);
       await until(
         'a batch of ordinary jobs done',
         () =>
@@ -155,7 +155,7 @@ describe('chaos: thread faults', () => {
         db.pool,
         Array.from({ length: 9 }, () => ({ kind: 'chaos_run', payload: { ms: 1500, retryMs: 10 } })),
       )
-    ).map((r) => r.id as string);
+    ).map((r) => r.id);
     await until(
       'neighbours running',
       () =>
@@ -166,7 +166,7 @@ describe('chaos: thread faults', () => {
       20_000,
       20,
     );
-    const [killer] = (await enqueueMany(db.pool, [{ kind: 'chaos_exit', maxAttempts: 1 }])).map((r) => r.id as string);
+    const [killer] = (await enqueueMany(db.pool, [{ kind: 'chaos_exit', maxAttempts: 1 }])).map((r) => r.id);
     const t0 = Date.now();
     await until(
       'neighbours done',

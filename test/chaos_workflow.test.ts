@@ -112,7 +112,7 @@ describe('chaos: workflows', () => {
         { kind: 'wf_chaos', dependsOn: [{ index: base }, { index: base + 1 }] },
       );
     }
-    const ids = (await enqueueMany(pool, specs)).map((r) => r.id as string);
+    const ids = (await enqueueMany(pool, specs)).map((r) => r.id);
     const children = ids.filter((_, i) => i % 3 === 2);
     await allDone(children, 60_000);
     const v = await verdict(children);
@@ -144,7 +144,7 @@ describe('chaos: workflows', () => {
       for (let p = 0; p < 5; p++) specs.push({ kind: 'wf_chaos', payload: { ms: 5 + ((w + p) % 30) } });
       specs.push({ kind: 'wf_chaos', dependsOn: [0, 1, 2, 3, 4].map((p) => ({ index: base + p })) });
     }
-    const ids = (await enqueueMany(pool, specs)).map((r) => r.id as string);
+    const ids = (await enqueueMany(pool, specs)).map((r) => r.id);
     const children = ids.filter((_, i) => i % 6 === 5);
     const parents = ids.filter((_, i) => i % 6 !== 5);
     await until(
@@ -174,7 +174,7 @@ describe('chaos: workflows', () => {
       payload: { ms: 10 + (i % 20) },
     }));
     specs.push({ kind: 'wf_chaos', dependsOn: specs.map((_, i) => ({ index: i })) });
-    const ids = (await enqueueMany(pool, specs)).map((r) => r.id as string);
+    const ids = (await enqueueMany(pool, specs)).map((r) => r.id);
     const child = ids[500] as string;
     await until(
       'a third of the fan-out done',

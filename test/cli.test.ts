@@ -73,6 +73,7 @@ describe('jobvisor CLI', () => {
       [['enqueue', 'k', '{}', '--bogus'], /Unknown option '--bogus'/],
       [['enqueue', 'bad kind!', '{}'], /kind "bad kind!" is not valid/],
       [['enqueue', 'k', '{"s":"\\u0000"}'], /NUL character/],
+      [['enqueue', 'k', '{"user":{"tags":["a","\\ud800"]}}'], /payload\.user\.tags\[1\] contains invalid UTF-16/],
       [['enqueue', 'k', '{}', 'extra'], /unexpected argument/],
       [['jobs', 'list', '--status', 'weird'], /--status must be one of/],
       [['jobs', 'list', '--limit', '-1'], /--limit must be from 1/],

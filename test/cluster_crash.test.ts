@@ -55,7 +55,7 @@ const enqueueRecords = (n: number) =>
 async function crashOne(signal: 'SIGSEGV' | 'SIGABRT') {
   const restartsBefore = cluster.logs.filter((l) => /exited unexpectedly/.test(String(l.msg))).length;
   // The crash job first, then steady work on both processes: 50 ms jobs, more than both finish during the test.
-  const crash = (await enqueue(db.pool, 'native_crash', { signal, ms: 1500 }, { maxAttempts: 1 })).id as string;
+  const crash = (await enqueue(db.pool, 'native_crash', { signal, ms: 1500 }, { maxAttempts: 1 })).id;
   await enqueueRecords(1500);
   const dead = await runnerOf(crash);
   const slot = cluster.logs.find((l) => l.msg === 'supervisor process started' && l.childPid === dead)?.child;

@@ -71,7 +71,7 @@ async function enqueue(jobs: { kind: string; payload: unknown; maxAttempts?: num
     db.pool,
     jobs.map((j) => ({ queue: 'cpu', ...j })),
   );
-  return results.map((r) => r.id as string);
+  return results.map((r) => r.id);
 }
 
 before(async () => {

@@ -128,7 +128,7 @@ describe('dashboard over HTTP', () => {
     const job = await (await fetch(`${d.url}jobs/${id}`, { headers: bearer })).text();
     assert.ok(!job.includes('hunter2') && !job.includes('tok-123'), 'secrets hidden');
     assert.equal(job.match(/\[redacted\]/g)?.length, 2);
-    assert.deepEqual(DEFAULT_REDACT, ['password', 'token', 'secret', 'authorization']);
+    for (const name of ['password', 'token', 'secret', 'authorization']) assert.ok(DEFAULT_REDACT.includes(name), name);
   });
 
   it('answers 400 to a bad filter and 404 to a job that does not exist, naming nothing internal', async () => {

@@ -1,4 +1,5 @@
 /** The dashboard's pure parts: token reading, credential checks, the same-site check, redaction, exposure, config. */
+import { SECRET_KEYS } from '../src/secrets.ts';
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -149,7 +150,7 @@ describe('dashboard configuration', () => {
       readOnly: false,
       basePath: '/',
       allowedHosts: [],
-      redact: ['password', 'token', 'secret', 'authorization'],
+      redact: [...SECRET_KEYS],
     });
   });
 

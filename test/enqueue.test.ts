@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { InputError } from '../src/errors.ts';
-import { enqueue, enqueueMany } from '../src/queue/enqueue.ts';
+import { enqueue, enqueueMany, validateJob } from '../src/queue/enqueue.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 
 let db: TestDatabase;
@@ -183,6 +183,54 @@ describe('enqueue', () => {
       enqueueMany(db.pool, [{ kind: 'ok' }, { kind: 'ok', payload: { s: '\u0000' } }]),
       (err: Error) => err instanceof InputError && /jobs\[1\]\.payload/.test(err.message),
     );
+    assert.equal(await jobCount(), before, 'nothing was written');
+  });
+
+  it('refuses what JSON would silently change, naming where it is, and names a cycle as one', async () => {
+    const before = await jobCount();
+    class Money {
+      constructor(readonly cents: number) {}
+    }
+    const cyclic: Record<string, unknown> = { name: 'a', user: { friends: [] as unknown[] } };
+    (cyclic.user as { friends: unknown[] }).friends.push(cyclic.user);
+    const cases: Array<[unknown, RegExp]> = [
+      [{ user: { tags: new Set(['a']) } }, /^payload\.user\.tags is a Set, which JSON stores as \{\}/],
+      [{ user: { prefs: new Map([['a', 1]]) } }, /^payload\.user\.prefs is a Map, which JSON stores as \{\}/],
+      [{ order: { total: new Money(5) } }, /^payload\.order\.total is an instance of Money without toJSON\(\)/],
+      [{ hooks: [{ 'on-done': () => 1 }] }, /^payload\.hooks\[0\]\["on-done"\] is a function, which is not JSON/],
+      [cyclic, /^payload\.user\.friends\[0\] refers back to payload\.user: a cycle, which JSON cannot represent$/],
+      [{ big: { n: 10n } }, /^payload\.big\.n is a bigint/],
+      [{ list: [1, undefined] }, /^payload\.list\[1\] is undefined, which is not JSON/],
+      [{ deep: { s: 'a\u0000b' } }, /^payload\.deep\.s contains a NUL character/],
+    ];
+    for (const [payload, message] of cases) {
+      await assert.rejects(enqueue(db.pool, 'ok', payload as never), (err: Error) => {
+        assert.ok(err instanceof InputError, err.message);
+        assert.match(err.message, message);
+        return true;
+      });
+      assert.throws(
+        () => validateJob('ok', payload),
+        (err: Error) => err instanceof InputError && message.test(err.message),
+      );
+      await assert.rejects(
+        enqueueMany(db.pool, [{ kind: 'ok' }, { kind: 'ok', payload: payload }]),
+        (err: Error) => err instanceof InputError && err.message.startsWith('jobs[1].payload'),
+      );
+    }
+    // Inside the caller's transaction: refused before any statement, so the transaction goes on.
+    const client = await db.pool.connect();
+    try {
+      await client.query('BEGIN');
+      await assert.rejects(enqueue(client, 'ok', { s: new Set() }), InputError);
+      await client.query('SELECT 1');
+      await client.query('ROLLBACK');
+    } finally {
+      client.release();
+    }
+    // What JSON writes as it is still passes: dates, objects without prototype, boxed text, undefined fields.
+    const fine = Object.assign(Object.create(null) as object, { at: new Date(0), s: new String('x'), skip: undefined });
+    assert.equal(typeof validateJob('ok', fine), 'undefined');
     assert.equal(await jobCount(), before, 'nothing was written');
   });
 

@@ -87,7 +87,7 @@ describe('a failed job keeps each attempt’s stack', () => {
       assert.doesNotMatch(e.stack ?? '', /sk_live|card declined/, 'the stack carries no text of the message');
     }
 
-    const job = await getJob({ db: db.pool, schema: 'jobvisor' }, id as string);
+    const job = await getJob({ db: db.pool, schema: 'jobvisor' }, id);
     assert.ok(job);
     const failures = job.timeline.filter((e) => e.event === 'failed');
     assert.equal(failures.length, 2);

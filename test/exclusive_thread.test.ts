@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { enqueueMany } from '../src/queue/enqueue.ts';
-import { defaultQueueOf } from '../src/queue/task_defaults.ts';
+import type { ResolvedTaskOptions } from '../src/worker/task_options.ts';
 import type { Supervisor } from '../src/supervisor/supervisor.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { startSupervisor } from './helpers/inprocess.ts';
@@ -15,6 +15,8 @@ import { until } from './helpers/poll.ts';
 
 let db: TestDatabase;
 let supervisor: Supervisor;
+/** The options of each kind the supervisor has read (its `task:read` events). */
+const read = new Map<string, ResolvedTaskOptions | null>();
 
 interface Span {
   job_id: string;
@@ -33,6 +35,7 @@ before(async () => {
     pool: { maxThreads: 2 },
     jobs: { timeout: '30s' },
   });
+  supervisor.events.on('task:read', ({ kind, options }) => read.set(kind, options));
   await supervisor.start();
 });
 
@@ -77,13 +80,13 @@ describe('exclusiveThread', () => {
     assert.ok(sharedPairs > 0, 'jobs without the option still share a thread');
   });
 
-  it('reads the built-in tasks options soon after start: thumbnail and daily_report default to cpu', async () => {
+  it('reads the built-in tasks options soon after start: thumbnail and daily_report are exclusive', async () => {
     await until(
       'thumbnail and daily_report options read',
-      () => Promise.resolve([defaultQueueOf('thumbnail'), defaultQueueOf('daily_report')]),
-      (queues) => queues.every((q) => q === 'cpu'),
+      () => [read.get('thumbnail'), read.get('daily_report')],
+      (options) => options.every((o) => o?.exclusiveThread === true && o.queue === 'cpu'),
       15_000,
     );
-    assert.equal(defaultQueueOf('shared_span'), 'default');
+    assert.equal(read.get('shared_span'), null, 'shared_span declares no options');
   });
 });

@@ -72,19 +72,19 @@ async function requeueWhileRunning(honourSignal: boolean, how: 'cancel-retry' | 
   const { id } = await enqueue(db.pool, 'gate', { honourSignal });
   const [first] = await until(
     'first run started',
-    () => runsOf(id as string),
+    () => runsOf(id),
     (r) => r.length === 1,
     15_000,
   );
   if (how === 'cancel-retry') {
     // `jobs cancel ID && jobs retry ID`: the row is pending again with attempts = 0.
-    assert.deepEqual((await cancelJobs(store, { ids: [id as string] })).ids, [id]);
-    assert.deepEqual((await retryJobs(store, { ids: [id as string] })).ids, [id]);
+    assert.deepEqual((await cancelJobs(store, { ids: [id] })).ids, [id]);
+    assert.deepEqual((await retryJobs(store, { ids: [id] })).ids, [id]);
   } else {
     // The README's plain-SQL re-queue recipe, applied to a running job.
     await db.pool.query("UPDATE jobvisor.jobs SET status = 'pending', attempts = 0 WHERE id = $1", [id]);
   }
-  return { id: id as string, first };
+  return { id: id, first };
 }
 
 describe('a running job cancelled and retried', () => {
@@ -169,7 +169,7 @@ describe('rows that other producers write', () => {
       measured.last_error,
       /^PayloadTooLarge: the payload is 100009 bytes of JSON, over jobs.maxPayloadBytes \(65536\)/,
     );
-    const ids = neighbours.map((n) => n.id as string);
+    const ids = neighbours.map((n) => n.id);
     await until(
       'neighbours done',
       async () =>
@@ -192,7 +192,7 @@ describe('rows that other producers write', () => {
     const { id: after } = await enqueue(db.pool, 'record', {});
     await until(
       'a later job ran',
-      () => job(after as string),
+      () => job(after),
       (r) => r.status === 'done',
       15_000,
     );

@@ -2,15 +2,17 @@
  * Keeping none (`cleanup.retention` 0): a done job is deleted in its
  * completion statement, fenced like the update it replaces. A workflow parent
  * is kept as done, with its result, for its children; a job that gained a
- * dependent while it ran takes the update too. Cancelled and failed rows are
- * still cleanup's.
+ * dependent while it ran takes the update too. A child deleted there leaves
+ * its edges to the next cleanup round, which deletes its parents with them.
+ * Cancelled and failed rows are still cleanup's.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { InputError } from '../src/errors.ts';
+import { deleteOldJobs } from '../src/queue/cleanup.ts';
 import { completeJobs } from '../src/queue/complete.ts';
-import { enqueue, enqueueMany } from '../src/queue/enqueue.ts';
+import { enqueue, enqueueMany, type JobSpec } from '../src/queue/enqueue.ts';
 import type { Store } from '../src/queue/sql.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { startSupervisor } from './helpers/inprocess.ts';
@@ -37,8 +39,8 @@ const exists = async (id: string) =>
 async function running(kind = 'step', options: Parameters<typeof enqueue>[3] = {}) {
   const { id } = await enqueue(db.pool, kind, {}, options);
   const t = String(++token);
-  await markRunning(db.pool, id as string, 'sup', t);
-  return { id: id as string, token: t };
+  await markRunning(db.pool, id, 'sup', t);
+  return { id: id, token: t };
 }
 
 describe('completeJobs keeping none', () => {
@@ -77,7 +79,7 @@ describe('completeJobs keeping none', () => {
   it('keeps a parent with dependents as done, with its result, and releases the child', async () => {
     const parent = await running();
     const plain = await running();
-    const child = (await enqueue(db.pool, 'merge', {}, { dependsOn: [parent.id] })).id as string;
+    const child = (await enqueue(db.pool, 'merge', {}, { dependsOn: [parent.id] })).id;
     const fenced = await completeJobs(
       store,
       'sup',
@@ -95,23 +97,48 @@ describe('completeJobs keeping none', () => {
     assert.equal((await jobRow(db.pool, child)).status, 'pending');
   });
 
-  it('keeps a parent whose child is enqueued while its completion waits, and releases the child', async () => {
+  it("fails the COMMIT of a child's transaction when the parent's completion deleted it meanwhile, writing nothing", async () => {
     const parent = await running();
     const app = await db.pool.connect();
     let child: string;
     try {
       await app.query('BEGIN');
-      child = (await enqueue(app, 'merge', {}, { dependsOn: [parent.id] })).id as string;
-      // The delete's snapshot predates the flag: it waits for the parent's lock, then re-reads it.
-      const done = completeJobs(store, 'sup', [parent.id], [parent.token], null, undefined, false);
-      await waitForLockWait();
-      await app.query('COMMIT');
-      assert.equal((await done).size, 0);
+      child = (await enqueue(app, 'merge', {}, { dependsOn: [parent.id] })).id;
+      // The completion does not wait for the open transaction (it used to, for as long as the
+      // application kept it open): the parent has no committed dependent yet, so it is deleted.
+      const sup = await db.pool.connect();
+      try {
+        await sup.query("SET lock_timeout = '2s'"); // a wait for the open transaction fails, not hangs
+        const fenced = await completeJobs(
+          { db: sup, schema: 'jobvisor' },
+          'sup',
+          [parent.id],
+          [parent.token],
+          null,
+          undefined,
+          false,
+        );
+        assert.equal(fenced.size, 0);
+      } finally {
+        await sup.query('RESET lock_timeout');
+        sup.release();
+      }
+      assert.equal(await exists(parent.id), false);
+      await assert.rejects(app.query('COMMIT'), (err: Error & { code?: string }) => {
+        assert.equal(err.code, '23503');
+        assert.match(
+          err.message,
+          new RegExp(`dependsOn: job ${parent.id} was deleted before this transaction committed`),
+        );
+        return true;
+      });
     } finally {
+      await app.query('ROLLBACK').catch(() => {});
       app.release();
     }
-    assert.equal((await jobRow(db.pool, parent.id)).status, 'done');
-    assert.equal((await jobRow(db.pool, child)).status, 'pending');
+    assert.equal(await exists(child), false);
+    const edges = await db.pool.query('SELECT 1 FROM jobvisor.job_dependencies WHERE child_id = $1', [child]);
+    assert.equal(edges.rowCount, 0);
   });
 
   it('refuses a child of a parent its completion deleted first, writing nothing', async () => {
@@ -130,6 +157,20 @@ describe('completeJobs keeping none', () => {
     }
     const orphans = await db.pool.query('SELECT 1 FROM jobvisor.job_dependencies WHERE parent_id = $1', [parent.id]);
     assert.equal(orphans.rowCount, 0);
+  });
+
+  it('leaves no edge of a done child it deletes once the next cleanup round took its parent', async () => {
+    const parent = await running();
+    const { id } = await enqueue(db.pool, 'merge', {}, { dependsOn: [parent.id] });
+    assert.equal((await completeJobs(store, 'sup', [parent.id], [parent.token], null, undefined, false)).size, 0);
+    const child = { id: id, token: String(++token) };
+    await markRunning(db.pool, child.id, 'sup', child.token);
+    assert.equal((await completeJobs(store, 'sup', [child.id], [child.token], null, undefined, false)).size, 0);
+    assert.equal(await exists(child.id), false);
+    await deleteOldJobs(store, { retentionMs: 0, failedRetentionMs: 0, limit: 1000 });
+    assert.equal(await exists(parent.id), false, 'the parent goes at the next cleanup round');
+    const edges = await db.pool.query('SELECT 1 FROM jobvisor.job_dependencies WHERE child_id = $1', [child.id]);
+    assert.equal(edges.rowCount, 0, 'no edge left behind');
   });
 
   it('keeps a job that gained a dependent while it ran', async () => {
@@ -152,14 +193,22 @@ describe('a supervisor with cleanup.retention 0', () => {
         db.pool,
         Array.from({ length: 20 }, () => ({ kind: 'wf_step', payload: {} })),
       )
-    ).map((j) => j.id as string);
+    ).map((j) => j.id);
     const [parent, child] = (
       await enqueueMany(db.pool, [
         { kind: 'wf_step', payload: { result: { answer: 42 } } },
         { kind: 'wf_step', payload: {}, dependsOn: [{ index: 0 }] },
       ])
-    ).map((j) => j.id as string);
-    const dead = (await enqueue(db.pool, 'wf_step', { fail: true }, { maxAttempts: 1 })).id as string;
+    ).map((j) => j.id);
+    // Ten fan-ins of five parents: finished, they leave no row and no edge behind.
+    const specs: JobSpec[] = [];
+    for (let w = 0; w < 10; w++) {
+      const base = specs.length;
+      for (let p = 0; p < 5; p++) specs.push({ kind: 'wf_step', payload: {} });
+      specs.push({ kind: 'wf_step', payload: {}, dependsOn: [0, 1, 2, 3, 4].map((p) => ({ index: base + p })) });
+    }
+    const fanIns = (await enqueueMany(db.pool, specs)).map((j) => j.id);
+    const dead = (await enqueue(db.pool, 'wf_step', { fail: true }, { maxAttempts: 1 })).id;
     const done = new Set<string>();
     supervisor.events.on('job:completed', ({ jobs }) => jobs.forEach((j) => done.add(j.id)));
     // Counted from the start: under load a round can clean both up before the checks below end.
@@ -174,7 +223,7 @@ describe('a supervisor with cleanup.retention 0', () => {
       await until(
         'every job done',
         () => done.size,
-        (n) => n === 22,
+        (n) => n === 22 + fanIns.length,
         30_000,
       );
       for (const id of [...plain, child as string]) assert.equal(await exists(id), false, `done job ${id} is deleted`);
@@ -190,10 +239,21 @@ describe('a supervisor with cleanup.retention 0', () => {
         (left) => !left,
         15_000,
       );
+      await until(
+        'the fan-ins cleaned up',
+        () => count('SELECT count(*)::int AS n FROM jobvisor.jobs WHERE id = ANY ($1::bigint[])', [fanIns]),
+        (n) => n === 0,
+        15_000,
+      );
       const left = await db.pool.query('SELECT id FROM jobvisor.jobs WHERE id = ANY($1::bigint[])', [
         [...plain, parent, child, dead],
       ]);
       assert.deepEqual(left.rows, []);
+      const edges = await count(
+        'SELECT count(*)::int AS n FROM jobvisor.job_dependencies WHERE child_id = ANY ($1::bigint[]) OR parent_id = ANY ($1::bigint[])',
+        [[...fanIns, parent, child]],
+      );
+      assert.equal(edges, 0, 'no edge left behind');
       // Cleanup deleted them, not the completion: the parent as done, the dead letter as failed
       // (with the done parents the tests above left in this database).
       await until(
@@ -207,6 +267,10 @@ describe('a supervisor with cleanup.retention 0', () => {
     }
   });
 });
+
+async function count(sql: string, values: unknown[]): Promise<number> {
+  return (await db.pool.query<{ n: number }>(sql, values)).rows[0]?.n ?? 0;
+}
 
 async function waitForLockWait(): Promise<void> {
   const probe = new pg.Client({ connectionString: db.url });

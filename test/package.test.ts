@@ -11,6 +11,8 @@
  *     project's tsc under moduleResolution node16, nodenext and bundler;
  *   - a CommonJS app: require('jobvisor') (ESM loaded through require), the
  *     same transaction and a CommonJS task through run().
+ * (Apps that declare their kinds, under each module setting and TypeScript 5.9
+ * and 7: test/package_types.test.ts.)
  * Also: the tarball's contents, the installed size, the built-in thumbnail
  * task (mapped with builtinTask) dead-lettered in one line without the optional
  * sharp, and the one-line warning of `start` when OTEL_* asks for traces
@@ -251,7 +253,8 @@ before(async () => {
   const tree = path.join(work, 'tree');
   for (const entry of [...PACK_INPUTS, 'README.md'])
     cpSync(path.join(root, entry), path.join(tree, entry), { recursive: true });
-  cpSync(path.join(root, 'scripts/clean-dist.mjs'), path.join(tree, 'scripts/clean-dist.mjs'));
+  for (const script of ['clean-dist.mjs', 'cjs-types.mjs'])
+    cpSync(path.join(root, 'scripts', script), path.join(tree, 'scripts', script));
   symlinkSync(path.join(root, 'node_modules'), path.join(tree, 'node_modules'));
   const packed = exec('npm', ['pack', '--json', '--pack-destination', work], tree);
   assert.equal(packed.status, 0, `npm pack failed:\n${packed.stderr}`);
@@ -293,6 +296,8 @@ describe('the packed tarball', () => {
       'bin/jobvisor.js',
       'dist/index.js',
       'dist/index.d.ts',
+      'dist/index.d.cts',
+      'dist/queue/enqueue_types.d.cts',
       'dist/cli/bin.js',
       'dist/worker/entry.js',
       'dist/worker/traced-entry.js',
@@ -380,8 +385,8 @@ describe('installed into an ES module app in TypeScript', () => {
       assert.equal(otel.length, 1, logs.text());
       assert.equal(otel[0]?.level, 40);
       assert.match(String(otel[0]?.msg), /OTEL_\* is set but the OpenTelemetry SDK is not installed/);
-      const greet = (await enqueue(db.pool, 'greet', { name: 'Edsger Dijkstra' })).id as string;
-      const legacy = (await enqueue(db.pool, 'legacy', { name: 'Barbara Liskov' })).id as string;
+      const greet = (await enqueue(db.pool, 'greet', { name: 'Edsger Dijkstra' })).id;
+      const legacy = (await enqueue(db.pool, 'legacy', { name: 'Barbara Liskov' })).id;
       const rows = await until(
         'both jobs done',
         async () =>

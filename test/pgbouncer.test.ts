@@ -62,7 +62,7 @@ async function burst(db: pg.Pool, label: string): Promise<number> {
       db,
       Array.from({ length: 200 }, () => ({ kind: 'chaos_run', payload: {} })),
     )
-  ).map((r) => r.id as string);
+  ).map((r) => r.id);
   await until(
     `${label}: warm-up done`,
     () => count(pool, "SELECT count(*)::int AS n FROM jobvisor.jobs WHERE id = ANY($1) AND status = 'done'", [warm]),
@@ -80,7 +80,7 @@ async function burst(db: pg.Pool, label: string): Promise<number> {
           db,
           Array.from({ length: 500 }, () => ({ kind: 'chaos_run', payload: {} })),
         )
-      ).map((r) => r.id as string),
+      ).map((r) => r.id),
     );
   await until(
     `${label}: ${JOBS} jobs done`,

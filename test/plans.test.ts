@@ -14,7 +14,7 @@ import { claimJobs, nextDueIn } from '../src/queue/claim.ts';
 import { claimLimited } from '../src/queue/claim_limited.ts';
 import { deleteOldJobs } from '../src/queue/cleanup.ts';
 import { completeJobs, failJobs, releaseJobs } from '../src/queue/complete.ts';
-import { enqueueMany } from '../src/queue/enqueue.ts';
+import { enqueue, enqueueMany } from '../src/queue/enqueue.ts';
 import { rollUpFinished } from '../src/queue/finished_rollup.ts';
 import { renewLeases } from '../src/queue/lease.ts';
 import { writeProgress } from '../src/queue/progress.ts';
@@ -55,6 +55,10 @@ async function everyStatement(): Promise<void> {
   if (c) await releaseJobs(store, 'p', [{ id: c.id, token: c.token }]);
   if (d) await renewLeases(store, 'p', [{ id: d.id, token: d.token }], 60_000);
   await reapExpiredLeases(store, 100);
+  // A child of existing jobs: its COMMIT runs jobvisor.settle_new_edges (migration 023), whose
+  // statements PL/pgSQL plans once and may keep as generic plans made on the tiny table.
+  const parents = await pool.query<{ id: string }>('SELECT id FROM jobvisor.jobs ORDER BY id LIMIT 3');
+  await enqueue(pool, 'noop', {}, { dependsOn: parents.rows.map((r) => r.id) });
   await deleteOldJobs(store, { retentionMs: 3_600_000, failedRetentionMs: 3_600_000, limit: 100 });
   await rollUpFinished(store);
   await nextDueIn(store, 'default');
@@ -266,6 +270,17 @@ describe('hot statements on a table that grew from tiny to a million rows withou
       assert.doesNotMatch(plan, /jobs_pending_idx[^\n]*\n[^\n]*Index Cond: \(id = ANY/, plan);
       assert.doesNotMatch(plan, /Seq Scan/, plan);
     }
+  });
+
+  it("settles an enqueue's existing parents at its COMMIT through the primary key", async () => {
+    const { rows } = await pool.query<{ id: string }>(
+      `(SELECT id FROM jobvisor.jobs WHERE status = 'done' ORDER BY id DESC LIMIT 2)
+       UNION ALL (SELECT id FROM jobvisor.jobs WHERE status = 'pending' ORDER BY id DESC LIMIT 2)`,
+    );
+    const plan = await planOf(() => enqueue(pool, 'noop', {}, { dependsOn: rows.map((r) => r.id) }));
+    assert.match(plan, /FOR NO KEY UPDATE/, plan); // the COMMIT's trigger (jobvisor.settle_new_edges) was seen
+    assert.match(plan, /jobs_pkey/, plan);
+    assert.doesNotMatch(plan, /Seq Scan on jobs\b/, plan);
   });
 
   it('finds the next due time through jobs_pending_idx', async () => {

@@ -41,7 +41,7 @@ async function add(n: number, extra: Record<string, unknown> = {}) {
       db.pool,
       Array.from({ length: n }, (_, i) => ({ kind: 'k', payload: { i }, runAt: T0, ...extra })),
     )
-  ).map((r) => r.id as string);
+  ).map((r) => r.id);
 }
 /** Completes claims; returns the ids actually written. */
 async function completeJobs(s: Store, owner: string, jobs: Array<{ id: string; token: string }>, now?: Date) {

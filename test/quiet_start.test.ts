@@ -8,7 +8,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { enqueue } from '../src/queue/enqueue.ts';
-import { defaultQueueOf, setTaskQueueDefault } from '../src/queue/task_defaults.ts';
 import { QuietStart } from '../src/supervisor/quiet_start.ts';
 import type { Supervisor } from '../src/supervisor/supervisor.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
@@ -50,6 +49,13 @@ function harness(afterMs: number, latestMs: number, busy: boolean) {
         5,
       ),
   };
+}
+
+/** The options of each kind `supervisor` has read, as its `task:read` events tell them. */
+function kindsRead(supervisor: Supervisor): Map<string, { queue?: string } | null> {
+  const read = new Map<string, { queue?: string } | null>();
+  supervisor.events.on('task:read', ({ kind, options }) => read.set(kind, options));
+  return read;
 }
 
 /** Lets several 5 ms checks pass: what must not happen would have happened by then. */
@@ -113,15 +119,15 @@ describe('a supervisor reads every task at a quiet moment', () => {
   });
 
   it('with nothing to do, reads them 2 s after start', async () => {
-    setTaskQueueDefault('thumbnail', undefined);
     supervisor = startSupervisor(db.url, config);
+    const read = kindsRead(supervisor);
     let deferred = false;
     supervisor.events.on('tasks:deferred', () => (deferred = true));
     await supervisor.start();
-    // The built-in thumbnail task declares queue 'cpu', which this supervisor serves.
+    // The built-in thumbnail task declares queue 'cpu'.
     await until(
       'thumbnail read',
-      () => defaultQueueOf('thumbnail'),
+      () => read.get('thumbnail')?.queue,
       (q) => q === 'cpu',
       15_000,
     );
@@ -131,25 +137,25 @@ describe('a supervisor reads every task at a quiet moment', () => {
   });
 
   it('holding a job at 2 s, reads them once the job is done, not before', async () => {
-    setTaskQueueDefault('thumbnail', undefined);
     const job = await enqueue(db.pool, 'gate', {});
     supervisor = startSupervisor(db.url, config);
+    const read = kindsRead(supervisor);
     const deferred = nextEvent(supervisor, 'tasks:deferred');
     await supervisor.start();
     const [run] = await until(
       'the gate job running',
-      () => gateRunsOf(db.pool, job.id as string),
+      () => gateRunsOf(db.pool, job.id),
       (r) => r.length === 1,
     );
 
     const [{ held }] = await deferred;
     assert.equal(held, 1);
-    assert.equal(defaultQueueOf('thumbnail'), 'default', 'no task read while the job is held');
+    assert.equal(read.has('thumbnail'), false, 'no task read while the job is held');
 
     await tellGate(db.pool, run.run, 'done');
     await until(
       'thumbnail read',
-      () => defaultQueueOf('thumbnail'),
+      () => read.get('thumbnail')?.queue,
       (q) => q === 'cpu',
       15_000,
     );

@@ -70,7 +70,7 @@ const failedOnce = (id: string) =>
     (r) => r.status === 'pending' && r.attempts === 1,
     15_000,
   );
-const run = async (kind: string, payload: unknown) => (await enqueue(db.pool, kind, payload)).id as string;
+const run = async (kind: string, payload: unknown) => (await enqueue(db.pool, kind, payload)).id;
 
 const cli = (args: string[]) => runCli(db.url, args);
 

@@ -6,6 +6,12 @@
  *
  *   npm test                       lint, type-check, everything
  *   npx tsx test/run.ts FILE...    some files (no lint or type-check)
+ *   npx tsx test/run.ts --node 22 [FILE...]
+ *                                  those files, else the cross-version slice
+ *                                  (NODE_SLICE), on another Node.js: the test
+ *                                  processes, the processes they spawn and npm/npx
+ *                                  all run on it (test/helpers/node_versions.ts
+ *                                  installs it from the npm registry on first use)
  *
  * promtool and the Prometheus server (test/grafana.test.ts, test/prometheus.test.ts)
  * come from Debian's `prometheus` package, chromium (test/dashboard_browser.test.ts)
@@ -22,14 +28,42 @@ import { loadConfig } from '../src/config/index.ts';
 import { ensureEmbeddedPostgres } from '../src/db/embedded.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { createLogger } from '../src/log.ts';
+import { nodeBinary, versionOf } from './helpers/node_versions.ts';
 import { findTool, installCommand, installMissing, TOOLS_BY_TEST } from './helpers/tools.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 /** One template per runner, so runs started together do not collide. */
 const TEMPLATE = `jobvisor_test_template_${process.pid}`;
 
+/**
+ * What runs on every supported Node.js besides the one of `npm test` (.ci/run):
+ * the packed tarball in separate apps, the library path (run()), compiled
+ * jobvisor with .ts tasks (Node's own type stripping), worker threads and their
+ * faults, the cluster, and a chaos case (supervisors killed mid-job).
+ */
+const NODE_SLICE = [
+  'test/package.test.ts',
+  'test/run_api.test.ts',
+  'test/run_compiled.test.ts',
+  'test/chaos_threads.test.ts',
+  'test/cluster_shutdown.test.ts',
+  'test/chaos_kill.test.ts',
+];
+
+/** `--node N` and the files, from the command line. */
+function parseArgs(argv: string[]): { node: string | undefined; files: string[] } {
+  const at = argv.indexOf('--node');
+  if (at < 0) return { node: undefined, files: argv };
+  const node = argv[at + 1] ?? '';
+  const files = argv.filter((_, i) => i !== at && i !== at + 1);
+  return { node, files: files.length > 0 ? files : NODE_SLICE };
+}
+
 async function main(): Promise<number> {
-  const files = process.argv.slice(2);
+  const { node: major, files } = parseArgs(process.argv.slice(2));
+  // Another Node.js: its binary runs the tests, and comes first in PATH for the npm and npx they spawn.
+  const node = major === undefined ? process.execPath : nodeBinary(major);
+  if (major !== undefined) process.stdout.write(`running on Node.js ${versionOf(node)} (${node})\n`);
   if (files.length === 0) {
     process.stdout.write('type-checking src and test…\n');
     const tsc = spawnSync(
@@ -67,18 +101,20 @@ async function main(): Promise<number> {
     // Timing tests run alone, after the rest: event-loop delay with every thread busy, a rate
     // limit's throughput (a start that reaches its thread past its slot's guard is re-paced,
     // so CPU taken by a neighbouring file costs slots: 75 % of 200/s beside other files, 95 %
-    // alone), and thread hand-over order. So does the pack-and-install test (npm pack's tsc
-    // build, two npm installs, three type-checks).
+    // alone), and thread hand-over order. So do the pack-and-install tests (npm pack's tsc
+    // build, npm installs, type-checks by TypeScript 5.9 and 7).
     const alone = testFiles.filter((f) => ALONE.test(path.basename(f)));
     const together = testFiles.filter((f) => !alone.includes(f));
     const env = {
       ...process.env,
+      PATH: major === undefined ? process.env.PATH : `${path.dirname(node)}${path.delimiter}${process.env.PATH ?? ''}`,
       JOBVISOR_TEST_DATABASE_URL: serverUrl,
       JOBVISOR_TEST_TEMPLATE: TEMPLATE,
       DATABASE_URL: '',
     };
-    let status = together.length > 0 ? await runTests(together, 2, env) : 0;
-    if (alone.length > 0) status = Math.max(status, await runTests(alone, 1, env));
+    // On another Node.js (the CI slice) one file at a time: its chaos files are timing tests too.
+    let status = together.length > 0 ? await runTests(node, together, major === undefined ? 2 : 1, env) : 0;
+    if (alone.length > 0) status = Math.max(status, await runTests(node, alone, 1, env));
     return status;
   } finally {
     await dropTemplate(serverUrl).catch(() => {});
@@ -111,7 +147,7 @@ async function withAdmin<T>(serverUrl: string, fn: (admin: pg.Client) => Promise
   }
 }
 
-const ALONE = /^(cpu_pool|package|chaos_flow_limits|thread_share)\.test\.ts$/;
+const ALONE = /^(cpu_pool|package|package_types|chaos_flow_limits|thread_share)\.test\.ts$/;
 
 /** Installs the programs the chosen tests need, or says once why their tests will be skipped. */
 function provideTools(testFiles: string[]): void {
@@ -125,9 +161,9 @@ function provideTools(testFiles: string[]): void {
   }
 }
 
-function runTests(files: string[], concurrency: number, env: NodeJS.ProcessEnv): Promise<number> {
+function runTests(node: string, files: string[], concurrency: number, env: NodeJS.ProcessEnv): Promise<number> {
   const child = spawn(
-    process.execPath,
+    node,
     ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, '--test-timeout=300000', ...files],
     { cwd: root, stdio: 'inherit', env },
   );

@@ -122,7 +122,7 @@ describe('run()', () => {
     try {
       const runner = await run({ pool, tasks: { greet: path.join(app, 'tasks/greet.mjs') }, ...quiet });
       const { id } = await enqueue(pool, 'greet', { name: 'bo' });
-      await completed(runner, [id as string]);
+      await completed(runner, [id]);
       await runner.stop();
       const row = await pool.query('SELECT result FROM jobvisor.jobs WHERE id = $1', [id]);
       assert.deepEqual(row.rows[0].result, { text: 'hello bo' });
@@ -145,7 +145,7 @@ describe('run()', () => {
     });
     try {
       const jobs = Array.from({ length: 12 }, (_, i) => ({ kind: i % 3 ? 'pair' : 'solo', payload: { ms: 250 } }));
-      const ids = (await enqueueMany(db.pool, jobs)).map((r) => r.id as string);
+      const ids = (await enqueueMany(db.pool, jobs)).map((r) => r.id);
       await completed(runner, ids);
     } finally {
       await runner.stop();

@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { claimJobs } from '../src/queue/claim.ts';
 import { completeJobs, failJobs } from '../src/queue/complete.ts';
-import { enqueueMany } from '../src/queue/enqueue.ts';
+import { enqueue, enqueueMany } from '../src/queue/enqueue.ts';
 import { createLoginRole, createTestDatabase, type LoginRole, type TestDatabase } from './helpers/db.ts';
 
 let db: TestDatabase;
@@ -75,10 +75,16 @@ describe("README's runtime role", () => {
       failed.map((f) => f.status),
       ['failed'],
     );
-    const { rows } = await db.pool.query('SELECT status FROM jobvisor.jobs ORDER BY id');
+    // A workflow child of an existing job: its COMMIT settles the edge (jobvisor.new_edges, migration 023).
+    await enqueue(app.pool, 'k', {}, { dependsOn: [a.id] });
+    const { rows } = await db.pool.query('SELECT status, has_dependents FROM jobvisor.jobs ORDER BY id');
     assert.deepEqual(
-      rows.map((r) => r.status),
-      ['done', 'failed'],
+      rows.map((r) => [r.status, r.has_dependents]),
+      [
+        ['done', true],
+        ['failed', null],
+        ['pending', null],
+      ],
     );
   });
 });

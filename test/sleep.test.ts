@@ -68,7 +68,7 @@ describe('ctx.sleep', () => {
     const [event] = await slept;
     const row = await until(
       `job ${id} sleeping`,
-      () => job(id as string),
+      () => job(id),
       (r) => r.status === 'pending',
       10_000,
     );
@@ -76,13 +76,13 @@ describe('ctx.sleep', () => {
     assert.equal(row.snoozes, 0, 'a sleep is not a snooze: jobs.maxSnoozes 0 did not dead-letter it');
     assert.ok(Number(row.due_in_s) > 3590 && Number(row.due_in_s) <= 3600, `due in about an hour: ${row.due_in_s}`);
     assert.equal(row.last_error, null);
-    const rec = await sleepRecord(id as string, 'nap');
+    const rec = await sleepRecord(id, 'nap');
     assert.equal(rec.kind, 'sleep');
     assert.equal(rec.attempt, 1);
     assert.equal(rec.finished_at, null);
     assert.equal(rec.wake_at.getTime(), row.run_at.getTime(), 'run_at is the recorded wake time');
     assert.ok(Math.abs((event.wakesMs[0] as number) - row.run_at.getTime()) < 1, 'job:slept names the wake time');
-    assert.deepEqual(await calls(id as string), [{ name: 'a', attempt: 1 }], 'b is after the sleep');
+    assert.deepEqual(await calls(id), [{ name: 'a', attempt: 1 }], 'b is after the sleep');
   });
 
   it('runs the job again from the top once its time has passed: steps replay, the sleep returns at once', async () => {
@@ -98,17 +98,17 @@ describe('ctx.sleep', () => {
     });
     const row = await until(
       `job ${id} done`,
-      () => job(id as string),
+      () => job(id),
       (r) => r.status === 'done',
       15_000,
     );
     assert.equal(row.attempts, 1, 'three runs, one attempt');
-    assert.deepEqual(await calls(id as string), [
+    assert.deepEqual(await calls(id), [
       { name: 'a', attempt: 1 },
       { name: 'b', attempt: 1 },
       { name: 'c', attempt: 1 },
     ]);
-    const nap = await sleepRecord(id as string, 'nap');
+    const nap = await sleepRecord(id, 'nap');
     assert.ok(nap.wake_at.getTime() - nap.started_at.getTime() >= 299, 'slept 300 ms from when it was reached');
     assert.ok(row.finished_at.getTime() >= nap.wake_at.getTime(), 'it did not finish before its wake time');
   });
@@ -117,10 +117,10 @@ describe('ctx.sleep', () => {
     const { id } = await enqueue(db.pool, 'durable', { ops: [['sleep', 'nap', '1h']] });
     await until(
       `job ${id} sleeping`,
-      () => job(id as string),
+      () => job(id),
       (r) => r.status === 'pending' && r.has_steps,
     );
-    const first = await sleepRecord(id as string, 'nap');
+    const first = await sleepRecord(id, 'nap');
     const slept = nextEvent(supervisor, 'job:slept', (e) => e.jobs.some((j) => j.id === id));
     // Due now by plain SQL (not `jobs run-now`, which ends the sleep): the run finds the sleep not yet over.
     await db.pool.query(`UPDATE jobvisor.jobs SET run_at = now() WHERE id = $1`, [id]);
@@ -128,7 +128,7 @@ describe('ctx.sleep', () => {
     await slept;
     const row = await until(
       `job ${id} asleep again`,
-      () => job(id as string),
+      () => job(id),
       (r) => r.status === 'pending',
     );
     assert.equal(row.run_at.getTime(), first.wake_at.getTime(), 'the same wake time: a sleep never moves');
@@ -144,12 +144,12 @@ describe('ctx.sleep', () => {
     });
     const row = await until(
       `job ${id} done`,
-      () => job(id as string),
+      () => job(id),
       (r) => r.status === 'done',
     );
     assert.deepEqual(row.result.results, [null, null, 1]);
-    assert.equal(await sleepRecord(id as string, 'past'), undefined);
-    assert.equal(await sleepRecord(id as string, 'zero'), undefined);
+    assert.equal(await sleepRecord(id, 'past'), undefined);
+    assert.equal(await sleepRecord(id, 'zero'), undefined);
   });
 
   it('sleeps until a Date', async () => {
@@ -157,7 +157,7 @@ describe('ctx.sleep', () => {
     const { id } = await enqueue(db.pool, 'durable', { ops: [['sleep', 'until', `@${at.toISOString()}`]] });
     const row = await until(
       `job ${id} sleeping`,
-      () => job(id as string),
+      () => job(id),
       (r) => r.status === 'pending' && r.has_steps,
     );
     assert.equal(row.run_at.getTime(), at.getTime());
@@ -167,7 +167,7 @@ describe('ctx.sleep', () => {
     const { id } = await enqueue(db.pool, 'durable', { ops: [['sleep', 'bad', 'soon']] });
     const row = await until(
       `job ${id} failed once`,
-      () => job(id as string),
+      () => job(id),
       (r) => r.attempts === 1 && r.status !== 'running',
     );
     assert.match(row.last_error, /^RangeError: "soon" is not a duration/);

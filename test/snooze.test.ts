@@ -55,7 +55,7 @@ describe('a task that snoozes', () => {
       ({ id } = await enqueue(db.pool, 'snooze', { how, delay: '1h' }));
       const [event] = await snoozedEvent;
       assert.deepEqual(event.delaysMs, [3_600_000], 'job:snoozed (metrics, logs) after the write');
-      const row = await settled(id as string, (r) => r.snoozes === 1, 'snoozed');
+      const row = await settled(id, (r) => r.snoozes === 1, 'snoozed');
       assert.equal(row.status, 'pending');
       assert.equal(row.attempts, 0, 'the snooze did not use an attempt');
       assert.ok(Number(row.due_in_s) > 3590 && Number(row.due_in_s) <= 3600, `due in about an hour: ${row.due_in_s}`);
@@ -72,7 +72,7 @@ describe('a task that snoozes', () => {
 
   it('runs again after its delay and finishes, attempts counting only the run that did not snooze', async () => {
     const { id } = await enqueue(db.pool, 'snooze', { delay: 20, times: 2 });
-    const row = await settled(id as string, (r) => r.status === 'done', 'done');
+    const row = await settled(id, (r) => r.status === 'done', 'done');
     assert.equal(row.snoozes, 2);
     assert.equal(row.attempts, 1);
     assert.deepEqual(row.result, { snoozes: 2, attempt: 1 }, 'every run saw attempt 1');
@@ -81,7 +81,7 @@ describe('a task that snoozes', () => {
 
   it('is dead-lettered past jobs.maxSnoozes, with an error naming the key', async () => {
     const { id } = await enqueue(db.pool, 'snooze', { delay: 0 });
-    const row = await settled(id as string, (r) => r.status === 'failed', 'dead-lettered');
+    const row = await settled(id, (r) => r.status === 'failed', 'dead-lettered');
     assert.equal(row.snoozes, 3, 'three snoozes were allowed');
     assert.equal(row.attempts, 1, 'the refused snooze used its attempt');
     assert.match(row.last_error, /^TooManySnoozes: .*3 snoozes.*jobs\.maxSnoozes \(3\)/);
@@ -90,14 +90,14 @@ describe('a task that snoozes', () => {
     assert.equal(last.error, row.last_error, 'the dead letter is in the history');
     // `jobs retry` starts it afresh: it may snooze jobs.maxSnoozes times again.
     await db.pool.query(`UPDATE jobvisor.jobs SET payload = '{"delay": "1h"}' WHERE id = $1`, [id]);
-    assert.equal((await retryJobs({ db: db.pool, schema: 'jobvisor' }, { ids: [id as string] })).changed, 1);
-    const again = await settled(id as string, (r) => r.status === 'pending' && r.snoozes === 1, 'snoozed afresh');
+    assert.equal((await retryJobs({ db: db.pool, schema: 'jobvisor' }, { ids: [id] })).changed, 1);
+    const again = await settled(id, (r) => r.status === 'pending' && r.snoozes === 1, 'snoozed afresh');
     assert.equal(again.attempts, 0);
   });
 
   it('fails the attempt (and only it) when the delay is not a duration', async () => {
     const { id } = await enqueue(db.pool, 'snooze', { delay: 'soon' });
-    const row = await settled(id as string, (r) => r.status !== 'running' && r.attempts === 1, 'failed once');
+    const row = await settled(id, (r) => r.status !== 'running' && r.attempts === 1, 'failed once');
     assert.equal(row.status, 'pending', 'an ordinary failed attempt: retried later');
     assert.equal(row.snoozes, 0);
     assert.match(row.last_error, /^RangeError: "soon" is not a duration/);

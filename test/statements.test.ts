@@ -202,9 +202,9 @@ const EXPECTED: Record<string, Expectation> = {
       [null],
     ],
     uses: /jobs_pkey/,
-    sorts: 'the given parent ids, locked in order',
   },
-  list_parents: { values: (f) => [f.someId], uses: /jobs_pkey/ },
+  parents_page: { values: (f) => [f.someId, '0', 1000, 8 << 20], uses: /jobs_pkey/ },
+  read_payload: { values: (f) => [f.runningIds[0], f.tokens[0], 1 << 20], uses: /jobs_(pkey|running_idx)/ },
   settle_stragglers: { values: () => [1000], uses: /jobs_pkey/ },
   // The dependents' rows by id, or the cancelled rows' own index (the planner's pick when it
   // thinks few are cancelled): an operator's command, and either walk is bounded.

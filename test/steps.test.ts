@@ -65,7 +65,7 @@ const calls = async (id: string) =>
 
 const run = async (ops: unknown[], log = true) => {
   const { id } = await enqueue(db.pool, 'durable', { ops, log });
-  return id as string;
+  return id;
 };
 
 describe('ctx.step', () => {
@@ -200,9 +200,9 @@ describe('ctx.step', () => {
 
   it('leaves a plain job alone: no flag, no records', async () => {
     const { id } = await enqueue(db.pool, 'chaos_noop', {});
-    const row = await finished(id as string);
+    const row = await finished(id);
     assert.equal(row.has_steps, null);
-    assert.deepEqual(await records(id as string), []);
+    assert.deepEqual(await records(id), []);
   });
 });
 

@@ -48,7 +48,7 @@ describe('supervisor', () => {
       db.pool,
       Array.from({ length: 50 }, () => ({ kind: 'record', payload: {} })),
     );
-    const ids = results.map((r) => r.id as string);
+    const ids = results.map((r) => r.id);
     await until(
       'condition',
       async () =>
@@ -87,7 +87,7 @@ describe('supervisor', () => {
 
   it('retries a failing task with backoff, then dead-letters it with its error history', async () => {
     const { id } = await enqueue(db.pool, 'fail', {}, { maxAttempts: 3 });
-    const row = await settled(id as string, 'failed');
+    const row = await settled(id, 'failed');
     assert.equal(row.attempts, 3);
     assert.equal(row.last_error, 'Error: boom on attempt 3');
     assert.deepEqual(
@@ -100,7 +100,7 @@ describe('supervisor', () => {
 
   it('dead-letters a permanent error at once', async () => {
     const { id } = await enqueue(db.pool, 'permanent', {}, { maxAttempts: 5 });
-    const row = await settled(id as string, 'failed');
+    const row = await settled(id, 'failed');
     assert.equal(row.attempts, 1);
     assert.match(row.last_error, /input can never work/);
   });
@@ -109,7 +109,7 @@ describe('supervisor', () => {
     const { id } = await enqueue(db.pool, 'retry_later', { ms: 3_600_000 }, { maxAttempts: 5 });
     const row = await until(
       'condition',
-      () => job(id as string),
+      () => job(id),
       (r) => r.status === 'pending' && r.attempts === 1,
       15_000,
     );
@@ -120,9 +120,9 @@ describe('supervisor', () => {
   it('retries an unknown kind with a clear error, and keeps serving others', async () => {
     const { id } = await enqueue(db.pool, 'no_such_task', {}, { maxAttempts: 1 });
     const other = await enqueue(db.pool, 'record', {});
-    const row = await settled(id as string, 'failed');
+    const row = await settled(id, 'failed');
     assert.match(row.last_error, /no task for kind "no_such_task"/);
-    await settled(other.id as string, 'done');
+    await settled(other.id, 'done');
   });
 
   it('stops a task stuck in for(;;){} at its timeout, terminating its thread, and retries it', async () => {
@@ -131,34 +131,34 @@ describe('supervisor', () => {
     await timedOut;
     const row = await until(
       'condition',
-      () => job(id as string),
+      () => job(id),
       (r) => r.attempts >= 1 && r.last_error !== null,
       15_000,
     );
     assert.match(row.last_error, /TimeoutError: job timed out after 5000 ms/);
     const after = await enqueue(db.pool, 'record', {}, { queue: 'cpu' });
-    await settled(after.id as string, 'done');
-    await settled(id as string, 'failed', 30_000);
+    await settled(after.id, 'done');
+    await settled(id, 'failed', 30_000);
   });
 
   it('fails only the job whose task calls process.exit; the pool keeps serving', async () => {
     const { id } = await enqueue(db.pool, 'exit', {}, { queue: 'cpu', maxAttempts: 1 });
-    const row = await settled(id as string, 'failed');
+    const row = await settled(id, 'failed');
     assert.match(row.last_error, /WorkerExited|exited/i);
     const next = await enqueue(db.pool, 'record', {}, { queue: 'cpu' });
-    await settled(next.id as string, 'done');
+    await settled(next.id, 'done');
   });
 
   it('fails the job whose task throws from a timer (uncaught error in the thread)', async () => {
     const { id } = await enqueue(db.pool, 'throw_later', {}, { queue: 'cpu', maxAttempts: 1 });
-    const row = await settled(id as string, 'failed');
+    const row = await settled(id, 'failed');
     assert.match(row.last_error, /thrown from a timer/);
   });
 
   it('runs a delayed job when it comes due, not before', async () => {
     const { id } = await enqueue(db.pool, 'record', {}, { delay: '1500ms' });
     const t0 = Date.now();
-    await settled(id as string, 'done', 10_000);
+    await settled(id, 'done', 10_000);
     assert.ok(Date.now() - t0 >= 1200, 'not run before it was due');
   });
 

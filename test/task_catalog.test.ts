@@ -55,18 +55,18 @@ describe('task options, a kind at a time', () => {
     ]);
     await until(
       'the shared_span job done',
-      () => statusOf(shared!.id as string),
+      () => statusOf(shared!.id),
       (s) => s === 'done',
       15_000,
     );
     // Claimed but not run: its task (which returns at once when run) has
     // options that are not known yet.
-    assert.equal(await statusOf(gated!.id as string), 'running');
+    assert.equal(await statusOf(gated!.id), 'running');
 
     openGate();
     await until(
       'the gated job done',
-      () => statusOf(gated!.id as string),
+      () => statusOf(gated!.id),
       (s) => s === 'done',
       15_000,
     );

@@ -54,7 +54,7 @@ async function amongNeighbours(culprits: Array<{ kind: string; payload?: unknown
       db.pool,
       Array.from({ length: 20 }, () => ({ kind: 'nap', payload: { ms: napMs }, maxAttempts: 3 })),
     )
-  ).map((r) => r.id as string);
+  ).map((r) => r.id);
   await until(
     'neighbours running',
     () => rows(neighbours),
@@ -66,7 +66,7 @@ async function amongNeighbours(culprits: Array<{ kind: string; payload?: unknown
       db.pool,
       culprits.map((c) => ({ ...c, maxAttempts: 1 })),
     )
-  ).map((r) => r.id as string);
+  ).map((r) => r.id);
   const all = [...neighbours, ...bad];
   const settled = await until(
     'all settled',
@@ -157,7 +157,7 @@ describe('ctx.db', () => {
   it('a task that keeps every connection: a neighbour on its thread gets a clear error, not a hang', async () => {
     const [hog] = (
       await enqueueMany(db.pool, [{ kind: 'db_hog', payload: { clients: 2, ms: 45_000 }, maxAttempts: 1 }])
-    ).map((r) => r.id as string);
+    ).map((r) => r.id);
     await until(
       'hog running',
       () => rows([hog as string]),
@@ -179,7 +179,7 @@ describe('ctx.db', () => {
       (n) => n === 2,
       30_000,
     );
-    const [victim] = (await enqueueMany(db.pool, [{ kind: 'db_query', maxAttempts: 1 }])).map((r) => r.id as string);
+    const [victim] = (await enqueueMany(db.pool, [{ kind: 'db_query', maxAttempts: 1 }])).map((r) => r.id);
     const [row] = await until(
       'victim settled',
       () => rows([victim as string]),

@@ -1,15 +1,14 @@
 /**
  * Task options (`export const options`): checked, discovered from the task
- * folders (a user task replaces a built-in), and used as enqueue defaults by
- * `enqueue()` and `jobvisor enqueue` when the caller names no queue.
+ * folders (a user task replaces a built-in), and used as the queue default of
+ * `jobvisor enqueue` when the command names no queue. The library's enqueue()
+ * does not read them (test/define_job.test.ts).
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { enqueue } from '../src/queue/enqueue.ts';
-import { defaultQueueOf, setTaskQueueDefault } from '../src/queue/task_defaults.ts';
 import { BUILTIN_TASKS_DIR } from '../src/builtins.ts';
 import { discoverTaskOptions, parseTaskOptions } from '../src/worker/task_options.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
@@ -35,7 +34,6 @@ before(async () => {
 });
 
 after(async () => {
-  setTaskQueueDefault('thumbnail', undefined);
   await rm(dir, { recursive: true, force: true });
   await db.drop();
 });
@@ -71,22 +69,6 @@ describe('task options', () => {
     assert.equal(problems.length, 2, problems.join('\n'));
     assert.match(problems.join('\n'), /typo\.mjs.*unknown key "exclusive"/);
     assert.match(problems.join('\n'), /broken\.mjs could not be loaded/);
-  });
-
-  it('enqueue() takes the registered queue when the caller names none', async () => {
-    setTaskQueueDefault('thumbnail', 'cpu');
-    const a = await enqueue(db.pool, 'thumbnail', { source: '/x.jpg', widths: [10] });
-    const b = await enqueue(db.pool, 'thumbnail', { source: '/x.jpg', widths: [10] }, { queue: 'default' });
-    const c = await enqueue(db.pool, 'welcome_email', { user_id: 1 });
-    const { rows } = await db.pool.query('SELECT id::text, queue FROM jobvisor.jobs WHERE id = ANY($1) ORDER BY id', [
-      [a.id, b.id, c.id],
-    ]);
-    assert.deepEqual(
-      rows.map((r) => r.queue),
-      ['cpu', 'default', 'default'],
-    );
-    setTaskQueueDefault('thumbnail', undefined);
-    assert.equal(defaultQueueOf('thumbnail'), 'default');
   });
 
   it('jobvisor enqueue reads the task options for its default queue, if config serves it', async () => {

@@ -71,7 +71,7 @@ async function parked(timeout: string | number = '1h'): Promise<string> {
     log: true,
   }));
   await waiting;
-  return id as string;
+  return id;
 }
 
 describe('ctx.waitFor', () => {
@@ -114,12 +114,12 @@ describe('ctx.waitFor', () => {
       { ops: [['wait', 'early', '1h']] },
       { runAt: new Date(Date.now() + 3_600_000) },
     );
-    assert.equal(await signal(db.pool, id as string, 'early', 7), 'kept');
+    assert.equal(await signal(db.pool, id, 'early', 7), 'kept');
     await db.pool.query(`UPDATE jobvisor.jobs SET run_at = now() WHERE id = $1`, [id]);
     await db.pool.query(`NOTIFY jobvisor_jobs, 'default'`);
     const row = await until(
       `job ${id} done`,
-      () => job(id as string),
+      () => job(id),
       (r) => r.status === 'done',
     );
     assert.deepEqual(row.result.results, [{ received: true, payload: 7 }]);
@@ -205,8 +205,8 @@ describe('signal()', () => {
 
   it('keeps the first signal of a name: a repeat is a duplicate and changes nothing', async () => {
     const { id } = await enqueue(db.pool, 'durable', { ops: [] }, { runAt: new Date(Date.now() + 3_600_000) });
-    assert.equal(await signal(db.pool, id as string, 'go', 1), 'kept');
-    assert.equal(await signal(db.pool, id as string, 'go', 2), 'duplicate');
+    assert.equal(await signal(db.pool, id, 'go', 1), 'kept');
+    assert.equal(await signal(db.pool, id, 'go', 2), 'duplicate');
     const { rows } = await db.pool.query('SELECT payload FROM jobvisor.job_signals WHERE job_id = $1', [id]);
     assert.deepEqual(rows, [{ payload: 1 }]);
   });

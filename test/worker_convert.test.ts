@@ -170,7 +170,7 @@ describe('parsePayload', () => {
 
   it('walks any depth without recursion', () => {
     const deep = `${'['.repeat(50_000)}9007199254740993${']'.repeat(50_000)}`;
-    assert.match(pathOfNumber(JSON.parse(deep), 9007199254740992) ?? '', /^payload(\[0\]){50000}$/);
+    assert.match(pathOfNumber(JSON.parse(deep), 9007199254740992)?.path ?? '', /^payload(\[0\]){50000}$/);
   });
 });
 

@@ -27,8 +27,7 @@ after(async () => {
   await db.drop();
 });
 
-const add = async (options: Parameters<typeof enqueue>[3] = {}) =>
-  (await enqueue(db.pool, 'step', {}, options)).id as string;
+const add = async (options: Parameters<typeof enqueue>[3] = {}) => (await enqueue(db.pool, 'step', {}, options)).id;
 const status = async (id: string) => (await jobRow(db.pool, id)).status;
 
 async function deadLetter(id: string): Promise<void> {

@@ -56,7 +56,7 @@ describe('a workflow run by a supervisor', () => {
         { kind: 'wf_step', payload: { result: 'merged' }, dependsOn: pages.map((_, i) => ({ index: i })) },
         { kind: 'wf_step', payload: { result: 'sent' }, dependsOn: [{ index: 5 }] },
       ])
-    ).map((r) => r.id as string);
+    ).map((r) => r.id);
     const [merge, email] = [ids[5] as string, ids[6] as string];
     await settled(email, 'done');
     const [mergeRun] = await runsOf(db.pool, merge);
@@ -79,7 +79,7 @@ describe('a workflow run by a supervisor', () => {
       `INSERT INTO jobvisor.jobs (kind, status, finished_at, result, has_dependents)
        SELECT 'page', 'done', now(), jsonb_build_object('n', n), true FROM generate_series(1, 10000) AS n RETURNING id`,
     );
-    const child = (await enqueue(db.pool, 'wf_step', {}, { dependsOn: rows.map((r) => r.id) })).id as string;
+    const child = (await enqueue(db.pool, 'wf_step', {}, { dependsOn: rows.map((r) => r.id) })).id;
     await settled(child, 'done');
     const [run] = await runsOf(db.pool, child);
     const parents = run?.parents as Array<{ id: string; result: { n: number } }>;
@@ -92,9 +92,9 @@ describe('a workflow run by a supervisor', () => {
   });
 
   it('runs a child of a failed parent when asked, and shows it the status', async () => {
-    const parent = (await enqueue(db.pool, 'wf_step', { fail: true }, { maxAttempts: 1 })).id as string;
-    const child = (await enqueue(db.pool, 'wf_step', {}, { dependsOn: [parent], onParentFailure: 'run' })).id as string;
-    const cancelled = (await enqueue(db.pool, 'wf_step', {}, { dependsOn: [parent] })).id as string;
+    const parent = (await enqueue(db.pool, 'wf_step', { fail: true }, { maxAttempts: 1 })).id;
+    const child = (await enqueue(db.pool, 'wf_step', {}, { dependsOn: [parent], onParentFailure: 'run' })).id;
+    const cancelled = (await enqueue(db.pool, 'wf_step', {}, { dependsOn: [parent] })).id;
     await settled(child, 'done');
     const [run] = await runsOf(db.pool, child);
     assert.deepEqual(run?.parents, [{ id: parent, kind: 'wf_step', status: 'failed', result: null }]);
@@ -106,10 +106,10 @@ describe('a workflow run by a supervisor', () => {
 
 describe('a done parent re-queued while its child runs', () => {
   it('runs again; the child is not stopped, blocked or run again, and finishes once', async () => {
-    const parent = (await enqueue(db.pool, 'wf_step', { result: 1 })).id as string;
-    const other = (await enqueue(db.pool, 'wf_step', { hold: true })).id as string;
-    const child = (await enqueue(db.pool, 'wf_step', { hold: true }, { dependsOn: [parent] })).id as string;
-    const sibling = (await enqueue(db.pool, 'wf_step', {}, { dependsOn: [parent, other] })).id as string;
+    const parent = (await enqueue(db.pool, 'wf_step', { result: 1 })).id;
+    const other = (await enqueue(db.pool, 'wf_step', { hold: true })).id;
+    const child = (await enqueue(db.pool, 'wf_step', { hold: true }, { dependsOn: [parent] })).id;
+    const sibling = (await enqueue(db.pool, 'wf_step', {}, { dependsOn: [parent, other] })).id;
     await until(
       'the child running',
       () => runsOf(db.pool, child),
@@ -136,12 +136,12 @@ describe('a done parent re-queued while its child runs', () => {
 describe('flow control on released jobs', () => {
   it('a paused queue holds a released job until it is resumed', async () => {
     await pauseQueue(db.pool, 'held');
-    const parent = (await enqueue(db.pool, 'wf_step', {})).id as string;
-    const child = (await enqueue(db.pool, 'wf_step', {}, { dependsOn: [parent], queue: 'held' })).id as string;
+    const parent = (await enqueue(db.pool, 'wf_step', {})).id;
+    const child = (await enqueue(db.pool, 'wf_step', {}, { dependsOn: [parent], queue: 'held' })).id;
     await settled(parent, 'done');
     await settled(child, 'pending');
     // A later plain job of another queue runs: the supervisor is claiming, the child's queue is not.
-    const probe = (await enqueue(db.pool, 'wf_step', {})).id as string;
+    const probe = (await enqueue(db.pool, 'wf_step', {})).id;
     await settled(probe, 'done');
     assert.equal((await jobRow(db.pool, child)).status, 'pending');
     await resumeQueue(db.pool, 'held');
@@ -149,7 +149,7 @@ describe('flow control on released jobs', () => {
   });
 
   it('a global concurrency limit of 1 holds for children released together', async () => {
-    const parent = (await enqueue(db.pool, 'wf_step', { hold: true })).id as string;
+    const parent = (await enqueue(db.pool, 'wf_step', { hold: true })).id;
     const children = (
       await enqueueMany(
         db.pool,
@@ -160,7 +160,7 @@ describe('flow control on released jobs', () => {
           dependsOn: [parent],
         })),
       )
-    ).map((r) => r.id as string);
+    ).map((r) => r.id);
     await db.pool.query('INSERT INTO wf_release VALUES ($1)', [parent]);
     await settled(parent, 'done');
     let maxRunning = 0;
@@ -189,13 +189,13 @@ describe('flow control on released jobs', () => {
   });
 
   it('a rate limit of 4/s paces 12 children released by one done write', async () => {
-    const parent = (await enqueue(db.pool, 'wf_step', {})).id as string;
+    const parent = (await enqueue(db.pool, 'wf_step', {})).id;
     const children = (
       await enqueueMany(
         db.pool,
         Array.from({ length: 12 }, () => ({ kind: 'wf_step', payload: {}, queue: 'rated', dependsOn: [parent] })),
       )
-    ).map((r) => r.id as string);
+    ).map((r) => r.id);
     for (const id of children) await settled(id, 'done');
     // The starts as the claims scheduled them: released together, they still take the
     // queue's slots one by one (4 in any second), so 12 need more than 2 s.

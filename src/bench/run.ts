@@ -2,7 +2,9 @@
  * `jobvisor bench`: runs the scenarios on fresh throw-away databases on the
  * configured server (the embedded one by default), each several times, and
  * prints medians and spread; with --peers, the same scenarios for the peer
- * queues in the same run, with ratios. Speed is reported, never asserted.
+ * queues in the same run, on the same Node.js, with ratios. The output names
+ * the Node.js version (the header, the table's last line, `machine.node` of
+ * each JSON row). Speed is reported, never asserted.
  * Variants of one scenario run round-robin (run 1 of each, then run 2, …) so
  * that load from anything else on the machine falls on all alike.
  *
@@ -282,6 +284,9 @@ export async function runBench(argv: string[], admin: AdminReads): Promise<numbe
   } finally {
     await server.close();
   }
-  if (!json) process.stdout.write(formatTable(rows));
+  if (!json)
+    process.stdout.write(
+      `${formatTable(rows)}every row ran on Node.js ${machine.node}, PostgreSQL ${machine.postgres}, ${machine.cores} cores\n`,
+    );
   return 0;
 }

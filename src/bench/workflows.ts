@@ -109,7 +109,7 @@ export async function fanIn(db: BenchDatabase, parents: number, shape: QueueShap
   return withWarmSupervisor(db, shape, async (completions) => {
     const all = completions(parents + 1);
     const before = await databaseCost(db);
-    const ids = (await enqueueMany(db.pool, fanInSpecs(parents))).map((r) => r.id as string);
+    const ids = (await enqueueMany(db.pool, fanInSpecs(parents))).map((r) => r.id);
     await all;
     const after = await databaseCost(db);
     await checkOrder(db, ids.slice(0, parents), Array<string>(parents).fill(ids[parents] as string));
@@ -139,7 +139,7 @@ export interface ChainResult {
 export async function chain(db: BenchDatabase, n: number, shape: QueueShape): Promise<ChainResult> {
   return withWarmSupervisor(db, shape, async (completions) => {
     const all = completions(n);
-    const ids = (await enqueueMany(db.pool, chainSpecs(n))).map((r) => r.id as string);
+    const ids = (await enqueueMany(db.pool, chainSpecs(n))).map((r) => r.id);
     await all;
     await checkOrder(db, ids.slice(0, -1), ids.slice(1));
     const { rows } = await db.pool.query<{ ms: number }>(
@@ -181,7 +181,7 @@ export async function smallWorkflows(
     await enqueueMany(db.pool, noopJobs(warm));
     await waitWorkflowsDone(db, warm);
     const specs = options.plain ? noopJobs(count * 4) : smallWorkflowSpecs(count);
-    const ids = (await enqueueMany(db.pool, specs)).map((r) => r.id as string);
+    const ids = (await enqueueMany(db.pool, specs)).map((r) => r.id);
     const t0 = performance.now();
     await waitWorkflowsDone(db, warm + specs.length);
     const jobsPerSec = specs.length / ((performance.now() - t0) / 1000);

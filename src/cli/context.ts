@@ -4,7 +4,7 @@
  */
 import pg from 'pg';
 import { loadConfig, type Settings } from '../config/index.ts';
-import { ConfigError } from '../errors.ts';
+import { accessRefused, ConfigError, notMigrated } from '../errors.ts';
 import { ensureEmbeddedPostgres, type EmbeddedServer } from '../db/embedded.ts';
 import { createPool } from '../db/pool.ts';
 import { createLogger, type Logger } from '../log.ts';
@@ -27,15 +27,15 @@ export interface CommandContext {
 
 const EMBEDDED_DATABASE = 'jobvisor';
 
-/**
- * @param logTo 1 for commands whose stdout is a log (start), 2 for commands whose stdout is their answer.
- */
-export async function openContext(options: {
+export interface ContextOptions {
+  /** 1 for commands whose stdout is a log (start), 2 for commands whose stdout is their answer. */
   logTo: 1 | 2;
   logLevel?: string;
   keepEmbedded?: boolean;
   settings?: Settings;
-}): Promise<CommandContext> {
+}
+
+export async function openContext(options: ContextOptions): Promise<CommandContext> {
   const settings = options.settings ?? loadConfig();
   const log = createLogger({ level: options.logLevel ?? settings.log.level, fd: options.logTo });
   let embedded: EmbeddedServer | null = null;
@@ -71,6 +71,23 @@ export async function openContext(options: {
       if (embedded?.startedHere && !options.keepEmbedded) await embedded.stop();
     },
   };
+}
+
+/**
+ * Runs a one-shot command's work with its context, closed afterwards. A
+ * database that `jobvisor migrate` has not prepared gives NotMigratedError
+ * (saying to run it), not pg's `relation "jobvisor.jobs" does not exist`; one
+ * that refuses the connection for good gives DatabaseAccessError.
+ */
+export async function withContext<T>(options: ContextOptions, fn: (ctx: CommandContext) => Promise<T>): Promise<T> {
+  const ctx = await openContext(options);
+  try {
+    return await fn(ctx);
+  } catch (err) {
+    throw notMigrated(err, ctx.settings.database.schema) ?? accessRefused(err) ?? err;
+  } finally {
+    await ctx.close();
+  }
 }
 
 /** Creates `name` on the server of `serverUrl` if missing; returns its URL. */

@@ -3,12 +3,14 @@
  *                   [--max-attempts N] [--unique-key K] [--concurrency-key K]
  *                   [--depends-on ID,ID [--on-parent-failure cancel|run]] [--json]`
  * Prints the new job's id. A duplicate unique key is reported as skipped (exit 0).
- * Without --queue the job goes to the task's `options.queue` (see task_options.ts).
+ * Without --queue the job goes to the task's `options.queue` (see task_options.ts):
+ * the command reads the task module (in tasks.dir, else the built-ins) to learn it,
+ * as the library's enqueue() never does.
  * Every argument is checked before connecting: bad input writes nothing.
  */
 import { InputError } from '../errors.ts';
 import { loadConfig, type Settings } from '../config/index.ts';
-import { enqueue, validateJob, type EnqueueOptions } from '../queue/enqueue.ts';
+import { enqueue, validateJob, type DynamicKind, type EnqueueOptions } from '../queue/enqueue.ts';
 import { taskSources } from '../supervisor/task_sources.ts';
 import { findTaskFile } from '../worker/loader.ts';
 import { readTaskOptions } from '../worker/task_options.ts';
@@ -72,7 +74,8 @@ export async function enqueueCommand(argv: string[]): Promise<number> {
   validateJob(kind, payload, { ...options, maxPayloadBytes: settings.jobs.maxPayloadBytes });
   const ctx = await openContext({ logTo: 2, logLevel: 'warn', settings });
   try {
-    const result = await enqueue(ctx.pool, kind, payload, {
+    // A kind from the command line is a DynamicKind: checked at run time only.
+    const result = await enqueue(ctx.pool, kind as DynamicKind, payload, {
       ...options,
       maxAttempts: options.maxAttempts ?? ctx.settings.jobs.maxAttempts,
       schema: ctx.settings.database.schema,
@@ -80,12 +83,13 @@ export async function enqueueCommand(argv: string[]): Promise<number> {
     });
     warnUnknownKind(kind, ctx.settings);
     if (values.json) process.stdout.write(`${JSON.stringify(result)}\n`);
-    else if (result.duplicate) {
-      process.stdout.write(`${result.id ?? ''}\n`);
-      process.stderr.write(
-        `skipped: a ${kind} job with unique key ${JSON.stringify(options.uniqueKey)} already exists (id ${result.id ?? 'unknown'})\n`,
-      );
-    } else process.stdout.write(`${result.id}\n`);
+    else {
+      process.stdout.write(`${result.id}\n`);
+      if (result.duplicate)
+        process.stderr.write(
+          `skipped: a ${kind} job with unique key ${JSON.stringify(options.uniqueKey)} already exists (id ${result.id})\n`,
+        );
+    }
     return 0;
   } finally {
     await ctx.close();

@@ -1,15 +1,12 @@
 /** What the `jobs …` subcommands share: a store for one command, and the per-id report. */
 import type { Store } from '../queue/sql.ts';
-import { openContext } from './context.ts';
+import { withContext } from './context.ts';
 
-/** Runs `fn` with the configured database, closed afterwards. */
-export async function withStore<T>(fn: (store: Store) => Promise<T>): Promise<T> {
-  const ctx = await openContext({ logTo: 2, logLevel: 'warn' });
-  try {
-    return await fn({ db: ctx.pool, schema: ctx.settings.database.schema });
-  } finally {
-    await ctx.close();
-  }
+/** Runs `fn` with the configured database, closed afterwards (an unmigrated one: NotMigratedError). */
+export function withStore<T>(fn: (store: Store) => Promise<T>): Promise<T> {
+  return withContext({ logTo: 2, logLevel: 'warn' }, (ctx) =>
+    fn({ db: ctx.pool, schema: ctx.settings.database.schema }),
+  );
 }
 
 /**

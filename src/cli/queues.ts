@@ -9,7 +9,7 @@ import type { QueueApiOptions } from '../queue/pause.ts';
 import type { Db } from '../db/pool.ts';
 import { checkQueue } from '../names.ts';
 import { parse, parseFlags } from './args.ts';
-import { openContext } from './context.ts';
+import { withContext } from './context.ts';
 import { table } from './table.ts';
 
 export async function queuesCommand(argv: string[]): Promise<number> {
@@ -26,13 +26,8 @@ export async function queuesCommand(argv: string[]): Promise<number> {
   }
 }
 
-async function withDb<T>(fn: (db: Db, options: QueueApiOptions) => Promise<T>): Promise<T> {
-  const ctx = await openContext({ logTo: 2, logLevel: 'warn' });
-  try {
-    return await fn(ctx.pool, { schema: ctx.settings.database.schema });
-  } finally {
-    await ctx.close();
-  }
+function withDb<T>(fn: (db: Db, options: QueueApiOptions) => Promise<T>): Promise<T> {
+  return withContext({ logTo: 2, logLevel: 'warn' }, (ctx) => fn(ctx.pool, { schema: ctx.settings.database.schema }));
 }
 
 async function list(argv: string[]): Promise<number> {

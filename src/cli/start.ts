@@ -14,16 +14,23 @@
  * (run/runner.ts), with metrics served, signals handled and the
  * OpenTelemetry SDK started from OTEL_*.
  *
+ * A database that refuses this process for good (a wrong password, a missing
+ * database or grant) ends the command at once with exit status 1 and one line
+ * naming the server's reason (DatabaseAccessError); one that is away or
+ * starting up is waited for.
+ *
  * `cluster.processes` (--processes, JOBVISOR_PROCESSES) above 1 makes this
- * process the cluster primary (cluster/start.ts), which forks this same
- * command once per process; a forked one finds its slot in the environment
- * and runs as a cluster child (cluster/child.ts). At 1 nothing of that runs.
+ * process the cluster primary (cluster/start.ts), which checks the connection
+ * first and then forks this same command once per process; a forked one finds
+ * its slot in the environment and runs as a cluster child (cluster/child.ts).
+ * At 1 nothing of that runs.
  */
 import { startChild } from '../cluster/child.ts';
 import { resolveProcesses } from '../cluster/cpus.ts';
 import { CHILD_SLOT_ENV } from '../cluster/messages.ts';
 import { startCluster } from '../cluster/start.ts';
 import { unreadConfigFiles } from '../config/index.ts';
+import { checkAccess } from '../db/access.ts';
 import { migrate } from '../db/migrate.ts';
 import { startRunner, type RunnerSetup } from '../run/runner.ts';
 import { parseFlags } from './args.ts';
@@ -62,6 +69,10 @@ export async function startCommand(argv: string[]): Promise<number> {
   const processes = resolveProcesses(settings.cluster.processes);
   if (slot !== undefined) await startChild(setup);
   else if (processes > 1) {
+    await checkAccess(ctx.pool, settings.database.schema).catch(async (err: unknown) => {
+      await ctx.close();
+      throw err;
+    });
     if (migrating) await migrate(ctx.directPool(), { schema: settings.database.schema, log });
     await startCluster({
       settings,

@@ -4,9 +4,10 @@
  * or JOBVISOR_DASHBOARD_TOKEN_FILE), read by src/dashboard/token.ts.
  */
 import convict from 'convict';
+import { SECRET_KEYS } from '../secrets.ts';
 
-/** Payload keys shown as `[redacted]` unless configured otherwise. */
-export const DEFAULT_REDACT = ['password', 'token', 'secret', 'authorization'];
+/** Payload keys shown as `[redacted]` unless configured otherwise: the secrets' names (secrets.ts). */
+export const DEFAULT_REDACT: readonly string[] = SECRET_KEYS;
 
 function basePathFormat(value: unknown): void {
   if (typeof value !== 'string' || !/^\/([A-Za-z0-9._~-]+\/)*([A-Za-z0-9._~-]+)?$/.test(value))
@@ -71,7 +72,7 @@ export const dashboardSchema = {
     env: 'DASHBOARD_ALLOWED_HOSTS',
   },
   redact: {
-    doc: 'Payload keys shown as [redacted], matched case-insensitively at any depth.',
+    doc: 'Payload keys shown as [redacted], matched case-insensitively at any depth, each also without its underscores or with hyphens (api_key: apiKey, api-key). Default: the names of secrets that logs hide too.',
     format: redactFormat,
     default: [...DEFAULT_REDACT],
   },

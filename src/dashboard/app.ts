@@ -19,6 +19,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type pg from 'pg';
 import type { Schedule } from '../config/index.ts';
 import { DEFAULT_REDACT } from '../config/dashboard.ts';
+import { notMigrated } from '../errors.ts';
+import { secretKeyNames } from '../secrets.ts';
 import type { Logger } from '../log.ts';
 import { createAuth, SESSION_COOKIE } from './auth.ts';
 import { dashboardDb, DASHBOARD_STATEMENT_TIMEOUT_MS } from './db.ts';
@@ -52,7 +54,7 @@ export interface DashboardOptions {
    * [::1] (any other Host gets 403, against DNS rebinding). Ignored with a token.
    */
   allowedHosts?: string[];
-  /** Payload keys shown as [redacted] (default: password, token, secret, authorization). */
+  /** Payload keys shown as [redacted], each also without `_` or with `-` (default: secrets.ts SECRET_KEYS). */
   redact?: string[];
   /** Cron schedules for the Schedules page (the configuration's `schedules`). */
   schedules?: Schedule[];
@@ -111,11 +113,8 @@ export function createDashboard(options: DashboardOptions): DashboardHandler {
   }
   const auth = createAuth(token);
   const view: ViewContext = { base, readOnly: options.readOnly ?? false, authRequired: auth.required };
-  const db = dashboardDb(
-    options.pool,
-    options.schema ?? 'jobvisor',
-    options.statementTimeoutMs ?? DASHBOARD_STATEMENT_TIMEOUT_MS,
-  );
+  const schema = options.schema ?? 'jobvisor';
+  const db = dashboardDb(options.pool, schema, options.statementTimeoutMs ?? DASHBOARD_STATEMENT_TIMEOUT_MS);
 
   const root = new Hono({ strict: false });
   const app = basePath === '/' ? root : root.basePath(basePath);
@@ -175,7 +174,8 @@ export function createDashboard(options: DashboardOptions): DashboardHandler {
       return c.html(messagePage(view, 'Read-only', 'This dashboard is read-only: actions are turned off.'), 403);
     return next();
   });
-  const redact = options.redact ?? DEFAULT_REDACT;
+  // Every spelling of each name (api_key, apikey, api-key), for the pages and the text filter alike.
+  const redact = secretKeyNames(options.redact ?? DEFAULT_REDACT);
   pageRoutes(app, { view, db, redact, schedules: options.schedules ?? [] });
   actionRoutes(app, { view, db, redact });
   queueRoutes(app, { view, db });
@@ -183,6 +183,9 @@ export function createDashboard(options: DashboardOptions): DashboardHandler {
   app.notFound((c) => c.html(messagePage(view, 'Not found', 'There is no such page.'), 404));
   root.notFound((c) => c.html(messagePage(view, 'Not found', 'There is no such page.'), 404));
   const onError = (err: Error & { code?: string }, c: Parameters<Parameters<typeof app.onError>[0]>[1]) => {
+    // A database `jobvisor migrate` has not prepared: say so, not pg's `relation … does not exist`.
+    const unmigrated = notMigrated(err, schema);
+    if (unmigrated) return c.html(messagePage(view, 'Not migrated', unmigrated.message), 503);
     if (err.code === STATEMENT_TIMEOUT)
       return c.html(
         messagePage(view, 'Too slow', 'The database did not answer within the dashboard’s statement timeout.'),

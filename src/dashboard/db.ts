@@ -1,14 +1,14 @@
 /**
  * How the dashboard reaches the database: each request borrows one client of
- * the pool it was given and bounds every statement on it with the dashboard's
- * own statement_timeout (default 5 s), restoring the client's previous value
- * before handing it back. A pool the dashboard shares with an application
- * therefore keeps its own setting, and no page can hold a connection for
- * longer than the bound, whatever the size of the table.
+ * the pool it was given, and every statement on it runs under the dashboard's
+ * own statement_timeout (default 5 s), set for the statement's transaction
+ * only (`SET LOCAL`, queue/sql.ts `Store.statementTimeoutMs`). No page can hold
+ * a connection for longer than the bound, whatever the size of the table, and
+ * nothing the dashboard sets stays on the connection: a pool shared with an
+ * application keeps its own settings, through a pooler in transaction mode too.
  */
 import type pg from 'pg';
 import { withClient } from '../db/borrow.ts';
-import { setStatementTimeout, setStatementTimeoutSql, timeoutText } from '../db/statement_timeout.ts';
 import type { Store } from '../queue/sql.ts';
 
 export const DASHBOARD_STATEMENT_TIMEOUT_MS = 5_000;
@@ -21,18 +21,7 @@ export interface DashboardDb {
 export function dashboardDb(pool: pg.Pool, schema: string, timeoutMs = DASHBOARD_STATEMENT_TIMEOUT_MS): DashboardDb {
   return {
     use(fn) {
-      return withClient(pool, async (client, discard) => {
-        const { rows } = await client.query<{ before: string }>(
-          `SELECT current_setting('statement_timeout') AS before, ${setStatementTimeoutSql(1)}`,
-          [timeoutText(timeoutMs)],
-        );
-        try {
-          return await fn({ db: serialized(client), schema });
-        } finally {
-          // A client whose setting could not be restored is closed, not pooled again.
-          await setStatementTimeout(client, rows[0]?.before ?? '0').catch((err: Error) => discard(err));
-        }
-      });
+      return withClient(pool, (client) => fn({ db: serialized(client), schema, statementTimeoutMs: timeoutMs }));
     },
   };
 }

@@ -7,23 +7,43 @@
  *
  * States: none → held → (lost: handed back with its error, so the pool closes
  * it) → none … → closed. With no connection held (not yet taken, lost, or none
- * to be had) a query goes through the pool as any other.
+ * to be had) a query goes through the pool as any other. Queries on the held
+ * connection take turns (pg deprecates queueing them on one client).
+ *
+ * It is also the last connection a supervisor has when the pool's owner (an
+ * app that gave run() its own pool) ends the pool under it: `untilPoolEnds`
+ * sends through the pool while it is open and through the held connection once
+ * it is ending, so the drain's outcomes and hand-backs are still written; the
+ * pool's end() resolves when close() hands the connection back.
  */
 import type pg from 'pg';
 import { isReadOnlyDbError, isRetryableDbError } from '../errors.ts';
 import { borrow, type Borrowed } from './borrow.ts';
+import { setIfOwnedSql, startupPid } from './owned_session.ts';
 import type { Db } from './pool.ts';
 
 export class HeldConnection {
   private held: Borrowed | undefined;
   private taking: Promise<pg.PoolClient | undefined> | undefined;
   private closed = false;
+  /** The tail of the queries sent on the held connection. */
+  private turn: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly pool: pg.Pool) {}
 
   /** For `Store.db`: the statement modules use only `query(config)`. */
   get db(): Db {
     return { query: (config: pg.QueryConfig) => this.query(config) } as unknown as Db;
+  }
+
+  /**
+   * For `Store.db` of the statements a drain still writes (outcomes, hand-backs):
+   * the pool while it is open, the held connection once its owner has ended it.
+   */
+  get untilPoolEnds(): Db {
+    return {
+      query: (config: pg.QueryConfig) => (this.pool.ending ? this.query(config) : this.pool.query(config)),
+    } as unknown as Db;
   }
 
   /** Takes a connection now. Never throws: without one, queries use the pool. */
@@ -34,8 +54,10 @@ export class HeldConnection {
   async query(config: pg.QueryConfig): Promise<pg.QueryResult> {
     const client = await this.get();
     if (!client) return this.pool.query(config);
+    const mine = this.turn.then(() => client.query(config));
+    this.turn = mine.catch(() => undefined);
     try {
-      return await client.query(config);
+      return await mine;
     } catch (err) {
       // A statement's own error leaves the connection usable; a lost or read-only one does not.
       if (isRetryableDbError(err) || isReadOnlyDbError(err)) this.lose(client, err);
@@ -63,8 +85,11 @@ export class HeldConnection {
             held.release();
             return undefined;
           }
-          // Named in pg_stat_activity, so an operator (or a test) can tell it from the pool's.
-          await client.query(`SELECT set_config('application_name', 'jobvisor-heartbeat', false)`).catch(() => {});
+          // Named in pg_stat_activity, so an operator (or a test) can tell it from the pool's;
+          // on a session of its own only (owned_session.ts: not a pooler's shared one).
+          await client
+            .query(`SELECT ${setIfOwnedSql('application_name', 1, 2)}`, ['jobvisor-heartbeat', startupPid(client)])
+            .catch(() => {});
           this.held = held;
           return client;
         },

@@ -6,7 +6,11 @@
  * Every statement on the pool is bounded by a server-side `statement_timeout`
  * (default 30 s), so one slow statement cannot hold a connection that
  * heartbeats and claims need. A session that needs longer (migrations) sets
- * its own with `SET LOCAL`.
+ * its own with `SET LOCAL`. The bound is set for the session only when the
+ * session is this connection's own (owned_session.ts): behind a pooler in
+ * transaction mode it would stay on a server connection that the next
+ * transaction, perhaps an application's, then runs on; there nothing is set
+ * and the pooler's own bound applies (README "PgBouncer and other poolers").
  *
  * A new connection is also asked whether its server takes writes
  * (`pg_is_in_recovery()`, `transaction_read_only`), in the same round trip. One
@@ -19,7 +23,8 @@
 import pg from 'pg';
 import { ReadOnlyServerError } from '../errors.ts';
 import type { Logger } from '../log.ts';
-import { setStatementTimeoutSql, timeoutText } from './statement_timeout.ts';
+import { setIfOwnedSql, startupPid } from './owned_session.ts';
+import { timeoutText } from './statement_timeout.ts';
 
 export type Db = pg.Pool | pg.PoolClient | pg.Client;
 
@@ -53,15 +58,15 @@ export function createPool(
     idleTimeoutMillis: 30_000,
     connectionTimeoutMillis: 10_000,
     keepAlive: true,
-    // A SET on each new connection rather than a startup parameter: PgBouncer refuses
-    // startup parameters it does not know. pg-pool awaits onConnect before it hands the
-    // connection out, so no query is ever queued behind it on the same client.
+    // Set with the server-role read, in its round trip, on a session of our own only
+    // (owned_session.ts). pg-pool awaits onConnect before it hands the connection out,
+    // so no query is ever queued behind it on the same client.
     onConnect: async (client) => {
       const { rows } = await client.query<{ in_recovery: boolean; read_only: string }>(
         timeoutMs > 0
           ? {
-              text: `SELECT ${setStatementTimeoutSql(1)}, ${SERVER_ROLE}`,
-              values: [timeoutText(timeoutMs)],
+              text: `SELECT ${setIfOwnedSql('statement_timeout', 1, 2)}, ${SERVER_ROLE}`,
+              values: [timeoutText(timeoutMs), startupPid(client)],
             }
           : { text: `SELECT ${SERVER_ROLE}` },
       );

@@ -7,10 +7,20 @@
  * A probe that gets no answer within `timeoutMs` reports the database
  * unreachable and drops its connection (the next probe opens a new one). So
  * does a probe that finds the server read-only (a standby, a demoted primary).
+ * A server that refuses this process for good (a wrong password, a missing
+ * database or grant: `connectionRefusal` in errors.ts) is not "unreachable":
+ * the answer gives the server's reason and carries the error in `refused`.
+ * The server bounds the probe's reads by the same `timeoutMs`: for the session
+ * when the connection's session is its own (db/owned_session.ts, set with the
+ * connection), else for each probe's transaction only (`SET LOCAL`): through a
+ * pooler in transaction mode a session setting would stay on the server
+ * connection for whoever runs next.
  */
 import pg from 'pg';
 import { isMigrated } from '../db/migrate.ts';
-import { setStatementTimeout } from '../db/statement_timeout.ts';
+import { accessRefused } from '../errors.ts';
+import { setIfOwnedSql, startupPid } from '../db/owned_session.ts';
+import { setStatementTimeout, timeoutText } from '../db/statement_timeout.ts';
 import { readServerRole } from '../queue/server_role.ts';
 import type { Readiness } from './server.ts';
 
@@ -30,6 +40,8 @@ export interface ReadinessProbeOptions {
 
 export class DatabaseProbe {
   private client: pg.Client | undefined;
+  /** The connection's session is its own, with the bound set (else each probe sets it, SET LOCAL). */
+  private owned = false;
   private cached: { at: number; result: Readiness } | undefined;
   private probing: Promise<Readiness> | undefined;
   private closed = false;
@@ -82,17 +94,26 @@ export class DatabaseProbe {
     this.probes++;
     try {
       const client = await this.connect(timeoutMs);
-      if (!(await readServerRole(client)).writable) {
+      const scoped = !this.owned;
+      if (scoped) {
+        await client.query('BEGIN');
+        await setStatementTimeout(client, timeoutMs, 'transaction');
+      }
+      const writable = (await readServerRole(client)).writable;
+      const migrated = writable && (await isMigrated(client, { schema: this.options.schema }));
+      if (scoped) await client.query('COMMIT');
+      if (!writable) {
         // Its next probe opens a new connection: the endpoint may lead to a primary by then.
         this.drop();
         return { ready: false, reason: READ_ONLY_REASON };
       }
-      return (await isMigrated(client, { schema: this.options.schema }))
-        ? { ready: true }
-        : { ready: false, reason: 'schema not migrated: run jobvisor migrate' };
-    } catch {
+      return migrated ? { ready: true } : { ready: false, reason: 'schema not migrated: run jobvisor migrate' };
+    } catch (err) {
       this.drop();
-      return { ready: false, reason: 'database unreachable' };
+      const refused = accessRefused(err);
+      return refused
+        ? { ready: false, reason: refused.message, refused }
+        : { ready: false, reason: 'database unreachable' };
     }
   }
 
@@ -107,8 +128,13 @@ export class DatabaseProbe {
     });
     client.on('error', () => this.drop());
     this.client = client;
+    this.owned = false;
     await client.connect();
-    await setStatementTimeout(client, timeoutMs);
+    const { rows } = await client.query<{ set: string | null }>(
+      `SELECT ${setIfOwnedSql('statement_timeout', 1, 2)} AS set`,
+      [timeoutText(timeoutMs), startupPid(client)],
+    );
+    this.owned = rows[0]?.set != null;
     return client;
   }
 

@@ -13,11 +13,14 @@
 import { createServer, type Server } from 'node:http';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { Registry } from 'prom-client';
+import type { DatabaseAccessError } from '../errors.ts';
 import { within } from '../within.ts';
 
 export interface Readiness {
   ready: boolean;
   reason?: string;
+  /** Set when the database refuses this process for good (a wrong password, a missing grant): start-up stops. */
+  refused?: DatabaseAccessError;
 }
 
 export interface HttpOptions {

@@ -60,23 +60,52 @@ import { planned, run, runArrays, type Now, type Store } from './sql.ts';
 import type { ClaimedJob } from './types.ts';
 
 /**
- * The payload as JSON text, in a claim's RETURNING, unless its stored size
- * already proves it over the limit ($6): a jsonb value's binary form is at
- * most about five times its JSON text (an array of small numbers), and
- * compression only makes the stored form smaller, so a value stored in more
- * than 8 × the limit has JSON text over the limit. Converting one such row
- * (1 MB stored, 600 MB of JSON text) took 11 s of the claim, long enough for the
- * leases of the jobs claimed with it to run out before the claim returned.
- * Unqualified, so it serves every claim statement (only the jobs table has a
- * `payload` column in them).
+ * Largest stored payload (pg_column_size) whose JSON text a claim carries. A
+ * larger one is claimed without it: the worker thread that runs the job reads
+ * it (queue/payload_read.ts), so neither the claim nor the supervisor's main
+ * thread ever holds it.
+ *
+ * Why: 1,200 jobs of 900 KB through two supervisors (concurrency 50, so 2,000
+ * claimed ahead) made claims of 1,000 rows carry 900 MB. PostgreSQL wrote each
+ * text to disk twice (the claim's CTE and its sort spill past work_mem: 516 MB
+ * of temporary files for 200 rows, 5.8 s), the claim outlived its 15 s lease or
+ * its 30 s statement timeout, and the main thread spent up to 4.3 s at a time
+ * copying 50 payloads into one message for a thread, on a loaded 2-core machine
+ * (RELIABILITY.md, "Big payloads").
+ *
+ * 2 KB: PostgreSQL keeps a value under about 2 KB uncompressed in its row
+ * (TOAST_TUPLE_THRESHOLD), so below it the stored size is about the text's;
+ * "ids, not records" payloads are far below, and ride the claim as before. A
+ * value compressed into fewer bytes may hold more text (up to about 90 times
+ * for pglz): a claim of 1,000 such rows carries at most that.
  */
-export const PAYLOAD_TEXT = `CASE WHEN pg_column_size(payload) <= $6::bigint * 8 THEN payload::text END AS text,
+export const INLINE_PAYLOAD_BYTES = 2048;
+
+/**
+ * The payload as JSON text, in a claim's RETURNING, when its stored size is at
+ * most INLINE_PAYLOAD_BYTES and does not already prove it over the limit ($6):
+ * a jsonb value's binary form is at most about five times its JSON text (an
+ * array of small numbers), and compression only makes the stored form smaller,
+ * so a value stored in more than 8 × the limit has JSON text over the limit.
+ * Converting one such row (1 MB stored, 600 MB of JSON text) took 11 s of the
+ * claim, long enough for the leases of the jobs claimed with it to run out
+ * before the claim returned. Unqualified, so it serves every claim statement
+ * (only the jobs table has a `payload` column in them).
+ */
+export const PAYLOAD_TEXT = `CASE WHEN pg_column_size(payload) <= least($6::bigint * 8, ${INLINE_PAYLOAD_BYTES}) THEN payload::text END AS text,
             pg_column_size(payload) AS stored`;
 
-/** The payload columns of a claim's result, from `claimed AS c` (PAYLOAD_TEXT). */
+/**
+ * The payload columns of a claim's result, from `claimed AS c` (PAYLOAD_TEXT):
+ * the text when within the limit, else its size when over it, else (no text
+ * sent) the stored size when that proves it over the limit; `payload_deferred`
+ * when no text was sent but the payload may be within the limit: its thread
+ * reads it.
+ */
 export const PAYLOAD_COLUMNS = `CASE WHEN octet_length(c.text) <= $6 THEN c.text END AS payload,
        CASE WHEN octet_length(c.text) > $6 THEN octet_length(c.text) END AS payload_bytes,
-       CASE WHEN c.text IS NULL THEN c.stored END AS payload_stored`;
+       CASE WHEN c.text IS NULL AND c.stored > $6::bigint * 8 THEN c.stored END AS payload_stored,
+       c.text IS NULL AND c.stored <= $6::bigint * 8 AS payload_deferred`;
 
 const CLAIM_JOBS = planned(
   'claim_jobs',
@@ -111,6 +140,7 @@ type ClaimColumns = [
   payload: string | null,
   payloadBytes: number | null,
   payloadStored: number | null,
+  payloadDeferred: boolean,
   attempts: number,
   maxAttempts: number,
   runAtMs: string,
@@ -127,6 +157,8 @@ export interface ClaimRow {
   /** The JSON text's size, set only when it is over the limit (payload is then null). */
   payload_bytes: number | null;
   payload_stored: number | null;
+  /** No text sent, and the payload may be within the limit: the job's thread reads it. */
+  payload_deferred: boolean;
   attempts: number;
   max_attempts: number;
   run_at_ms: string;
@@ -139,7 +171,8 @@ export interface ClaimRow {
  * write one) is not sent: the server measures it and the job comes back with
  * `payload: null` and its size, for the caller to dead-letter. A 600 MB JSON
  * text would otherwise overflow the client's string limit and crash the process
- * with the whole batch claimed.
+ * with the whole batch claimed. A payload stored in more than
+ * INLINE_PAYLOAD_BYTES comes back `payloadDeferred`, without its text.
  */
 export async function claimJobs(
   store: Store,
@@ -173,10 +206,11 @@ export async function claimJobs(
     payload: r[3],
     payloadBytes: r[4],
     payloadStoredBytes: r[5],
-    attempt: r[6],
-    maxAttempts: r[7],
-    runAtMs: Number(r[8]),
-    traceContext: r[9] ?? undefined,
+    payloadDeferred: r[6],
+    attempt: r[7],
+    maxAttempts: r[8],
+    runAtMs: Number(r[9]),
+    traceContext: r[10] ?? undefined,
   }));
 }
 
@@ -190,6 +224,7 @@ export function claimedJob(r: ClaimRow): ClaimedJob {
     payload: r.payload,
     payloadBytes: r.payload_bytes,
     payloadStoredBytes: r.payload_stored,
+    payloadDeferred: r.payload_deferred,
     attempt: r.attempts,
     maxAttempts: r.max_attempts,
     runAtMs: Number(r.run_at_ms),

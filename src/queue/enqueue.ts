@@ -13,13 +13,22 @@ import { checkName, checkQueue } from '../names.ts';
 import { qualify } from '../db/schema.ts';
 import { captureTraceContext } from '../tracing/context.ts';
 import { COPY_JOBS, copyRows } from './copy.ts';
-import { planned, run, type Store } from './sql.ts';
-import { defaultQueueOf } from './task_defaults.ts';
-import type { EnqueueOptions, EnqueueResult, JobSpec, JobSpecOf, PayloadOf } from './enqueue_types.ts';
+import type {
+  BatchJob,
+  DynamicKind,
+  EnqueueOptions,
+  EnqueueResult,
+  JobDefaults,
+  JobDefinition,
+  JobSpec,
+  Kind,
+  PayloadFor,
+} from './enqueue_types.ts';
+import { insertJobs } from './insert_jobs.ts';
 import { checkKey, checkPayload, shown } from './validate.ts';
-import { checkDependencies, insertGraph, jobColumns, type GraphRow } from './workflow.ts';
+import { checkDependencies, type GraphRow } from './workflow.ts';
 
-export type { EnqueueOptions, EnqueueResult, JobSpec, JobSpecOf, PayloadOf, TaskPayloads } from './enqueue_types.ts';
+export type * from './enqueue_types.ts';
 
 export const DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024;
 const MAX_BATCH = 100_000;
@@ -50,7 +59,9 @@ function toRow(
   index: number | null = null,
 ): Row {
   checkName('kind', kind);
-  const queue = options.queue ?? defaultQueueOf(kind);
+  // The caller's queue, else the defineJob handle's (merged in by the caller), else
+  // "default": never something this process happened to read elsewhere.
+  const queue = options.queue ?? 'default';
   checkQueue('queue', queue);
   const priority = options.priority ?? 0;
   if (!Number.isInteger(priority) || Math.abs(priority) > 1_000_000)
@@ -105,69 +116,6 @@ export function validateJob(kind: string, payload: unknown, options: Omit<Enqueu
   toRow(kind, payload, options, options.maxPayloadBytes);
 }
 
-// One statement for one job or many: arrays through unnest, so a batch is one
-// round trip and one NOTIFY. NULLs take the column defaults.
-const INSERT_JOBS = planned(
-  'insert_jobs',
-  `
-INSERT INTO jobvisor.jobs (queue, kind, payload, priority, max_attempts, run_at, unique_key, trace_context, concurrency_key)
-SELECT j.queue, j.kind, j.payload, j.priority, coalesce(j.max_attempts, 8),
-       coalesce(j.run_at, now() + coalesce(j.delay_ms, 0) * interval '1 millisecond'), j.unique_key, $9::jsonb,
-       j.concurrency_key
-  FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::int[], $5::int[], $6::timestamptz[], $7::float8[], $8::text[],
-              $10::text[])
-       AS j(queue, kind, payload, priority, max_attempts, run_at, delay_ms, unique_key, concurrency_key)
-ON CONFLICT (kind, unique_key) WHERE unique_key IS NOT NULL DO NOTHING
-RETURNING id, kind, unique_key`,
-);
-
-const FIND_UNIQUE = planned(
-  'find_unique',
-  `
-SELECT id, kind, unique_key FROM jobvisor.jobs j
- WHERE (kind, unique_key) IN (SELECT * FROM unnest($1::text[], $2::text[]))
-   AND unique_key IS NOT NULL`,
-);
-
-/** `traceContext`: the caller's active span (see tracing/context.ts), the same for every row. */
-async function insertRows(store: Store, rows: Row[], traceContext: string | null): Promise<EnqueueResult[]> {
-  const inserted = await run<{ id: string; kind: string; unique_key: string | null }>(
-    store,
-    INSERT_JOBS,
-    jobColumns(rows, traceContext),
-  );
-  // Rows come back in insertion order; keyed rows are matched by key so that
-  // skipped duplicates can report the id of the job that already exists.
-  const byKey = new Map<string, string>();
-  const plain: string[] = [];
-  for (const r of inserted) {
-    if (r.unique_key === null) plain.push(r.id);
-    else byKey.set(keyOf(r.kind, r.unique_key), r.id);
-  }
-  const missing = rows.filter((r) => r.uniqueKey !== null && !byKey.has(keyOf(r.kind, r.uniqueKey)));
-  const existing = new Map<string, string>();
-  if (missing.length > 0) {
-    const found = await run<{ id: string; kind: string; unique_key: string }>(store, FIND_UNIQUE, [
-      missing.map((r) => r.kind),
-      missing.map((r) => r.uniqueKey),
-    ]);
-    for (const r of found) existing.set(keyOf(r.kind, r.unique_key), r.id);
-  }
-  let next = 0;
-  const seen = new Set<string>();
-  return rows.map((r) => {
-    if (r.uniqueKey === null) return { id: plain[next++] ?? null, duplicate: false };
-    const key = keyOf(r.kind, r.uniqueKey);
-    const id = byKey.get(key);
-    // The same key twice in one batch: the first is inserted, the second is a duplicate.
-    if (id !== undefined && !seen.has(key)) {
-      seen.add(key);
-      return { id, duplicate: false };
-    }
-    return { id: id ?? existing.get(key) ?? null, duplicate: true };
-  });
-}
-
 /**
  * @throws InputError when the batch is over `maxBytes`. Counted in UTF-16 units
  * first (at most 3 UTF-8 bytes each), so a batch far below the cap costs no
@@ -193,27 +141,42 @@ function checkBatchBytes(rows: Row[], maxBytes: number): void {
     );
 }
 
-function keyOf(kind: string, key: string): string {
-  return `${kind}\u0000${key}`;
-}
-
 /**
  * Enqueues one job with `db`: a pg Pool, a Client, or a client inside the
  * caller's open transaction (the job then commits or rolls back with it).
- * @returns the job id, or `{ duplicate: true }` with the existing id when uniqueKey matched.
+ * `kind` is a kind's name (declared in TaskPayloads once the app declares any,
+ * or a `DynamicKind`) or a handle from defineJob, whose defaults fill in the
+ * options the caller does not give.
+ * @returns the job's id; `duplicate: true` with the existing job's id when uniqueKey matched one.
  * @throws InputError (code INPUT_INVALID) before anything is written, for bad input;
  *   NotMigratedError (code SCHEMA_NOT_MIGRATED) when the database has no jobvisor tables yet.
  */
-export async function enqueue<K extends string>(
+export async function enqueue<K extends Kind | DynamicKind | JobDefinition<never>>(
   db: Db,
   kind: K,
-  payload: PayloadOf<K>,
+  payload: PayloadFor<K>,
   options: EnqueueOptions = {},
 ): Promise<EnqueueResult> {
-  const row = toRow(kind, payload, options, options.maxPayloadBytes);
+  const [name, merged] = isJobDefinition(kind) ? [kind.kind, withDefaults(kind.options, options)] : [kind, options];
+  const row = toRow(name, payload, merged, options.maxPayloadBytes);
   const schema = options.schema ?? 'jobvisor';
-  const [result] = await written(schema, () => insertAny({ db, schema }, [row], captureTraceContext()));
+  const [result] = await written(schema, () => insertJobs({ db, schema }, [row], captureTraceContext()));
   return result as EnqueueResult;
+}
+
+function isJobDefinition(kind: unknown): kind is JobDefinition<never> {
+  if (typeof kind !== 'object' || kind === null || !('kind' in kind) || !('options' in kind)) return false;
+  return typeof kind.options === 'object' && kind.options !== null;
+}
+
+/** `options` with a defineJob handle's defaults where it names none (an explicit `undefined` is none). */
+export function withDefaults<O extends JobDefaults>(defaults: Readonly<JobDefaults>, options: O): O {
+  return {
+    ...options,
+    queue: options.queue ?? defaults.queue,
+    priority: options.priority ?? defaults.priority,
+    maxAttempts: options.maxAttempts ?? defaults.maxAttempts,
+  };
 }
 
 /** Runs an insert; a database that `jobvisor migrate` has not prepared gives a NotMigratedError. */
@@ -232,9 +195,9 @@ async function written<T>(schema: string, write: () => Promise<T>): Promise<T> {
  *   whole batch is over `maxBatchBytes` (default 64 MiB); nothing is written.
  *   NotMigratedError when the database has no jobvisor tables yet.
  */
-export async function enqueueMany<K extends string>(
+export async function enqueueMany(
   db: Db,
-  jobs: readonly ({ kind: K } & JobSpecOf<K>)[],
+  jobs: readonly BatchJob[],
   options: { schema?: string; maxPayloadBytes?: number; maxBatchBytes?: number } = {},
 ): Promise<EnqueueResult[]> {
   if (!Array.isArray(jobs)) throw new InputError('jobs must be an array');
@@ -260,25 +223,5 @@ export async function enqueueMany<K extends string>(
     );
     return ids.map((id) => ({ id, duplicate: false }));
   }
-  return written(schema, () => insertAny({ db, schema }, rows, captureTraceContext()));
-}
-
-/** Plain rows take INSERT_JOBS as before; a batch where any job has parents takes insertGraph. */
-async function insertAny(store: Store, rows: Row[], traceContext: string | null): Promise<EnqueueResult[]> {
-  if (!rows.some((r) => r.parentIds.length + r.parentIndexes.length > 0)) return insertRows(store, rows, traceContext);
-  const ids = await insertGraph(store, rows, traceContext);
-  const skipped = rows.filter((r, i) => ids[i] === null && r.uniqueKey !== null);
-  const existing = new Map<string, string>();
-  if (skipped.length > 0) {
-    const found = await run<{ id: string; kind: string; unique_key: string }>(store, FIND_UNIQUE, [
-      skipped.map((r) => r.kind),
-      skipped.map((r) => r.uniqueKey),
-    ]);
-    for (const r of found) existing.set(keyOf(r.kind, r.unique_key), r.id);
-  }
-  return rows.map((r, i) => {
-    const id = ids[i] ?? null;
-    if (id !== null) return { id, duplicate: false };
-    return { id: r.uniqueKey === null ? null : (existing.get(keyOf(r.kind, r.uniqueKey)) ?? null), duplicate: true };
-  });
+  return written(schema, () => insertJobs({ db, schema }, rows, captureTraceContext()));
 }

@@ -34,7 +34,7 @@
  * second, admin reads): the parse a name saved is microseconds.
  */
 import type pg from 'pg';
-import { withClient } from '../db/borrow.ts';
+import { runScoped } from '../db/scoped_settings.ts';
 import { qualify } from '../db/schema.ts';
 import type { Db } from '../db/pool.ts';
 
@@ -44,6 +44,13 @@ export type { Db };
 export interface Store {
   db: Db;
   schema: string;
+  /**
+   * A bound on each statement sent through this store (the dashboard's), set
+   * for the statement's transaction only (`SET LOCAL`), like a statement's own
+   * settings (see `planned`): it cannot outlive the statement on a pooled
+   * connection. Unset: the session's own bound (db/pool.ts), if any.
+   */
+  statementTimeoutMs?: number;
 }
 
 export interface Statement {
@@ -110,10 +117,9 @@ export function prepared(name: string, text: string): Statement {
  * planner only index plans (`throughIndexes`: no sequential scan) or only an
  * ordered index walk (`indexWalk`: no sequential scan, bitmap or sort), or
  * only index plans grouped by hashing (`hashedThroughIndexes`), or only
- * index plans without bitmaps (`orderedThroughIndexes`), in a
- * transaction of its own when given a pool, for the session and back on a
- * client (runWith below): for statements whose plan must hold whatever the
- * statistics say.
+ * index plans without bitmaps (`orderedThroughIndexes`), set for the
+ * statement's transaction only (db/scoped_settings.ts): for statements whose
+ * plan must hold whatever the statistics say.
  */
 export function planned(name: string, text: string, plan?: keyof typeof PLANS): Statement {
   return statement(name, text, plan && PLANS[plan]);
@@ -158,8 +164,18 @@ export async function runArrays<R extends unknown[]>(
 }
 
 async function send<R>(store: Store, statement: Statement, values: unknown[], rowMode?: 'array'): Promise<R[]> {
-  if (statement.settings) return runWith<R>(store, statement, values, statement.settings, rowMode);
+  const settings = withBound(statement.settings, store);
+  if (settings) return runWith<R>(store, statement, values, settings, rowMode);
   return sendAsIs<R>(store, statement, values, rowMode);
+}
+
+/** A statement's SET LOCAL settings with the store's statement bound added, if it has one. */
+function withBound(settings: string | undefined, store: Store): string | undefined {
+  const ms = store.statementTimeoutMs;
+  if (ms === undefined) return settings;
+  // A whole number of milliseconds: the setting's integer form, safe in the text.
+  const bound = `SET LOCAL statement_timeout = ${Math.max(0, Math.floor(Number(ms)))}`;
+  return settings ? `${settings}; ${bound}` : bound;
 }
 
 async function sendAsIs<R>(store: Store, statement: Statement, values: unknown[], rowMode?: 'array'): Promise<R[]> {
@@ -186,15 +202,15 @@ export function intArray(values: ReadonlyArray<string | number>): string {
  * whatever the statistics say. Statistics made while the table was small can
  * claim that a sixth of a grown table is pending; PostgreSQL then reads a
  * million rows to count fifty thousand. Given a pool it takes a connection for
- * the three statements; given a client (perhaps inside the caller's
- * transaction) it runs the statement as it is.
+ * the three statements; given a client inside the caller's transaction, the
+ * settings last for the statement (db/scoped_settings.ts).
  */
 export async function runThroughIndexes<R extends pg.QueryResultRow>(
   store: Store,
   statement: Statement,
   values: unknown[],
 ): Promise<R[]> {
-  return runWith<R>(store, statement, values, THROUGH_INDEXES);
+  return runWith<R>(store, statement, values, withBound(THROUGH_INDEXES, store) as string);
 }
 
 async function runWith<R>(
@@ -204,47 +220,6 @@ async function runWith<R>(
   settings: string,
   rowMode?: 'array',
 ): Promise<R[]> {
-  const db = store.db as pg.Pool;
-  if (typeof db.totalCount !== 'number') return runWithOnClient<R>(store, statement, values, settings, rowMode);
-  return withClient(db, async (client) => {
-    try {
-      await client.query(`BEGIN; ${settings}`);
-      const rows = await sendAsIs<R>({ db: client, schema: store.schema }, statement, values, rowMode);
-      await client.query('COMMIT');
-      return rows;
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => {});
-      throw err;
-    }
-  });
-}
-
-/**
- * The same on a client that may be inside the caller's transaction (a
- * dashboard request's connection, an app's transaction): the settings are set
- * for the session and put back as they were. Should the statement fail inside
- * a transaction, its rollback puts them back too.
- */
-async function runWithOnClient<R>(
-  store: Store,
-  statement: Statement,
-  values: unknown[],
-  settings: string,
-  rowMode?: 'array',
-): Promise<R[]> {
-  const pairs = [...settings.matchAll(/SET LOCAL (\w+) = (\w+)/g)].map((m) => [m[1] as string, m[2] as string]);
-  // The names are \w+ matches of a statement's own constant settings (THROUGH_INDEXES, AS_INDEX_WALK).
-  const read = `SELECT ARRAY[${pairs.map(([n]) => `current_setting('${n}')`).join(', ')}] AS before`;
-  const write = `SELECT ${pairs.map(([n], i) => `set_config('${n}', $${i + 1}, false)`).join(', ')}`;
-  const { rows } = await store.db.query<{ before: string[] }>(read);
-  const before = rows[0]?.before ?? [];
-  await store.db.query(
-    write,
-    pairs.map(([, v]) => v as string),
-  );
-  try {
-    return await sendAsIs<R>(store, statement, values, rowMode);
-  } finally {
-    await store.db.query(write, before).catch(() => {});
-  }
+  // SET LOCAL: the settings end with the statement's transaction (db/scoped_settings.ts).
+  return runScoped(store.db, settings, (db) => sendAsIs<R>({ db, schema: store.schema }, statement, values, rowMode));
 }

@@ -1,6 +1,17 @@
 /** Rows and outcomes that cross between the queue layer and the supervisor. */
 
 /**
+ * A job as `runner.events` listeners see it (supervisor/events.ts): what it
+ * is and which attempt, never its claim token or its payload.
+ */
+export interface JobRef {
+  id: string;
+  queue: string;
+  kind: string;
+  attempt: number;
+}
+
+/**
  * A job this supervisor has claimed: it owns the run fenced by `token` until its
  * lease ends. The token is unique to this claim (drawn from a sequence), so no
  * other run of the same job, earlier or later, can write with it.
@@ -13,15 +24,24 @@ export interface ClaimedJob {
   queue: string;
   /**
    * The payload as JSON text: parsed in the worker thread, not on the main thread.
-   * Null when it is over the claim's size limit (see payloadBytes).
+   * Null when it is over the claim's size limit (see payloadBytes), or when the
+   * claim did not carry it (payloadDeferred).
    */
   payload: string | null;
   /** Size of the payload's JSON text in bytes when it is over the limit (payload null); else null. */
   payloadBytes: number | null;
   /** Set when the payload's stored size alone proved it over the limit: that size, in bytes. */
   payloadStoredBytes: number | null;
+  /**
+   * The claim did not carry the payload (stored in more than
+   * INLINE_PAYLOAD_BYTES, queue/claim.ts): the worker thread that runs the job
+   * reads it, fenced by the claim's token (queue/payload_read.ts).
+   */
+  payloadDeferred?: boolean;
   attempt: number;
   maxAttempts: number;
+  /** The job as events show it (refOf, supervisor/events.ts): made once, when first reported. */
+  ref?: JobRef;
   /** When the job became due, in ms since the epoch. */
   runAtMs: number;
   /** The job's trace_context as JSON text (W3C traceparent/tracestate), when it has one. */

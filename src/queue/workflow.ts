@@ -5,16 +5,21 @@
  * done or dead-letter write settles their children (settle_parents, migration
  * 017). Plain batches never come here.
  *
- * Race with a parent's completion: the statement locks the parents first
- * (FOR NO KEY UPDATE, the lock a completion's UPDATE takes), so either the
- * completion committed before and the parent is seen done (its edge is
- * inserted already counted), or the completion waits for this insert to
- * commit, and settle_parents, whose statements each take a fresh snapshot,
- * then sees the new edge.
+ * Race with a parent's completion: the statement only reads its existing
+ * parents and names them in jobvisor.new_edges; at the COMMIT of the caller's
+ * transaction a deferred trigger (settle_new_edges, migration 023) takes them
+ * FOR NO KEY UPDATE, flags them and settles the edges of those that finished
+ * meanwhile. So a parent's row is locked for the milliseconds of that commit,
+ * never for as long as an application keeps its transaction open: nothing a
+ * supervisor does to a running parent (its heartbeat, its done write) waits
+ * on an application. The migration says why no completion slips between.
  *
  * Cycles cannot be written: a job names existing ids, or earlier jobs of the
  * same call by index. A missing parent makes the whole statement write
- * nothing; the caller gets an InputError naming it.
+ * nothing; the caller gets an InputError naming it. A parent deleted after
+ * the statement and before the COMMIT fails the COMMIT (SQLSTATE 23503): in
+ * the caller's transaction that is the caller's COMMIT; on a pool, where the
+ * statement commits by itself, it is this InputError again.
  */
 import { InputError } from '../errors.ts';
 import { shown } from './validate.ts';
@@ -114,16 +119,17 @@ export function checkDependencies(
 // arrays whose size the planner sees: when in-batch ids were drawn inside the
 // statement and joined by position, a fan-out of 10,000 planned as a nested
 // loop of 10,000 × 10,000 rows (8 s to enqueue).
+// The existing parents ($13) are read, not locked (see the file comment): the
+// `marker` row names those of the children actually inserted, for the trigger
+// that settles them at COMMIT. Parents of the same call are flagged as they
+// are inserted ($12) and need nothing at COMMIT.
 const INSERT_GRAPH = planned(
   'insert_graph',
   `
 WITH p AS (
-  SELECT id, status FROM jobvisor.jobs WHERE id = ANY ($13::bigint[]) ORDER BY id FOR NO KEY UPDATE
+  SELECT id, status FROM jobvisor.jobs WHERE id = ANY ($13::bigint[])
 ), ok AS (
   SELECT count(*) = cardinality($13::bigint[]) AS ok FROM p
-), flag AS (
-  UPDATE jobvisor.jobs AS j SET has_dependents = true
-    FROM p WHERE j.id = ANY ($13::bigint[]) AND j.id = p.id AND j.has_dependents IS NOT TRUE AND (SELECT ok FROM ok)
 ), e AS (
   SELECT x.child_id, x.parent_id, coalesce(p.status = 'done', false) AS counted
     FROM unnest($14::bigint[], $15::bigint[]) AS x(child_id, parent_id)
@@ -149,16 +155,29 @@ WITH p AS (
 ), edges AS (
   INSERT INTO jobvisor.job_dependencies (child_id, parent_id, counted)
   SELECT e.child_id, e.parent_id, e.counted FROM e JOIN ins ON ins.id = e.child_id
+), marker AS (
+  INSERT INTO jobvisor.new_edges (parents)
+  SELECT array_agg(DISTINCT e.parent_id) FROM e JOIN ins ON ins.id = e.child_id
+   WHERE e.parent_id = ANY ($13::bigint[])
+  HAVING count(*) > 0
 )
 SELECT (SELECT ok FROM ok) AS ok,
        (SELECT array_agg(id) FROM unnest($13::bigint[]) AS m(id) WHERE id NOT IN (SELECT id FROM p))::text[] AS missing,
        (SELECT array_agg(id) FROM ins)::text[] AS ids`,
 );
 
+/** The error settle_new_edges raises when a parent was deleted before the COMMIT (migration 023). */
+function deletedParent(err: unknown): InputError | undefined {
+  const e = err as { code?: unknown; message?: unknown } | null | undefined;
+  if (e?.code !== '23503' || typeof e.message !== 'string' || !e.message.startsWith('jobvisor: dependsOn:')) return;
+  return new InputError(e.message.slice('jobvisor: '.length), { cause: err });
+}
+
 /**
  * Inserts a batch where some jobs have parents, in one statement.
  * @returns each job's id in order, null where a uniqueKey duplicate was skipped.
- * @throws InputError naming parent ids that do not exist; nothing is written then.
+ * @throws InputError naming parent ids that do not exist (or, on a pool, that
+ *   were deleted before the statement committed); nothing is written then.
  */
 export async function insertGraph(
   store: Store,
@@ -197,7 +216,9 @@ export async function insertGraph(
     intArray(edgeChild),
     intArray(edgeParent),
     intArray(ids),
-  ]);
+  ]).catch((err: unknown) => {
+    throw deletedParent(err) ?? err;
+  });
   if (!row?.ok) {
     const missing = row?.missing ?? [];
     throw new InputError(`dependsOn: no job ${missing.slice(0, 5).join(', ')}${missing.length > 5 ? ', …' : ''}`);

@@ -3,6 +3,7 @@
  * under `err`. Events, not idle polls: an empty claim logs nothing; per-job
  * lines are debug level so a busy supervisor does not log per job by default.
  */
+import { isPoolEnded } from '../db/pool_ended.ts';
 import { isReadOnlyDbError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { SupervisorEvents } from '../supervisor/events.ts';
@@ -87,7 +88,8 @@ export function logEvents(events: SupervisorEvents, log: Logger): void {
   events.on('job:claimed', workDone);
   events.on('job:completed', workDone);
   events.on('db:error', ({ loop, err }) => {
-    if (isReadOnlyDbError(err)) return;
+    // A read-only server is said once (database:read-only); a pool its owner ended, by the runner (runner.ts).
+    if (isReadOnlyDbError(err) || isPoolEnded(err)) return;
     if (isOutOfConnections(err)) {
       if (!refused)
         log.error(

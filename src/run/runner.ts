@@ -7,17 +7,28 @@
  * States: starting → running → stopping → stopped. startRunner() resolves in
  * `running`, once the supervisor listens and has made its first claims; before
  * that it waits, not ready, for the database and the migrated schema (logged
- * once). stop() drains (the supervisor's shutdown rule), then closes what the
- * runner opened, then what the caller handed it to close; it is idempotent and
- * resolves when all of that is done.
+ * once). A database that refuses this process for good (a wrong password, a
+ * missing database or grant) ends the wait: everything is stopped and
+ * startRunner() rejects with DatabaseAccessError. stop() drains (the
+ * supervisor's shutdown rule), then closes what the runner opened, then what
+ * the caller handed it to close; it is idempotent and resolves when all of
+ * that is done.
  *
  * `signal` (a cluster child's): aborting it stops the runner at any time; during
  * start-up the task checks end at once, nothing is claimed, and startRunner
  * resolves with the runner already stopping.
+ *
+ * A pool the caller gave (run({ pool })) and ends while the runner runs stops
+ * the runner, with one line that says why: it drains as stop() does, writing
+ * outcomes and hand-backs through the connection it holds for the heartbeat
+ * (db/held.ts), then hands that connection back, so the pool's end() resolves
+ * once the drain is done (at most `shutdown.grace` and the flush).
  */
 import type pg from 'pg';
 import { connectionBudget, effectiveQueueLimits, type Settings } from '../config/index.ts';
 import { migrate } from '../db/migrate.ts';
+import { accessRefused, type DatabaseAccessError } from '../errors.ts';
+import { watchPoolEnd } from '../db/pool_ended.ts';
 import { safeUrl, type Logger } from '../log.ts';
 import { createMetrics } from '../metrics/metrics.ts';
 import { DatabaseProbe } from '../metrics/readiness.ts';
@@ -34,6 +45,8 @@ import { checkTaskModules, checkTaskPaths } from './task_setup.ts';
 import { traceEvents } from './trace_events.ts';
 
 const READY_RETRY_MS = 1000;
+/** The stop reason (and the log line's) when the caller ends the pool it gave under the runner. */
+export const POOL_ENDED = 'the pg.Pool given to run() was ended while the runner was running';
 
 export interface RunnerSetup {
   settings: Settings;
@@ -99,7 +112,8 @@ async function tracingFor(setup: RunnerSetup): Promise<StartResult> {
 
 /**
  * Starts a supervisor; see the file comment.
- * @throws TaskSetupError when an app task cannot run (nothing is left running).
+ * @throws TaskSetupError when an app task cannot run, DatabaseAccessError when the
+ *   database refuses this process for good (nothing is left running).
  */
 export async function startRunner(setup: RunnerSetup): Promise<Runner> {
   const { settings, log } = setup;
@@ -137,7 +151,8 @@ export async function startRunner(setup: RunnerSetup): Promise<Runner> {
     if (setup.ownsPool) await setup.pool.end().catch(() => {});
     await endTracing();
     await setup.close?.();
-    throw err;
+    // The migrations' connection may be the first one refused (a wrong password).
+    throw accessRefused(err) ?? err;
   }
 
   servedKinds(setup, kinds);
@@ -162,6 +177,7 @@ export async function startRunner(setup: RunnerSetup): Promise<Runner> {
   let bySignal = false;
   const stop = (reason = 'stop requested'): Promise<void> => {
     stopping ??= (async () => {
+      unwatchPool?.();
       stopAskedAt = performance.now();
       await supervisor.stop(reason);
       threadWatch.off('stuck', onStuck);
@@ -179,6 +195,16 @@ export async function startRunner(setup: RunnerSetup): Promise<Runner> {
   };
   cancelChecks();
   whenAborted(setup.signal, (reason) => void stop(reason));
+  // The caller's pool ended under the runner: stop (see the file comment), said once.
+  const unwatchPool = setup.ownsPool
+    ? undefined
+    : watchPoolEnd(setup.pool, () => {
+        log.error(
+          { inFlight: supervisor.inFlight() },
+          `${POOL_ENDED}: stopping (stop the runner before ending its pool)`,
+        );
+        void stop(POOL_ENDED);
+      });
   if (setup.handleSignals)
     removeSignals = drainOnSignals({
       log,
@@ -192,15 +218,25 @@ export async function startRunner(setup: RunnerSetup): Promise<Runner> {
 
   // Wait for the database and the schema before claiming anything.
   let warned = false;
+  let refused: DatabaseAccessError | undefined;
   while (!stopping) {
     const r = await readiness();
     if (r.ready) break;
+    // A password, a grant, a database's name: waiting changes nothing, so start-up fails naming it.
+    if (r.refused) {
+      refused = r.refused;
+      break;
+    }
     if (!warned) log.warn({ reason: r.reason }, 'waiting before starting to claim jobs');
     warned = true;
     await new Promise((resolve) => setTimeout(resolve, READY_RETRY_MS));
   }
   // Without a server, the probe's only use was this wait: its connection is not kept.
   await probe?.close();
+  if (refused) {
+    await stop('start-up failed');
+    throw refused;
+  }
   if (!stopping) {
     await supervisor.start();
     log.info(

@@ -68,6 +68,7 @@ export function buildThreads(
       maxResultBytes: settings.jobs.maxResultBytes,
       maxSteps: settings.jobs.maxSteps,
       maxStepResultBytes: settings.jobs.maxStepResultBytes,
+      maxPayloadBytes: settings.jobs.maxPayloadBytes,
       logLevel: settings.log.level,
       supervisor,
       taskConfig: { thumbnails: settings.thumbnails, reports: settings.reports, schema: settings.database.schema },
@@ -109,11 +110,18 @@ export function buildFetchers(p: {
 }
 
 /**
- * The heartbeat, and its own connection out of the pool (db/held.ts) when the
- * pool has at least 3: leases are then renewed even when the pool is exhausted.
+ * The heartbeat's own connection out of the pool (db/held.ts) when the pool has
+ * at least 3: leases are then renewed even when the pool is exhausted, and a
+ * drain still writes when the pool's owner ends it under the supervisor.
  */
+export function buildHeldConnection(pool: pg.Pool, settings: Settings): HeldConnection | undefined {
+  const poolMax = (pool as { options?: { max?: number } }).options?.max ?? settings.database.poolSize;
+  return poolMax >= 3 ? new HeldConnection(pool) : undefined;
+}
+
+/** The heartbeat, through the held connection when there is one. */
 export function buildHeartbeat(p: {
-  pool: pg.Pool;
+  connection: HeldConnection | undefined;
   store: Store;
   settings: Settings;
   owner: string;
@@ -122,10 +130,9 @@ export function buildHeartbeat(p: {
   held: () => Fence[];
   onLost: (tokens: string[]) => void;
   events: SupervisorEvents;
-}): { heartbeat: Loop; connection: HeldConnection | undefined } {
-  const poolMax = (p.pool as { options?: { max?: number } }).options?.max ?? p.settings.database.poolSize;
-  const connection = poolMax >= 3 ? new HeldConnection(p.pool) : undefined;
-  const heartbeat = createHeartbeat({
+}): Loop {
+  const { connection } = p;
+  return createHeartbeat({
     store: connection ? { db: connection.db, schema: p.store.schema } : p.store,
     beat: p.beat,
     owner: p.owner,
@@ -134,7 +141,6 @@ export function buildHeartbeat(p: {
     onLost: p.onLost,
     events: p.events,
   });
-  return { heartbeat, connection };
 }
 
 /** The loops that keep the table in order: reaper, cleanup, scheduler. */

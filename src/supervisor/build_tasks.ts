@@ -5,7 +5,6 @@
  */
 import type { Settings } from '../config/index.ts';
 import type { Logger } from '../log.ts';
-import { setTaskQueueDefault } from '../queue/task_defaults.ts';
 import type { SupervisorEvents } from './events.ts';
 import { OptionsReader } from './options_reader.ts';
 import { QuietStart } from './quiet_start.ts';
@@ -47,11 +46,10 @@ export function buildTasks(
   return { reader, catalog };
 }
 
-/** A task's `options.queue`: the default queue of its kind's jobs enqueued in this process. */
+/** A task's `options.queue` (read by `jobvisor enqueue`) that this supervisor does not serve. */
 function useTaskQueue(settings: Settings, log: Logger, kind: string, queue: string | undefined): void {
   if (queue === undefined) return;
-  if (settings.queues[queue]) setTaskQueueDefault(kind, queue);
-  else
+  if (!settings.queues[queue])
     log.warn(
       `task ${kind} asks for queue "${queue}", which this supervisor does not serve (config queues); its jobs enqueued without a queue go to "default"`,
     );

@@ -7,12 +7,19 @@ import { EventEmitter } from 'node:events';
 import type { ReapedJob } from '../queue/reaper.ts';
 import type { Cleaned } from '../queue/cleanup.ts';
 import type { DurableReport } from '../worker/protocol.ts';
+import type { ClaimedJob, JobRef } from '../queue/types.ts';
+import type { ResolvedTaskOptions } from '../worker/task_options.ts';
 
-export interface JobRef {
-  id: string;
-  queue: string;
-  kind: string;
-  attempt: number;
+export type { JobRef };
+
+/**
+ * The JobRef of a claimed job, made once and kept on it. Every event that
+ * names jobs hands listeners these, never the claimed job itself, whose
+ * claim token fences its writes and whose payload may hold what the job's
+ * producer meant for its task alone.
+ */
+export function refOf(job: ClaimedJob): JobRef {
+  return (job.ref ??= { id: job.id, queue: job.queue, kind: job.kind, attempt: job.attempt });
 }
 
 /** Outcomes of a batch: parallel arrays, so a batch of a thousand costs no per-job objects. */
@@ -81,6 +88,8 @@ export interface Events {
   'loop:recovered': [{ loop: string; failedMs: number }];
   /** The supervisor was busy when every task's options were due to be read: the read waits for a quiet moment. */
   'tasks:deferred': [{ held: number }];
+  /** A task's options were read (at its kind's first job, or at the read of every task); null: it declares none. */
+  'task:read': [{ kind: string; options: ResolvedTaskOptions | null }];
 }
 
 export class SupervisorEvents extends EventEmitter<Events> {}

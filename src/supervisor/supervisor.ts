@@ -21,6 +21,7 @@ import { ProgressWriter } from './progress_writer.ts';
 import { Dispatcher } from './dispatch/dispatcher.ts';
 import { piscinaSessions } from './dispatch/session.ts';
 import { SupervisorEvents } from './events.ts';
+import { safeEmit } from './safe_emit.ts';
 import { Listener } from './listener.ts';
 import { wakeLimitedOnOutcomes } from './limited_wake.ts';
 import { endCancelledRunsOnLoss } from './cancelled_runs.ts';
@@ -36,6 +37,7 @@ import type { TaskCatalog } from './task_catalog.ts';
 import {
   buildFetchers,
   buildHeartbeat,
+  buildHeldConnection,
   buildMaintenance,
   buildPauseWatch,
   buildPresence,
@@ -99,17 +101,23 @@ export class Supervisor {
       options.pool ??
       createPool(options.databaseUrl, { max: settings.database.poolSize, log, applicationName: 'jobvisor' });
     this.store = { db: this.pool, schema: settings.database.schema };
+    this.beatConnection = buildHeldConnection(this.pool, settings);
+    // Outcomes, progress, presence: through the held connection once the pool's owner ended the pool.
+    const writes: Store = { db: this.beatConnection?.untilPoolEnds ?? this.pool, schema: this.store.schema };
     this.threads = buildThreads(settings, this.id, options.databaseUrl, options.taskFiles ?? {});
     this.threads.on('error', (err: unknown) => log.error({ err }, 'worker pool error'));
-    const outcomes = queueOutcomeStore(this.store, this.id, settings.jobs.maxSnoozes, settings.cleanup.retention > 0);
+    const outcomes = queueOutcomeStore(writes, this.id, settings.jobs.maxSnoozes, settings.cleanup.retention > 0);
     this.completer = new Completer(outcomes, settings, this.events);
     ({ reader: this.optionsReader, catalog: this.catalog } = buildTasks(
       settings,
       options.taskFiles ?? {},
       log,
-      (kind) => this.dispatcher.kindKnown(kind),
+      (kind) => {
+        this.dispatcher.kindKnown(kind);
+        safeEmit(this.events, 'task:read', { kind, options: this.catalog.get(kind) ?? null });
+      },
     ));
-    this.progress = new ProgressWriter(this.store, this.id, this.events);
+    this.progress = new ProgressWriter(writes, this.id, this.events);
     this.dispatcher = new Dispatcher({
       ...dispatcherSettings(settings, ABORT_GRACE_MS),
       sessions: piscinaSessions(this.threads),
@@ -129,7 +137,7 @@ export class Supervisor {
       beforeClaim: () => this.pauseWatch.beforeClaim(),
       events: this.events,
     });
-    this.presence = buildPresence(this.store, settings, this.id, () => this.inFlight(), log, options.cluster);
+    this.presence = buildPresence(writes, settings, this.id, () => this.inFlight(), log, options.cluster);
     wakeLimitedOnOutcomes(this.events, settings.queues, (queue) => this.fetchers.get(queue)?.onCapacity());
     endCancelledRunsOnLoss({
       store: this.store,
@@ -138,8 +146,8 @@ export class Supervisor {
       queues: settings.queues,
       onFreed: (queue) => this.fetchers.get(queue)?.wake(),
     });
-    ({ heartbeat: this.heartbeat, connection: this.beatConnection } = buildHeartbeat({
-      pool: this.pool,
+    this.heartbeat = buildHeartbeat({
+      connection: this.beatConnection,
       store: this.store,
       settings,
       owner: this.id,
@@ -155,7 +163,7 @@ export class Supervisor {
         this.dispatcher.leaseLost(tokens);
       },
       events: this.events,
-    }));
+    });
     this.loops = buildMaintenance(this.store, settings, this.events);
     this.pauseWatch = buildPauseWatch({
       store: this.store,
@@ -281,13 +289,10 @@ export class Supervisor {
     await this.progress.stop();
     await this.completer.flush(Date.now() + FLUSH_DEADLINE_MS);
     await this.heartbeat.stop();
+    // Bounded (a database that is away must not hold the exit); before the held connection goes.
+    const removePresence = () => this.presence.remove();
+    if (wasRunning) await within(this.firstBeat.then(removePresence), PRESENCE_REMOVE_MS);
     this.beatConnection?.close();
-    // Best effort and bounded: a database that is away must not hold the exit.
-    if (wasRunning)
-      await within(
-        this.firstBeat.then(() => this.presence.remove()),
-        PRESENCE_REMOVE_MS,
-      );
     await this.dispatcher.close();
     await this.threads.close({ force: true }).catch(() => {});
     await this.optionsReader.close();

@@ -5,6 +5,7 @@
  * never throws, because a throw here would escape the job and kill its thread and
  * every neighbour on it.
  */
+import { redactText, secretValues } from '../secrets.ts';
 import type { TaskError } from './protocol.ts';
 
 const MAX_MESSAGE = 2000;
@@ -30,6 +31,22 @@ export function toTaskError(err: unknown): TaskError {
       permanent: false,
       retryInMs: null,
     };
+  }
+}
+
+/**
+ * `error` without the values `payload` holds under a secret's name, nor a
+ * URL's password, in its message or stack: what a job's failure records goes
+ * to the logs, `last_error` and the dashboard. Never throws.
+ */
+export function withoutSecrets(error: TaskError, payload: unknown): TaskError {
+  try {
+    const secrets = secretValues(payload);
+    const out = { ...error, message: redactText(error.message, secrets) };
+    if (error.stack !== undefined) out.stack = redactText(error.stack, secrets);
+    return out;
+  } catch {
+    return { ...error, message: '[an error message that could not be checked for secrets]' };
   }
 }
 

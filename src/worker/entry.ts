@@ -10,17 +10,18 @@
 import { workerData } from 'piscina';
 import pino from 'pino';
 import type pg from 'pg';
-import { LOG_BUFFER_BYTES, REDACT_OPTIONS, serializeError } from '../log.ts';
+import { LOG_BUFFER_BYTES, LOG_REDACTION, redactChildren } from '../log.ts';
 import { createLogStream } from '../log_stream.ts';
-import { toTaskError } from './convert.ts';
+import { toTaskError, withoutSecrets } from './convert.ts';
 import { SnoozeError } from './errors.ts';
 import { catchEscapes, currentJob } from './escapes.ts';
 import { createLoader } from './loader.ts';
 import { parsePayload } from './payload.ts';
+import { createPayloadReader } from './payload_read.ts';
 import { ProgressThrottle } from './progress.ts';
 import { encodeProgress, encodeResult } from './report.ts';
-import { createTaskPool } from './task_db.ts';
-import { listParents, type ParentJob } from '../queue/parents.ts';
+import { createTaskPool, stopJobStatements } from './task_db.ts';
+import { eachParent, listParents, type ParentJob } from '../queue/parents.ts';
 import { missedWindow, reachStartWindow } from './start_window.ts';
 import { runTask, traceLogFields } from './tracing.ts';
 import { DurableSteps, parkedError, stepEnvOf } from './steps.ts';
@@ -38,18 +39,26 @@ import type { JobInfo, TaskConfig, TaskContext, WaitResult } from './types.ts';
 const setup = workerData as WorkerSetup;
 /** A rate-limited job's start window: [notBeforeMs, notAfterMs] (start_window.ts). */
 type Window = [number, number];
-const log = pino(
-  {
-    name: 'jobvisor',
-    level: setup.logLevel,
-    base: { supervisor: setup.supervisor },
-    redact: REDACT_OPTIONS,
-    serializers: { err: serializeError },
-    mixin: traceLogFields,
-  },
-  // Never wait for a stalled stdout: a task's log line must not hold its thread (log_stream.ts).
-  createLogStream({ fd: 1, maxBytes: LOG_BUFFER_BYTES / 4 }),
+const log = redactChildren(
+  pino(
+    {
+      name: 'jobvisor',
+      level: setup.logLevel,
+      base: { supervisor: setup.supervisor },
+      ...LOG_REDACTION,
+      mixin: traceLogFields,
+    },
+    // Never wait for a stalled stdout: a task's log line must not hold its thread (log_stream.ts).
+    createLogStream({ fd: 1, maxBytes: LOG_BUFFER_BYTES / 4 }),
+  ),
 );
+/** Payloads the claims did not carry (payload_read.ts), read through ctx.db's pool. */
+const readPayload = createPayloadReader({
+  db: taskDb,
+  schema: setup.taskConfig.schema,
+  maxPayloadBytes: setup.maxPayloadBytes,
+  reads: setup.dbPoolSize - 1,
+});
 const loader = createLoader(setup.tasks);
 let db: pg.Pool | undefined;
 
@@ -141,6 +150,9 @@ class JobRun implements TaskContext {
   waitFor(name: string, options: { timeout: string | number | Date }): Promise<WaitResult<never>> {
     return (this.durable ??= new DurableSteps(this, stepEnv)).waitFor<never>(name, options);
   }
+  eachParent(): AsyncIterable<ParentJob> {
+    return eachParent(taskDb(), setup.taskConfig.schema, this.id);
+  }
 
   /** Fails the job from outside its promise (see escapes.ts) and asks the task to stop. */
   fail(error: TaskError): boolean {
@@ -226,9 +238,10 @@ export default function session({ port, queue }: SessionTask): Promise<void> {
   };
 
   /** Runs one job to its end; never throws. */
-  async function execute(run: JobRun, payloadText: string, traceContext?: string, window?: Window): Promise<void> {
+  async function execute(run: JobRun, text: string | null, traceContext?: string, window?: Window): Promise<void> {
+    let payload: unknown;
     try {
-      const payload = parsePayload(payloadText);
+      payload = parsePayload(text ?? (await readPayload(run, run.signal)));
       // A loaded task runs without a detour through the loader's promise.
       const task = loader.loaded(run.kind) ?? (await loader.get(run.kind));
       if (window) {
@@ -243,7 +256,8 @@ export default function session({ port, queue }: SessionTask): Promise<void> {
       if (park) settle(run, parkedError(park));
       else settle(run, null, value === undefined ? undefined : encodeResult(value, setup.maxResultBytes));
     } catch (err) {
-      settle(run, run.durable?.park ? parkedError(run.durable.park) : toTaskError(err));
+      // An error that quotes the task's input quotes no secret of it (secrets.ts).
+      settle(run, run.durable?.park ? parkedError(run.durable.park) : withoutSecrets(toTaskError(err), payload));
     }
   }
 
@@ -265,7 +279,7 @@ export default function session({ port, queue }: SessionTask): Promise<void> {
           const notAfter = notAfterMs?.[i];
           const window: Window | undefined =
             notAfter === undefined ? undefined : [notBeforeMs?.[i] ?? -Infinity, notAfter];
-          void currentJob.run(run, execute, run, payloads[i] as string, traceContexts?.[i], window);
+          void currentJob.run(run, execute, run, payloads[i] ?? null, traceContexts?.[i], window);
         }
         break;
       }
@@ -282,6 +296,9 @@ export default function session({ port, queue }: SessionTask): Promise<void> {
         if (run) {
           run.controller ??= new AbortController();
           run.controller.abort(reason);
+          // pg cannot abort a statement the task awaits: the server is asked to (task_db.ts).
+          const connections = stopJobStatements(run);
+          if (connections > 0) run.log.warn({ connections }, 'job stopped: its ctx.db statements are cancelled');
         }
         break;
       }

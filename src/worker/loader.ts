@@ -8,8 +8,11 @@
  * replaces it. A kind found nowhere is a TaskLoadError: never another task. A module is imported by its own file URL, so
  * it resolves its imports (the app's modules, the app's dependencies) from
  * where it lives. A `.ts` file needs a TypeScript loader: one already active
- * (tsx preloaded, Node's own type stripping), else the app's tsx (or
- * jobvisor's, in a checkout), registered in the thread on first need.
+ * (tsx preloaded, Node's own type stripping: on by default from Node 22.18
+ * and 23.6), else the app's tsx (or jobvisor's, in a checkout), registered in
+ * the thread on first need. What type stripping cannot load (syntax it does
+ * not erase such as `enum`, an import written `./x.js` for `./x.ts`, a file
+ * under node_modules) goes to the app's tsx too when it has one.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -120,23 +123,54 @@ function tsxEsmApi(file: string): string {
   return required;
 }
 
+/** A TypeScript file by its extension. */
+const TYPESCRIPT = /\.[cm]?tsx?$/;
 /**
- * Imports a task module (bringing tsx in once for a .ts file where no
- * TypeScript loader is active). @throws TaskLoadError when it cannot be loaded.
+ * Node's own failures on a TypeScript file that tsx may not have: type
+ * stripping off or absent, syntax it does not erase, a file under
+ * node_modules, an import of `./x.js` that means `./x.ts`.
+ */
+const NOT_STRIPPABLE = new Set([
+  'ERR_UNSUPPORTED_TYPESCRIPT_SYNTAX',
+  'ERR_UNSUPPORTED_NODE_MODULES_TYPE_STRIPPING',
+  'ERR_MODULE_NOT_FOUND',
+]);
+
+/** Whether this Node.js strips types itself (`process.features.typescript`: 'strip' or 'transform'). */
+const STRIPS_TYPES = Boolean((process.features as { typescript?: unknown }).typescript);
+
+/** Whether tsx may load what Node's own import of `file` failed on with `err`. */
+function tsxMayLoad(file: string, err: unknown): boolean {
+  const code = (err as { code?: string } | undefined)?.code ?? '';
+  return code === 'ERR_UNKNOWN_FILE_EXTENSION' || (STRIPS_TYPES && TYPESCRIPT.test(file) && NOT_STRIPPABLE.has(code));
+}
+
+/**
+ * Imports a task module (bringing tsx in once for a .ts file that no active
+ * TypeScript loader could load). @throws TaskLoadError when it cannot be loaded.
  */
 export async function importTaskModule(file: string): Promise<Record<string, unknown>> {
   const url = pathToFileURL(file).href;
+  let native: unknown;
   try {
     return (await import(url)) as Record<string, unknown>;
   } catch (err) {
-    if ((err as { code?: string }).code !== 'ERR_UNKNOWN_FILE_EXTENSION') throw loadFailed(file, err);
+    if (!tsxMayLoad(file, err)) throw loadFailed(file, err);
+    native = err;
   }
   try {
     await registerTsx(file);
   } catch (cause) {
     tsxReady = undefined;
+    // Node's type stripping read the file: its own error says what it could not do.
+    if ((native as { code?: string }).code !== 'ERR_UNKNOWN_FILE_EXTENSION')
+      throw loadFailed(
+        file,
+        native,
+        " (Node.js's type stripping runs the file as written: erasable syntax only, other .ts files imported as .ts; install tsx in the app for more)",
+      );
     throw new TaskLoadError(
-      `task ${file} is TypeScript but no TypeScript loader is available: install tsx in the app, or compile it to .js`,
+      `task ${file} is TypeScript but no TypeScript loader is available: install tsx in the app, compile it to .js, or run on Node.js ≥ 22.18 (which strips types itself)`,
       false,
       { cause, reason: 'no-ts-loader' },
     );
@@ -149,10 +183,10 @@ export async function importTaskModule(file: string): Promise<Record<string, unk
   }
 }
 
-function loadFailed(file: string, err: unknown): TaskLoadError {
+function loadFailed(file: string, err: unknown, why = ''): TaskLoadError {
   const hint = file.endsWith('.js')
     ? ' (an ES module task needs the .mjs extension or a package.json with "type": "module" in its folder)'
-    : '';
+    : why;
   return new TaskLoadError(`task ${file} could not be loaded: ${(err as Error).message}${hint}`, false, {
     cause: err,
     reason: 'import-failed',

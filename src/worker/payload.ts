@@ -18,37 +18,63 @@
  * so a lossy integer always appears as such a run.
  */
 
+import { isSecretKey } from '../secrets.ts';
+
 /** A payload no retry can fix. */
 export class PayloadError extends Error {
   readonly permanent = true;
-  readonly code: 'payload_invalid_json' | 'payload_unsafe_integer';
+  readonly code: 'payload_invalid_json' | 'payload_unsafe_integer' | 'payload_too_large';
   constructor(code: PayloadError['code'], message: string, options?: { cause?: unknown }) {
     super(message, options);
-    this.name = 'PayloadError';
+    this.name = code === 'payload_too_large' ? 'PayloadTooLarge' : 'PayloadError';
     this.code = code;
   }
 }
 
+/**
+ * Why a payload over jobs.maxPayloadBytes is not run, from what was measured:
+ * the JSON text's size, or (text never built) the stored size.
+ */
+export function payloadTooLarge(
+  size: { payloadBytes: number | null; payloadStoredBytes: number | null },
+  maxPayloadBytes: number,
+): string {
+  const what =
+    size.payloadBytes !== null
+      ? `${size.payloadBytes} bytes of JSON,`
+      : `stored in ${size.payloadStoredBytes} bytes, so its JSON is far`;
+  return `the payload is ${what} over jobs.maxPayloadBytes (${maxPayloadBytes})`;
+}
+
 const MAYBE_UNSAFE = /\d{16}/;
 
-/** @throws PayloadError when the text is not JSON or holds an integer that a JavaScript number would change. */
+/**
+ * @throws PayloadError when the text is not JSON or holds an integer that a
+ * JavaScript number would change. Its message never quotes the payload's
+ * text (V8's JSON errors do), nor a number under a secret's name
+ * (secrets.ts): a job's error reaches the logs, `last_error` and the dashboard.
+ */
 export function parsePayload(text: string): unknown {
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch (err) {
-    throw new PayloadError('payload_invalid_json', `payload is not valid JSON: ${(err as Error).message}`, {
+    const at = /position (\d+)/.exec((err as Error).message)?.[1];
+    throw new PayloadError('payload_invalid_json', `payload is not valid JSON${at ? ` (at character ${at})` : ''}`, {
       cause: err,
     });
   }
   if (MAYBE_UNSAFE.test(text)) {
     const lossy = firstLossyInteger(text);
     if (lossy !== undefined) {
-      const path = pathOfNumber(value, Number(lossy)) ?? 'payload';
+      const found = pathOfNumber(value, Number(lossy));
+      // Unknown where it is: it may be a secret's.
+      const quoted = found && !found.secret ? ` (${lossy})` : '';
+      const reads = found && !found.secret ? ` (it would read ${String(Number(lossy))})` : '';
       throw new PayloadError(
         'payload_unsafe_integer',
-        `${path} is an integer beyond 2^53 - 1 (${lossy}) that JavaScript cannot hold exactly ` +
-          `(it would read ${String(Number(lossy))}); send it as a string`,
+        `${found?.path ?? 'payload'} is an integer beyond 2^53 - 1${quoted} that JavaScript cannot hold exactly` +
+          `${reads}; send it as a string`,
       );
     }
   }
@@ -89,20 +115,27 @@ function canonical(numeral: string): { negative: boolean; digits: string; expone
   return { negative: m[1] === '-' && trimmed !== '', digits: trimmed, exponent: trimmed === '' ? 0 : exponent };
 }
 
-/** Path of the first number in `value` equal to `n`, or undefined. Iterative: any depth. */
-export function pathOfNumber(value: unknown, n: number, root = 'payload'): string | undefined {
-  const stack: Array<[unknown, string]> = [[value, root]];
+/**
+ * Path of the first number in `value` equal to `n`, and whether a key on the
+ * way names a secret (secrets.ts), or undefined. Iterative: any depth.
+ */
+export function pathOfNumber(
+  value: unknown,
+  n: number,
+  root = 'payload',
+): { path: string; secret: boolean } | undefined {
+  const stack: Array<[unknown, string, boolean]> = [[value, root, false]];
   while (stack.length > 0) {
-    const [v, path] = stack.pop() as [unknown, string];
+    const [v, path, secret] = stack.pop() as [unknown, string, boolean];
     if (typeof v === 'number') {
-      if (v === n) return path;
+      if (v === n) return { path, secret };
     } else if (Array.isArray(v)) {
-      for (let i = v.length - 1; i >= 0; i--) stack.push([v[i], `${path}[${i}]`]);
+      for (let i = v.length - 1; i >= 0; i--) stack.push([v[i], `${path}[${i}]`, secret]);
     } else if (v !== null && typeof v === 'object') {
       const keys = Object.keys(v);
       for (let i = keys.length - 1; i >= 0; i--) {
         const key = keys[i] as string;
-        stack.push([(v as Record<string, unknown>)[key], `${path}${keyPath(key)}`]);
+        stack.push([(v as Record<string, unknown>)[key], `${path}${keyPath(key)}`, secret || isSecretKey(key)]);
       }
     }
   }

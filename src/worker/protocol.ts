@@ -20,8 +20,11 @@ export interface JobBatch {
   /** Each run's claim token: the key of the run on both sides of the port. */
   tokens: string[];
   kinds: string[];
-  /** JSON text, parsed in the thread. */
-  payloads: string[];
+  /**
+   * JSON text, parsed in the thread; null for a payload the claim did not
+   * carry (ClaimedJob.payloadDeferred): the thread reads it (payload_read.ts).
+   */
+  payloads: Array<string | null>;
   attempts: number[];
   maxAttempts: number[];
   /**
@@ -137,6 +140,8 @@ export interface WorkerSetup {
   maxSteps: number;
   /** jobs.maxStepResultBytes: a step result over it fails the attempt for good. */
   maxStepResultBytes: number;
+  /** jobs.maxPayloadBytes: a deferred payload over it is a dead letter, never run. */
+  maxPayloadBytes: number;
   logLevel: string;
   supervisor: string;
   taskConfig: {

@@ -7,17 +7,26 @@
  * says why; a connection left idle inside an open transaction is closed by the
  * server after `TASK_DB_IDLE_IN_TRANSACTION_MS`, which frees its locks and its
  * slot. Statements themselves are not bounded: a task's own long query is its
- * business, and its job timeout stops it.
+ * business, and its job timeout stops it: a job that is aborted (timeout, lost
+ * lease, shutdown) has the statements of the connections it holds cancelled
+ * (run_connections.ts), so none runs on after its thread is gone.
  *
  * That timeout is set on each new connection with a statement, not sent as a
  * startup parameter: PgBouncer refuses startup parameters it does not know
  * ("unsupported startup parameter"), and every task's ctx.db failed through it.
- * Behind a pooler in transaction mode the setting lands on whichever server
- * connection ran it (PgBouncer's own `idle_transaction_timeout` is the bound
- * there; README "PgBouncer").
+ * It is set only on a session of the connection's own (db/owned_session.ts):
+ * behind a pooler in transaction mode it would stay on a server connection
+ * that an application's transactions run on next (PgBouncer's own
+ * `idle_transaction_timeout` is the bound there; README "PgBouncer"). So is
+ * `client_connection_check_interval` (PostgreSQL 14 and later), with which a
+ * backend notices within a second that its client went away in the middle of
+ * a statement (a thread terminated, a supervisor killed) and stops it.
  */
 import { createRequire } from 'node:module';
 import type pg from 'pg';
+import { setIfOwnedSql, startupPid } from '../db/owned_session.ts';
+import { currentJob } from './escapes.ts';
+import { RunConnections, stoppedJobError } from './run_connections.ts';
 
 // pg is loaded when a task first uses ctx.db, not when the thread boots: it is a
 // third of a thread's start-up (about 30 ms), which every new thread and the
@@ -27,6 +36,21 @@ const requireModule = createRequire(import.meta.url);
 
 export const TASK_DB_CONNECT_TIMEOUT_MS = 10_000;
 export const TASK_DB_IDLE_IN_TRANSACTION_MS = 60_000;
+/** How often a backend of ctx.db checks, during a statement, that its client is still there. */
+export const TASK_DB_CLIENT_CHECK_MS = 1_000;
+
+/** Which job holds which ctx.db connection, for the thread (one ctx.db pool per thread). */
+const runs = new RunConnections();
+
+/**
+ * A job was stopped (its timeout, a lost lease, shutdown): the statements of the
+ * ctx.db connections it holds are cancelled, those connections closed when
+ * handed back, and it is lent no other. Safe before the pool exists.
+ * @returns how many connections the job held.
+ */
+export function stopJobStatements(run: object): number {
+  return runs.cancel(run);
+}
 
 type ConnectCallback = (
   err: Error | undefined,
@@ -53,18 +77,36 @@ export function createTaskPool(options: {
     );
   };
   const { Pool } = requireModule('pg') as typeof pg;
-  class TaskPool extends Pool {
-    // pg.Pool.query() goes through connect() too, so both report the clearer error.
+  class JobsPool extends Pool {
+    // pg.Pool.query() goes through connect() too, so both report the clearer error, and
+    // both lend the connection to the job in whose context it was asked for.
     override connect(): Promise<pg.PoolClient>;
     override connect(callback: ConnectCallback): void;
     override connect(callback?: ConnectCallback): Promise<pg.PoolClient> | void {
+      const run = currentJob.getStore();
+      // The connection is the job's until released; a stopped job gets none (run_connections.ts).
+      const lent = (client: pg.PoolClient): boolean => {
+        if (!run || runs.lend(run, client)) return true;
+        client.release();
+        return false;
+      };
       if (callback) {
-        super.connect((err, client, done) => callback(explain(err), client, done));
+        super.connect((err, client, done) => {
+          if (!client) callback(explain(err), client, done);
+          else if (!lent(client)) callback(stoppedJobError(), undefined, () => {});
+          else callback(undefined, client, (e) => client.release(e as Error | undefined));
+        });
         return;
       }
-      return super.connect().catch((err: Error) => {
-        throw explain(err) as Error;
-      });
+      return super.connect().then(
+        (client) => {
+          if (!lent(client)) throw stoppedJobError();
+          return client;
+        },
+        (err: Error) => {
+          throw explain(err) as Error;
+        },
+      );
     }
   }
   const idleMs = options.idleInTransactionMs ?? TASK_DB_IDLE_IN_TRANSACTION_MS;
@@ -76,10 +118,11 @@ export function createTaskPool(options: {
     idleTimeoutMillis: 10_000,
     connectionTimeoutMillis: connectTimeoutMs,
     onConnect: async (client: pg.PoolClient) => {
-      await client.query(`SELECT set_config('idle_in_transaction_session_timeout', $1, false)`, [
-        `${Math.floor(idleMs)}ms`,
-      ]);
+      await client.query(
+        `SELECT ${setIfOwnedSql('idle_in_transaction_session_timeout', 1, 3)}, ${setIfOwnedSql('client_connection_check_interval', 2, 3)}`,
+        [`${Math.floor(idleMs)}ms`, `${TASK_DB_CLIENT_CHECK_MS}ms`, startupPid(client)],
+      );
     },
   };
-  return new TaskPool(config as unknown as pg.PoolConfig);
+  return new JobsPool(config as unknown as pg.PoolConfig);
 }

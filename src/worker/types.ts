@@ -52,9 +52,18 @@ export interface TaskContext<S extends SignalMap = SignalMap> {
   progress(value: unknown): void;
   /**
    * The parents of a workflow job (`dependsOn`): id, kind, status and result
-   * of each, in id order; empty for a job without parents. Read through ctx.db.
+   * of each, in id order; empty for a job without parents. Read through ctx.db,
+   * a page of up to 1,000 parents (about 8 MiB of results) per statement.
+   * @throws ParentsTooLargeError (permanent) when their results pass 128 MiB of
+   *   JSON: read them with eachParent() instead.
    */
   parents(): Promise<ParentJob[]>;
+  /**
+   * The same parents one at a time, in id order, read a page at a time, so a
+   * fan-in of any size holds one page in memory:
+   * `for await (const parent of ctx.eachParent()) …`.
+   */
+  eachParent(): AsyncIterable<ParentJob>;
   /**
    * A durable step: runs `fn` and records its JSON result for this job under
    * `name`, fenced on this run's claim; resolves once the record has

@@ -58,6 +58,7 @@ export function taskContext(options: TaskContextOptions = {}): TaskContext {
     parents() {
       return Promise.resolve([]);
     },
+    async *eachParent() {},
     // Outside a worker thread there is no claim to record steps against: fn runs every time.
     step(name, fn) {
       return Promise.resolve(fn({ key: `jobvisor:${job.id}:${name}` }));

@@ -44,6 +44,7 @@ export const TOOLS_BY_TEST: Record<string, Tool[]> = {
   'chaos_clock_skew.test.ts': [FAKETIME],
   'chaos_rate_pacing.test.ts': [FAKETIME],
   'dashboard_ops_browser.test.ts': [CHROMIUM],
+  'docs_site.test.ts': [CHROMIUM],
 };
 
 /** The binary to run, or null when it is on neither the variable nor PATH. */

@@ -15,7 +15,7 @@ import {
 import { cached } from '../../cached.ts';
 import type { DashboardDb } from '../db.ts';
 import { readFilter } from '../filter.ts';
-import { redactPayload } from '../redact.ts';
+import { redactJob, redactLastError } from '../redact.ts';
 import { deadLettersPage } from '../views/dead_letters.ts';
 import { jobPage } from '../views/job.ts';
 import { jobsPage } from '../views/jobs.ts';
@@ -86,7 +86,7 @@ export function pageRoutes(
     return c.html(
       jobsPage(view, {
         params,
-        jobs: list.jobs,
+        jobs: list.jobs.map((j) => redactLastError(j, deps.redact)),
         next: list.next,
         prev: list.prev,
         total,
@@ -106,13 +106,9 @@ export function pageRoutes(
       : null;
     if (!found) return c.html(messagePage(view, 'Not found', `There is no job ${id}.`), 404);
     const { job, relations } = found;
-    // A result or progress value may carry what the payload did: redacted alike.
-    const shown = {
-      ...job,
-      result: redactPayload(job.result, deps.redact),
-      progress: redactPayload(job.progress, deps.redact),
-    };
-    return c.html(jobPage(view, shown, relations, redactPayload(job.payload, deps.redact), c.req.query('done')));
+    // A result or progress value may carry what the payload did, and an error may quote either.
+    const shown = redactJob(job, deps.redact);
+    return c.html(jobPage(view, shown, relations, shown.payload, c.req.query('done')));
   });
 
   app.get('/dead-letters', async (c) => {

@@ -8,7 +8,8 @@
  *            they are cancelled down the graph, or run anyway.
  *   delete   a parent whose dependents have not finished is refused (they have
  *            yet to read it) unless forced; forced, its blocked dependents are
- *            cancelled. A deleted child takes its edges along.
+ *            cancelled. A deleted job takes its edges along, both ways, so a
+ *            later retry of a dependent does not wait for it.
  *   retry --with-dependents  also the dependents that were cancelled because
  *            of these jobs (last_error "parent N is …"), all the way down.
  *            Without it they stay cancelled: their edge to the parent is
@@ -26,8 +27,14 @@ SELECT u.id, u.queue FROM u, s`;
 
 export const NO_LIVE_DEPENDENTS = `CASE WHEN j.has_dependents THEN NOT jobvisor.has_live_dependents(j.id) ELSE true END`;
 
+// A deleted job takes its edges both ways: to its parents (as a child) and to
+// its dependents (as a parent). An edge left to a deleted parent was counted
+// by a later retry of the dependent as a parent not yet done, and nothing
+// could ever settle it: the dependent stayed blocked for good.
 export const DROP_DELETED_EDGES = `${DROP_STEPS}, edges AS (
   DELETE FROM jobvisor.job_dependencies WHERE child_id = ANY (ARRAY(SELECT id FROM gone WHERE child))
+), dependent_edges AS (
+  DELETE FROM jobvisor.job_dependencies WHERE parent_id = ANY (ARRAY(SELECT id FROM gone WHERE has_dependents))
 ), orphans AS (
   UPDATE jobvisor.jobs AS c
      SET status = 'cancelled', finished_at = now(), last_error = 'parent ' || d.parent_id || ' was deleted'

@@ -5,7 +5,7 @@
  */
 import type { Reports } from '../../queue/complete.ts';
 import type { ClaimedJob } from '../../queue/types.ts';
-import type { JobRef } from '../events.ts';
+import { refOf, type JobRef } from '../events.ts';
 import { safeEmit } from '../safe_emit.ts';
 import type { Report } from './outcome.ts';
 import type { OutcomeOf, OutcomeWriter, Rows } from './writer.ts';
@@ -41,18 +41,18 @@ export const doneWriter: OutcomeWriter<DoneRows, OutcomeOf<'done'>> = {
     );
     for (const j of jobs) c.settled(j);
     if (fenced.size === 0) {
-      safeEmit(c.events, 'job:completed', { jobs, runMs });
+      safeEmit(c.events, 'job:completed', { jobs: jobs.map(refOf), runMs });
       return;
     }
     const written: JobRef[] = [];
     const ms: number[] = [];
     jobs.forEach((j, i) => {
       if (fenced.has(j.id)) return;
-      written.push(j);
+      written.push(refOf(j));
       ms.push(runMs[i] as number);
     });
     if (written.length) safeEmit(c.events, 'job:completed', { jobs: written, runMs: ms });
-    safeEmit(c.events, 'job:fenced', { jobs: jobs.filter((j) => fenced.has(j.id)) });
+    safeEmit(c.events, 'job:fenced', { jobs: jobs.filter((j) => fenced.has(j.id)).map(refOf) });
   },
 };
 

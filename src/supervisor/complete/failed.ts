@@ -6,7 +6,7 @@
  */
 import type { ClaimedJob } from '../../queue/types.ts';
 import { clampDelay, retryDelay, type BackoffSettings } from '../backoff.ts';
-import type { JobRef } from '../events.ts';
+import { refOf, type JobRef } from '../events.ts';
 import { safeEmit } from '../safe_emit.ts';
 import { clean } from './error_text.ts';
 import type { OutcomeOf, OutcomeWriter, Rows } from './writer.ts';
@@ -73,10 +73,10 @@ export function failedWriter(backoff: BackoffSettings): OutcomeWriter<FailedRows
         const s = status.get(j.id);
         const into = s === 'pending' ? retried : s === 'failed' ? dead : undefined;
         if (!into) {
-          fenced.push(j);
+          fenced.push(refOf(j));
           return;
         }
-        into.jobs.push(j);
+        into.jobs.push(refOf(j));
         into.runMs.push(rows.runMs[lo + i] as number);
         into.errors.push(errors[i] as string);
         into.stacks.push(stacks[i] ?? null);

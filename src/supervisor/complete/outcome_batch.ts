@@ -8,6 +8,7 @@
  * reaper, which splits the same way, takes it.
  */
 import type { ClaimedJob } from '../../queue/types.ts';
+import { refOf } from '../events.ts';
 import { safeEmit } from '../safe_emit.ts';
 import { clean, messageOf } from './error_text.ts';
 import type { Recorded } from './outcome.ts';
@@ -64,6 +65,6 @@ async function deadLetterAlone(c: WriteContext, job: ClaimedJob, runMs: number, 
   const error = clean(`${what} failed (${messageOf(err)}), so it was dead-lettered alone`);
   const written = await c.store.deadLetter(job, error);
   c.settled(job);
-  if (written) safeEmit(c.events, 'job:dead', { jobs: [job], runMs: [runMs], errors: [error] });
-  else safeEmit(c.events, 'job:fenced', { jobs: [job] });
+  if (written) safeEmit(c.events, 'job:dead', { jobs: [refOf(job)], runMs: [runMs], errors: [error] });
+  else safeEmit(c.events, 'job:fenced', { jobs: [refOf(job)] });
 }

@@ -6,7 +6,7 @@
  * nothing (handing back is this supervisor leaving, not the job's outcome).
  */
 import type { ClaimedJob } from '../../queue/types.ts';
-import type { JobRef } from '../events.ts';
+import { refOf, type JobRef } from '../events.ts';
 import { safeEmit } from '../safe_emit.ts';
 import type { OutcomeOf, OutcomeWriter, Rows } from './writer.ts';
 
@@ -40,7 +40,7 @@ export const releasedWriter: OutcomeWriter<ReleasedRows, OutcomeOf<'release'>> =
       if (!written.has(j.id)) return;
       const reason = rows.reasons[lo + i] as string;
       const list = byReason.get(reason) ?? [];
-      list.push(j);
+      list.push(refOf(j));
       byReason.set(reason, list);
     });
     for (const [reason, refs] of byReason) safeEmit(c.events, 'job:released', { jobs: refs, reason });

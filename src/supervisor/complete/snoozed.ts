@@ -5,7 +5,7 @@
  */
 import type { ClaimedJob } from '../../queue/types.ts';
 import { clampDelay } from '../backoff.ts';
-import type { JobRef } from '../events.ts';
+import { refOf, type JobRef } from '../events.ts';
 import { safeEmit } from '../safe_emit.ts';
 import type { OutcomeOf, OutcomeWriter, Rows } from './writer.ts';
 
@@ -43,14 +43,14 @@ export const snoozedWriter: OutcomeWriter<SnoozedRows, OutcomeOf<'snooze'>> = {
       const row = byId.get(j.id);
       const runMs = rows.runMs[lo + i] as number;
       if (row?.status === 'pending') {
-        snoozed.jobs.push(j);
+        snoozed.jobs.push(refOf(j));
         snoozed.runMs.push(runMs);
         snoozed.delaysMs.push(delaysMs[i] as number);
       } else if (row?.status === 'failed') {
-        dead.jobs.push(j);
+        dead.jobs.push(refOf(j));
         dead.runMs.push(runMs);
         dead.errors.push(row.error ?? 'TooManySnoozes');
-      } else fenced.push(j);
+      } else fenced.push(refOf(j));
     });
     if (snoozed.jobs.length) safeEmit(c.events, 'job:snoozed', snoozed);
     if (dead.jobs.length) safeEmit(c.events, 'job:dead', dead);

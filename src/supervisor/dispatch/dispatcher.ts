@@ -23,6 +23,7 @@
  * Shutdown: drainBuffers() → whenIdle() within the grace → abortAll() → close().
  */
 import type { ClaimedJob, Fence } from '../../queue/types.ts';
+import { refOf } from '../events.ts';
 import { applyTraits, type DispatcherOptions } from './options.ts';
 import { newRun, RunLedger, type Run } from './ledger.ts';
 import type { Outcome } from '../complete/outcome.ts';
@@ -89,7 +90,7 @@ export class Dispatcher {
       options.sweepMs ?? 250,
       () => this.ledger.runs(),
       (run) => {
-        this.options.events.emit('job:timeout', { job: run.job, timeoutMs: run.timeoutMs });
+        this.options.events.emit('job:timeout', { job: refOf(run.job), timeoutMs: run.timeoutMs });
         this.stopRun(run, 'timeout');
       },
     );
@@ -130,7 +131,7 @@ export class Dispatcher {
   /** Takes newly claimed jobs. */
   add(jobs: ClaimedJob[]): void {
     for (const job of jobs) {
-      if (job.payload === null) {
+      if (job.payload === null && job.payloadDeferred !== true) {
         // Over the size limit (a plain-SQL insert can write one): never sent to a
         // thread, dead-lettered on its own. Its neighbours run as usual.
         this.report(job, decideOversized(job, this.options.maxPayloadBytes));
@@ -257,7 +258,7 @@ export class Dispatcher {
       this.batching = true;
       const killedToStop = session.killedToStop;
       if (!killedToStop)
-        this.options.events.emit('thread:died', { jobs: victims.map((r) => r.job), error: deathCause(err) });
+        this.options.events.emit('thread:died', { jobs: victims.map((r) => refOf(r.job)), error: deathCause(err) });
       const now = performance.now();
       for (const run of victims) {
         const result: RunResult = { type: 'thread-died', runMs: now - run.startedAt, cause: err, killedToStop };
@@ -284,7 +285,7 @@ export class Dispatcher {
    * hold the job) writes nothing and is only reported as 'lease:lost'.
    */
   private report(job: ClaimedJob, outcome: Outcome): void {
-    if (outcome.type === 'drop') this.options.events.emit('lease:lost', { jobs: [job] });
+    if (outcome.type === 'drop') this.options.events.emit('lease:lost', { jobs: [refOf(job)] });
     else this.options.outcomes.record(job, outcome);
   }
 

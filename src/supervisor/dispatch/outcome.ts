@@ -34,6 +34,7 @@
  * for callers that want to know (complete/outcome.ts).
  */
 import type { DurableReport, Park } from '../../worker/protocol.ts';
+import { payloadTooLarge } from '../../worker/payload.ts';
 import type { Failure, Outcome } from '../complete/outcome.ts';
 
 export type StopReason = 'timeout' | 'lease-lost' | 'shutdown';
@@ -122,13 +123,9 @@ export function oversized(
   size: { payloadBytes: number | null; payloadStoredBytes: number | null },
   maxPayloadBytes: number,
 ): Failure {
-  const what =
-    size.payloadBytes !== null
-      ? `${size.payloadBytes} bytes of JSON,`
-      : `stored in ${size.payloadStoredBytes} bytes, so its JSON is far`;
   return {
     runMs: 0,
-    error: `PayloadTooLarge: the payload is ${what} over jobs.maxPayloadBytes (${maxPayloadBytes})`,
+    error: `PayloadTooLarge: ${payloadTooLarge(size, maxPayloadBytes)}`,
     permanent: true,
     retryInMs: null,
   };

@@ -73,7 +73,7 @@ export class Session implements RunSession {
     out.ids.push(job.id);
     out.tokens.push(job.token);
     out.kinds.push(job.kind);
-    out.payloads.push(job.payload as string);
+    out.payloads.push(job.payload);
     out.attempts.push(job.attempt);
     out.maxAttempts.push(job.maxAttempts);
     // Sparse: a batch without trace contexts allocates nothing.

@@ -7,7 +7,7 @@
  * queue, kept warm so an idle queue's next job starts without a new Piscina
  * task, unless another queue waits for a thread.
  */
-import type { SupervisorEvents } from '../events.ts';
+import { refOf, type SupervisorEvents } from '../events.ts';
 import type { RunSession, SessionHandlers, SessionSource } from './run_session.ts';
 
 export class SessionSet implements Iterable<RunSession> {
@@ -46,7 +46,7 @@ export class SessionSet implements Iterable<RunSession> {
     for (const s of this.sessions) {
       const jobs = s.flush();
       if (!report || jobs.length === 0) continue;
-      this.events.emit('job:started', { jobs, waitMs: jobs.map((job) => now - job.runAtMs) });
+      this.events.emit('job:started', { jobs: jobs.map(refOf), waitMs: jobs.map((job) => now - job.runAtMs) });
     }
   }
 

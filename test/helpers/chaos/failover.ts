@@ -111,7 +111,7 @@ export async function failoverScenario(replication: 'synchronous' | 'asynchronou
               payload: { ms: 20 + (i++ % 7) * 30, log: runLog },
             })),
           );
-          committed.push(...rows.map((r) => r.id as string));
+          committed.push(...rows.map((r) => r.id));
         } catch {
           failures++;
           await new Promise((r) => setTimeout(r, 50));

@@ -118,7 +118,14 @@ export function randomJson(random: Random, depth: number, unstorable = false): u
   if (r < 0.6) {
     const out: Record<string, unknown> = {};
     const n = int(random, 0, 6);
-    for (let i = 0; i < n; i++) out[randomString(random, unstorable)] = randomJson(random, depth - 1, unstorable);
+    // Own properties, as JSON.parse makes them: a "__proto__" key is data, not the object's prototype.
+    for (let i = 0; i < n; i++)
+      Object.defineProperty(out, randomString(random, unstorable), {
+        value: randomJson(random, depth - 1, unstorable),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
     return out;
   }
   return Array.from({ length: int(random, 0, 6) }, () => randomJson(random, depth - 1, unstorable));

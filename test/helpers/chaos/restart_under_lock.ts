@@ -165,7 +165,7 @@ export async function restartUnderLock(options: {
           payload: { ms: 20 },
         })),
       )),
-    ].map((r) => r.id as string);
+    ].map((r) => r.id);
     await until(
       'limited jobs running',
       () => count(pool, `SELECT count(*)::int AS n FROM jobvisor.jobs WHERE queue LIKE 'lim_%' AND status = 'running'`),

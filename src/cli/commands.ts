@@ -109,7 +109,7 @@ export const COMMAND_SPECS: CommandSpec[] = [
     args: '[options]',
     summary: 'list jobs, newest first',
     options: [
-      { flag: '--status S', meaning: 'pending, running, done, failed, cancelled or blocked' },
+      { flag: '--status S', meaning: 'pending, running, done, failed, cancelled, blocked or waiting' },
       { flag: '--kind K', meaning: 'only this kind' },
       { flag: '--queue Q', meaning: 'only this queue' },
       { flag: '--limit N', meaning: 'at most N rows, 1 … 10000', default: '50' },
@@ -145,16 +145,24 @@ export const COMMAND_SPECS: CommandSpec[] = [
     name: 'jobs cancel',
     args: 'ID...',
     summary:
-      'cancel pending, blocked and running jobs (a running job is aborted at its next heartbeat); their dependents are cancelled too',
+      'cancel pending, blocked, waiting and running jobs (a running job is aborted at its next heartbeat); their dependents are cancelled too',
     options: [],
     example: 'jobvisor jobs cancel 42 43',
   },
   {
     name: 'jobs run-now',
     args: 'ID...',
-    summary: 'make pending jobs that are not yet due due now',
+    summary: 'make pending jobs that are not yet due due now; a waiting job (ctx.waitFor) times out now',
     options: [],
     example: 'jobvisor jobs run-now 42',
+  },
+  {
+    name: 'jobs signal',
+    args: 'ID NAME [JSON]',
+    summary:
+      'send job ID the signal NAME its ctx.waitFor(NAME) waits for, with JSON as its payload; a finished, cancelled or missing job is an error',
+    options: [{ flag: '--ignore-finished', meaning: 'a finished, cancelled or missing job is not an error (exit 0)' }],
+    example: `jobvisor jobs signal 42 approved '{"by":"ann"}'`,
   },
   {
     name: 'jobs delete',

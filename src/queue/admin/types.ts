@@ -1,8 +1,12 @@
 /** Rows and arguments shared by the admin functions (CLI and dashboard). */
 import type { QueueConfig } from '../presence.ts';
 
-/** Job statuses, as the table's CHECK constraint allows them; `blocked`: waiting for its parents (a workflow). */
-export const JOB_STATUSES = ['pending', 'running', 'done', 'failed', 'cancelled', 'blocked'] as const;
+/**
+ * Job statuses, as the table's CHECK constraint allows them; `blocked`: waiting
+ * for its parents (a workflow); `waiting`: parked in ctx.waitFor until its
+ * signal or its deadline (migration 028).
+ */
+export const JOB_STATUSES = ['pending', 'running', 'done', 'failed', 'cancelled', 'blocked', 'waiting'] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
 
 /**
@@ -138,13 +142,14 @@ export type BulkAction = 'retry' | 'cancel' | 'runNow' | 'delete';
 
 /**
  * The statuses each action applies to (see actions.ts for why). runNow
- * changes only pending jobs not yet due.
+ * changes only pending jobs not yet due, and waiting jobs (their wait times
+ * out now).
  */
 export const ACTION_STATUSES: Readonly<Record<BulkAction, readonly JobStatus[]>> = {
   retry: ['failed', 'cancelled'],
-  cancel: ['pending', 'running', 'blocked'],
-  runNow: ['pending'],
-  delete: ['pending', 'done', 'failed', 'cancelled', 'blocked'],
+  cancel: ['pending', 'running', 'blocked', 'waiting'],
+  runNow: ['pending', 'waiting'],
+  delete: ['pending', 'done', 'failed', 'cancelled', 'blocked', 'waiting'],
 };
 
 /** The jobs a bulk action applies to: these ids, or everything matching a filter. */

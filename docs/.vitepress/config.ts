@@ -39,7 +39,10 @@ export default defineConfig({
       },
       {
         text: 'Guides',
-        items: [{ text: 'Overview', link: '/guides/' }],
+        items: [
+          { text: 'Overview', link: '/guides/' },
+          { text: 'Steps, sleeps and signals', link: '/guides/steps' },
+        ],
       },
       {
         text: 'Operations',

@@ -32,6 +32,7 @@ export const MAX_SIGNAL_NAME = 200;
  */
 export type SignalOutcome = 'woke' | 'kept' | 'duplicate' | 'late' | 'ignored';
 
+/** Options of signal(). */
 export interface SignalOptions {
   /** A finished, cancelled or missing job: answer `ignored` instead of throwing. */
   ignoreFinished?: boolean;

@@ -19,6 +19,7 @@ import type { Park, TaskError } from './protocol.ts';
 
 export type { Park };
 
+/** The stable codes of StepError (see the header for which are permanent). */
 export type StepErrorCode =
   | 'StepNameInvalid'
   | 'StepNameTaken'
@@ -28,6 +29,11 @@ export type StepErrorCode =
   | 'WaitTimeoutInvalid'
   | 'StepLeaseLost';
 
+/**
+ * A step that could not or must not be recorded. `permanent` (every code but
+ * StepLeaseLost) dead-letters the job; StepLeaseLost means this run no longer
+ * holds the job and recorded nothing.
+ */
 export class StepError extends Error {
   readonly permanent: boolean;
   constructor(
@@ -41,6 +47,7 @@ export class StepError extends Error {
   }
 }
 
+/** Ends a run that sleeps or waits (not a failure: no attempt is used). */
 export class ParkError extends Error {
   constructor(readonly park: Park) {
     super(parkMessage(park));

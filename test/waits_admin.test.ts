@@ -135,6 +135,39 @@ describe('jobvisor jobs signal', () => {
   });
 });
 
+describe('jobvisor jobs show', () => {
+  it('shows the steps (name, attempt, start, end, duration, folded result) and the current wait', async () => {
+    let id: string | null = null;
+    const waiting = nextEvent(supervisor, 'job:waiting', (e) => e.jobs.some((j) => j.id === id), 60_000);
+    ({ id } = await enqueue(db.pool, 'durable', {
+      ops: [
+        ['value', 'small', { a: 1 }],
+        ['value', 'big', 'x'.repeat(500)],
+        ['wait', 'approved', '1h'],
+      ],
+    }));
+    await waiting;
+    const out = await runCliInProcess(db.url, ['jobs', 'show', id]);
+    assert.equal(out.code, 0, out.stderr);
+    const time = '\\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z';
+    assert.match(out.stdout, new RegExp(`\\n  small  attempt 1  ${time} → ${time} \\(\\d+ ms\\)  = \\{"a": 1\\}\\n`));
+    assert.match(out.stdout, new RegExp(`\\n  big  attempt 1  .*  = "x{199}…\\n`));
+    assert.match(out.stdout, new RegExp(`\\n  approved  attempt 1  ${time} → -  wait, deadline ${time}\\n`));
+    assert.match(out.stdout, new RegExp(`\\nwaiting for signal "approved" until ${time}\\n`));
+    const json = await runCliInProcess(db.url, ['jobs', 'show', id, '--json']);
+    const steps = (JSON.parse(json.stdout) as { steps: Array<{ name: string; kind: string }> }).steps;
+    assert.deepEqual(
+      steps.map((x) => [x.name, x.kind]),
+      [
+        ['small', 'step'],
+        ['big', 'step'],
+        ['approved', 'wait'],
+      ],
+    );
+    await cancelJobs(store(), { ids: [id] });
+  });
+});
+
 describe('the metrics of steps, sleeps and waits', () => {
   const value = async (name: string, labels: Record<string, string>) => {
     const metric = (await metrics.registry.getMetricsAsJSON()).find((m) => m.name === name.replace(/_count$/, ''));
@@ -149,9 +182,15 @@ describe('the metrics of steps, sleeps and waits', () => {
   it('count steps recorded, sleeps, waits, waits by signal and by timeout, and wake lateness', async () => {
     // The waits of the tests above: one woken by `jobs signal`, one timed out by run-now.
     const job = { queue: 'default', kind: 'durable' };
-    assert.ok((await value('jobvisor_jobs_waited_total', job)) >= 6);
+    assert.ok((await value('jobvisor_jobs_waited_total', job)) >= 7);
     assert.ok((await value('jobvisor_waits_resolved_total', { ...job, by: 'signal' })) >= 1);
     assert.ok((await value('jobvisor_waits_resolved_total', { ...job, by: 'timeout' })) >= 1);
+    const base = {
+      steps: await value('jobvisor_steps_recorded_total', job),
+      slept: await value('jobvisor_jobs_slept_total', job),
+      late: await value('jobvisor_wake_lateness_seconds_count', job),
+    };
+    assert.ok(base.late >= 1, 'the wait timed out by run-now was late by some amount');
     const { id } = await enqueue(db.pool, 'durable', {
       ops: [
         ['step', 'a'],
@@ -160,8 +199,8 @@ describe('the metrics of steps, sleeps and waits', () => {
       ],
     });
     await finished(id);
-    assert.equal(await value('jobvisor_steps_recorded_total', job), 2);
-    assert.equal(await value('jobvisor_jobs_slept_total', job), 1);
-    assert.equal(await value('jobvisor_wake_lateness_seconds_count', job), 2, 'the sleep and the timed-out wait');
+    assert.equal((await value('jobvisor_steps_recorded_total', job)) - base.steps, 2);
+    assert.equal((await value('jobvisor_jobs_slept_total', job)) - base.slept, 1);
+    assert.equal((await value('jobvisor_wake_lateness_seconds_count', job)) - base.late, 1, 'the sleep');
   });
 });

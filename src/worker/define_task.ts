@@ -11,6 +11,9 @@
  *   interface TaskPayloads { send_invoice: PayloadOfTask<typeof import('./tasks/send_invoice.ts').default> }
  * }
  * ```
+ * With `batch` in its options, the function is a batch task: it receives the
+ * jobs of a call (`BatchTaskJob<P>[]`) and answers nothing or one `R | Error` per
+ * job (batch_types.ts); `PayloadOfTask` gives the payload of one job all the same.
  * The options are what `export const options` declares (types.ts); a module
  * that exports both uses its `options` export.
  *
@@ -26,6 +29,7 @@
  * ```
  * A step's result type is fn's (ctx.step), with nothing to declare.
  */
+import type { BatchOptions, BatchTask } from './batch_types.ts';
 import type { SignalMap, TaskContext, TaskOptions } from './types.ts';
 
 /** A task made by defineTask: the function, with its options attached. */
@@ -34,17 +38,28 @@ export interface DefinedTask<P, R = unknown, S extends SignalMap = SignalMap> {
   readonly options?: TaskOptions;
 }
 
+/** A batch task made by defineTask (options with `batch`). */
+export interface DefinedBatchTask<P, R = unknown> extends BatchTask<P, R> {
+  readonly options: TaskOptions & { batch: BatchOptions };
+}
+
+export function defineTask<P = unknown, R = unknown>(
+  fn: BatchTask<P, R>,
+  options: TaskOptions & { batch: BatchOptions },
+): DefinedBatchTask<P, R>;
 export function defineTask<P = unknown, S extends SignalMap = SignalMap, R = unknown>(
   fn: (payload: P, ctx: TaskContext<S>) => R,
-  options?: TaskOptions,
-): DefinedTask<P, R, S> {
+  options?: TaskOptions & { batch?: undefined },
+): DefinedTask<P, R, S>;
+export function defineTask(fn: (...args: never[]) => unknown, options?: TaskOptions): unknown {
   if (typeof fn !== 'function') throw new TypeError('defineTask(fn, options?): fn must be a function');
   if (options !== undefined) Object.defineProperty(fn, 'options', { value: Object.freeze({ ...options }) });
   return fn;
 }
 
-/** The payload type of a task function (one made by defineTask, or any `(payload, ctx) => …`). */
-export type PayloadOfTask<T> = T extends (payload: infer P, ctx: never) => unknown ? P : never;
+/** The payload type of a task function (one made by defineTask, or any `(payload, ctx) => …`); of one job for a batch task. */
+export type PayloadOfTask<T> =
+  T extends DefinedBatchTask<infer P, unknown> ? P : T extends (payload: infer P, ctx: never) => unknown ? P : never;
 
 /** The signals a task declared (defineTask's second type parameter), name → payload. */
 export type SignalsOf<T> = T extends (payload: never, ctx: TaskContext<infer S>) => unknown ? S : SignalMap;

@@ -11,6 +11,7 @@ import { sleepJobs, type Sleeps } from '../../queue/sleep.ts';
 import { snoozeJobs, type Snoozes } from '../../queue/snooze.ts';
 import { parkWaits, type Waits } from '../../queue/wait.ts';
 import type { Store } from '../../queue/sql.ts';
+import { inTransaction } from '../../queue/transaction.ts';
 import type { Fence } from '../../queue/types.ts';
 
 export interface OutcomeStore {
@@ -28,6 +29,8 @@ export interface OutcomeStore {
   park(waits: Waits): ReturnType<typeof parkWaits>;
   /** Dead-letters one claimed job alone; false when the fence no longer matches. */
   deadLetter(job: Fence, lastError: string): ReturnType<typeof deadLetterClaimed>;
+  /** Runs `fn` with a store whose writes are one transaction (a batch call's outcomes); absent: no transactions. */
+  together?<T>(fn: (store: OutcomeStore) => Promise<T>): Promise<T>;
 }
 
 /**
@@ -36,6 +39,7 @@ export interface OutcomeStore {
  */
 export function queueOutcomeStore(store: Store, owner: string, maxSnoozes: number, keepDone = true): OutcomeStore {
   return {
+    together: (fn) => inTransaction(store, (tx) => fn(queueOutcomeStore(tx, owner, maxSnoozes, keepDone))),
     complete: (ids, tokens, reports) => completeJobs(store, owner, ids, tokens, null, reports, keepDone),
     fail: (failures) => failJobs(store, owner, failures),
     release: (jobs) => releaseJobs(store, owner, jobs),

@@ -1,7 +1,7 @@
 /**
  * The public exports of src/index.ts without a doc comment. A doc comment is
  * the `/** … *\/` directly above the exported declaration (a file's header
- * comment does not count). test/docs_reference.test.ts fails on any export
+ * comment does not count). test/packaging/docs_reference.test.ts fails on any export
  * missing here that is not in scripts/undocumented-exports.txt, the list of
  * today's offenders, which may only shrink.
  */

@@ -56,6 +56,7 @@ export default defineConfig({
           { text: 'Workflows', link: '/guides/workflows' },
           { text: 'Configuration', link: '/guides/configuration' },
           { text: 'The command line', link: '/guides/command-line' },
+          { text: 'Batch tasks', link: '/guides/batches' },
         ],
       },
       {

@@ -1,6 +1,6 @@
 /**
  * Every `jobvisor` command, described once: `--help`, `jobvisor help COMMAND`,
- * the usage summary and the README's command table (scripts/readme-commands.ts)
+ * the usage summary and the command table of docs/reference/cli.md (npm run docs:reference)
  * are all made from this list. A command's own parser must accept the options
  * named here (test/cli_help.test.ts checks that each answers --help).
  */

@@ -17,6 +17,7 @@ import { ParentsTooLargeError } from '../errors.ts';
 import type { Db } from './sql.ts';
 import { prepared, run } from './sql.ts';
 
+/** One parent of a workflow job, as `ctx.parents()` and `ctx.eachParent()` give it. */
 export interface ParentJob {
   id: string;
   kind: string;

@@ -81,7 +81,7 @@ async function requeueWhileRunning(honourSignal: boolean, how: 'cancel-retry' | 
     assert.deepEqual((await cancelJobs(store, { ids: [id] })).ids, [id]);
     assert.deepEqual((await retryJobs(store, { ids: [id] })).ids, [id]);
   } else {
-    // The README's plain-SQL re-queue recipe, applied to a running job.
+    // The plain-SQL re-queue recipe of docs/guides/enqueueing.md, applied to a running job.
     await db.pool.query("UPDATE jobvisor.jobs SET status = 'pending', attempts = 0 WHERE id = $1", [id]);
   }
   return { id: id, first };

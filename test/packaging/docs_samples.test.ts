@@ -1,8 +1,9 @@
 /**
  * Every code sample of the docs site is checked:
  *
- * - TypeScript fences of every page (docs/**\/*.md) are written out, one folder
- *   per page, and type-checked strictly with `jobvisor` mapped to src/index.ts.
+ * - TypeScript fences of every page (docs/**\/*.md), and of README.md (its
+ *   library quick start), are written out, one folder per page, and
+ *   type-checked strictly with `jobvisor` mapped to src/index.ts.
  *   docs/reference/api.md is left out: its blocks are the signatures TypeDoc
  *   prints from the types themselves.
  * - The shell fences marked `<!-- runnable -->` (test/helpers/doc_samples.ts)
@@ -14,7 +15,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import ts from 'typescript';
@@ -65,7 +66,7 @@ function typeErrors(
       const file = d.file as ts.SourceFile;
       const sample = files.get(path.resolve(file.fileName)) as Sample;
       const { line } = file.getLineAndCharacterOfPosition(d.start ?? 0);
-      return `docs/${sample.page}:${sample.line + line}: ${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`;
+      return `${path.posix.normalize(`docs/${sample.page}`)}:${sample.line + line}: ${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`;
     });
   return { errors, program };
 }
@@ -86,6 +87,18 @@ describe('docs samples', { timeout: 300_000 }, () => {
       errors.push(...result.errors);
       checked += samples.length;
     }
+    // The README's library quick start, as the npm page shows it.
+    const readme = samplesOf('../README.md', readFileSync(path.join(ROOT, 'README.md'), 'utf8')).filter((s) =>
+      TYPESCRIPT.has(s.lang),
+    );
+    assert.ok(readme.length >= 1, 'README.md has its TypeScript quick start');
+    const result = typeErrors(
+      writeSamples(readme, path.join(WORK, 'typecheck', 'README')),
+      path.join(WORK, 'typecheck', 'README'),
+      program,
+    );
+    errors.push(...result.errors);
+    checked += readme.length;
     assert.ok(checked >= 5, `only ${checked} TypeScript samples found: is the docs folder there?`);
     assert.deepEqual(errors, [], `samples that do not type-check:\n${errors.join('\n')}`);
   });

@@ -6,7 +6,7 @@
  * against the installed tarball by TypeScript 5.9 (the project's) and 7 (the
  * native compiler, installed in the app), as CommonJS files (`"type":
  * "commonjs"`, as a NestJS app compiled by tsc) and as ES module files (a
- * folder with `"type": "module"`), under each module setting the README names
+ * folder with `"type": "module"`), under each module setting docs/getting-started/install.md names
  * (ES module files under node16 are checked by test/packaging/package.test.ts).
  * TypeScript 7 also checks the package's declarations (skipLibCheck off; it is
  * fast); 5.9 skips them as most apps do. A wrong setting loses the package's

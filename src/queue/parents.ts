@@ -17,6 +17,7 @@ import { ParentsTooLargeError } from '../errors.ts';
 import type { Db } from './sql.ts';
 import { prepared, run } from './sql.ts';
 
+/** A workflow parent as a task reads it with `ctx.parents()` or `ctx.eachParent()`. */
 export interface ParentJob {
   id: string;
   kind: string;

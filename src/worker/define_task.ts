@@ -22,6 +22,26 @@ export interface DefinedTask<P, R = unknown> {
   readonly options?: TaskOptions;
 }
 
+/**
+ * Marks a function as a task and fixes its payload type `P` once: the task
+ * gets `P` as its first argument, and `PayloadOfTask<typeof task>` gives the
+ * same type to `enqueue` through the app's `TaskPayloads` declaration. The
+ * options are those a module may export as `options` (queue, timeout,
+ * exclusiveThread); they are frozen onto the function.
+ *
+ * @param fn The task: `(payload, ctx) => result`; its result is stored on the job.
+ * @param options Defaults for the task's jobs (see TaskOptions).
+ * @returns `fn` itself, with `options` attached.
+ * @throws TypeError when `fn` is not a function.
+ *
+ * @example
+ * ```ts
+ * // tasks/send_invoice.ts
+ * export default defineTask<{ invoiceId: number }>(async ({ invoiceId }, ctx) => {
+ *   ctx.log.info({ invoiceId }, 'sending');
+ * }, { queue: 'mail', timeout: '2m' });
+ * ```
+ */
 export function defineTask<P = unknown, R = unknown>(
   fn: (payload: P, ctx: TaskContext) => R,
   options?: TaskOptions,

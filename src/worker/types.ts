@@ -20,6 +20,21 @@ export interface JobInfo {
   maxAttempts: number;
 }
 
+/**
+ * The second argument of a task: the job it runs (`job`), an AbortSignal that
+ * fires on timeout, lost lease or shutdown, a pino logger bound to the job, a
+ * small pg.Pool to the same database (for idempotency records), and the calls
+ * that steer the job (`snooze`, `progress`) or read its workflow parents.
+ *
+ * @example
+ * ```ts
+ * export default async function resize(payload: { imageId: string }, ctx: TaskContext) {
+ *   ctx.signal.throwIfAborted();
+ *   ctx.log.info({ attempt: ctx.job.attempt }, 'resizing');
+ *   ctx.progress({ done: 0.5 });
+ * }
+ * ```
+ */
 export interface TaskContext {
   job: JobInfo;
   /** Fires on timeout, lost lease or shutdown; `signal.reason` says which. */
@@ -66,6 +81,12 @@ export interface TaskConfig {
   schema: string;
 }
 
+/**
+ * A task: the default export of a task module, `async (payload, ctx) => result`.
+ * Returning marks the job done (the result is stored on it); throwing retries it
+ * with backoff until its attempts are used up (PermanentError dead-letters it at
+ * once, RetryLaterError picks the delay, SnoozeError puts it back without an attempt).
+ */
 export type Task<P = unknown> = (payload: P, ctx: TaskContext) => unknown;
 
 /**

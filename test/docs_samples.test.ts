@@ -2,7 +2,8 @@
  * Every code sample of the docs site is checked:
  *
  * - TypeScript fences of every page (docs/**\/*.md) are written out, one folder
- *   per page, and type-checked strictly with `jobvisor` mapped to src/index.ts.
+ *   per page, and type-checked strictly with `jobvisor` mapped to src/index.ts
+ *   (`jobvisor/client`, … to src/entry/).
  *   docs/reference/api.md is left out: its blocks are the signatures TypeDoc
  *   prints from the types themselves.
  * - The shell fences marked `<!-- runnable -->` (test/helpers/doc_samples.ts)
@@ -47,7 +48,10 @@ function typeErrors(
         allowImportingTsExtensions: true,
         lib: ['ES2024'],
         types: ['node'],
-        paths: { jobvisor: [path.join(ROOT, 'src/index.ts')] },
+        paths: {
+          jobvisor: [path.join(ROOT, 'src/index.ts')],
+          'jobvisor/*': [path.join(ROOT, 'src/entry/*.ts')],
+        },
       },
       include: ['**/*.ts'],
     }),

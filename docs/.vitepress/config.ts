@@ -39,7 +39,10 @@ export default defineConfig({
       },
       {
         text: 'Guides',
-        items: [{ text: 'Overview', link: '/guides/' }],
+        items: [
+          { text: 'Overview', link: '/guides/' },
+          { text: 'Entry points', link: '/guides/entry-points' },
+        ],
       },
       {
         text: 'Operations',

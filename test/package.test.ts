@@ -42,7 +42,8 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { enqueue } from '../src/queue/enqueue.ts';
-import { createTestDatabase, type TestDatabase } from './helpers/db.ts';
+import { report } from './helpers/chaos/measure.ts';
+import { createLoginRole, createTestDatabase, type TestDatabase } from './helpers/db.ts';
 import { PACK_DOCS } from './helpers/packed.ts';
 import { until } from './helpers/poll.ts';
 
@@ -530,6 +531,19 @@ const emails = (await pool.query("SELECT to_regclass('public.emails_sent') IS NO
 console.log(JSON.stringify({ job: await row(), emails }));
 await pool.end();
 `,
+  // run() with a wrong password: rejects, naming the server's reason, within seconds.
+  'wrong_password.mjs': `import { run } from 'jobvisor';
+
+const t0 = performance.now();
+try {
+  await run({ connectionString: process.env.DATABASE_URL, tasks: { legacy: new URL('./tasks/legacy.js', import.meta.url) } });
+  console.log(JSON.stringify({ started: true }));
+  process.exit(1);
+} catch (err) {
+  const ms = Math.round(performance.now() - t0);
+  console.log(JSON.stringify({ name: err.name, code: err.code, sqlstate: err.sqlstate, message: err.message, ms }));
+}
+`,
   // run() refuses a 4-field cron.
   'four_fields.mjs': `import { run } from 'jobvisor';
 
@@ -642,6 +656,30 @@ describe("installed into an app: nothing of jobvisor's demo runs unless the app 
     } finally {
       child.kill('SIGKILL');
     }
+  });
+
+  test('a wrong password makes run() reject and jobvisor start exit 1, naming 28P01, within seconds', async (t) => {
+    if (skipReason) return t.skip(skipReason);
+    const role = await createLoginRole(db, 'pkg_refused');
+    t.after(() => role.drop());
+    const url = new URL(role.pool.options.connectionString as string);
+    url.password = 'not-the-password';
+    const env = cleanEnv({ DATABASE_URL: url.toString() });
+    const r = exec(process.execPath, ['wrong_password.mjs'], esmApp, env, 60_000);
+    assert.equal(r.status, 0, `${r.stdout}\n${r.stderr}`);
+    const out = JSON.parse(r.stdout.trim().split('\n').at(-1) as string) as Record<string, unknown>;
+    assert.equal(out.name, 'DatabaseAccessError', r.stdout);
+    assert.equal(out.code, 'DB_ACCESS_REFUSED');
+    assert.equal(out.sqlstate, '28P01');
+    assert.match(String(out.message), /password authentication failed for user "pkg_refused_\w+" \(SQLSTATE 28P01\)/);
+    assert.ok(Number(out.ms) < 10_000, `rejected after ${String(out.ms)} ms`);
+    assert.doesNotMatch(r.stdout + r.stderr, /not-the-password/, 'the password never reaches the output');
+    const start = exec(path.join(esmApp, 'node_modules/.bin/jobvisor'), ['start'], esmApp, env, 60_000);
+    assert.equal(start.status, 1, start.stdout + start.stderr);
+    assert.match(start.stderr, /password authentication failed for user "pkg_refused_\w+" \(SQLSTATE 28P01\)/);
+    assert.ok(start.ms < 20_000, `start exited after ${start.ms} ms`);
+    assert.doesNotMatch(start.stdout + start.stderr, /not-the-password/);
+    report('package.wrong_password', { runRejectedMs: out.ms, startExitMs: start.ms });
   });
 
   test('a 4-field cron is refused by run() and by jobvisor start, naming the count', (t) => {

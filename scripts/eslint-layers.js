@@ -3,7 +3,7 @@
 // the runtime statements), or a file directly in src/. Imports point down the
 // floors: cli → run → supervisor → queue → db, with the leaves at the bottom.
 // The table is the rule; docs/ARCHITECTURE.md draws the same table, and
-// test/lint_layers.test.ts checks that the two agree.
+// test/packaging/lint_layers.test.ts checks that the two agree.
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 

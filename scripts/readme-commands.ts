@@ -1,6 +1,6 @@
 /**
  * `npm run readme`: rewrites the README's command table from
- * src/cli/commands.ts. test/cli_help.test.ts fails while the README is stale.
+ * src/cli/commands.ts. test/unit/cli_help.test.ts fails while the README is stale.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';

@@ -1,7 +1,7 @@
 /**
  * The generated reference pages of the docs site: each page's file and the
  * function that renders it from the code. `npm run docs:reference` writes
- * them; test/docs_reference.test.ts renders them again and fails when a
+ * them; test/packaging/docs_reference.test.ts renders them again and fails when a
  * committed page differs.
  */
 import { readFileSync } from 'node:fs';

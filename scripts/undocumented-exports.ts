@@ -2,7 +2,7 @@
  * The public exports of src/index.ts (the root, and so every entry point of
  * src/entry/) and whether each has a doc comment: the `/** … *\/` directly
  * above the exported declaration (a file's header comment does not count).
- * test/docs_reference.test.ts fails on any export without one.
+ * test/packaging/docs_reference.test.ts fails on any export without one.
  */
 import path from 'node:path';
 import ts from 'typescript';

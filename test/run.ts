@@ -1,11 +1,19 @@
 /**
- * `npm test`: type-checks src and test, prepares a PostgreSQL (the one
+ * `npm test`: lints, type-checks src and test, prepares a PostgreSQL (the one
  * DATABASE_URL names, or the embedded server), migrates a template database
- * once, and runs every test file with node:test. Each file clones its own
- * database from the template (test/helpers/db.ts).
+ * once, and runs every test file with node:test, each in its own process
+ * (test/helpers/schedule.ts). Each file clones its own database from the
+ * template (test/helpers/db.ts). Every run writes .test-report/durations.json
+ * and prints the ten slowest files (test/helpers/durations.ts).
  *
- *   npm test                       lint, type-check, everything
- *   npx tsx test/run.ts FILE...    some files (no lint or type-check)
+ *   npm test                       lint, type-check, everything under test/
+ *   npm run test:unit              one tier (unit, db, integration, system,
+ *                                  plans, packaging): its folder, no lint or
+ *                                  type-check; the unit tier starts no PostgreSQL
+ *   npx tsx test/run.ts FILE|DIR...
+ *                                  some files or folders (no lint or type-check)
+ *   npx tsx test/run.ts --list [FILE|DIR...]
+ *                                  the files a run would run, and how many
  *   npx tsx test/run.ts --node 22 [FILE...]
  *                                  those files, else the cross-version slice
  *                                  (NODE_SLICE), on another Node.js: the test
@@ -13,14 +21,19 @@
  *                                  all run on it (test/helpers/node_versions.ts
  *                                  installs it from the npm registry on first use)
  *
- * promtool and the Prometheus server (test/grafana.test.ts, test/prometheus.test.ts)
- * come from Debian's `prometheus` package, chromium (test/dashboard_browser.test.ts)
+ * Every `*.test.ts` under test/ runs, tier folder or not: a file left at the
+ * top of test/ (say, added by a branch older than the tiers) still runs in
+ * `npm test`, and the run says it belongs in a tier.
+ * JOBVISOR_TEST_CONCURRENCY sets how many files run at once (default 2).
+ *
+ * promtool and the Prometheus server (test/packaging/grafana.test.ts, test/system/prometheus.test.ts)
+ * come from Debian's `prometheus` package, chromium (test/system/dashboard_browser.test.ts)
  * from Debian's `chromium`: when they are missing and the runner is
  * root with apt-get, it installs them; otherwise their tests are skipped with the
  * reason and the install command. JOBVISOR_TEST_INSTALL=0 forbids the install.
  */
-import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, readdirSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
@@ -28,7 +41,9 @@ import { loadConfig } from '../src/config/index.ts';
 import { ensureEmbeddedPostgres } from '../src/db/embedded.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { createLogger } from '../src/log.ts';
+import { lastDurations, load, summary, writeReport } from './helpers/durations.ts';
 import { nodeBinary, versionOf } from './helpers/node_versions.ts';
+import { runFiles } from './helpers/schedule.ts';
 import { findTool, installCommand, installMissing, TOOLS_BY_TEST } from './helpers/tools.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -42,12 +57,12 @@ const TEMPLATE = `jobvisor_test_template_${process.pid}`;
  * faults, the cluster, and a chaos case (supervisors killed mid-job).
  */
 const NODE_SLICE = [
-  'test/package.test.ts',
-  'test/run_api.test.ts',
-  'test/run_compiled.test.ts',
-  'test/chaos_threads.test.ts',
-  'test/cluster_shutdown.test.ts',
-  'test/chaos_kill.test.ts',
+  'test/packaging/package.test.ts',
+  'test/integration/run_api.test.ts',
+  'test/packaging/run_compiled.test.ts',
+  'test/system/chaos_threads.test.ts',
+  'test/system/cluster_shutdown.test.ts',
+  'test/system/chaos_kill.test.ts',
 ];
 
 /** `--node N` and the files, from the command line. */
@@ -60,7 +75,9 @@ function parseArgs(argv: string[]): { node: string | undefined; files: string[] 
 }
 
 async function main(): Promise<number> {
-  const { node: major, files } = parseArgs(process.argv.slice(2));
+  const argv = process.argv.slice(2);
+  if (argv[0] === '--list') return list(argv.slice(1));
+  const { node: major, files } = parseArgs(argv);
   // Another Node.js: its binary runs the tests, and comes first in PATH for the npm and npx they spawn.
   const node = major === undefined ? process.execPath : nodeBinary(major);
   if (major !== undefined) process.stdout.write(`running on Node.js ${versionOf(node)} (${node})\n`);
@@ -76,51 +93,111 @@ async function main(): Promise<number> {
     const lint = spawnSync('npm', ['run', '--silent', 'lint'], { cwd: root, stdio: 'inherit' });
     if (lint.status !== 0) return 1;
   }
-  const missing = files.filter((f) => !existsSync(f));
-  if (missing.length > 0) {
-    process.stderr.write(`no such test file: ${missing.join(', ')}\n`);
+  const testFiles = expand(files.length > 0 ? files : ['test']);
+  if (typeof testFiles === 'string') {
+    process.stderr.write(`${testFiles}\n`);
     return 2;
   }
+  const untiered = testFiles.filter((f) => path.dirname(f) === 'test');
+  if (untiered.length > 0) {
+    process.stdout.write(`not in a tier folder (they run, but belong in test/<tier>/): ${untiered.join(' ')}\n`);
+  }
   const log = createLogger({ level: 'warn', fd: 2 });
+  // The unit tier needs no PostgreSQL: none is started for it.
+  const needsDatabase = testFiles.some((f) => !f.startsWith(`test${path.sep}unit${path.sep}`));
   const given = process.env.JOBVISOR_TEST_DATABASE_URL || process.env.DATABASE_URL;
   const settings = loadConfig({ env: {} });
-  const embedded = given
-    ? null
-    : await ensureEmbeddedPostgres({ dir: settings.database.embedded.dir, port: settings.database.embedded.port, log });
-  const serverUrl = serverOf(given ?? (embedded?.url as string));
+  const embedded =
+    given || !needsDatabase
+      ? null
+      : await ensureEmbeddedPostgres({
+          dir: settings.database.embedded.dir,
+          port: settings.database.embedded.port,
+          log,
+        });
+  const serverUrl = needsDatabase ? serverOf(given ?? (embedded?.url as string)) : '';
   try {
-    await prepareTemplate(serverUrl);
-    const testFiles =
-      files.length > 0
-        ? files
-        : readdirSync(path.join(root, 'test'))
-            .filter((f) => f.endsWith('.test.ts'))
-            .sort()
-            .map((f) => path.join('test', f));
+    if (needsDatabase) await prepareTemplate(serverUrl);
     provideTools(testFiles);
+    const env = {
+      ...process.env,
+      PATH: major === undefined ? process.env.PATH : `${path.dirname(node)}${path.delimiter}${process.env.PATH ?? ''}`,
+      JOBVISOR_TEST_DATABASE_URL: serverUrl,
+      JOBVISOR_TEST_TEMPLATE: needsDatabase ? TEMPLATE : '',
+      DATABASE_URL: '',
+    };
+    const concurrency = Number(process.env.JOBVISOR_TEST_CONCURRENCY) || (major === undefined ? 2 : 1);
+    const loadStart = load();
+    const started = performance.now();
     // Timing tests run alone, after the rest: event-loop delay with every thread busy, a rate
     // limit's throughput (a start that reaches its thread past its slot's guard is re-paced,
     // so CPU taken by a neighbouring file costs slots: 75 % of 200/s beside other files, 95 %
     // alone), and thread hand-over order. So do the pack-and-install tests (npm pack's tsc
     // build, npm installs, type-checks by TypeScript 5.9 and 7).
-    const alone = testFiles.filter((f) => ALONE.test(path.basename(f)));
-    const together = testFiles.filter((f) => !alone.includes(f));
-    const env = {
-      ...process.env,
-      PATH: major === undefined ? process.env.PATH : `${path.dirname(node)}${path.delimiter}${process.env.PATH ?? ''}`,
-      JOBVISOR_TEST_DATABASE_URL: serverUrl,
-      JOBVISOR_TEST_TEMPLATE: TEMPLATE,
-      DATABASE_URL: '',
-    };
-    // On another Node.js (the CI slice) one file at a time: its chaos files are timing tests too.
-    let status = together.length > 0 ? await runTests(node, together, major === undefined ? 2 : 1, env) : 0;
-    if (alone.length > 0) status = Math.max(status, await runTests(node, alone, 1, env));
-    return status;
+    const runs = await runFiles({
+      node,
+      files: testFiles,
+      concurrency,
+      alone: (f) => ALONE.test(path.basename(f)),
+      expected: lastDurations(root),
+      env,
+      cwd: root,
+    });
+    const reportName = major === undefined ? '' : `node${major}`;
+    const report = writeReport(
+      root,
+      {
+        finishedAt: new Date().toISOString(),
+        node: versionOf(node),
+        concurrency,
+        loadStart,
+        loadEnd: load(),
+        wallMs: Math.round(performance.now() - started),
+        files: runs,
+      },
+      reportName,
+    );
+    process.stdout.write(summary(root, report, reportName));
+    return Math.max(0, ...runs.map((r) => r.status));
   } finally {
-    await dropTemplate(serverUrl).catch(() => {});
+    if (needsDatabase) await dropTemplate(serverUrl).catch(() => {});
     // Another test run (or a developer's supervisor) may be using the server too.
     if (embedded?.startedHere && !(await othersConnected(serverUrl))) await embedded.stop();
   }
+}
+
+/** `--list [FILE|DIR...]`: the files a run would run (all under test/ by default), and how many. */
+function list(args: string[]): number {
+  const found = expand(args.length > 0 ? args : ['test']);
+  if (typeof found === 'string') {
+    process.stderr.write(`${found}\n`);
+    return 2;
+  }
+  const top = found.filter((f) => path.dirname(f) === 'test').length;
+  process.stdout.write(`${found.join('\n')}\n${found.length} test files${top > 0 ? ` (${top} not in a tier)` : ''}\n`);
+  return 0;
+}
+
+/**
+ * The test files the arguments name: files as given, folders searched for
+ * `*.test.ts` (fixtures and helpers excepted), sorted; or why not.
+ */
+function expand(args: string[]): string[] | string {
+  const found: string[] = [];
+  for (const arg of args) {
+    const rel = path.relative(root, path.resolve(arg));
+    if (!existsSync(arg)) return `no such test file or folder: ${arg}`;
+    if (!statSync(arg).isDirectory()) {
+      found.push(rel);
+      continue;
+    }
+    const inside = readdirSync(arg, { recursive: true, encoding: 'utf8' })
+      .filter((f) => f.endsWith('.test.ts'))
+      .map((f) => path.join(rel, f))
+      .filter((f) => !/(^|\/)(fixtures|helpers|node_modules)\//.test(f));
+    found.push(...inside);
+  }
+  return [...new Set(found)].sort();
 }
 
 async function othersConnected(serverUrl: string): Promise<boolean> {
@@ -159,15 +236,6 @@ function provideTools(testFiles: string[]): void {
       `${missing.map((t) => t.name).join(', ')} missing (${reason}): their tests are skipped; install with \`${installCommand(missing)}\`\n`,
     );
   }
-}
-
-function runTests(node: string, files: string[], concurrency: number, env: NodeJS.ProcessEnv): Promise<number> {
-  const child = spawn(
-    node,
-    ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, '--test-timeout=300000', ...files],
-    { cwd: root, stdio: 'inherit', env },
-  );
-  return new Promise<number>((resolve) => child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0))));
 }
 
 /** The same server, database `postgres`. */

@@ -2,7 +2,7 @@
  * The docs site (VitePress): `npm run docs:dev` serves docs/ with live reload,
  * `npm run docs:build` writes the static site to docs/.vitepress/dist (ignored by git).
  * Search is VitePress's local index (minisearch), built into the site: no service.
- * The sidebar's sections are the site's contract with readers; test/docs_site.test.ts
+ * The sidebar's sections are the site's contract with readers; test/packaging/docs_site.test.ts
  * opens the built site in Chromium and follows every internal link.
  */
 import { defineConfig } from 'vitepress';

@@ -2,7 +2,7 @@
  * `jobvisor/client`: what a service that only enqueues and inspects jobs needs:
  * enqueue, the admin API, pausing queues, migrate, the errors and the types.
  * It loads no worker, no supervisor, no dashboard and no metrics (no piscina,
- * hono or prom-client); test/package_entry_points.test.ts measures it from the
+ * hono or prom-client); test/packaging/package_entry_points.test.ts measures it from the
  * packed package and fails when it does.
  */
 export { enqueue, enqueueMany, validateJob } from '../queue/enqueue.ts';

@@ -7,7 +7,7 @@
  *   The samples of one page are written out as files of one folder, titled
  *   ones under their title, so one sample may import another.
  * - A shell fence preceded by `<!-- runnable -->` is run by
- *   test/docs_samples.test.ts, in page order, in that folder. Attributes:
+ *   test/packaging/docs_samples.test.ts, in page order, in that folder. Attributes:
  *   `expect="text"` (its output must hold the text) and
  *   `background until="text"` (started, left running until its output holds the
  *   text, stopped with SIGTERM at the end, which must exit 0).

@@ -1,0 +1,91 @@
+/**
+ * Runs test files for test/run.ts: each file in its own `node --test` process,
+ * so its wall-clock time is known, at most `concurrency` at a time, the slowest
+ * of the last run first (the tail of a run is then short files, not one long
+ * one started last; files never timed go first, by tier), and the files that must run alone one at a time after
+ * the rest. A file's output is printed whole when it ends, so files running
+ * side by side do not interleave.
+ */
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+
+/** One test file's process: how long it took and how it ended. */
+export interface FileRun {
+  file: string;
+  ms: number;
+  /** The exit status of `node --test` (0: every test passed or was skipped). */
+  status: number;
+}
+
+export interface ScheduleOptions {
+  /** The node binary that runs the tests. */
+  node: string;
+  files: string[];
+  /** How many files run at once, besides the ones that run alone. */
+  concurrency: number;
+  /** Files that run with nothing beside them (timing tests). */
+  alone: (file: string) => boolean;
+  /** Milliseconds each file took last time, to start the slowest first; unknown files first. */
+  expected: Record<string, number>;
+  env: NodeJS.ProcessEnv;
+  cwd: string;
+  /** Where each file's output goes when it ends (stdout by default). */
+  write?: (text: string) => void;
+}
+
+/** Runs the files and returns one FileRun per file, in the order they ended. */
+export async function runFiles(opts: ScheduleOptions): Promise<FileRun[]> {
+  const byCost = (a: string, b: string): number =>
+    (opts.expected[b] ?? Infinity) - (opts.expected[a] ?? Infinity) || tierRank(a) - tierRank(b) || a.localeCompare(b);
+  const together = opts.files.filter((f) => !opts.alone(f)).sort(byCost);
+  const alone = opts.files.filter((f) => opts.alone(f)).sort(byCost);
+  const runs: FileRun[] = [];
+  const next = async (): Promise<void> => {
+    for (let file = together.shift(); file !== undefined; file = together.shift()) {
+      runs.push(await runFile(opts, file));
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, opts.concurrency) }, next));
+  for (const file of alone) runs.push(await runFile(opts, file));
+  return runs;
+}
+
+/**
+ * Files with no duration yet (a clean clone) start by tier, the costly tiers
+ * first: a system or packaging file started last would be the run's tail.
+ */
+const TIER_ORDER = ['packaging', 'system', 'plans', 'integration', 'db', 'unit'];
+
+function tierRank(file: string): number {
+  const at = TIER_ORDER.indexOf(path.basename(path.dirname(file)));
+  return at < 0 ? TIER_ORDER.length : at;
+}
+
+function runFile(opts: ScheduleOptions, file: string): Promise<FileRun> {
+  const started = performance.now();
+  const child = spawn(opts.node, ['--import', 'tsx', '--test', '--test-reporter=spec', '--test-timeout=300000', file], {
+    cwd: opts.cwd,
+    env: opts.env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const chunks: Buffer[] = [];
+  child.stdout.on('data', (c: Buffer) => chunks.push(c));
+  child.stderr.on('data', (c: Buffer) => chunks.push(c));
+  return new Promise<FileRun>((resolve) => {
+    child.on('close', (code, signal) => {
+      const ms = Math.round(performance.now() - started);
+      const status = code ?? (signal ? 1 : 0);
+      const head = `${status === 0 ? '✔' : '✖'} ${file} (${(ms / 1000).toFixed(1)} s)\n`;
+      (opts.write ?? ((t: string) => process.stdout.write(t)))(head + indent(Buffer.concat(chunks).toString()));
+      resolve({ file, ms, status });
+    });
+  });
+}
+
+function indent(text: string): string {
+  return text
+    .split('\n')
+    .filter((line, i, all) => line !== '' || i < all.length - 1)
+    .map((line) => `  ${line}\n`)
+    .join('');
+}

@@ -1,0 +1,133 @@
+/**
+ * The fetcher, driven step by step with runOnce(): it claims up to the free
+ * capacity the dispatcher reports, only from its own queue, and hands the
+ * claimed jobs over with their claim tokens.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { QueueSettings } from '../../src/config/index.ts';
+import { KEYLESS_WINDOW } from '../../src/queue/claim_limited.ts';
+import { enqueueMany } from '../../src/queue/enqueue.ts';
+import type { ClaimedJob } from '../../src/queue/types.ts';
+import { SupervisorEvents } from '../../src/supervisor/events.ts';
+import { Fetcher } from '../../src/supervisor/fetcher.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+
+let db: TestDatabase;
+
+before(async () => {
+  db = await createTestDatabase('fetcher');
+});
+
+after(async () => {
+  await db.drop();
+});
+
+function fetcher(
+  queue: string,
+  capacity: () => number,
+  delivered: ClaimedJob[],
+  limits: Partial<QueueSettings> = {},
+  events = new SupervisorEvents(),
+): Fetcher {
+  return new Fetcher({
+    store: { db: db.pool, schema: 'jobvisor' },
+    queue,
+    settings: { concurrency: 4, jobsPerThread: 4, prefetch: 0, timeout: null, ...limits },
+    owner: 'fetcher-test',
+    leaseMs: 60_000,
+    maxPayloadBytes: 1024 * 1024,
+    pollIntervalMs: 60_000,
+    capacity,
+    deliver: (jobs) => delivered.push(...jobs),
+    events,
+  });
+}
+
+describe('fetcher', () => {
+  it('claims up to the free capacity, from its own queue only, with a token per claim', async () => {
+    await enqueueMany(db.pool, [
+      ...Array.from({ length: 6 }, (_, i) => ({ kind: 'k', queue: 'mine', payload: { i } })),
+      { kind: 'k', queue: 'theirs', payload: {} },
+    ]);
+    const delivered: ClaimedJob[] = [];
+    let free = 4;
+    const f = fetcher('mine', () => free, delivered);
+    assert.equal(await f.runOnce(), 4);
+    assert.equal(delivered.length, 4);
+    assert.ok(delivered.every((j) => j.queue === 'mine' && /^\d+$/.test(j.token)));
+    assert.equal(new Set(delivered.map((j) => j.token)).size, 4, 'every claim has its own token');
+    assert.deepEqual(
+      delivered.map((j) => (JSON.parse(j.payload as string) as { i: number }).i),
+      [0, 1, 2, 3],
+      'in claim order',
+    );
+    free = 0;
+    assert.equal(await f.runOnce(), 0, 'no capacity, no claim');
+    free = 10;
+    assert.equal(await f.runOnce(), 2, 'what is left of its queue');
+    assert.equal(await f.runOnce(), 0);
+    await f.stop();
+    const { rows } = await db.pool.query("SELECT status FROM jobvisor.jobs WHERE queue = 'theirs'");
+    assert.deepEqual(rows, [{ status: 'pending' }], "another queue's job is left alone");
+  });
+
+  it('holding nothing, claims for its places first and for its prefetch right after, unasked', async () => {
+    await enqueueMany(
+      db.pool,
+      Array.from({ length: 20 }, (_, i) => ({ kind: 'k', queue: 'burst', payload: { i } })),
+    );
+    const delivered: ClaimedJob[] = [];
+    let held = 0;
+    const events = new SupervisorEvents();
+    const f = fetcher('burst', () => 4 + 8 - held, delivered, { prefetch: 8 }, events);
+    const claims: number[] = [];
+    const twelve = new Promise<void>((resolve) =>
+      events.on('job:claimed', ({ count }) => {
+        claims.push(count);
+        held += count;
+        if (held >= 12) resolve();
+      }),
+    );
+    assert.equal(await f.runOnce(), 4, 'the first claim fills the places only');
+    await twelve;
+    assert.deepEqual(claims, [4, 8], 'the prefetch follows at once, without another wake');
+    held -= 2; // two jobs finished: 10 held, 2 free, nothing cut
+    assert.equal(await f.runOnce(), 2);
+    held = 0; // all finished: holding nothing again, the places first
+    assert.equal(await f.runOnce(), 4);
+    await f.stop(); // waits for the claim that followed: the last 2
+    assert.deepEqual(claims, [4, 8, 2, 4, 2]);
+    assert.equal(delivered.length, 20);
+  });
+
+  it('reads every due job for ones without a key after a window said some may lie beyond it', async () => {
+    const add = (n: number, key?: string) =>
+      enqueueMany(
+        db.pool,
+        Array.from({ length: n }, (_, i) => ({ kind: 'k', queue: 'keyed', payload: { i }, concurrencyKey: key })),
+      );
+    const delivered: ClaimedJob[] = [];
+    const f = fetcher('keyed', () => 4, delivered, { perKeyConcurrency: 1 });
+    await add(1, 'flood');
+    assert.equal(await f.runOnce(), 1, 'the flood key is now at its limit');
+    await add(KEYLESS_WINDOW + 10, 'flood');
+    const [keyless] = await add(1);
+    // The first claim looks in a window of flood jobs and finds none it may take;
+    // the next reads on to the keyless job (a retry timer may have run it first).
+    await f.runOnce();
+    await f.runOnce();
+    await f.stop();
+    assert.deepEqual(
+      delivered.slice(1).map((j) => j.id),
+      [keyless?.id],
+    );
+  });
+
+  it('stop() is idempotent and safe before any claim', async () => {
+    const f = fetcher('idle', () => 1, []);
+    await f.stop();
+    await f.stop();
+    assert.equal(await f.runOnce(), 0, 'a stopped fetcher claims nothing');
+  });
+});

@@ -1,0 +1,256 @@
+/**
+ * Every hot statement keeps its intended index plan whatever the statistics
+ * say. The table is tiny when the statements first run (so a cached generic
+ * plan, if any, is made for a tiny table), then grows to about a million rows
+ * with no ANALYZE (autovacuum is off for it). Each statement then runs through
+ * its real function on the same connection, and auto_explain hands the plan it
+ * actually executed back to the client as a notice.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type pg from 'pg';
+import { createPool } from '../../src/db/pool.ts';
+import { claimJobs, nextDueIn } from '../../src/queue/claim.ts';
+import { claimLimited } from '../../src/queue/claim_limited.ts';
+import { deleteOldJobs } from '../../src/queue/cleanup.ts';
+import { completeJobs, failJobs, releaseJobs } from '../../src/queue/complete.ts';
+import { enqueue, enqueueMany } from '../../src/queue/enqueue.ts';
+import { rollUpFinished } from '../../src/queue/finished_rollup.ts';
+import { renewLeases } from '../../src/queue/lease.ts';
+import { writeProgress } from '../../src/queue/progress.ts';
+import { reapExpiredLeases } from '../../src/queue/reaper.ts';
+import { snoozeJobs } from '../../src/queue/snooze.ts';
+import type { Store } from '../../src/queue/sql.ts';
+import { countActiveJobs, oldestDueByQueue } from '../../src/queue/stats.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+
+const GROWN = 1_000_000;
+/** Of which pending (the burst); the rest is a history of done jobs. */
+const BURST = 50_000;
+let db: TestDatabase;
+let pool: pg.Pool;
+let store: Store;
+const plans: string[] = [];
+
+/** The plans auto_explain reported for whatever `fn` ran. */
+async function planOf(fn: () => Promise<unknown>): Promise<string> {
+  plans.length = 0;
+  await fn();
+  const text = plans.join('\n');
+  assert.ok(text.length > 0, 'auto_explain reported no plan');
+  return text;
+}
+
+/** One round of every hot statement, so each has run (and been cached) at the table's current size. */
+async function everyStatement(): Promise<void> {
+  const claimed = await claimJobs(store, { owner: 'p', queue: 'default', limit: 4, leaseMs: 60_000 });
+  const [a, b, c, d] = claimed;
+  if (a) await completeJobs(store, 'p', [a.id], [a.token]);
+  if (b)
+    await failJobs(store, 'p', { ids: [b.id], tokens: [b.token], permanent: [true], delaysMs: [0], errors: ['x'] });
+  if (c) await releaseJobs(store, 'p', [{ id: c.id, token: c.token }]);
+  if (d) await renewLeases(store, 'p', [{ id: d.id, token: d.token }], 60_000);
+  await reapExpiredLeases(store, 100);
+  // A child of existing jobs: its COMMIT runs jobvisor.settle_new_edges (migration 023), whose
+  // statements PL/pgSQL plans once and may keep as generic plans made on the tiny table.
+  const parents = await pool.query<{ id: string }>('SELECT id FROM jobvisor.jobs ORDER BY id LIMIT 3');
+  await enqueue(pool, 'noop', {}, { dependsOn: parents.rows.map((r) => r.id) });
+  await deleteOldJobs(store, { retentionMs: 3_600_000, failedRetentionMs: 3_600_000, limit: 100 });
+  await rollUpFinished(store);
+  await nextDueIn(store, 'default');
+  await countActiveJobs(store);
+  await oldestDueByQueue(store);
+}
+
+before(async () => {
+  db = await createTestDatabase('plans');
+  await db.pool.query('ALTER TABLE jobvisor.jobs SET (autovacuum_enabled = off)');
+  // One connection, so every statement's cached plan lives where auto_explain watches.
+  pool = createPool(db.url, { max: 1 });
+  pool.on('connect', (client) => client.on('notice', (n) => plans.push(n.message ?? '')));
+  store = { db: pool, schema: 'jobvisor' };
+  await pool.query(`LOAD 'auto_explain'`);
+  await pool.query(`SET auto_explain.log_min_duration = -1`);
+  await pool.query(`SET auto_explain.log_level = notice`);
+  await pool.query(`SET auto_explain.log_nested_statements = on`);
+
+  // Tiny: a few finished and waiting jobs, analyzed as autovacuum would after a quiet spell.
+  await enqueueMany(
+    pool,
+    Array.from({ length: 40 }, (_, i) => ({ kind: 'noop', payload: { i } })),
+  );
+  for (let i = 0; i < 8; i++) await everyStatement();
+  await pool.query('ANALYZE jobvisor.jobs');
+  for (let i = 0; i < 8; i++) await everyStatement();
+
+  // Grown: a burst of pending jobs plus a history of done ones and some running, no ANALYZE.
+  await pool.query(`INSERT INTO jobvisor.jobs (kind, payload, status, finished_at)
+                    SELECT 'noop', '{}', 'done', now() - interval '2 hours' FROM generate_series(1, ${GROWN - BURST})`);
+  await pool.query(`INSERT INTO jobvisor.jobs (kind, payload) SELECT 'noop', '{}' FROM generate_series(1, ${BURST})`);
+  await pool.query(`SET auto_explain.log_min_duration = 0`);
+});
+
+after(async () => {
+  await pool?.end();
+  await db?.drop();
+});
+
+describe('hot statements on a table that grew from tiny to a million rows without ANALYZE', () => {
+  it('claims through jobs_pending_idx', async () => {
+    const plan = await planOf(() => claimJobs(store, { owner: 'p', queue: 'default', limit: 50, leaseMs: 60_000 }));
+    assert.match(plan, /Index Scan using jobs_pending_idx/, plan);
+    assert.doesNotMatch(plan, /Seq Scan/, plan);
+  });
+
+  it('completes, fails, releases, renews, snoozes and reports progress through an index on id', async () => {
+    const jobs = await claimJobs(store, { owner: 'q', queue: 'default', limit: 700, leaseMs: 60_000 });
+    const part = (k: number) => jobs.slice(k * 100, k * 100 + 100);
+    const checks: Array<[string, () => Promise<unknown>]> = [
+      [
+        'complete',
+        () =>
+          completeJobs(
+            store,
+            'q',
+            part(0).map((j) => j.id),
+            part(0).map((j) => j.token),
+          ),
+      ],
+      [
+        'fail',
+        () =>
+          failJobs(store, 'q', {
+            ids: part(1).map((j) => j.id),
+            tokens: part(1).map((j) => j.token),
+            permanent: part(1).map(() => false),
+            delaysMs: part(1).map(() => 1000),
+            errors: part(1).map(() => 'x'),
+          }),
+      ],
+      [
+        'release',
+        () =>
+          releaseJobs(
+            store,
+            'q',
+            part(2).map((j) => ({ id: j.id, token: j.token })),
+          ),
+      ],
+      [
+        'renew',
+        () =>
+          renewLeases(
+            store,
+            'q',
+            part(3).map((j) => ({ id: j.id, token: j.token })),
+            60_000,
+          ),
+      ],
+      [
+        'complete with results',
+        () =>
+          completeJobs(
+            store,
+            'q',
+            part(4).map((j) => j.id),
+            part(4).map((j) => j.token),
+            null,
+            { results: part(4).map(() => '{"ok":true}'), progress: part(4).map(() => null) },
+          ),
+      ],
+      [
+        'snooze',
+        () =>
+          snoozeJobs(
+            store,
+            'q',
+            { ids: part(5).map((j) => j.id), tokens: part(5).map((j) => j.token), delaysMs: part(5).map(() => 1000) },
+            100,
+          ),
+      ],
+      [
+        'progress',
+        () =>
+          writeProgress(
+            store,
+            'q',
+            part(6).map((j) => j.id),
+            part(6).map((j) => j.token),
+            part(6).map(() => '{"step":1}'),
+          ),
+      ],
+    ];
+    for (const [name, fn] of checks) {
+      const plan = await planOf(fn);
+      assert.match(
+        plan,
+        /Index Scan using jobs_(pkey|running_idx)|Bitmap Index Scan on jobs_(pkey|running_idx)/,
+        `${name}: ${plan}`,
+      );
+      assert.doesNotMatch(plan, /Seq Scan/, `${name}: ${plan}`);
+    }
+  });
+
+  it('reaps through jobs_running_idx, and rolls up and cleans up through jobs_finished_idx', async () => {
+    const reap = await planOf(() => reapExpiredLeases(store, 1000));
+    assert.match(reap, /jobs_running_idx/, reap);
+    assert.doesNotMatch(reap, /Seq Scan/, reap);
+    const clean = await planOf(() =>
+      deleteOldJobs(store, { retentionMs: 3_600_000, failedRetentionMs: 3_600_000, limit: 1000 }),
+    );
+    assert.match(clean, /jobs_finished_idx/, clean);
+    assert.doesNotMatch(clean, /Seq Scan/, clean);
+    // The rollup that runs before each cleanup round: one range of jobs_finished_idx (its watermark row is read whole).
+    const rolled = await planOf(() => rollUpFinished(store));
+    assert.match(rolled, /jobs_finished_idx/, rolled);
+    assert.doesNotMatch(rolled, /Seq Scan on jobs\b/, rolled);
+  });
+
+  it('limited claims update the rows they chose through the primary key, not by reading the pending index', async () => {
+    for (const limits of [{ perKeyConcurrency: 2 }, { globalConcurrency: 1_000_000 }]) {
+      const plan = await planOf(() =>
+        claimLimited(store, {
+          owner: 'p',
+          queue: 'default',
+          limit: 20,
+          leaseMs: 60_000,
+          maxPayloadBytes: 1 << 20,
+          limits,
+        }),
+      );
+      assert.match(plan, /(Index Scan using|Bitmap Index Scan on) jobs_pkey[^\n]*\n[^\n]*Index Cond: \(id = ANY/, plan);
+      assert.doesNotMatch(plan, /jobs_pending_idx[^\n]*\n[^\n]*Index Cond: \(id = ANY/, plan);
+      assert.doesNotMatch(plan, /Seq Scan/, plan);
+    }
+  });
+
+  it("settles an enqueue's existing parents at its COMMIT through the primary key", async () => {
+    const { rows } = await pool.query<{ id: string }>(
+      `(SELECT id FROM jobvisor.jobs WHERE status = 'done' ORDER BY id DESC LIMIT 2)
+       UNION ALL (SELECT id FROM jobvisor.jobs WHERE status = 'pending' ORDER BY id DESC LIMIT 2)`,
+    );
+    const plan = await planOf(() => enqueue(pool, 'noop', {}, { dependsOn: rows.map((r) => r.id) }));
+    assert.match(plan, /FOR NO KEY UPDATE/, plan); // the COMMIT's trigger (jobvisor.settle_new_edges) was seen
+    assert.match(plan, /jobs_pkey/, plan);
+    assert.doesNotMatch(plan, /Seq Scan on jobs\b/, plan);
+  });
+
+  it('finds the next due time through jobs_pending_idx', async () => {
+    const due = await planOf(() => nextDueIn(store, 'default'));
+    assert.match(due, /jobs_pending_idx/, due);
+    assert.doesNotMatch(due, /Seq Scan/, due);
+  });
+
+  // One branch per status, each through its own partial index (src/queue/stats.ts).
+  it('counts the gauges through the partial indexes', async () => {
+    const gauges = await planOf(() => countActiveJobs(store));
+    assert.match(gauges, /jobs_pending_idx/, gauges);
+    assert.doesNotMatch(gauges, /Seq Scan/, gauges);
+  });
+
+  it('reads the oldest due age through jobs_pending_idx', async () => {
+    const age = await planOf(() => oldestDueByQueue(store));
+    assert.match(age, /jobs_pending_idx/, age);
+    assert.doesNotMatch(age, /Seq Scan/, age);
+  });
+});

@@ -41,6 +41,7 @@ export default defineConfig({
         text: 'Guides',
         items: [
           { text: 'Overview', link: '/guides/' },
+          { text: 'Batch tasks', link: '/guides/batches' },
           { text: 'Entry points', link: '/guides/entry-points' },
         ],
       },

@@ -15,6 +15,9 @@ const DURATION_BUCKETS = [
   0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1200,
 ];
 
+/** Jobs per batch call: from 1 to the largest maxSize (10,000). */
+const BATCH_SIZE_BUCKETS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000];
+
 export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
   const registry = new Registry();
   if (options.defaultMetrics !== false) {
@@ -29,8 +32,8 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
   // `aggregator`: how the cluster primary merges the children's values (default sum).
   const gauge = (name: string, help: string, labelNames: readonly string[] = [], aggregator?: Aggregator) =>
     new Gauge({ name, help, labelNames, registers, ...(aggregator ? { aggregator } : {}) });
-  const histogram = (name: string, help: string) =>
-    new Histogram({ name, help, labelNames: JOB_LABELS, buckets: DURATION_BUCKETS, registers });
+  const histogram = (name: string, help: string, buckets = DURATION_BUCKETS) =>
+    new Histogram({ name, help, labelNames: JOB_LABELS, buckets, registers });
 
   return {
     registry,
@@ -60,6 +63,15 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
     ),
     runSeconds: histogram('jobvisor_job_run_seconds', 'Time a job ran in its worker thread.'),
     waitSeconds: histogram('jobvisor_job_wait_seconds', 'Time from a job being due (run_at) to its start.'),
+    batchCalls: counter(
+      'jobvisor_batch_calls_total',
+      'Calls of batch tasks started by this supervisor (each runs many jobs).',
+    ),
+    batchSize: histogram('jobvisor_batch_size', 'Jobs per call of a batch task.', BATCH_SIZE_BUCKETS),
+    batchFillSeconds: histogram(
+      'jobvisor_batch_fill_wait_seconds',
+      "Time a batch call's first job gathered (from its claim to the call's start): up to the task's batch.maxWait.",
+    ),
     jobs: gauge(
       'jobvisor_jobs',
       'Jobs in the database by queue, kind and status (global; aggregate with max). Counts pending, running, failed and blocked.',

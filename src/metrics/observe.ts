@@ -45,6 +45,11 @@ export function observeEvents(events: SupervisorEvents, metrics: Metrics, labels
         child(metrics.runSeconds, 'run', j.queue, j.kind).observe((runMs[i] ?? 0) / 1000);
       });
     };
+  events.on('batch:called', ({ queue, kind, size, fillMs }) => {
+    child(metrics.batchCalls, 'batch', queue, kind).inc();
+    child(metrics.batchSize, 'batchSize', queue, kind).observe(size);
+    child(metrics.batchFillSeconds, 'batchFill', queue, kind).observe(Math.max(0, fillMs / 1000));
+  });
   events.on('job:completed', finished(metrics.completed, 'completed'));
   events.on('job:retried', finished(metrics.retried, 'retried'));
   events.on('job:dead', finished(metrics.deadLettered, 'dead'));

@@ -5,6 +5,8 @@
  */
 import type { Settings } from '../config/index.ts';
 import type { Logger } from '../log.ts';
+import type { ResolvedTaskOptions } from '../worker/task_options.ts';
+import { batchSize } from './dispatch/batch_gather.ts';
 import type { SupervisorEvents } from './events.ts';
 import { OptionsReader } from './options_reader.ts';
 import { QuietStart } from './quiet_start.ts';
@@ -39,6 +41,7 @@ export function buildTasks(
     (problem) => log.warn(problem),
     (kind, options) => {
       useTaskQueue(settings, log, kind, options?.queue);
+      warnBatchCap(settings, log, kind, options);
       known(kind);
     },
     (kind) => reader.read(kind),
@@ -53,6 +56,27 @@ function useTaskQueue(settings: Settings, log: Logger, kind: string, queue: stri
     log.warn(
       `task ${kind} asks for queue "${queue}", which this supervisor does not serve (config queues); its jobs enqueued without a queue go to "default"`,
     );
+}
+
+/**
+ * A batch task whose maxSize its queue cannot hold: its calls are capped at
+ * what the queue runs at once (batch_gather.ts batchSize), said once, in one
+ * line naming the limit and the key to change.
+ */
+function warnBatchCap(settings: Settings, log: Logger, kind: string, options: ResolvedTaskOptions | null): void {
+  const batch = options?.batch;
+  const name = options?.queue ?? 'default';
+  const queue = settings.queues[name];
+  if (!batch || !queue) return;
+  const cap = batchSize(batch, queue);
+  if (cap >= batch.maxSize) return;
+  const key =
+    queue.globalConcurrency !== undefined && queue.globalConcurrency < queue.concurrency
+      ? `queues.${name}.globalConcurrency (${queue.globalConcurrency})`
+      : `queues.${name}.concurrency (${queue.concurrency})`;
+  log.warn(
+    `task ${kind} declares batch.maxSize ${batch.maxSize}, but queue "${name}" runs at most ${cap} of its jobs at once (${key}): its calls take at most ${cap} jobs; raise ${key.split(' ')[0]} to ${batch.maxSize}`,
+  );
 }
 
 /** The read of every task's options at the first quiet moment after start; `held()`: jobs held now. */

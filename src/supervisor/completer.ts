@@ -2,7 +2,8 @@
  * The completer: outcomes in, batched fenced writes out.
  *
  * One way in: record(job, outcome), called by the dispatcher's report path
- * only. Each outcome goes to the writer of its meaning (complete/: done,
+ * only (and recordCall for a batch call's outcomes, written in one
+ * transaction: complete/call_batch.ts). Each outcome goes to the writer of its meaning (complete/: done,
  * failed for both retry and dead, released, snoozed), each with its own batch
  * (complete/outcome_batch.ts). Outcomes wait at most `flushIntervalMs` (or
  * until `batchSize` are queued) and are written per writer in statements of at
@@ -24,9 +25,10 @@
  */
 import type { Settings } from '../config/index.ts';
 import type { ClaimedJob, Fence } from '../queue/types.ts';
+import { CallBatch } from './complete/call_batch.ts';
 import { doneWriter } from './complete/done.ts';
 import { failedWriter, type FailedRows } from './complete/failed.ts';
-import type { OutcomeSink, Recorded } from './complete/outcome.ts';
+import type { CallEntry, OutcomeSink, Recorded } from './complete/outcome.ts';
 import { OutcomeBatch, type BatchContext } from './complete/outcome_batch.ts';
 import { releasedWriter } from './complete/released.ts';
 import { snoozedWriter } from './complete/snoozed.ts';
@@ -40,6 +42,7 @@ export class Completer implements OutcomeSink {
   private readonly failed: OutcomeBatch<FailedRows, OutcomeOf<'retry' | 'dead'>>;
   private readonly released = new OutcomeBatch(releasedWriter);
   private readonly snoozed = new OutcomeBatch(snoozedWriter);
+  private readonly calls: CallBatch;
   /** Every writer's batch: written together, in this order. */
   private readonly batches: ReadonlyArray<{ readonly size: number; write(c: BatchContext): Promise<unknown> }>;
   private readonly context: BatchContext;
@@ -56,8 +59,11 @@ export class Completer implements OutcomeSink {
     private readonly settings: Pick<Settings, 'backoff' | 'completer'>,
     private readonly events: SupervisorEvents,
   ) {
-    this.failed = new OutcomeBatch(failedWriter(settings.backoff));
-    this.batches = [this.done, this.failed, this.released, this.snoozed];
+    const failed = failedWriter(settings.backoff);
+    this.failed = new OutcomeBatch(failed);
+    const writers = { done: doneWriter, failed, released: releasedWriter, snoozed: snoozedWriter };
+    this.calls = new CallBatch(writers, (job, outcome) => this.record(job, outcome));
+    this.batches = [this.done, this.failed, this.released, this.snoozed, this.calls];
     this.context = {
       store,
       events,
@@ -96,8 +102,15 @@ export class Completer implements OutcomeSink {
     this.schedule();
   }
 
+  /** A batch call's outcomes, written together (complete/call_batch.ts). */
+  recordCall(entries: CallEntry[]): void {
+    this.calls.add(entries);
+    for (const { job } of entries) this.held.set(job.token, job);
+    this.schedule();
+  }
+
   private get queued(): number {
-    return this.done.size + this.failed.size + this.released.size + this.snoozed.size;
+    return this.done.size + this.failed.size + this.released.size + this.snoozed.size + this.calls.size;
   }
 
   /**

@@ -54,6 +54,8 @@ export interface Events {
   /** Outcomes the database refused because this supervisor no longer owned the attempt. */
   'job:fenced': [{ jobs: JobRef[] }];
   'job:timeout': [{ job: JobRef; timeoutMs: number }];
+  /** A batch task's call started with `size` jobs; its first job had gathered for `fillMs`. */
+  'batch:called': [{ queue: string; kind: string; size: number; fillMs: number }];
   'lease:lost': [{ jobs: JobRef[] }];
   'lease:reaped': [{ jobs: ReapedJob[] }];
   'jobs:cleaned': [{ rows: Cleaned[] }];

@@ -46,6 +46,7 @@ import {
   supervisorId,
 } from './build.ts';
 import { drainRuns } from './drain_runs.ts';
+import { batchCallStarter } from './batch_start.ts';
 import type { Fetcher } from './fetcher.ts';
 import type { HeldConnection } from '../db/held.ts';
 
@@ -143,6 +144,7 @@ export class Supervisor {
       progress: (job, json) => this.progress.report(job, json),
       onCapacity: (queue) => this.fetchers.get(queue)?.onCapacity(),
       traits: (kind) => this.catalog.get(kind),
+      startCall: batchCallStarter(this.store, this.id, settings.jobs.lease, this.events),
     });
     this.readAll = buildQuietStart(this.events, this.catalog, () => this.dispatcher.size);
     this.fetchers = buildFetchers({

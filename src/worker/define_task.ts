@@ -11,9 +11,13 @@
  *   interface TaskPayloads { send_invoice: PayloadOfTask<typeof import('./tasks/send_invoice.ts').default> }
  * }
  * ```
+ * With `batch` in its options, the function is a batch task: it receives the
+ * jobs of a call (`BatchTaskJob<P>[]`) and answers nothing or one `R | Error` per
+ * job (batch_types.ts); `PayloadOfTask` gives the payload of one job all the same.
  * The options are what `export const options` declares (types.ts); a module
  * that exports both uses its `options` export.
  */
+import type { BatchOptions, BatchTask } from './batch_types.ts';
 import type { TaskContext, TaskOptions } from './types.ts';
 
 /** A task made by defineTask: the function, with its options attached. */
@@ -22,12 +26,19 @@ export interface DefinedTask<P, R = unknown> {
   readonly options?: TaskOptions;
 }
 
+/** A batch task made by defineTask (options with `batch`). */
+export interface DefinedBatchTask<P, R = unknown> extends BatchTask<P, R> {
+  readonly options: TaskOptions & { batch: BatchOptions };
+}
+
 /**
  * Marks a function as a task and fixes its payload type `P` once: the task
  * gets `P` as its first argument, and `PayloadOfTask<typeof task>` gives the
  * same type to `enqueue` through the app's `TaskPayloads` declaration. The
  * options are those a module may export as `options` (queue, timeout,
- * exclusiveThread); they are frozen onto the function.
+ * exclusiveThread, batch); they are frozen onto the function. With
+ * `batch: { maxSize, maxWait }` the function gets an array of jobs instead
+ * (a batch task, DefinedBatchTask).
  *
  * @param fn The task: `(payload, ctx) => result`; its result is stored on the job.
  * @param options Defaults for the task's jobs (see TaskOptions).
@@ -43,13 +54,24 @@ export interface DefinedTask<P, R = unknown> {
  * ```
  */
 export function defineTask<P = unknown, R = unknown>(
+  fn: BatchTask<P, R>,
+  options: TaskOptions & { batch: BatchOptions },
+): DefinedBatchTask<P, R>;
+/** A task of one job at a time: see the overload above. */
+export function defineTask<P = unknown, R = unknown>(
   fn: (payload: P, ctx: TaskContext) => R,
-  options?: TaskOptions,
-): DefinedTask<P, R> {
+  options?: TaskOptions & { batch?: undefined },
+): DefinedTask<P, R>;
+export function defineTask(fn: (...args: never[]) => unknown, options?: TaskOptions): unknown {
   if (typeof fn !== 'function') throw new TypeError('defineTask(fn, options?): fn must be a function');
   if (options !== undefined) Object.defineProperty(fn, 'options', { value: Object.freeze({ ...options }) });
   return fn;
 }
 
-/** The payload type of a task function (one made by defineTask, or any `(payload, ctx) => …`). */
-export type PayloadOfTask<T> = T extends (payload: infer P, ctx: TaskContext) => unknown ? P : never;
+/** The payload type of a task function (one made by defineTask, or any `(payload, ctx) => …`); of one job for a batch task. */
+export type PayloadOfTask<T> =
+  T extends DefinedBatchTask<infer P, unknown>
+    ? P
+    : T extends (payload: infer P, ctx: TaskContext) => unknown
+      ? P
+      : never;

@@ -12,6 +12,7 @@ import pino from 'pino';
 import type pg from 'pg';
 import { LOG_BUFFER_BYTES, LOG_REDACTION, redactChildren } from '../log.ts';
 import { createLogStream } from '../log_stream.ts';
+import { runCall, type CallHost } from './batch_run.ts';
 import { toTaskError, withoutSecrets } from './convert.ts';
 import { SnoozeError } from './errors.ts';
 import { catchEscapes, currentJob } from './escapes.ts';
@@ -26,6 +27,7 @@ import { missedWindow, reachStartWindow } from './start_window.ts';
 import { runTask, traceLogFields } from './tracing.ts';
 import type {
   FromWorker,
+  JobBatch,
   ProgressBatch,
   ResultBatch,
   SessionTask,
@@ -223,6 +225,31 @@ export default function session({ port, queue }: SessionTask): Promise<void> {
     },
   };
 
+  /** A batch task's call (batch_run.ts): its jobs are held like any other, and settle one by one. */
+  const callHost: CallHost<JobRun> = {
+    task: (kind) => loader.loaded(kind) ?? loader.get(kind),
+    settle,
+    log,
+    db: taskDb,
+    config: setup.taskConfig,
+    maxResultBytes: setup.maxResultBytes,
+    readPayload: (run, signal) => readPayload(run, signal),
+  };
+  const hold = ({ ids, tokens, kinds, attempts, maxAttempts }: JobBatch): JobRun[] =>
+    ids.map((id, i) => {
+      const run = new JobRun(
+        owner,
+        tokens[i] as string,
+        id,
+        kinds[i] as string,
+        queue,
+        attempts[i] as number,
+        maxAttempts[i] as number,
+      );
+      running.set(run.token, run);
+      return run;
+    });
+
   /** Runs one job to its end; never throws. */
   async function execute(run: JobRun, text: string | null, traceContext?: string, window?: Window): Promise<void> {
     let payload: unknown;
@@ -267,6 +294,9 @@ export default function session({ port, queue }: SessionTask): Promise<void> {
         }
         break;
       }
+      case 'call':
+        void runCall(hold(message), message, callHost);
+        break;
       case 'abort': {
         const reason = new Error(
           message.reason === 'timeout'

@@ -41,8 +41,17 @@ export interface JobBatch {
   notAfterMs?: Array<number | undefined>;
 }
 
+/**
+ * One call of a batch task (worker/batch_run.ts): every job of the batch goes
+ * to one `task(jobs, ctx)`, and each comes back as its own result. `callId`
+ * names the call (the jobs' batch_id); `key` is the JSON text of the batch
+ * key's value the jobs share, when the task has one.
+ */
+export type CallMessage = { type: 'call'; callId: string; key?: string } & JobBatch;
+
 export type ToWorker =
   | ({ type: 'run' } & JobBatch)
+  | CallMessage
   | { type: 'abort'; token: string; reason: 'timeout' | 'lease-lost' | 'shutdown' }
   | { type: 'end' };
 

@@ -1,6 +1,6 @@
 /**
  * Task options: what a task module declares about itself with
- * `export const options = { exclusiveThread, queue, timeout }` (see types.ts).
+ * `export const options = { exclusiveThread, queue, timeout, batch }` (see types.ts).
  *
  * They are read by importing the module once in the reading process: the
  * supervisor reads a kind when its first job arrives (the dispatcher must know
@@ -14,6 +14,7 @@ import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { parseDuration } from '../duration.ts';
 import { checkQueue } from '../names.ts';
+import { parseBatchOptions, type ResolvedBatch } from './batch_options.ts';
 import { findTaskFile, importTaskModule, kindOfFile, sourcesOf, type TaskPlaces } from './loader.ts';
 
 /** Task options, checked and with the timeout in ms. */
@@ -21,9 +22,11 @@ export interface ResolvedTaskOptions {
   exclusiveThread: boolean;
   queue?: string;
   timeoutMs?: number;
+  /** A batch task: its calls' size, wait and key (batch_options.ts). */
+  batch?: ResolvedBatch;
 }
 
-const KEYS = new Set(['exclusiveThread', 'queue', 'timeout']);
+const KEYS = new Set(['exclusiveThread', 'queue', 'timeout', 'batch']);
 
 /**
  * Checks a module's `options` export.
@@ -58,6 +61,7 @@ export function parseTaskOptions(file: string, value: unknown): ResolvedTaskOpti
     }
     if (resolved.timeoutMs === 0) throw new Error(`${where}.timeout must be more than 0`);
   }
+  if (o.batch !== undefined) resolved.batch = parseBatchOptions(`${where}.batch`, o.batch);
   return resolved;
 }
 

@@ -30,7 +30,7 @@ let enabled: boolean | undefined;
 let tracer: Tracer | undefined;
 
 /** Decided at the first job: worker/traced-entry.ts has started the SDK by then, or a preload has. */
-function tracingOn(): boolean {
+export function tracingOn(): boolean {
   enabled ??= tracerRegistered();
   return enabled;
 }

@@ -7,6 +7,7 @@
 import type { Logger } from 'pino';
 import type pg from 'pg';
 import type { ParentJob } from '../queue/parents.ts';
+import type { BatchOptions } from './batch_options.ts';
 
 export type { ParentJob };
 
@@ -100,4 +101,6 @@ export interface TaskOptions {
   queue?: string;
   /** The job's timeout ("10m", or ms), over the queue's and jobs.timeout. */
   timeout?: string | number;
+  /** A batch task: one call gets many jobs of its kind (batch_types.ts, batch_options.ts). */
+  batch?: BatchOptions;
 }

@@ -121,6 +121,10 @@ const EXPECTED: Record<string, Expectation> = {
   },
   release_jobs: { values: (f) => [f.runningIds, f.tokens, 'o'], uses: /jobs_(pkey|running_idx)/ },
   renew_leases: { values: (f) => [f.runningIds, 'o', 60_000, now, f.tokens], uses: /jobs_(pkey|running_idx)/ },
+  start_batch_call: {
+    values: (f) => [f.runningIds, 'o', 60_000, now, f.tokens, f.tokens[0]],
+    uses: /jobs_(pkey|running_idx)/,
+  },
   write_progress: {
     values: (f) => [f.runningIds, f.tokens, f.tokens.map(() => '{}'), 'o'],
     uses: /jobs_(pkey|running_idx)/,
@@ -268,6 +272,8 @@ const EXPECTED: Record<string, Expectation> = {
   admin_count_jobs: { values: () => failedOfKind([10_000]), uses: /jobs_failed_idx/ },
   status_of: { values: (f) => [f.pendingIds], uses: /jobs_pkey/ },
   admin_get_job: { values: (f) => [f.someId], uses: /jobs_pkey/ },
+  admin_batch_call: { values: (f) => [f.someId, 100], uses: /jobs_batch_idx/ },
+  admin_batch_call_counts: { values: (f) => [f.someId], uses: /jobs_batch_idx/ },
   admin_last_fire: {
     values: () => ['k1', 'sched:'],
     uses: /jobs_unique_key_idx/,

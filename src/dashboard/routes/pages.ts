@@ -2,6 +2,7 @@
 import type { Hono } from 'hono';
 import type { Schedule } from '../../config/index.ts';
 import {
+  batchCallOf,
   countJobs,
   deadLetterGroups,
   getJob,
@@ -101,14 +102,14 @@ export function pageRoutes(
     const found = JOB_ID.test(id)
       ? await db.use(async (store) => {
           const job = await getJob(store, id);
-          return job && { job, relations: await relationsOf(store, id) };
+          return job && { job, relations: await relationsOf(store, id), batch: await batchCallOf(store, id) };
         })
       : null;
     if (!found) return c.html(messagePage(view, 'Not found', `There is no job ${id}.`), 404);
-    const { job, relations } = found;
+    const { job, relations, batch } = found;
     // A result or progress value may carry what the payload did, and an error may quote either.
     const shown = redactJob(job, deps.redact);
-    return c.html(jobPage(view, shown, relations, shown.payload, c.req.query('done')));
+    return c.html(jobPage(view, shown, relations, shown.payload, c.req.query('done'), batch));
   });
 
   app.get('/dead-letters', async (c) => {

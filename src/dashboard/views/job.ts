@@ -1,9 +1,10 @@
 /** One job: facts, owner and lease, the redacted payload, its status timeline, and its actions. */
 import { html } from 'hono/html';
-import type { JobDetail, Relations } from '../../queue/admin/index.ts';
+import type { BatchCallJobs, JobDetail, Relations } from '../../queue/admin/index.ts';
 import { attemptsOf } from '../../queue/admin/index.ts';
 import { applies, shownStatus } from './applicable.ts';
 import { attemptsTable } from './attempts.ts';
+import { batchSection } from './job_batch.ts';
 import { relationsSection } from './job_relations.ts';
 import { flash, layout, status, time, type ViewContext } from './layout.ts';
 
@@ -14,7 +15,14 @@ const ACTIONS = [
   ['delete', 'Delete', true],
 ] as const;
 
-export function jobPage(v: ViewContext, job: JobDetail, relations: Relations, payload: unknown, flashKey?: string) {
+export function jobPage(
+  v: ViewContext,
+  job: JobDetail,
+  relations: Relations,
+  payload: unknown,
+  flashKey?: string,
+  batch: BatchCallJobs | null = null,
+) {
   const body = html`<div data-refresh="5">
     <h1>Job ${job.id} ${status(shownStatus(job))}</h1>
     ${flash(flashKey)}
@@ -59,7 +67,7 @@ export function jobPage(v: ViewContext, job: JobDetail, relations: Relations, pa
       <dt>Finished</dt>
       <dd>${time(job.finished_at)}</dd>
     </dl>
-    ${relationsSection(v, job.id, relations)}
+    ${relationsSection(v, job.id, relations)} ${batchSection(v, job.id, batch)}
     <h2>Last error</h2>
     ${job.last_error ? html`<pre class="err" id="last-error">${job.last_error}</pre>` : html`<p class="muted">None.</p>`}
     <h2>Attempts</h2>

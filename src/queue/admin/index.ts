@@ -8,6 +8,7 @@
  * pathological filter fails instead of holding a connection.
  */
 export { BULK_BATCH_SIZE, cancelJobs, deleteJobs, retryFailedInBatches, retryJobs, runJobsNow } from './actions.ts';
+export { BATCH_LIMIT, batchCallOf, type BatchCallJobs } from './batch.ts';
 export { deadLetterGroups, type DeadLetterGroup } from './dead_letters.ts';
 export { checkIds, containsPattern } from './filter.ts';
 export { attemptsOf } from './attempts.ts';

@@ -39,7 +39,15 @@ export type Outcome =
 /** The outcomes the completer writes. */
 export type Recorded = Exclude<Outcome, { type: 'drop' }>;
 
+/** A job's outcome in the write of a batch call. */
+export interface CallEntry {
+  job: ClaimedJob;
+  outcome: Recorded;
+}
+
 /** Where decided outcomes go (the completer): each run's at most once. */
 export interface OutcomeSink {
   record(job: ClaimedJob, outcome: Recorded): void;
+  /** The outcomes of one batch call, written together (without it: one record() each). */
+  recordCall?(entries: CallEntry[]): void;
 }

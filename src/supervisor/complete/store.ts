@@ -9,6 +9,7 @@ import { completeJobs, failJobs, releaseJobs, type Failures, type Reports } from
 import { deadLetterClaimed } from '../../queue/fallback.ts';
 import { snoozeJobs, type Snoozes } from '../../queue/snooze.ts';
 import type { Store } from '../../queue/sql.ts';
+import { inTransaction } from '../../queue/transaction.ts';
 import type { Fence } from '../../queue/types.ts';
 
 export interface OutcomeStore {
@@ -22,6 +23,8 @@ export interface OutcomeStore {
   snooze(snoozes: Snoozes): ReturnType<typeof snoozeJobs>;
   /** Dead-letters one claimed job alone; false when the fence no longer matches. */
   deadLetter(job: Fence, lastError: string): ReturnType<typeof deadLetterClaimed>;
+  /** Runs `fn` with a store whose writes are one transaction (a batch call's outcomes); absent: no transactions. */
+  together?<T>(fn: (store: OutcomeStore) => Promise<T>): Promise<T>;
 }
 
 /**
@@ -30,6 +33,7 @@ export interface OutcomeStore {
  */
 export function queueOutcomeStore(store: Store, owner: string, maxSnoozes: number, keepDone = true): OutcomeStore {
   return {
+    together: (fn) => inTransaction(store, (tx) => fn(queueOutcomeStore(tx, owner, maxSnoozes, keepDone))),
     complete: (ids, tokens, reports) => completeJobs(store, owner, ids, tokens, null, reports, keepDone),
     fail: (failures) => failJobs(store, owner, failures),
     release: (jobs) => releaseJobs(store, owner, jobs),

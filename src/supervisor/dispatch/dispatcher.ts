@@ -17,6 +17,9 @@
  * (oversized, handed back), leaves through report(): the one way to the
  * completer.
  *
+ * Runs of a batch task gather and start as calls of many, whose outcomes leave
+ * together (batch_dispatch.ts); the plain pump passes them by.
+ *
  * Stopping a run (timeout, lost lease, shutdown) asks the task through
  * ctx.signal; one still going `abortGraceMs` later loses its thread (the only
  * way to stop `for(;;){}`), and the thread's other runs are handed back.
@@ -27,6 +30,8 @@ import { refOf } from '../events.ts';
 import { applyTraits, type DispatcherOptions } from './options.ts';
 import { newRun, RunLedger, type Run } from './ledger.ts';
 import type { Outcome } from '../complete/outcome.ts';
+import { recordCall } from './batch_call.ts';
+import { BatchDispatch } from './batch_dispatch.ts';
 import { deathCause, decideOutcome, decideOversized, type RunResult, type StopReason } from './outcome.ts';
 import { startBuffered, type PumpParts } from './pump.ts';
 import type { RunSession, SessionHandlers } from './run_session.ts';
@@ -39,6 +44,7 @@ export class Dispatcher {
   private readonly sweep: DeadlineSweep;
   private readonly handlers: SessionHandlers;
   private readonly pumpParts: PumpParts;
+  private readonly batches: BatchDispatch;
   private readonly queueNames: string[];
   private closing = false;
   private readonly idleWaiters: Array<() => void> = [];
@@ -79,10 +85,20 @@ export class Dispatcher {
       sessions: this.sessions,
       queues: options.queues,
       maxThreads: options.maxThreads,
-      known: (run) => run.known || applyTraits(run, this.options),
+      known: (run) => (run.known || applyTraits(run, this.options)) && !this.batches.gathers(run),
       open: (queue) => this.sessions.open(queue, this.handlers),
       start: (run, session, now) => this.start(run, session, now),
     };
+    this.batches = new BatchDispatch({
+      ...this.pumpParts,
+      events: options.events,
+      pump: () => this.pump(),
+      settle: (run, outcome) => this.settle(run, outcome),
+      report: (run, outcome) => this.report(run.job, outcome),
+      record: (entries) => recordCall(options.outcomes, entries),
+      leaseLost: (tokens) => this.leaseLost(tokens),
+      check: options.startCall,
+    });
     this.sweep = new DeadlineSweep(
       options.sweepMs ?? 250,
       () => this.ledger.runs(),
@@ -97,7 +113,8 @@ export class Dispatcher {
   /** A kind's task options have become known: its waiting runs may start. */
   kindKnown(kind: string): void {
     for (const run of this.ledger.runs())
-      if (run.state === 'buffered' && run.job.kind === kind) applyTraits(run, this.options);
+      if (run.state === 'buffered' && run.job.kind === kind && applyTraits(run, this.options))
+        this.batches.gathers(run);
     this.pump();
   }
 
@@ -110,7 +127,7 @@ export class Dispatcher {
 
   /** The claims held here: the heartbeat renews them. */
   fences(): Fence[] {
-    return this.ledger.fences();
+    return [...this.ledger.fences(), ...this.batches.fences()];
   }
 
   get size(): number {
@@ -143,6 +160,7 @@ export class Dispatcher {
       const run = newRun(job);
       applyTraits(run, this.options);
       this.ledger.add(run);
+      this.batches.gathers(run);
     }
     this.pump();
   }
@@ -168,6 +186,7 @@ export class Dispatcher {
 
   /** Shutdown, step 1: no more dispatching; buffered jobs are handed back now. */
   drainBuffers(): void {
+    this.batches.drain();
     this.closing = true;
     for (const run of this.ledger.takeBuffered())
       this.settle(run, { type: 'release', reason: 'shutdown before start' });
@@ -197,6 +216,7 @@ export class Dispatcher {
   async close(): Promise<void> {
     this.closing = true;
     this.sweep.stop();
+    this.batches.close();
     this.endIdleSessions(true);
     await this.sessions.settled();
   }
@@ -208,6 +228,7 @@ export class Dispatcher {
     let starved = false;
     for (let i = 0; i < names.length; i++) {
       const queue = names[(this.nextQueue + i) % names.length] as string;
+      if (this.batches.start(queue)) starved = true;
       if (startBuffered(this.pumpParts, queue)) starved = true;
     }
     this.nextQueue = (this.nextQueue + 1) % Math.max(1, names.length);
@@ -225,6 +246,7 @@ export class Dispatcher {
   private stopRun(run: Run, reason: StopReason): void {
     const session = run.session;
     if (run.stop || run.state !== 'running' || !session) return;
+    if (this.batches.spares(run, reason)) return;
     run.stop = reason;
     session.abort(run.job.token, reason);
     // A job that ignores its signal (a CPU loop never sees it) loses its thread.
@@ -270,7 +292,7 @@ export class Dispatcher {
   /** Carries out an outcome, once per run: later calls for the same run do nothing. */
   private settle(run: Run, outcome: Outcome): void {
     if (!this.ledger.forget(run)) return;
-    this.report(run.job, outcome);
+    if (!this.batches.settled(run, outcome)) this.report(run.job, outcome);
     this.freed.add(run.job.queue);
     if (!this.batching) this.capacityFreed();
     if (this.ledger.size === 0) for (const w of this.idleWaiters.splice(0)) w();

@@ -14,6 +14,7 @@
  *   - running(queue) equals the number of that queue's runs in state `running`.
  */
 import type { ClaimedJob, Fence } from '../../queue/types.ts';
+import type { ResolvedBatch } from '../../worker/batch_options.ts';
 import type { StopReason } from './outcome.ts';
 import type { RunSession } from './run_session.ts';
 
@@ -26,6 +27,8 @@ export interface Run {
   timeoutMs: number;
   /** Its task's options are known (exclusive and timeoutMs are set): until then it waits. */
   known: boolean;
+  /** Its task is a batch task: the run waits for a call of its kind (batch_dispatch.ts), never alone. */
+  batch?: ResolvedBatch;
   session?: RunSession;
   startedAt: number;
   deadline: number;

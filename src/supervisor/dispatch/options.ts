@@ -1,10 +1,18 @@
 /** What the dispatcher is built with, and how a run takes its task's traits. */
 import type { QueueSettings } from '../../config/index.ts';
-import type { ClaimedJob } from '../../queue/types.ts';
+import type { ClaimedJob, Fence } from '../../queue/types.ts';
 import type { SupervisorEvents } from '../events.ts';
 import type { Run } from './ledger.ts';
 import type { OutcomeSink } from '../complete/outcome.ts';
 import type { SessionSource } from './run_session.ts';
+import type { ResolvedBatch } from '../../worker/batch_options.ts';
+
+/**
+ * A batch call's start statement (queue/batch_call.ts): renews its jobs' leases
+ * and records the call's id; resolves the tokens of `fences` still held, or
+ * null when that is not known (the database is away: the call starts anyway).
+ */
+export type StartCall = (callId: string, fences: Fence[]) => Promise<Set<string> | null>;
 
 /** What the dispatcher needs to know about a task before it places a job of it. */
 export interface TaskTraits {
@@ -12,6 +20,8 @@ export interface TaskTraits {
   exclusiveThread: boolean;
   /** The job's timeout, over the queue's and jobs.timeout. */
   timeoutMs?: number;
+  /** A batch task: its jobs run in calls of many (a call has its thread to itself). */
+  batch?: ResolvedBatch;
 }
 
 export interface DispatcherOptions {
@@ -37,6 +47,8 @@ export interface DispatcherOptions {
    * go past them) until kindKnown() is called for it.
    */
   traits: (kind: string) => TaskTraits | null | undefined;
+  /** A batch call's start statement (queue/batch_call.ts); absent: calls start without it. */
+  startCall?: StartCall;
 }
 
 /** Sets the run's traits from its task's options, if they are known; false while they are not. */
@@ -45,6 +57,10 @@ export function applyTraits(run: Run, o: Pick<DispatcherOptions, 'traits' | 'que
   if (traits === undefined) return false;
   run.known = true;
   run.exclusive = traits?.exclusiveThread ?? false;
+  if (traits?.batch) {
+    run.batch = traits.batch;
+    run.exclusive = true;
+  }
   run.timeoutMs = traits?.timeoutMs ?? o.queues[run.job.queue]?.timeout ?? o.timeoutMs;
   return true;
 }

@@ -7,6 +7,12 @@ import type { ClaimedJob } from '../../queue/types.ts';
 import type { RunResult, StopReason } from './outcome.ts';
 import type { SessionView } from './placement.ts';
 
+/** A batch call's id and the JSON text of its batch key's value (worker/protocol.ts CallMessage). */
+export interface CallInfo {
+  callId: string;
+  key?: string;
+}
+
 export interface SessionHandlers {
   /** The thread has booted. */
   ready(session: RunSession): void;
@@ -32,8 +38,8 @@ export interface RunSession extends SessionView {
   readonly done: Promise<void>;
   /** Queues a job for the next flush. */
   send(job: ClaimedJob, exclusive: boolean): void;
-  /** Sends the queued jobs; returns them (empty when none). */
-  flush(): ClaimedJob[];
+  /** Sends the queued jobs, as one batch call when `call` is given; returns them (empty when none). */
+  flush(call?: CallInfo): ClaimedJob[];
   /** The run has left this thread (its outcome is decided). */
   remove(token: string, exclusive: boolean): void;
   /** Asks the task to stop through ctx.signal. */

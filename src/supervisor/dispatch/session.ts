@@ -18,7 +18,7 @@ import type { Piscina } from 'piscina';
 import type { ClaimedJob } from '../../queue/types.ts';
 import type { FromWorker, JobBatch, ResultBatch, SessionTask, ToWorker } from '../../worker/protocol.ts';
 import type { StopReason } from './outcome.ts';
-import type { RunSession, SessionHandlers, SessionSource } from './run_session.ts';
+import type { CallInfo, RunSession, SessionHandlers, SessionSource } from './run_session.ts';
 
 export class Session implements RunSession {
   ready = false;
@@ -84,14 +84,14 @@ export class Session implements RunSession {
     }
   }
 
-  /** Sends the queued jobs; returns them (empty when none). */
-  flush(): ClaimedJob[] {
+  /** Sends the queued jobs, as one batch call when `call` is given; returns them (empty when none). */
+  flush(call?: CallInfo): ClaimedJob[] {
     const jobs = this.outJobs;
     if (jobs.length === 0) return jobs;
     const batch = this.outbox;
     this.outbox = emptyBatch();
     this.outJobs = [];
-    this.port.postMessage({ type: 'run', ...batch } satisfies ToWorker);
+    this.port.postMessage((call ? { type: 'call', ...call, ...batch } : { type: 'run', ...batch }) satisfies ToWorker);
     if (this.ending) this.port.postMessage({ type: 'end' } satisfies ToWorker);
     return jobs;
   }

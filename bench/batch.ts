@@ -1,0 +1,132 @@
+/**
+ * Batch tasks against one job per call, in the same run and supervisor: N jobs
+ * each write one row, through
+ *   - `row_one`: one task call per job, one INSERT each;
+ *   - `row_batch`: a batch task (maxSize, maxWait 50 ms), one
+ *     `INSERT … SELECT unnest` per call.
+ * Each phase enqueues its N jobs in one transaction and times from that commit
+ * to the last job written done (jobs.finished_at); the phases alternate
+ * (one, batch, one, batch) and the best of each is reported, so a neighbour's
+ * CPU burst costs both alike.
+ *
+ *   DATABASE_URL=postgres://… npx tsx bench/batch.ts [--jobs 10000] [--size 100] [--rounds 2] [--json]
+ *
+ * A fresh database is created on that server and dropped afterwards.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { loadConfig } from '../src/config/index.ts';
+import { migrate } from '../src/db/migrate.ts';
+import { createLogger } from '../src/log.ts';
+import { enqueueMany } from '../src/queue/enqueue.ts';
+import { Supervisor } from '../src/supervisor/supervisor.ts';
+
+const { values: args } = parseArgs({
+  options: {
+    jobs: { type: 'string', default: '10000' },
+    size: { type: 'string', default: '100' },
+    rounds: { type: 'string', default: '2' },
+    json: { type: 'boolean', default: false },
+  },
+});
+const N = Number(args.jobs);
+const SIZE = Number(args.size);
+const ROUNDS = Number(args.rounds);
+const say = (line: string) => process.stderr.write(`[batch bench] ${line}\n`);
+const server = process.env.DATABASE_URL;
+if (!server) {
+  process.stderr.write('set DATABASE_URL to a PostgreSQL server (a database is created there and dropped)\n');
+  process.exit(2);
+}
+const name = `jobvisor_bench_batch_${process.pid}`;
+
+const ONE = `export default async (payload, ctx) => {
+  await ctx.db.query('INSERT INTO sink (n) VALUES ($1)', [payload.n]);
+};\n`;
+const BATCH = `export const options = { batch: { maxSize: ${SIZE}, maxWait: '50ms' } };
+export default async (jobs, ctx) => {
+  await ctx.db.query('INSERT INTO sink (n) SELECT unnest($1::int[])', [jobs.map((j) => j.payload.n)]);
+};\n`;
+
+async function main(): Promise<void> {
+  const admin = new pg.Client({ connectionString: server });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  const url = new URL(server as string);
+  url.pathname = `/${name}`;
+  const pool = new pg.Pool({ connectionString: url.toString(), max: 4 });
+  pool.on('error', () => {});
+  const tasks = mkdtempSync(path.join(tmpdir(), 'jobvisor-bench-batch-'));
+  writeFileSync(path.join(tasks, 'row_one.js'), ONE);
+  writeFileSync(path.join(tasks, 'row_batch.js'), BATCH);
+  let supervisor: Supervisor | undefined;
+  const best: Record<string, number> = {};
+  try {
+    await migrate(pool);
+    await pool.query('CREATE TABLE sink (n int)');
+    const settings = loadConfig({
+      env: { NODE_ENV: 'test' },
+      overrides: {
+        tasks: { dir: tasks },
+        metrics: { port: 0, host: '127.0.0.1' },
+        log: { level: 'warn' },
+        queues: { default: { concurrency: SIZE, jobsPerThread: SIZE } },
+        pool: { maxThreads: 2 },
+      },
+    });
+    supervisor = new Supervisor({
+      settings,
+      databaseUrl: url.toString(),
+      log: createLogger({ level: 'warn', fd: 2 }),
+    });
+    await supervisor.start();
+    const phase = async (kind: string, n = N): Promise<number> => {
+      await pool.query('TRUNCATE sink');
+      await pool.query('DELETE FROM jobvisor.jobs');
+      const committed = Date.now();
+      await enqueueMany(
+        pool,
+        Array.from({ length: n }, (_, i) => ({ kind, payload: { n: i } })),
+      );
+      for (;;) {
+        const { rows } = await pool.query<{ done: number; last: Date | null }>(
+          "SELECT count(*)::int AS done, max(finished_at) AS last FROM jobvisor.jobs WHERE status = 'done'",
+        );
+        if (rows[0]?.done === n) return n / (((rows[0].last as Date).getTime() - committed) / 1000);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    };
+    // Warm-up: each kind's options read and a thread booted, not timed.
+    await phase('row_one', 200);
+    await phase('row_batch', 200);
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const kind of ['row_one', 'row_batch']) {
+        const rate = await phase(kind);
+        say(`round ${round + 1} ${kind}: ${Math.round(rate)} jobs/s`);
+        best[kind] = Math.max(best[kind] ?? 0, rate);
+      }
+    }
+    const one = best.row_one as number;
+    const batch = best.row_batch as number;
+    const result = {
+      jobs: N,
+      maxSize: SIZE,
+      onePerCallJobsPerS: Math.round(one),
+      batchJobsPerS: Math.round(batch),
+      speedup: Math.round((batch / one) * 10) / 10,
+    };
+    if (args.json) process.stdout.write(`${JSON.stringify(result)}\n`);
+    else say(JSON.stringify(result));
+  } finally {
+    await supervisor?.stop();
+    await pool.end();
+    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await admin.end();
+    rmSync(tasks, { recursive: true, force: true });
+  }
+}
+
+await main();

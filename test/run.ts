@@ -224,7 +224,7 @@ async function withAdmin<T>(serverUrl: string, fn: (admin: pg.Client) => Promise
   }
 }
 
-const ALONE = /^(cpu_pool|package|package_types|chaos_flow_limits|thread_share)\.test\.ts$/;
+const ALONE = /^(cpu_pool|package|package_types|package_entry_points|chaos_flow_limits|thread_share)\.test\.ts$/;
 
 /** Installs the programs the chosen tests need, or says once why their tests will be skipped. */
 function provideTools(testFiles: string[]): void {

@@ -58,6 +58,7 @@ export default defineConfig({
           { text: 'The command line', link: '/guides/command-line' },
           { text: 'Batch tasks', link: '/guides/batches' },
           { text: 'Steps, sleeps and signals', link: '/guides/steps' },
+          { text: 'Entry points', link: '/guides/entry-points' },
         ],
       },
       {

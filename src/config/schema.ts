@@ -298,6 +298,11 @@ type Resolved<S> = S extends { duration: true }
     ? D
     : { -readonly [K in keyof S]: Resolved<S[K]> };
 
+/**
+ * The loaded, validated configuration (loadConfig's result): every section of
+ * the schema with defaults filled in and durations in milliseconds, the queues
+ * with their derived limits, and the schedules.
+ */
 export type Settings = Omit<Resolved<typeof schema>, 'queues' | 'schedules'> & {
   queues: Record<string, QueueSettings>;
   schedules: Schedule[];

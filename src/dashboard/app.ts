@@ -36,6 +36,11 @@ import { readDashboardToken } from './token.ts';
 import { messagePage } from './views/message.ts';
 import type { ViewContext } from './views/layout.ts';
 
+/**
+ * The options of createDashboard: the pool it reads and acts through (give it
+ * a role that may read and update `jobvisor.jobs`), where it is mounted, who may
+ * use it (a token, by default from JOBVISOR_DASHBOARD_TOKEN), and what it hides.
+ */
 export interface DashboardOptions {
   pool: pg.Pool;
   /** Path prefix, such as "/jobvisor" (default "/"). */
@@ -65,6 +70,11 @@ export interface DashboardOptions {
   log?: Logger;
 }
 
+/**
+ * The dashboard as createDashboard returns it: a Node request listener (for
+ * `http.createServer`, or Express/Connect, which pass `next` for requests
+ * outside `basePath`), with the same app as a web-standard `fetch` handler.
+ */
 export type DashboardHandler = ((req: IncomingMessage, res: ServerResponse, next?: () => void) => void) & {
   /** The same dashboard as a web-standard fetch handler. */
   fetch: (request: Request) => Response | Promise<Response>;
@@ -98,6 +108,25 @@ export function normaliseBasePath(basePath = '/'): string {
   return basePath === '/' ? '/' : basePath.replace(/\/+$/, '');
 }
 
+/**
+ * Builds the web dashboard (jobs, dead letters, schedules, workflows, queue
+ * controls, and the retry/cancel/run-now/delete actions) as a handler to mount
+ * in the app's own HTTP server. Every request gets security headers, the Host
+ * check (without a token), the credential check and, for actions, the
+ * same-site check and read-only mode. It starts no server and no timer.
+ *
+ * @param options The pool, `basePath`, `auth`, `readOnly`, `redact`, `schedules`, ….
+ * @returns A Node request listener that also has `fetch` and `basePath`.
+ * @throws TypeError when `basePath` is not a path, or when no token is given
+ *   (neither `auth` nor JOBVISOR_DASHBOARD_TOKEN(_FILE)) and `auth` is not `false`.
+ *
+ * @example
+ * ```ts
+ * import http from 'node:http';
+ * const dashboard = createDashboard({ pool, basePath: '/jobs-admin', auth: { token: process.env.ADMIN_TOKEN! } });
+ * http.createServer(dashboard).listen(9465, '127.0.0.1');
+ * ```
+ */
 export function createDashboard(options: DashboardOptions): DashboardHandler {
   const basePath = normaliseBasePath(options.basePath);
   const base = basePath === '/' ? '/' : `${basePath}/`;

@@ -55,6 +55,7 @@ export async function pausedQueues(store: Store): Promise<Set<string>> {
   return new Set((await run<{ queue: string }>(store, PAUSED_QUEUES, [])).map((r) => r.queue));
 }
 
+/** A queue as listQueues() reports it: paused or not, and its pending, running and blocked counts. */
 export interface QueueInfo {
   queue: string;
   paused: boolean;

@@ -34,6 +34,12 @@ export interface FailedBatch extends FinishedBatch {
   stacks?: Array<string | null>;
 }
 
+/**
+ * The event map of `runner.events` (and `supervisor.events`): each `noun:verb`
+ * name with the arguments its listeners get. Events are for observers (logs,
+ * metrics, tests); no behaviour depends on a listener, and a listener that
+ * throws is logged, never fatal. Jobs appear as JobRef, never with payloads.
+ */
 export interface Events {
   'supervisor:started': [{ supervisor: string; queues: string[] }];
   'supervisor:draining': [{ supervisor: string; reason: string }];
@@ -94,4 +100,8 @@ export interface Events {
   'task:read': [{ kind: string; options: ResolvedTaskOptions | null }];
 }
 
+/**
+ * The typed EventEmitter of a supervisor (`runner.events`):
+ * `runner.events.on('job:dead', ({ jobs, errors }) => …)`.
+ */
 export class SupervisorEvents extends EventEmitter<Events> {}

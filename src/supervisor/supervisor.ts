@@ -66,6 +66,23 @@ export interface SupervisorOptions {
   cluster?: { primary: string; slot: number };
 }
 
+/**
+ * One supervisor, the engine under run(): claims the jobs of its queues, runs
+ * them on its worker threads, writes their outcomes (fenced by lease), and runs
+ * the heartbeat, reaper, cleanup and scheduler. Most apps call run(), which adds
+ * the start-up checks, signals and the metrics server; construct this only to
+ * wire the parts yourself. `start()` begins claiming; `stop()` drains (stop
+ * claiming, let running jobs finish within `shutdown.grace`, hand back the rest)
+ * and is idempotent and safe before `start()`.
+ *
+ * @example
+ * ```ts
+ * const supervisor = new Supervisor({ settings: loadConfig(), databaseUrl, log: pino() });
+ * await supervisor.start();
+ * // …
+ * await supervisor.stop();
+ * ```
+ */
 export class Supervisor {
   readonly id: string;
   readonly events = new SupervisorEvents();

@@ -43,10 +43,33 @@ export interface DefinedBatchTask<P, R = unknown> extends BatchTask<P, R> {
   readonly options: TaskOptions & { batch: BatchOptions };
 }
 
+/**
+ * Marks a function as a task and fixes its payload type `P` once: the task
+ * gets `P` as its first argument, and `PayloadOfTask<typeof task>` gives the
+ * same type to `enqueue` through the app's `TaskPayloads` declaration. The
+ * options are those a module may export as `options` (queue, timeout,
+ * exclusiveThread, batch); they are frozen onto the function. With
+ * `batch: { maxSize, maxWait }` the function gets an array of jobs instead
+ * (a batch task, DefinedBatchTask).
+ *
+ * @param fn The task: `(payload, ctx) => result`; its result is stored on the job.
+ * @param options Defaults for the task's jobs (see TaskOptions).
+ * @returns `fn` itself, with `options` attached.
+ * @throws TypeError when `fn` is not a function.
+ *
+ * @example
+ * ```ts
+ * // tasks/send_invoice.ts
+ * export default defineTask<{ invoiceId: number }>(async ({ invoiceId }, ctx) => {
+ *   ctx.log.info({ invoiceId }, 'sending');
+ * }, { queue: 'mail', timeout: '2m' });
+ * ```
+ */
 export function defineTask<P = unknown, R = unknown>(
   fn: BatchTask<P, R>,
   options: TaskOptions & { batch: BatchOptions },
 ): DefinedBatchTask<P, R>;
+/** A task of one job at a time: see the overload above. */
 export function defineTask<P = unknown, S extends SignalMap = SignalMap, R = unknown>(
   fn: (payload: P, ctx: TaskContext<S>) => R,
   options?: TaskOptions & { batch?: undefined },

@@ -27,6 +27,21 @@ export type SignalMap = Record<string, unknown>;
 /** What ctx.waitFor resolves to: the signal's payload, or `received: false` after the timeout. */
 export type WaitResult<T = unknown> = { received: true; payload: T } | { received: false };
 
+/**
+ * The second argument of a task: the job it runs (`job`), an AbortSignal that
+ * fires on timeout, lost lease or shutdown, a pino logger bound to the job, a
+ * small pg.Pool to the same database (for idempotency records), and the calls
+ * that steer the job (`snooze`, `progress`) or read its workflow parents.
+ *
+ * @example
+ * ```ts
+ * export default async function resize(payload: { imageId: string }, ctx: TaskContext) {
+ *   ctx.signal.throwIfAborted();
+ *   ctx.log.info({ attempt: ctx.job.attempt }, 'resizing');
+ *   ctx.progress({ done: 0.5 });
+ * }
+ * ```
+ */
 export interface TaskContext<S extends SignalMap = SignalMap> {
   job: JobInfo;
   /** Fires on timeout, lost lease or shutdown; `signal.reason` says which. */
@@ -114,6 +129,12 @@ export interface TaskConfig {
   schema: string;
 }
 
+/**
+ * A task: the default export of a task module, `async (payload, ctx) => result`.
+ * Returning marks the job done (the result is stored on it); throwing retries it
+ * with backoff until its attempts are used up (PermanentError dead-letters it at
+ * once, RetryLaterError picks the delay, SnoozeError puts it back without an attempt).
+ */
 export type Task<P = unknown, S extends SignalMap = SignalMap> = (payload: P, ctx: TaskContext<S>) => unknown;
 
 /**

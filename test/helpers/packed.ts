@@ -14,6 +14,8 @@ export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '
 /** What the packed tree needs: everything `files` ships and what prepack builds from. */
 const PACK_INPUTS = ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'src', 'bin', 'migrations', 'config'];
 const PACK_SCRIPTS = ['clean-dist.mjs', 'cjs-types.mjs'];
+/** The files of the checkout's root that the package ships besides `files`' folders (npm adds LICENSE itself). */
+export const PACK_DOCS = ['README.md', 'LICENSE', 'CHANGELOG.md'];
 
 /** The checkout's version of a dependency, so that apps install what the project is tested with. */
 export function depVersion(name: string): string {
@@ -81,7 +83,7 @@ export function write(dir: string, files: Record<string, string>): void {
 /** Packs a copy of the working tree in `work`; the tarball's path. */
 export function packJobvisor(work: string): string {
   const tree = path.join(work, 'tree');
-  for (const entry of [...PACK_INPUTS, 'README.md'])
+  for (const entry of [...PACK_INPUTS, ...PACK_DOCS])
     cpSync(path.join(ROOT, entry), path.join(tree, entry), { recursive: true });
   for (const script of PACK_SCRIPTS) cpSync(path.join(ROOT, 'scripts', script), path.join(tree, 'scripts', script));
   symlinkSync(path.join(ROOT, 'node_modules'), path.join(tree, 'node_modules'));

@@ -3,7 +3,8 @@
  *
  * - TypeScript fences of every page (docs/**\/*.md), and of README.md (its
  *   library quick start), are written out, one folder per page, and
- *   type-checked strictly with `jobvisor` mapped to src/index.ts.
+ *   type-checked strictly with `jobvisor` mapped to src/index.ts
+ *   (`jobvisor/client`, … to src/entry/).
  *   docs/reference/api.md is left out: its blocks are the signatures TypeDoc
  *   prints from the types themselves.
  * - The shell fences marked `<!-- runnable -->` (test/helpers/doc_samples.ts)
@@ -48,7 +49,10 @@ function typeErrors(
         allowImportingTsExtensions: true,
         lib: ['ES2024'],
         types: ['node'],
-        paths: { jobvisor: [path.join(ROOT, 'src/index.ts')] },
+        paths: {
+          jobvisor: [path.join(ROOT, 'src/index.ts')],
+          'jobvisor/*': [path.join(ROOT, 'src/entry/*.ts')],
+        },
       },
       include: ['**/*.ts'],
     }),

@@ -7,6 +7,7 @@ import type { QueueConfig } from '../presence.ts';
  * signal or its deadline (migration 028).
  */
 export const JOB_STATUSES = ['pending', 'running', 'done', 'failed', 'cancelled', 'blocked', 'waiting'] as const;
+/** A job's status: one of JOB_STATUSES. */
 export type JobStatus = (typeof JOB_STATUSES)[number];
 
 /**
@@ -68,6 +69,7 @@ export interface AttemptError {
   until?: string;
 }
 
+/** One entry of a job's history (getJob's `timeline`): created, each attempt's start and failure, snoozes, the end. */
 export interface TimelineEvent {
   at: Time;
   event: 'created' | 'started' | 'failed' | 'snoozed' | 'finished';
@@ -138,6 +140,7 @@ export interface Page {
   before?: string | null;
 }
 
+/** What a bulk call does to its jobs; ACTION_STATUSES lists the statuses each one changes. */
 export type BulkAction = 'retry' | 'cancel' | 'runNow' | 'delete';
 
 /**
@@ -155,6 +158,7 @@ export const ACTION_STATUSES: Readonly<Record<BulkAction, readonly JobStatus[]>>
 /** The jobs a bulk action applies to: these ids, or everything matching a filter. */
 export type BulkTarget = { ids: string[] } | { filter: JobFilter };
 
+/** How a bulk action (retryJobs, cancelJobs, runJobsNow, deleteJobs) walks its target: in batches, up to a limit. */
 export interface BulkOptions {
   /** Rows per statement (default 1,000). */
   batchSize?: number;

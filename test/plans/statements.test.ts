@@ -136,6 +136,8 @@ const EXPECTED: Record<string, Expectation> = {
   // Durable steps, sleeps, waits and signals (src/queue/steps.ts, sleep.ts, wait.ts, signal.ts).
   load_steps: { values: (f) => [f.someId, f.tokens[0], now], uses: /jobs_(pkey|running_idx)/ },
   record_step: { values: (f) => [f.someId, f.tokens[0], 's', '1', 5, now], uses: /jobs_(pkey|running_idx)/ },
+  // `jobs show`: one job's records by the job_steps primary key (an operator's read).
+  admin_steps_of: { values: (f) => [f.someId], uses: /job_steps/ },
   take_wait: { values: (f) => [f.someId, f.tokens[0], 'w', now], uses: /jobs_(pkey|running_idx)/ },
   sleep_jobs: {
     values: (f) => [

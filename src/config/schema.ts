@@ -1,12 +1,12 @@
 /**
  * The configuration schema: one tree that gives convict its checks and
- * defaults, the `Settings` type (derived from it) and the duration keys (tagged
- * `duration: true` here, turned into milliseconds on load).
+ * defaults (the `Settings` type is derived from it in settings.ts) and the
+ * duration keys (tagged `duration: true` here, turned into milliseconds on load).
  */
 import { availableParallelism } from 'node:os';
 import { clusterSchema } from './cluster.ts';
 import { dashboardSchema } from './dashboard.ts';
-import type { QueueInput, QueueSettings, Schedule, ScheduleInput } from './sections.ts';
+import type { QueueInput, ScheduleInput } from './sections.ts';
 import { tasksSchema } from './tasks.ts';
 import { BYTE_COUNT, durationFormat, intIn, timerFormat, validateSchedules } from './validate.ts';
 
@@ -291,19 +291,4 @@ export const schema = {
   },
 };
 
-/** A schema node's loaded value: durations in ms, sections recursively. */
-type Resolved<S> = S extends { duration: true }
-  ? number
-  : S extends { default: infer D }
-    ? D
-    : { -readonly [K in keyof S]: Resolved<S[K]> };
-
-/**
- * The loaded, validated configuration (loadConfig's result): every section of
- * the schema with defaults filled in and durations in milliseconds, the queues
- * with their derived limits, and the schedules.
- */
-export type Settings = Omit<Resolved<typeof schema>, 'queues' | 'schedules'> & {
-  queues: Record<string, QueueSettings>;
-  schedules: Schedule[];
-};
+export type { Settings } from './settings.ts';

@@ -19,7 +19,8 @@ import { ConfigError } from '../errors.ts';
 import { PACKAGE_ROOT } from '../paths.ts';
 import { closestKey } from '../suggest.ts';
 import { effectiveQueueLimits } from './limits.ts';
-import { schema, type QueueInput, type ScheduleInput, type Settings } from './schema.ts';
+import { schema, type QueueInput, type ScheduleInput } from './schema.ts';
+import type { Settings } from './settings.ts';
 import {
   allKeys,
   checkNoNul,

@@ -290,5 +290,3 @@ export const schema = {
     },
   },
 };
-
-export type { Settings } from './settings.ts';

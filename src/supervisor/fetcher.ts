@@ -79,6 +79,11 @@ export class Fetcher {
   /** Jobs without a key may lie beyond the last claim's window; when a full read may run next. */
   private keylessHidden = false;
   private keylessFullAt = 0;
+  /**
+   * When the next pending job is due (local clock, ms), as last read; null: none
+   * pending. 0 at first: unknown, read after the first claim.
+   */
+  private nextDueAt: number | null = 0;
   /** The database's clock, as the claims measure it. */
   private readonly dbClock: DbClock;
   /** Rate-limited jobs claimed and held until their start slot. */
@@ -247,10 +252,24 @@ export class Fetcher {
     if (jobs.length > 0) {
       this.options.events.emit('job:claimed', { queue: this.options.queue, count: jobs.length });
       this.deliverAt(jobs, startAtMs);
+      // A claim that took every due job, with a delayed one (a sleeper, a backoff) known
+      // to come due before the next poll: nothing else wakes the fetcher then, so the
+      // poll did (sleepers due one after another woke up to poll.interval late). A queue
+      // with no delayed job in sight pays no read here.
+      if (!this.backlog && this.dueSoon()) await this.armDueTimer();
     } else if (!held) {
       await this.armDueTimer();
     }
     return jobs.length;
+  }
+
+  private now(): number {
+    return (this.options.clock ?? Date.now)();
+  }
+
+  /** The next known due time, unknown or before the next poll. */
+  private dueSoon(): boolean {
+    return this.nextDueAt !== null && this.nextDueAt - this.now() < this.options.pollIntervalMs;
   }
 
   /** Held back by a cluster limit: claim again after `ms` (at the latest at the next poll). */
@@ -261,7 +280,11 @@ export class Fetcher {
     this.dueTimer.unref();
   }
 
-  /** An empty claim: if a delayed job comes due before the next poll, wake then. */
+  /**
+   * No due job left unclaimed: if a delayed job comes due before the next poll,
+   * wake then. One timer per fetcher, for the earliest due time, whatever the
+   * number of delayed jobs.
+   */
   private async armDueTimer(): Promise<void> {
     let inMs: number | null;
     try {
@@ -269,6 +292,7 @@ export class Fetcher {
     } catch {
       return;
     }
+    this.nextDueAt = inMs === null ? null : this.now() + inMs;
     clearTimeout(this.dueTimer);
     if (inMs === null || inMs >= this.options.pollIntervalMs || this.stopped) return;
     this.dueTimer = setTimeout(() => this.wake(), Math.max(1, Math.ceil(inMs)));

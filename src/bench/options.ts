@@ -6,6 +6,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { parseDuration } from '../duration.ts';
 import { InputError } from '../errors.ts';
 import { BURST_CONFIGS } from './burst.ts';
+import { DURABLE_SCENARIOS } from './durable.ts';
 import type { QueueShape } from './harness.ts';
 import { PEER_SYSTEMS, peersInstalled, peersNodeProblem } from './peers.ts';
 
@@ -59,6 +60,7 @@ const SCENARIOS = [
   'chain',
   'workflows',
   'history',
+  ...DURABLE_SCENARIOS,
 ] as const;
 const DEFAULT_SCENARIOS = 'burst,cold,startup,pickup';
 
@@ -84,6 +86,7 @@ export const BENCH_ARGS = {
   'chain-length': { type: 'string' },
   workflows: { type: 'string' },
   'history-depths': { type: 'string' },
+  sleep: { type: 'string' },
   json: { type: 'boolean' },
 } as const;
 
@@ -156,6 +159,14 @@ export function benchOptions(argv: string[]) {
       throw new InputError(`bench: --retention ${(err as Error).message}`);
     }
   }
+  let sleepMs = 5000;
+  if (values.sleep !== undefined) {
+    try {
+      sleepMs = parseDuration(str('sleep') as string);
+    } catch (err) {
+      throw new InputError(`bench: --sleep ${(err as Error).message}`);
+    }
+  }
   const peerArg = str('peers') ?? 'none';
   const peers =
     peerArg === 'none' ? [] : listOf('peer', peerArg === 'all' ? PEER_SYSTEMS.join(',') : peerArg, PEER_SYSTEMS);
@@ -180,6 +191,7 @@ export function benchOptions(argv: string[]) {
     historyDepths: depths,
     durationMs,
     retentionMs,
+    sleepMs,
     peers,
     json: values.json === true,
   };

@@ -209,7 +209,7 @@ export const COMMAND_SPECS: CommandSpec[] = [
       {
         flag: '--scenario LIST',
         meaning:
-          'comma-separated: burst, cold, startup, enqueue, process, processes, pickup, deep, sustained, limits, fanin, chain, workflows, history',
+          'comma-separated: burst, cold, startup, enqueue, process, processes, pickup, deep, sustained, limits, fanin, chain, workflows, history, steps, sleepers, signals',
         default: 'burst,cold,startup,pickup',
       },
       { flag: '--burst-jobs LIST', meaning: 'jobs in each one-statement burst', default: '20000,100000' },
@@ -243,6 +243,7 @@ export const COMMAND_SPECS: CommandSpec[] = [
         meaning: 'finished rows the history scenario grows its table through, from 0 (k and M allowed)',
         default: '0,5M,10M,20M',
       },
+      { flag: '--sleep D', meaning: 'how long each job sleeps in the sleepers scenario', default: '5s' },
       { flag: '--peers LIST', meaning: 'other job systems to run beside: none, all or a list', default: 'none' },
       { flag: '--json', meaning: 'print results as JSON' },
     ],

@@ -10,7 +10,8 @@
  *   - sleepers: N jobs enqueued in one statement, each sleeping `sleepMs` in
  *     its first run; every one must wake: lateness is the resumed run's read
  *     of its records less the wake time, by the database's clock (what the
- *     late-wake metric observes), p50, p99 and max;
+ *     late-wake metric observes), p50, p99 and max. Then the same for a
+ *     stream of up to 1,000 sleepers, one enqueued every 50 ms;
  *   - signals: N jobs parked in waitFor('go'), then signalled in ONE
  *     transaction (plain SQL, one statement); resume is the wait record's
  *     decision time (finished_at) less the commit, both by the database's
@@ -70,15 +71,29 @@ const summary = (values: number[]) => ({
   max: Math.max(...values),
 });
 
-/** Sleepers: every lateness the resumed runs reported. */
-async function sleepers(db: BenchDatabase, b: DurableBench) {
+/** A stream's sleepers: one enqueued every STREAM_GAP_MS, STREAM_MAX at most. */
+export const STREAM_GAP_MS = 50;
+export const STREAM_MAX = 1000;
+
+/**
+ * Sleepers: every lateness the resumed runs reported. All in one statement
+ * (`stream` false), or one every STREAM_GAP_MS, so their wake times are as far
+ * apart: what a wake costs when the queue keeps up, not a backlog's wait.
+ */
+async function sleepers(db: BenchDatabase, b: DurableBench, stream: boolean) {
   return withWarmSupervisor(db, b.shape, async (completions, supervisor) => {
     const late: number[] = [];
     supervisor.events.on('job:steps', ({ report }) => {
       if (report.lateMs !== undefined) late.push(report.lateMs);
     });
-    const all = completions(b.jobs);
-    await enqueueMany(db.pool, jobsOf(b.jobs, { sleepMs: b.sleepMs }));
+    const n = stream ? Math.min(b.jobs, STREAM_MAX) : b.jobs;
+    const all = completions(n);
+    if (!stream) await enqueueMany(db.pool, jobsOf(n, { sleepMs: b.sleepMs }));
+    else
+      for (let i = 0; i < n; i++) {
+        await enqueueMany(db.pool, jobsOf(1, { sleepMs: b.sleepMs }));
+        await new Promise((r) => setTimeout(r, STREAM_GAP_MS));
+      }
     await all;
     return summary(late);
   });
@@ -114,6 +129,44 @@ async function signals(db: BenchDatabase, b: DurableBench) {
     );
     return summary(rows.map((r) => Math.max(0, r.ms)));
   });
+}
+
+/** Runs `measure` `runs` times on fresh databases and emits its p50, p99 and max rows. */
+async function latencyRows(
+  b: DurableBench,
+  name: string,
+  measure: (db: BenchDatabase) => Promise<ReturnType<typeof summary>>,
+): Promise<void> {
+  const rs: Array<ReturnType<typeof summary>> = [];
+  for (let r = 0; r < b.runs; r++) rs.push(await b.fresh('durable', measure));
+  const more = { jobs: b.jobs, shape: b.shape, resumed: rs.map((x) => x.n), sleepMs: b.sleepMs };
+  b.emit(
+    makeRow(
+      `${name} p50`,
+      'jobvisor',
+      'ms',
+      rs.map((x) => x.p50),
+      more,
+    ),
+  );
+  b.emit(
+    makeRow(
+      `${name} p99`,
+      'jobvisor',
+      'ms',
+      rs.map((x) => x.p99),
+      more,
+    ),
+  );
+  b.emit(
+    makeRow(
+      `${name} max`,
+      'jobvisor',
+      'ms',
+      rs.map((x) => x.max),
+      more,
+    ),
+  );
 }
 
 export async function runDurableScenario(scenario: DurableScenario, b: DurableBench): Promise<void> {
@@ -159,41 +212,13 @@ export async function runDurableScenario(scenario: DurableScenario, b: DurableBe
         extra,
       ),
     );
+  } else if (scenario === 'sleepers') {
+    const n = Math.min(b.jobs, STREAM_MAX);
+    await latencyRows(b, `sleepers ${b.jobs} × ${b.sleepMs} ms: wake lateness`, (db) => sleepers(db, b, false));
+    await latencyRows(b, `sleepers ${n} one per ${STREAM_GAP_MS} ms × ${b.sleepMs} ms: wake lateness`, (db) =>
+      sleepers(db, b, true),
+    );
   } else {
-    const rs: Array<ReturnType<typeof summary>> = [];
-    for (let r = 0; r < b.runs; r++)
-      rs.push(await b.fresh(scenario, (db) => (scenario === 'sleepers' ? sleepers(db, b) : signals(db, b))));
-    const name =
-      scenario === 'sleepers'
-        ? `sleepers ${b.jobs} × ${b.sleepMs} ms: wake lateness`
-        : `signals ${b.jobs} in one commit: resume after commit`;
-    const more = { ...extra, resumed: rs.map((x) => x.n), sleepMs: b.sleepMs };
-    b.emit(
-      makeRow(
-        `${name} p50`,
-        'jobvisor',
-        'ms',
-        rs.map((x) => x.p50),
-        more,
-      ),
-    );
-    b.emit(
-      makeRow(
-        `${name} p99`,
-        'jobvisor',
-        'ms',
-        rs.map((x) => x.p99),
-        more,
-      ),
-    );
-    b.emit(
-      makeRow(
-        `${name} max`,
-        'jobvisor',
-        'ms',
-        rs.map((x) => x.max),
-        more,
-      ),
-    );
+    await latencyRows(b, `signals ${b.jobs} in one commit: resume after commit`, (db) => signals(db, b));
   }
 }

@@ -116,6 +116,7 @@ describe('jobvisor bench', () => {
       'steps 20: ctx.step p99',
       'steps 20: WAL per recorded step',
       'sleepers 20 × 300 ms: wake lateness p99',
+      'sleepers 20 one per 50 ms × 300 ms: wake lateness p99',
       'signals 20 in one commit: resume after commit p99',
     ])
       assert.ok(Number.isFinite(named(s)?.median), `scenario ${s} reported a figure`);

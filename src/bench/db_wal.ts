@@ -12,10 +12,14 @@ import type pg from 'pg';
 export interface DatabaseWal {
   bytes: number;
   scope: 'database' | 'server';
+  /** Why the server's figure was taken, when it was. */
+  note?: string;
 }
 
+// The flushed position: pg_walinspect refuses a range that ends past it, and every commit
+// of the phase has been flushed by then (synchronous_commit on).
 async function lsn(pool: pg.Pool): Promise<string> {
-  return (await pool.query<{ l: string }>('SELECT pg_current_wal_lsn()::text AS l')).rows[0]?.l as string;
+  return (await pool.query<{ l: string }>('SELECT pg_current_wal_flush_lsn()::text AS l')).rows[0]?.l as string;
 }
 
 export async function startDatabaseWal(pool: pg.Pool): Promise<{ stop(): Promise<DatabaseWal> }> {
@@ -29,6 +33,7 @@ export async function startDatabaseWal(pool: pg.Pool): Promise<{ stop(): Promise
   return {
     async stop() {
       const to = await lsn(pool);
+      let note = inspect ? undefined : 'pg_walinspect could not be created';
       if (inspect) {
         try {
           const { rows } = await pool.query<{ bytes: string }>(
@@ -42,12 +47,13 @@ export async function startDatabaseWal(pool: pg.Pool): Promise<{ stop(): Promise
             [from, to],
           );
           return { bytes: Number(rows[0]?.bytes ?? 0), scope: 'database' };
-        } catch {
+        } catch (err) {
           // Not readable (WAL recycled, or no rights): fall back to the server's.
+          note = (err as Error).message;
         }
       }
       const { rows } = await pool.query<{ d: string }>('SELECT ($2::pg_lsn - $1::pg_lsn)::text AS d', [from, to]);
-      return { bytes: Number(rows[0]?.d ?? 0), scope: 'server' };
+      return { bytes: Number(rows[0]?.d ?? 0), scope: 'server', note };
     },
   };
 }

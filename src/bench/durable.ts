@@ -57,7 +57,7 @@ async function stepsPhase(db: BenchDatabase, b: DurableBench, steps: number) {
       await all;
       const jobsPerSec = b.jobs / ((performance.now() - t0) / 1000);
       const w = await wal.stop();
-      return { jobsPerSec, walPerJob: w.bytes / b.jobs, walScope: w.scope, stepMs };
+      return { jobsPerSec, walPerJob: w.bytes / b.jobs, walScope: w.scope, walNote: w.note, stepMs };
     });
   } finally {
     channel.close();
@@ -201,7 +201,7 @@ export async function runDurableScenario(scenario: DurableScenario, b: DurableBe
     b.emit(makeRow(`${name}: ctx.step p50`, 'jobvisor', 'ms', q(0.5), extra));
     b.emit(makeRow(`${name}: ctx.step p99`, 'jobvisor', 'ms', q(0.99), extra));
     const wal = ten.map((x, i) => (x.walPerJob - (one[i]?.walPerJob ?? 0)) / 9);
-    const walScope = ten.map((x) => x.walScope);
+    const walScope = ten.map((x) => x.walNote ?? x.walScope);
     b.emit(makeRow(`${name}: WAL per recorded step`, 'jobvisor', 'bytes', wal, { ...extra, walScope }));
     b.emit(
       makeRow(

@@ -63,9 +63,12 @@ function typeErrors(
     dir,
   );
   const program = ts.createProgram({ rootNames: config.fileNames, options: config.options, oldProgram: old });
-  const errors = ts
-    .getPreEmitDiagnostics(program)
-    .filter((d) => d.file && files.has(path.resolve(d.file.fileName)))
+  // The samples' own diagnostics only: each is checked against the types it uses, while the
+  // whole program's (getPreEmitDiagnostics) would check all of src again for every page.
+  const errors = program
+    .getSourceFiles()
+    .filter((file) => files.has(path.resolve(file.fileName)))
+    .flatMap((file) => [...program.getSyntacticDiagnostics(file), ...program.getSemanticDiagnostics(file)])
     .map((d) => {
       const file = d.file as ts.SourceFile;
       const sample = files.get(path.resolve(file.fileName)) as Sample;

@@ -139,8 +139,8 @@ function packFiles(): Array<[string, string]> {
 export function packInputsHash(): string {
   const hash = createHash('sha256');
   // The lock file too: it pins the TypeScript that prepack builds with.
-  for (const [rel, full] of [...packFiles(), ['package-lock.json', path.join(ROOT, 'package-lock.json')]])
-    hash.update(`${rel}\0`).update(readFileSync(full)).update('\0');
+  const lock: [string, string] = ['package-lock.json', path.join(ROOT, 'package-lock.json')];
+  for (const [rel, full] of [...packFiles(), lock]) hash.update(`${rel}\0`).update(readFileSync(full)).update('\0');
   return hash.digest('hex').slice(0, 16);
 }
 

@@ -42,8 +42,33 @@ function sources(dir: string): string[] {
 /** A relative import of a .ts file, in esbuild's output (double quotes): static, dynamic or re-export. */
 const RELATIVE_TS = /((?:\bfrom|\bimport)\s*\(?\s*)"(\.{1,2}\/[^"]*?)\.ts"/g;
 
+/** Whether a process with this id is alive. */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Copies left by runs that were killed before they could remove them. */
+function removeStale(): void {
+  let names: string[];
+  try {
+    names = readdirSync(path.join(ROOT, '.jobvisor'));
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const pid = Number(/^compiled-.+-(\d+)$/.exec(name)?.[1]);
+    if (pid > 0 && !alive(pid)) rmSync(path.join(ROOT, '.jobvisor', name), { recursive: true, force: true });
+  }
+}
+
 /** Compiles src/ into .jobvisor/compiled-<label>-<pid>/dist (about a second). */
 export function compilePackage(label: string): CompiledPackage {
+  removeStale();
   const root = path.join(ROOT, '.jobvisor', `compiled-${label}-${process.pid}`);
   rmSync(root, { recursive: true, force: true });
   const dist = path.join(root, 'dist');

@@ -109,4 +109,37 @@ describe('step spans', () => {
     );
     assert.equal(insert.traceId, email?.traceId);
   });
+
+  it('a run that sleeps is parked, not failed, and the run after it replays the step before the sleep', async () => {
+    const job = await enqueue(db.pool, 'durable', {
+      ops: [
+        ['step', 'before'],
+        ['sleep', 'nap', '300ms'],
+        ['step', 'after'],
+      ],
+    });
+    const runs = await receiver.waitFor((spans) => {
+      const runs = spans
+        .filter((s) => s.name === 'jobvisor.run durable' && attr(s, 'messaging.message.id') === job.id)
+        .sort((a, b) => String(attr(a, 'jobvisor.outcome')).localeCompare(String(attr(b, 'jobvisor.outcome'))));
+      return runs.length >= 2 ? runs : undefined;
+    }, 30_000);
+    const [done, slept] = runs as [OtlpSpan, OtlpSpan];
+    assert.equal(attr(slept, 'jobvisor.outcome'), 'parked');
+    assert.equal(attr(slept, 'jobvisor.park.kind'), 'sleep');
+    assert.equal(attr(slept, 'jobvisor.park.name'), 'nap');
+    assert.notEqual(slept.status?.code, STATUS_ERROR, 'a sleep is not a failure');
+    assert.equal(slept.events?.some((e) => e.name === 'exception') ?? false, false);
+    assert.equal(attr(done, 'jobvisor.outcome'), 'done');
+    // Sleeps give their attempt back: both runs are attempt 1.
+    assert.deepEqual([attr(slept, 'jobvisor.attempt'), attr(done, 'jobvisor.attempt')], [1, 1]);
+    const steps = await receiver.waitFor((spans) => {
+      const found = spans.filter((s) => s.parentSpanId === done.spanId && s.name.startsWith('jobvisor.step '));
+      return found.length >= 2 ? found : undefined;
+    });
+    assert.deepEqual(steps.map((s) => [attr(s, 'jobvisor.step.name'), attr(s, 'jobvisor.step.replayed')]).sort(), [
+      ['after', false],
+      ['before', true],
+    ]);
+  });
 });

@@ -170,4 +170,60 @@ describe('what steps, sleeps and waits leave as it was', () => {
     assert.deepEqual(charged, [{ attempt: 1 }]);
     assert.equal(row?.result.results.length, 2);
   });
+
+  it('shutdown inside a step hands the job back: the next run replays the steps before it, reruns that one', async () => {
+    const serve = () =>
+      startSupervisor(db.url, {
+        queues: { shut: { concurrency: 1, jobsPerThread: 1 } },
+        shutdown: { grace: '300ms' },
+        pool: { maxThreads: 1 },
+      });
+    const first = serve();
+    await first.start();
+    const { id } = await enqueue(
+      db.pool,
+      'durable',
+      {
+        ops: [
+          ['step', 'a'],
+          ['slow', 'b', 5000],
+          ['step', 'c'],
+        ],
+        log: true,
+      },
+      { queue: 'shut', maxAttempts: 1 },
+    );
+    await until(
+      "step b's fn started",
+      () => calls(id),
+      (rows) => rows.some((r) => r.name === 'b'),
+      20_000,
+    );
+    await first.stop();
+    const handed = await job(id);
+    assert.equal(handed?.status, 'pending', 'handed back, not failed');
+    assert.equal(handed?.attempts, 0, 'its attempt given back');
+    const second = serve();
+    await second.start();
+    try {
+      const row = await reaches(id, 'done', 30_000);
+      assert.equal(row?.attempts, 1);
+    } finally {
+      await second.stop();
+    }
+    const names = (await calls(id)).map((c) => c.name);
+    assert.deepEqual(
+      names.filter((n) => n === 'a' || n === 'b' || n === 'c'),
+      ['a', 'b', 'b', 'c'],
+      'a ran once (recorded before the shutdown), b twice (interrupted), c once',
+    );
+    const recorded = await db.pool.query<{ name: string }>(
+      'SELECT name FROM jobvisor.job_steps WHERE job_id = $1 ORDER BY name',
+      [id],
+    );
+    assert.deepEqual(
+      recorded.rows.map((r) => r.name),
+      ['a', 'b', 'c'],
+    );
+  });
 });

@@ -26,17 +26,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import {
-  cpSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  symlinkSync,
-  writeFileSync,
-} from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -44,7 +34,7 @@ import { fileURLToPath } from 'node:url';
 import { enqueue } from '../../src/queue/enqueue.ts';
 import { report } from '../helpers/chaos/measure.ts';
 import { createLoginRole, createTestDatabase, type TestDatabase } from '../helpers/db.ts';
-import { PACK_DOCS } from '../helpers/packed.ts';
+import { packedTarball } from '../helpers/packed.ts';
 import { until } from '../helpers/poll.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -55,8 +45,6 @@ const version = (name: string) =>
 /** The apps' own dependency, which jobvisor does not have. */
 const APP_DEPENDENCY = 'slugify@1.6.9';
 const TSC = path.join(root, 'node_modules/typescript/bin/tsc');
-/** What the packed tree needs: everything `files` ships and what prepack builds from. */
-const PACK_INPUTS = ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'src', 'bin', 'migrations', 'config'];
 
 /** A child environment without npm's own variables (npm test sets npm_config_*) or jobvisor's. */
 function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
@@ -251,17 +239,10 @@ let cjsInstall: (Ran & { offline?: string }) | undefined;
 
 before(async () => {
   db = await createTestDatabase('package');
-  // A copy of the tree, so that prepack's fresh dist/ never races another test's use of the checkout's.
-  const tree = path.join(work, 'tree');
-  for (const entry of [...PACK_INPUTS, ...PACK_DOCS])
-    cpSync(path.join(root, entry), path.join(tree, entry), { recursive: true });
-  for (const script of ['clean-dist.mjs', 'cjs-types.mjs'])
-    cpSync(path.join(root, 'scripts', script), path.join(tree, 'scripts', script));
-  symlinkSync(path.join(root, 'node_modules'), path.join(tree, 'node_modules'));
-  const packed = exec('npm', ['pack', '--json', '--pack-destination', work], tree);
-  assert.equal(packed.status, 0, `npm pack failed:\n${packed.stderr}`);
-  timings.packMs = packed.ms;
-  tarball = path.join(work, (JSON.parse(packed.stdout) as Array<{ filename: string }>)[0]?.filename ?? '');
+  // npm pack of a copy of the tree, shared with the other tests that install the package.
+  const packed = packedTarball();
+  timings.packMs = packed.packMs;
+  tarball = packed.tarball;
 
   write(esmApp, ESM_APP);
   write(cjsApp, CJS_APP);

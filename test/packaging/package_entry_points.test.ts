@@ -24,7 +24,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { depVersion, exec, npmInstall, packJobvisor, ROOT, write } from '../helpers/packed.ts';
+import { depVersion, exec, npmInstall, packedTarball, ROOT, write } from '../helpers/packed.ts';
 
 const work = mkdtempSync(path.join(tmpdir(), 'jobvisor-entry-points-'));
 const app = path.join(work, 'app');
@@ -121,7 +121,7 @@ export async function main(pool: Pool): Promise<JobRow[]> {
 let skipReason: string | undefined;
 
 before(() => {
-  const tarball = packJobvisor(work);
+  const { tarball } = packedTarball();
   write(app, APP);
   const installed = npmInstall(app, [
     tarball,

@@ -23,7 +23,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
-import { cleanEnv, depVersion, execAsync, npmInstall, packJobvisor, ROOT, write } from '../helpers/packed.ts';
+import { cleanEnv, depVersion, execAsync, npmInstall, packedTarball, ROOT, write } from '../helpers/packed.ts';
 import { markedErrors, reportedErrors } from '../helpers/type_errors.ts';
 
 const work = mkdtempSync(path.join(tmpdir(), 'jobvisor-package-types-'));
@@ -122,7 +122,7 @@ async function typeCheck(version: Version, compilerOptions: Record<string, unkno
 }
 
 before(() => {
-  const tarball = packJobvisor(work);
+  const { tarball } = packedTarball();
   write(app, APP);
   for (const dir of ['types', 'esm/types']) cpSync(TYPE_FIXTURES, path.join(app, dir), { recursive: true });
   const installed = npmInstall(app, [

@@ -16,6 +16,7 @@ import { after, before, describe, it } from 'node:test';
 import { enqueueMany, type JobSpec } from '../../src/queue/enqueue.ts';
 import { pauseQueue, resumeQueue } from '../../src/queue/pause.ts';
 import type { Supervisor } from '../../src/supervisor/supervisor.ts';
+import { report } from '../helpers/chaos/measure.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { createRunsTable, maxOverlap, maxOverlapByKey, maxStartsInWindow, readRuns } from '../helpers/flow.ts';
 import { startSupervisor } from '../helpers/inprocess.ts';
@@ -163,6 +164,7 @@ describe('flow control with batch tasks', () => {
   });
 
   it('rateLimit 5/1s: at most 5 jobs start in any 1-s window', async () => {
+    const enqueuedAt = Date.now();
     const ids = await add(
       'rated',
       Array.from({ length: 20 }, () => ({})),
@@ -175,6 +177,17 @@ describe('flow control with batch tasks', () => {
     const most = maxStartsInWindow(starts, 1000);
     assert.ok(most <= 5, `at most 5 starts in a 1-s window: ${most} (${JSON.stringify(starts)})`);
     const spanMs = Math.max(...starts) - Math.min(...starts);
+    const called = sizes.get('rated') ?? [];
+    report('batch.rateLimit', {
+      jobs: 20,
+      limit: '5/1s',
+      busiestWindow: most,
+      startsSpanMs: spanMs,
+      allDoneMs: Date.now() - enqueuedAt,
+      calls: called.length,
+      jobsCalled: called.reduce((a, b) => a + b, 0),
+      largestCall: Math.max(...called),
+    });
     assert.ok(spanMs >= 3000, `20 starts at 5/s span at least 3 s: ${spanMs} ms`);
   });
 });

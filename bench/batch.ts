@@ -29,12 +29,14 @@ const { values: args } = parseArgs({
     jobs: { type: 'string', default: '10000' },
     size: { type: 'string', default: '100' },
     rounds: { type: 'string', default: '2' },
+    lone: { type: 'string', default: '0' },
     json: { type: 'boolean', default: false },
   },
 });
 const N = Number(args.jobs);
 const SIZE = Number(args.size);
 const ROUNDS = Number(args.rounds);
+const LONE = Number(args.lone);
 const say = (line: string) => process.stderr.write(`[batch bench] ${line}\n`);
 const server = process.env.DATABASE_URL;
 if (!server) {
@@ -50,6 +52,15 @@ const BATCH = `export const options = { batch: { maxSize: ${SIZE}, maxWait: '50m
 export default async (jobs, ctx) => {
   await ctx.db.query('INSERT INTO sink (n) SELECT unnest($1::int[])', [jobs.map((j) => j.payload.n)]);
 };\n`;
+const LONE_TASK = `export const options = { batch: { maxSize: ${SIZE}, maxWait: '200ms' } };
+export default async (jobs, ctx) => {
+  const at = Date.now();
+  await ctx.db.query('INSERT INTO lone_calls (n, at_ms) SELECT unnest($1::int[]), $2', [jobs.map((j) => j.payload.n), at]);
+};\n`;
+
+/** The value below which `share` of the sorted values lie. */
+const quantile = (sorted: number[], share: number) =>
+  sorted[Math.min(sorted.length - 1, Math.ceil(share * sorted.length) - 1)] as number;
 
 async function main(): Promise<void> {
   const admin = new pg.Client({ connectionString: server });
@@ -62,11 +73,12 @@ async function main(): Promise<void> {
   const tasks = mkdtempSync(path.join(tmpdir(), 'jobvisor-bench-batch-'));
   writeFileSync(path.join(tasks, 'row_one.js'), ONE);
   writeFileSync(path.join(tasks, 'row_batch.js'), BATCH);
+  writeFileSync(path.join(tasks, 'row_lone.js'), LONE_TASK);
   let supervisor: Supervisor | undefined;
   const best: Record<string, number> = {};
   try {
     await migrate(pool);
-    await pool.query('CREATE TABLE sink (n int)');
+    await pool.query('CREATE TABLE sink (n int); CREATE TABLE lone_calls (n int, at_ms bigint)');
     const settings = loadConfig({
       env: { NODE_ENV: 'test' },
       overrides: {
@@ -111,13 +123,14 @@ async function main(): Promise<void> {
     }
     const one = best.row_one as number;
     const batch = best.row_batch as number;
-    const result = {
+    const result: Record<string, unknown> = {
       jobs: N,
       maxSize: SIZE,
       onePerCallJobsPerS: Math.round(one),
       batchJobsPerS: Math.round(batch),
       speedup: Math.round((batch / one) * 10) / 10,
     };
+    if (LONE > 0) result.lone = await lone(pool);
     if (args.json) process.stdout.write(`${JSON.stringify(result)}\n`);
     else say(JSON.stringify(result));
   } finally {
@@ -127,6 +140,33 @@ async function main(): Promise<void> {
     await admin.end();
     rmSync(tasks, { recursive: true, force: true });
   }
+}
+
+/** Commit-to-call latency of LONE lone jobs of a batch task with maxWait 200 ms. */
+async function lone(pool: pg.Pool): Promise<Record<string, number>> {
+  await pool.query('DELETE FROM jobvisor.jobs');
+  const waited: number[] = [];
+  for (let i = -1; i < LONE; i++) {
+    const sent = Date.now();
+    await enqueueMany(pool, [{ kind: 'row_lone', payload: { n: i } }]);
+    for (;;) {
+      const { rows } = await pool.query<{ at_ms: string }>('SELECT at_ms FROM lone_calls WHERE n = $1', [i]);
+      if (rows[0]) {
+        // The first (i = -1) reads the task's options and boots its thread: not counted.
+        if (i >= 0) waited.push(Number(rows[0].at_ms) - sent);
+        break;
+      }
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  }
+  const sorted = waited.sort((a, b) => a - b);
+  return {
+    samples: sorted.length,
+    p50Ms: quantile(sorted, 0.5),
+    p95Ms: quantile(sorted, 0.95),
+    p99Ms: quantile(sorted, 0.99),
+    maxMs: sorted.at(-1) as number,
+  };
 }
 
 await main();

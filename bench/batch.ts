@@ -30,6 +30,7 @@ const { values: args } = parseArgs({
     size: { type: 'string', default: '100' },
     rounds: { type: 'string', default: '2' },
     lone: { type: 'string', default: '0' },
+    concurrency: { type: 'string' },
     json: { type: 'boolean', default: false },
   },
 });
@@ -37,6 +38,8 @@ const N = Number(args.jobs);
 const SIZE = Number(args.size);
 const ROUNDS = Number(args.rounds);
 const LONE = Number(args.lone);
+/** The queue's concurrency: by default one call's worth (maxSize), so one call at a time. */
+const CONCURRENCY = Number(args.concurrency ?? SIZE);
 const say = (line: string) => process.stderr.write(`[batch bench] ${line}\n`);
 const server = process.env.DATABASE_URL;
 if (!server) {
@@ -85,7 +88,7 @@ async function main(): Promise<void> {
         tasks: { dir: tasks },
         metrics: { port: 0, host: '127.0.0.1' },
         log: { level: 'warn' },
-        queues: { default: { concurrency: SIZE, jobsPerThread: SIZE } },
+        queues: { default: { concurrency: CONCURRENCY, jobsPerThread: CONCURRENCY } },
         pool: { maxThreads: 2 },
       },
     });
@@ -95,6 +98,14 @@ async function main(): Promise<void> {
       log: createLogger({ level: 'warn', fd: 2 }),
     });
     await supervisor.start();
+    // The calls of the timed batch phases: how full they were and how long they gathered.
+    const calls = { n: 0, jobs: 0, fillMs: 0, timed: false };
+    supervisor.events.on('batch:called', ({ kind, size, fillMs }) => {
+      if (kind !== 'row_batch' || !calls.timed) return;
+      calls.n++;
+      calls.jobs += size;
+      calls.fillMs += fillMs;
+    });
     const phase = async (kind: string, n = N): Promise<number> => {
       await pool.query('TRUNCATE sink');
       await pool.query('DELETE FROM jobvisor.jobs');
@@ -114,6 +125,7 @@ async function main(): Promise<void> {
     // Warm-up: each kind's options read and a thread booted, not timed.
     await phase('row_one', 200);
     await phase('row_batch', 200);
+    calls.timed = true;
     for (let round = 0; round < ROUNDS; round++) {
       for (const kind of ['row_one', 'row_batch']) {
         const rate = await phase(kind);
@@ -126,9 +138,13 @@ async function main(): Promise<void> {
     const result: Record<string, unknown> = {
       jobs: N,
       maxSize: SIZE,
+      concurrency: CONCURRENCY,
       onePerCallJobsPerS: Math.round(one),
       batchJobsPerS: Math.round(batch),
       speedup: Math.round((batch / one) * 10) / 10,
+      batchCalls: calls.n,
+      meanCallSize: Math.round((calls.jobs / Math.max(1, calls.n)) * 10) / 10,
+      meanFillMs: Math.round((calls.fillMs / Math.max(1, calls.n)) * 10) / 10,
     };
     if (LONE > 0) result.lone = await lone(pool);
     if (args.json) process.stdout.write(`${JSON.stringify(result)}\n`);

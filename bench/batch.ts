@@ -31,6 +31,7 @@ const { values: args } = parseArgs({
     rounds: { type: 'string', default: '2' },
     lone: { type: 'string', default: '0' },
     concurrency: { type: 'string' },
+    prefetch: { type: 'string' },
     json: { type: 'boolean', default: false },
   },
 });
@@ -40,6 +41,8 @@ const ROUNDS = Number(args.rounds);
 const LONE = Number(args.lone);
 /** The queue's concurrency: by default one call's worth (maxSize), so one call at a time. */
 const CONCURRENCY = Number(args.concurrency ?? SIZE);
+/** Jobs claimed ahead; unset: the default (2,000 here). */
+const PREFETCH = args.prefetch === undefined ? {} : { prefetch: Number(args.prefetch) };
 const say = (line: string) => process.stderr.write(`[batch bench] ${line}\n`);
 const server = process.env.DATABASE_URL;
 if (!server) {
@@ -88,7 +91,7 @@ async function main(): Promise<void> {
         tasks: { dir: tasks },
         metrics: { port: 0, host: '127.0.0.1' },
         log: { level: 'warn' },
-        queues: { default: { concurrency: CONCURRENCY, jobsPerThread: CONCURRENCY } },
+        queues: { default: { concurrency: CONCURRENCY, jobsPerThread: CONCURRENCY, ...PREFETCH } },
         pool: { maxThreads: 2 },
       },
     });

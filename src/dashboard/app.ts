@@ -23,6 +23,7 @@ import { notMigrated } from '../errors.ts';
 import { secretKeyNames } from '../secrets.ts';
 import type { Logger } from '../log.ts';
 import { createAuth, SESSION_COOKIE } from './auth.ts';
+import { checkedDashboardOptions } from './checked_options.ts';
 import { dashboardDb, DASHBOARD_STATEMENT_TIMEOUT_MS } from './db.ts';
 import { refuseHost } from './hosts.ts';
 import { refuseCrossSite } from './origin.ts';
@@ -33,9 +34,10 @@ import { queueRoutes } from './routes/queues.ts';
 import { signalRoutes } from './routes/signal.ts';
 import { workflowRoutes } from './routes/workflow.ts';
 import { SCRIPT, STYLE } from './static.ts';
-import { readDashboardToken } from './token.ts';
 import { messagePage } from './views/message.ts';
 import type { ViewContext } from './views/layout.ts';
+
+export { normaliseBasePath } from './checked_options.ts';
 
 /**
  * The options of createDashboard: the pool it reads and acts through (give it
@@ -102,13 +104,6 @@ const SECURITY_HEADERS = secureHeaders({
   strictTransportSecurity: false,
 });
 
-/** "/", or "/a/b" without a trailing slash. */
-export function normaliseBasePath(basePath = '/'): string {
-  if (!basePath.startsWith('/') || basePath.includes('//') || /[?#\\]/.test(basePath))
-    throw new TypeError(`basePath must be a path starting with "/", got ${JSON.stringify(basePath)}`);
-  return basePath === '/' ? '/' : basePath.replace(/\/+$/, '');
-}
-
 /**
  * Builds the web dashboard (jobs, dead letters, schedules, workflows, queue
  * controls, the retry/cancel/run-now/delete actions, and sending a job a
@@ -130,18 +125,8 @@ export function normaliseBasePath(basePath = '/'): string {
  * ```
  */
 export function createDashboard(options: DashboardOptions): DashboardHandler {
-  const basePath = normaliseBasePath(options.basePath);
+  const { basePath, token } = checkedDashboardOptions(options);
   const base = basePath === '/' ? '/' : `${basePath}/`;
-  let token: string | null;
-  if (options.auth === false) token = null;
-  else if (options.auth) token = options.auth.token;
-  else {
-    token = readDashboardToken();
-    if (token === null)
-      throw new TypeError(
-        'createDashboard: no JOBVISOR_DASHBOARD_TOKEN(_FILE) is set; pass auth: { token } or, for an open dashboard, auth: false',
-      );
-  }
   const auth = createAuth(token);
   const view: ViewContext = { base, readOnly: options.readOnly ?? false, authRequired: auth.required };
   const schema = options.schema ?? 'jobvisor';

@@ -1,6 +1,7 @@
 /**
  * `jobvisor/client`: what a service that only enqueues and inspects jobs needs:
- * enqueue, the admin API, pausing queues, migrate, the errors and the types.
+ * enqueue, the admin API (createAdmin), pausing queues, migrate, the errors and
+ * the types.
  * It loads no worker, no supervisor, no dashboard and no metrics (no piscina,
  * hono or prom-client); test/packaging/package_entry_points.test.ts measures it from the
  * packed package and fails when it does.
@@ -37,17 +38,18 @@ export {
   ParentsTooLargeError,
   TaskSetupError,
 } from '../errors.ts';
+export { createAdmin } from '../queue/admin/handle.ts';
+export type { Admin, AdminOptions } from '../queue/admin/handle.ts';
+export { ACTION_STATUSES, JOB_STATUSES, nextFireTimes, timeText } from '../queue/admin/index.ts';
+// The functions that take a store first: deprecated, createAdmin's methods replace them.
 export {
-  ACTION_STATUSES,
   cancelJobs,
   countJobs,
   deadLetterGroups,
   deleteJobs,
   getJob,
-  JOB_STATUSES,
   listJobs,
   listSupervisors,
-  nextFireTimes,
   overview,
   relationsOf,
   retryJobs,
@@ -55,9 +57,8 @@ export {
   scheduleSummaries,
   stats,
   throughput,
-  timeText,
   workflowOf,
-} from '../queue/admin/index.ts';
+} from '../queue/admin/deprecated.ts';
 export type {
   BulkAction,
   BulkOptions,

@@ -7,12 +7,18 @@
  *   neither piscina (worker threads), hono (the dashboard) nor prom-client
  *   (metrics), nor any file of jobvisor's worker, supervisor, runner,
  *   metrics or dashboard, and stays within a module budget; the same through
- *   require(). The root loads them (so the probe can see them);
- * - how long the import of the root and of the client takes (median of three
- *   fresh processes): reported, and the client must be faster;
- * - the root exports exactly the union of `jobvisor/client`, `jobvisor/worker`
- *   and `jobvisor/dashboard`, the same objects (one module instance, so
- *   `instanceof` holds across them);
+ *   require(). Neither does the root (the application API: the client's
+ *   exports, a `run` that loads the supervisor when called, `defineTask`, the
+ *   task errors), which loads only a few light files more. `jobvisor/worker`
+ *   and `jobvisor/dashboard` load them (so the probe can see them);
+ * - how long the import of the root, of the client and of the worker entry
+ *   takes (median of three fresh processes): reported, and the root must be
+ *   faster than the worker entry;
+ * - the root exports exactly the application API: the client's exports plus
+ *   ROOT_EXTRA, the same objects as the subpaths' (one module instance, so
+ *   `instanceof` holds across them) but for `run` and the deprecated
+ *   `createDashboard`, which load their subpath's code when called; its `run`
+ *   does, and rejects bad options as the worker's does;
  * - each subpath's types resolve, ES module and CommonJS, under the module
  *   settings apps use (moduleResolution node10 reads `typesVersions`).
  *
@@ -38,6 +44,37 @@ const HEAVY = ['piscina', 'hono', '@hono/node-server', 'prom-client'];
 const WORKER_SIDE = ['worker', 'supervisor', 'run', 'metrics', 'dashboard', 'cluster', 'cli', 'bench', 'tasks'];
 /** Modules `jobvisor/client` may load (65 when it was made: 41 of jobvisor's, 24 of cron-parser, luxon, ms, pg-copy-streams). */
 const CLIENT_MODULE_BUDGET = 90;
+/** Modules the root may load (93 when it was made: 66 of jobvisor's; the client's, convict's for loadConfig, and the light task side). */
+const ROOT_MODULE_BUDGET = 150;
+/** The root's files of the worker-side folders: each loads its subpath's code only when called, or is light. */
+const ROOT_WORKER_SIDE = [
+  'dashboard/checked_options.js',
+  'dashboard/lazy.js',
+  'dashboard/token.js',
+  'run/lazy.js',
+  'worker/define_task.js',
+  'worker/errors.js',
+  'worker/step_errors.js',
+];
+/**
+ * The root's exports beyond `jobvisor/client`'s: the application API of the
+ * process that runs jobs (docs/guides/entry-points.md). `Supervisor` is not
+ * among them (`jobvisor/worker` only); `createDashboard` is, deprecated.
+ */
+const ROOT_EXTRA = [
+  'BUILTIN_TASKS',
+  'PermanentError',
+  'RetryLaterError',
+  'SnoozeError',
+  'StepError',
+  'builtinTask',
+  'createDashboard',
+  'defineTask',
+  'loadConfig',
+  'run',
+];
+/** Root exports that are not their subpath's object, but load it when called. */
+const LAZY = ['createDashboard', 'run'];
 
 const APP: Record<string, string> = {
   'package.json': JSON.stringify({ name: 'entry-app', version: '1.0.0', private: true, type: 'module' }),
@@ -72,14 +109,25 @@ console.log(JSON.stringify(Object.keys(require.cache).filter((f) => f !== __file
 await import(process.argv[2]);
 console.log(performance.now() - t0);
 `,
+  // Each root export: the subpaths that export the same object.
   'exports.mjs': `const [root, ...entries] = await Promise.all(process.argv.slice(2).map((s) => import(s)));
 const owners = {};
-for (const [i, entry] of entries.entries())
-  for (const [name, value] of Object.entries(entry)) {
-    (owners[name] ??= []).push(process.argv[3 + i]);
-    if (root[name] !== value) owners[name].push('(not the root one)');
-  }
+for (const name of Object.keys(root)) {
+  owners[name] = [];
+  for (const [i, entry] of entries.entries()) if (entry[name] === root[name]) owners[name].push(process.argv[3 + i]);
+}
 console.log(JSON.stringify({ root: Object.keys(root).sort(), owners }));
+`,
+  // The root's run, called with bad options: rejects as the worker's does, having loaded the supervisor's code.
+  'lazy_run.mjs': `import { createRequire } from 'node:module';
+import { ConfigError, run } from 'jobvisor';
+const piscina = () => Object.keys(createRequire(import.meta.url).cache).some((f) => f.includes('/node_modules/piscina/'));
+const before = piscina();
+const err = await run({ connectionString: 'postgres://nobody@127.0.0.1:1/none', notAnOption: true }).then(
+  () => null,
+  (e) => e,
+);
+console.log(JSON.stringify({ before, after: piscina(), configError: err instanceof ConfigError, code: err?.code, message: err?.message }));
 `,
   // Types of each subpath; the marked misuses are errors only while the types resolve.
   'esm/package.json': JSON.stringify({ type: 'module' }),
@@ -158,34 +206,47 @@ function ownFiles(modules: string[]): string[] {
   return modules.flatMap((m) => /\/node_modules\/jobvisor\/dist\/(.*)$/.exec(m)?.[1] ?? []);
 }
 
-/** Median milliseconds of `import(entry)` over three fresh processes. */
-function importMs(entry: EntryPoint): number {
-  const runs = Array.from({ length: 3 }, () => {
-    const r = exec(process.execPath, ['time.mjs', entry], app);
-    assert.equal(r.status, 0, r.stdout + r.stderr);
-    return Number(r.stdout.trim());
-  }).sort((a, b) => a - b);
-  return runs[1] as number;
+/**
+ * Median milliseconds of `import(entry)` for each entry, over three fresh
+ * processes each, taken in turns (root, client, worker, root, …) so that a
+ * change of the machine's load weighs on every entry alike.
+ */
+function importMs<E extends EntryPoint>(entries: readonly E[]): Record<E, number> {
+  const runs = new Map<E, number[]>(entries.map((e) => [e, []]));
+  for (let round = 0; round < 3; round++)
+    for (const entry of entries) {
+      const r = exec(process.execPath, ['time.mjs', entry], app);
+      assert.equal(r.status, 0, r.stdout + r.stderr);
+      runs.get(entry)!.push(Number(r.stdout.trim()));
+    }
+  return Object.fromEntries(entries.map((e) => [e, runs.get(e)!.sort((a, b) => a - b)[1]])) as Record<E, number>;
 }
 
 describe('the entry points of the packed package', () => {
   const loaded = new Map<EntryPoint, string[]>();
   const load = (entry: EntryPoint) => loaded.get(entry) ?? loaded.set(entry, loadedBy(entry)).get(entry)!;
 
-  test('jobvisor/client loads no worker, supervisor, dashboard or metrics: no piscina, hono or prom-client', (t) => {
+  test('the root and jobvisor/client load no worker, supervisor, dashboard or metrics: no piscina, hono or prom-client', (t) => {
     if (skipReason) return t.skip(skipReason);
-    const root = load('jobvisor');
-    const client = load('jobvisor/client');
     // The probe sees them where they are loaded, or its silence below would prove nothing.
-    for (const name of HEAVY) assert.ok(packagesOf(root).has(name), `the root loads ${name}`);
-    const heavy = HEAVY.filter((name) => packagesOf(client).has(name));
-    assert.deepEqual(heavy, [], `jobvisor/client loads ${heavy.join(', ')}`);
-    const workerSide = ownFiles(client).filter((f) => WORKER_SIDE.includes(f.split('/')[0] as string));
-    assert.deepEqual(workerSide, [], 'jobvisor/client loads files of the worker side');
-    assert.ok(
-      client.length <= CLIENT_MODULE_BUDGET,
-      `jobvisor/client loads ${client.length} modules (budget ${CLIENT_MODULE_BUDGET}): ${client.join('\n')}`,
-    );
+    const seen = new Set([...packagesOf(load('jobvisor/worker')), ...packagesOf(load('jobvisor/dashboard'))]);
+    for (const name of HEAVY) assert.ok(seen.has(name), `a subpath loads ${name}`);
+    for (const [entry, budget, allowed] of [
+      ['jobvisor/client', CLIENT_MODULE_BUDGET, []],
+      ['jobvisor', ROOT_MODULE_BUDGET, ROOT_WORKER_SIDE],
+    ] as const) {
+      const modules = load(entry);
+      const heavy = HEAVY.filter((name) => packagesOf(modules).has(name));
+      assert.deepEqual(heavy, [], `${entry} loads ${heavy.join(', ')}`);
+      const workerSide = ownFiles(modules).filter(
+        (f) => WORKER_SIDE.includes(f.split('/')[0] as string) && !(allowed as readonly string[]).includes(f),
+      );
+      assert.deepEqual(workerSide, [], `${entry} loads files of the worker side`);
+      assert.ok(
+        modules.length <= budget,
+        `${entry} loads ${modules.length} modules (budget ${budget}): ${modules.join('\n')}`,
+      );
+    }
     for (const entry of ENTRY_POINTS) {
       const modules = load(entry);
       t.diagnostic(
@@ -203,38 +264,61 @@ describe('the entry points of the packed package', () => {
     assert.ok(!dashboard.has('piscina') && !dashboard.has('prom-client'), [...dashboard].join(' '));
   });
 
-  test('require("jobvisor/client") from a CommonJS file loads no piscina, hono or prom-client either', (t) => {
+  test('require("jobvisor") and require("jobvisor/client") from a CommonJS file load no piscina, hono or prom-client either', (t) => {
     if (skipReason) return t.skip(skipReason);
     const required = (specifier: string) => {
       const r = exec(process.execPath, ['required.cjs', specifier], app);
       assert.equal(r.status, 0, r.stdout + r.stderr);
       return packagesOf((JSON.parse(r.stdout) as string[]).map((f) => `file://${f}`));
     };
-    const root = required('jobvisor');
-    assert.ok(root.has('piscina') && root.has('prom-client'), `require("jobvisor") loads ${[...root].join(' ')}`);
-    const client = required('jobvisor/client');
-    assert.deepEqual(
-      HEAVY.filter((name) => client.has(name)),
-      [],
+    const worker = required('jobvisor/worker');
+    assert.ok(
+      worker.has('piscina') && worker.has('prom-client'),
+      `require("jobvisor/worker") loads ${[...worker].join(' ')}`,
     );
+    for (const specifier of ['jobvisor', 'jobvisor/client']) {
+      const loaded = required(specifier);
+      assert.deepEqual(
+        HEAVY.filter((name) => loaded.has(name)),
+        [],
+        specifier,
+      );
+    }
   });
 
-  test('jobvisor/client imports faster than the root (median of three fresh processes)', (t) => {
+  test('the root imports faster than jobvisor/worker (median of three fresh processes)', (t) => {
     if (skipReason) return t.skip(skipReason);
-    const ms = { root: importMs('jobvisor'), client: importMs('jobvisor/client') };
-    t.diagnostic(`import('jobvisor'): ${ms.root.toFixed(0)} ms; import('jobvisor/client'): ${ms.client.toFixed(0)} ms`);
-    assert.ok(ms.client < ms.root, JSON.stringify(ms));
+    const ms = importMs(['jobvisor', 'jobvisor/client', 'jobvisor/worker'] as const);
+    t.diagnostic(
+      `import('jobvisor'): ${ms.jobvisor.toFixed(0)} ms; import('jobvisor/client'): ${ms['jobvisor/client'].toFixed(0)} ms; import('jobvisor/worker'): ${ms['jobvisor/worker'].toFixed(0)} ms`,
+    );
+    assert.ok(ms.jobvisor < ms['jobvisor/worker'], JSON.stringify(ms));
   });
 
-  test('the root exports exactly the union of the subpaths, the same objects, each name once', (t) => {
+  test('the root exports exactly the application API: the client, run, defineTask, the task errors', (t) => {
     if (skipReason) return t.skip(skipReason);
     const r = exec(process.execPath, ['exports.mjs', ...ENTRY_POINTS], app);
     assert.equal(r.status, 0, r.stdout + r.stderr);
     const { root, owners } = JSON.parse(r.stdout) as { root: string[]; owners: Record<string, string[]> };
-    assert.deepEqual(Object.keys(owners).sort(), root);
-    const odd = Object.entries(owners).filter(([, where]) => where.length !== 1);
-    assert.deepEqual(odd, [], 'a name in two subpaths, or not the root object');
-    assert.ok(owners.enqueue?.[0] === 'jobvisor/client' && owners.run?.[0] === 'jobvisor/worker');
+    const client = root.filter((name) => owners[name]?.includes('jobvisor/client'));
+    assert.deepEqual(root, [...new Set([...client, ...ROOT_EXTRA])].sort());
+    assert.ok(!root.includes('Supervisor'), 'Supervisor is in jobvisor/worker only');
+    // One module instance: the same objects as the subpath's, so instanceof holds across them.
+    const odd = root.filter((name) => !LAZY.includes(name) && owners[name]?.length !== 1);
+    assert.deepEqual(odd, [], "a root export that is not exactly one subpath's object");
+    for (const name of LAZY) assert.deepEqual(owners[name], [], `${name}: the root's loads its subpath when called`);
+  });
+
+  test("the root's run loads the supervisor when called, and rejects bad options as jobvisor/worker's does", (t) => {
+    if (skipReason) return t.skip(skipReason);
+    const r = exec(process.execPath, ['lazy_run.mjs'], app);
+    assert.equal(r.status, 0, r.stdout + r.stderr);
+    const got = JSON.parse(r.stdout) as { before: boolean; after: boolean; configError: boolean; code: string };
+    assert.deepEqual(
+      { before: got.before, after: got.after, configError: got.configError, code: got.code },
+      { before: false, after: true, configError: true, code: 'CONFIG_INVALID' },
+      r.stdout,
+    );
   });
 
   for (const [label, folder, compilerOptions] of [

@@ -18,6 +18,8 @@ import type { OutcomeWriter, Rows, WriteContext } from './writer.ts';
 export interface BatchContext extends WriteContext {
   /** Rows per statement at most (completer.batchSize). */
   maxRows: number;
+  /** A write failed: reported as the completer's 'db:error', through the hooks. */
+  failed(err: unknown): void;
 }
 
 export class OutcomeBatch<R extends Rows, O extends Recorded> {
@@ -54,7 +56,7 @@ export class OutcomeBatch<R extends Rows, O extends Recorded> {
     for (const i of result.unwritten) writer.copy(this.queued, rows, i);
     for (const { index, err } of result.abandoned) {
       c.settled(rows.jobs[index] as ClaimedJob);
-      safeEmit(c.events, 'db:error', { loop: 'completer', err });
+      c.failed(err);
     }
     return result.retryError;
   }
@@ -66,5 +68,5 @@ async function deadLetterAlone(c: WriteContext, job: ClaimedJob, runMs: number, 
   const written = await c.store.deadLetter(job, error);
   c.settled(job);
   if (written) safeEmit(c.events, 'job:dead', { jobs: [refOf(job)], runMs: [runMs], errors: [error] });
-  else safeEmit(c.events, 'job:fenced', { jobs: [refOf(job)] });
+  else c.fenced([refOf(job)]);
 }

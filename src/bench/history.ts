@@ -218,7 +218,7 @@ function readsOf(store: Store, admin: AdminReads, parts: OverviewParts): Record<
   return {
     overview: () => overviewPage(store, admin, parts),
     stats: () => admin.stats(store),
-    // The database gauges' two reads, both due, at once, as a scrape starts them (src/metrics/database-gauges.ts).
+    // The database gauges' two reads, both due, at once, as a scrape starts them (src/metrics/database_gauges.ts).
     metrics: () => Promise.all([oldestDueByQueue(store), countActiveJobs(store)]),
   };
 }

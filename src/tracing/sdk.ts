@@ -4,7 +4,7 @@
  * The SDK packages are optional dependencies, loaded only when tracing is
  * wanted. `jobvisor start` calls startTracing() on the main thread; each worker
  * thread (a separate module graph with its own globals) calls it again through
- * worker/traced-entry.ts. Where a tracer provider is already registered (the
+ * worker/traced_entry.ts. Where a tracer provider is already registered (the
  * user's own SDK, set up in a preload module), that one is kept.
  */
 import { within } from '../within.ts';

@@ -5,6 +5,12 @@
  * primary", and what no retry can change (a wrong password, a missing database).
  */
 
+/** The message of a thrown value: an Error's (or any object's) message, else the value as text. */
+export function messageOf(err: unknown): string {
+  const text = (err as { message?: unknown } | null | undefined)?.message;
+  return typeof text === 'string' ? text : String(err);
+}
+
 export class JobvisorError extends Error {
   readonly code: string;
   constructor(code: string, message: string, options?: { cause?: unknown }) {

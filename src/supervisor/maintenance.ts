@@ -34,6 +34,7 @@ import type { SupervisorEvents } from './events.ts';
 import { NO_HOOKS, reportDbError, type Hooks } from './hooks.ts';
 import { Loop, reportedAs } from './loop.ts';
 import { safeEmit } from './safe_emit.ts';
+import { shortMessageOf } from './complete/error_text.ts';
 import { keepsBatch, writeSplitting } from './complete/split_write.ts';
 
 const MAX_REAP_BATCHES_PER_ROUND = 20;
@@ -109,7 +110,7 @@ async function reapSplitting(
       const row = await deadLetterExpired(
         store,
         ids[i] as string,
-        `lease expired, and returning the job failed (${messageOf(err)}), so it was dead-lettered alone`,
+        `lease expired, and returning the job failed (${shortMessageOf(err)}), so it was dead-lettered alone`,
       );
       if (row) reaped.push(row);
     },
@@ -219,9 +220,4 @@ const UNDEFINED_TABLE = '42P01';
  */
 export function cleanupBudgetMs(intervalMs: number): number {
   return Math.max(1, Math.floor(intervalMs / 2));
-}
-
-function messageOf(err: unknown): string {
-  const text = (err as { message?: unknown } | undefined)?.message;
-  return typeof text === 'string' ? text.slice(0, 500) : 'unknown error';
 }

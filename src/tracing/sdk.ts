@@ -9,6 +9,7 @@
  */
 import { within } from '../within.ts';
 import { otelApi, otelRegistered } from './api.ts';
+import { messageOf } from '../errors.ts';
 
 export type Env = Record<string, string | undefined>;
 
@@ -105,7 +106,7 @@ export async function startTracing(
     ({ NodeSDK } = await loadOptional<NodeSdkModule>('@opentelemetry/sdk-node'));
     loaded = (await options.instrumentations?.()) ?? [];
   } catch (err) {
-    return { state: 'unavailable', error: (err as Error).message };
+    return { state: 'unavailable', error: messageOf(err) };
   }
   const sdk = new NodeSDK({
     instrumentations: loaded,

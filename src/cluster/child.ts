@@ -135,6 +135,10 @@ export async function startChild(setup: RunnerSetup): Promise<void> {
   // A start the drain cancelled ends in its exit, whatever startRunner says.
   const started = await runner.catch((err: unknown) => {
     if (cancel.signal.aborted) return undefined;
+    // A start that failed (a task that cannot be loaded, no access) exits like a lone
+    // `jobvisor start`: let go of the IPC channel, which would keep this process alive.
+    process.removeAllListeners('disconnect');
+    process.disconnect?.();
     throw err;
   });
   if (!started || cancel.signal.aborted) return;

@@ -30,6 +30,7 @@ import { actionRoutes } from './routes/actions.ts';
 import { loginRoutes } from './routes/login.ts';
 import { pageRoutes, STATEMENT_TIMEOUT } from './routes/pages.ts';
 import { queueRoutes } from './routes/queues.ts';
+import { signalRoutes } from './routes/signal.ts';
 import { workflowRoutes } from './routes/workflow.ts';
 import { SCRIPT, STYLE } from './static.ts';
 import { readDashboardToken } from './token.ts';
@@ -110,7 +111,8 @@ export function normaliseBasePath(basePath = '/'): string {
 
 /**
  * Builds the web dashboard (jobs, dead letters, schedules, workflows, queue
- * controls, and the retry/cancel/run-now/delete actions) as a handler to mount
+ * controls, the retry/cancel/run-now/delete actions, and sending a job a
+ * signal) as a handler to mount
  * in the app's own HTTP server. Every request gets security headers, the Host
  * check (without a token), the credential check and, for actions, the
  * same-site check and read-only mode. It starts no server and no timer.
@@ -207,6 +209,7 @@ export function createDashboard(options: DashboardOptions): DashboardHandler {
   const redact = secretKeyNames(options.redact ?? DEFAULT_REDACT);
   pageRoutes(app, { view, db, redact, schedules: options.schedules ?? [] });
   actionRoutes(app, { view, db, redact });
+  signalRoutes(app, { view, db });
   queueRoutes(app, { view, db });
   workflowRoutes(app, { view, db });
   app.notFound((c) => c.html(messagePage(view, 'Not found', 'There is no such page.'), 404));

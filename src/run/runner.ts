@@ -194,7 +194,6 @@ export async function startRunner(setup: RunnerSetup): Promise<Runner> {
     return stopping;
   };
   cancelChecks();
-  whenAborted(setup.signal, (reason) => void stop(reason));
   // The caller's pool ended under the runner: stop (see the file comment), said once.
   const unwatchPool = setup.ownsPool
     ? undefined
@@ -205,6 +204,8 @@ export async function startRunner(setup: RunnerSetup): Promise<Runner> {
         );
         void stop(POOL_ENDED);
       });
+  // After everything stop() reads is declared: an abort that came during start-up stops at once.
+  whenAborted(setup.signal, (reason) => void stop(reason));
   if (setup.handleSignals)
     removeSignals = drainOnSignals({
       log,

@@ -23,7 +23,7 @@ import { signal } from '../../src/queue/signal.ts';
 import { sleepJobs } from '../../src/queue/sleep.ts';
 import { snoozeJobs } from '../../src/queue/snooze.ts';
 import { loadSteps, recordStep, takeWait } from '../../src/queue/steps.ts';
-import { parkWaits } from '../../src/queue/wait.ts';
+import { parkWaits, wakeTimedOutWaits } from '../../src/queue/wait.ts';
 import type { Store } from '../../src/queue/sql.ts';
 import { countActiveJobs, oldestDueByQueue } from '../../src/queue/stats.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
@@ -64,11 +64,39 @@ async function everyStatement(): Promise<void> {
   await nextDueIn(store, 'default');
   await countActiveJobs(store);
   await oldestDueByQueue(store);
+  await stepStatements();
+}
+
+let round = 0;
+
+/**
+ * The durable steps' statements, so that the ones inside PL/pgSQL functions
+ * (jobvisor.signal, park_waits) are planned, and maybe cached as generic
+ * plans, while job_steps and job_signals are tiny.
+ */
+async function stepStatements(): Promise<void> {
+  round++;
+  const [a, b] = await claimJobs(store, { owner: 'w', queue: 'default', limit: 2, leaseMs: 60_000 });
+  if (!a || !b) return;
+  await loadSteps(pool, 'jobvisor', a.id, a.token);
+  await recordStep(pool, 'jobvisor', { id: a.id, token: a.token, name: `s${round}`, result: '1', ms: 1 });
+  await takeWait(pool, 'jobvisor', { id: a.id, token: a.token, name: 'w' });
+  await signal(pool, b.id, 'early', { n: round });
+  await parkWaits(store, 'w', {
+    ids: [a.id, b.id],
+    tokens: [a.token, b.token],
+    names: ['w', 'early'],
+    untilMs: [null, null],
+    timeoutsMs: [0, 0],
+  });
+  await signal(pool, a.id, 'w', null, { ignoreFinished: true });
+  await wakeTimedOutWaits(store, 100);
 }
 
 before(async () => {
   db = await createTestDatabase('plans');
-  await db.pool.query('ALTER TABLE jobvisor.jobs SET (autovacuum_enabled = off)');
+  for (const table of ['jobs', 'job_steps', 'job_signals'])
+    await db.pool.query(`ALTER TABLE jobvisor.${table} SET (autovacuum_enabled = off)`);
   // One connection, so every statement's cached plan lives where auto_explain watches.
   pool = createPool(db.url, { max: 1 });
   pool.on('connect', (client) => client.on('notice', (n) => plans.push(n.message ?? '')));
@@ -84,13 +112,21 @@ before(async () => {
     Array.from({ length: 40 }, (_, i) => ({ kind: 'noop', payload: { i } })),
   );
   for (let i = 0; i < 8; i++) await everyStatement();
-  await pool.query('ANALYZE jobvisor.jobs');
+  await pool.query('ANALYZE jobvisor.jobs, jobvisor.job_steps, jobvisor.job_signals');
   for (let i = 0; i < 8; i++) await everyStatement();
 
   // Grown: a burst of pending jobs plus a history of done ones and some running, no ANALYZE.
   await pool.query(`INSERT INTO jobvisor.jobs (kind, payload, status, finished_at)
                     SELECT 'noop', '{}', 'done', now() - interval '2 hours' FROM generate_series(1, ${GROWN - BURST})`);
   await pool.query(`INSERT INTO jobvisor.jobs (kind, payload) SELECT 'noop', '{}' FROM generate_series(1, ${BURST})`);
+  // Beside it, records and signals of 100,000 jobs (five records each), and 20,000 waiting jobs.
+  await pool.query(`INSERT INTO jobvisor.job_steps (job_id, name, kind, result, finished_at)
+                    SELECT i, k::text, 'step', '{"ok": true}', now()
+                      FROM generate_series(1, 100000) AS i, generate_series(1, 5) AS k ON CONFLICT DO NOTHING`);
+  await pool.query(`INSERT INTO jobvisor.job_signals (job_id, name) SELECT i, 'x' FROM generate_series(1, 100000) AS i
+                    ON CONFLICT DO NOTHING`);
+  await pool.query(`INSERT INTO jobvisor.jobs (kind, payload, status, waiting_for, run_at, has_steps)
+                    SELECT 'noop', '{}', 'waiting', 'w', now() + interval '1 hour', true FROM generate_series(1, 20000)`);
   await pool.query(`SET auto_explain.log_min_duration = 0`);
 });
 
@@ -231,12 +267,34 @@ describe('hot statements on a table that grew from tiny to a million rows withou
           }),
       ],
       ['signal', () => signal(pool, waiters[0]?.id as string, 'w', { ok: true })],
+      ['signal kept', () => signal(pool, waiters[1]?.id as string, 'other', { ok: true })],
     ];
     for (const [name, fn] of checks) {
       const plan = await planOf(fn);
       assert.match(plan, /jobs_(pkey|running_idx)/, `${name}: ${plan}`);
-      assert.doesNotMatch(plan, /Seq Scan on jobs\b/, `${name}: ${plan}`);
+      assert.doesNotMatch(plan, /Seq Scan on (jobs|job_steps|job_signals)\b/, `${name}: ${plan}`);
     }
+    // Every statement that reads or writes the records reaches them by their primary keys.
+    const steps = await planOf(() => loadSteps(pool, 'jobvisor', one.id, one.token));
+    assert.match(steps, /job_steps_pkey/, steps);
+    const signalled = await planOf(() => signal(pool, waiters[2]?.id as string, 'w', null));
+    assert.match(signalled, /job_signals_pkey/, signalled);
+  });
+
+  it('wakes timed-out waits through jobs_waiting_idx, and cleanup drops records through their keys', async () => {
+    await pool.query(`UPDATE jobvisor.jobs SET run_at = now() - interval '1 minute'
+                       WHERE id IN (SELECT id FROM jobvisor.jobs WHERE status = 'waiting' LIMIT 50)`);
+    const wake = await planOf(() => wakeTimedOutWaits(store, 1000));
+    assert.match(wake, /jobs_waiting_idx/, wake);
+    assert.doesNotMatch(wake, /Seq Scan/, wake);
+    await pool.query(`UPDATE jobvisor.jobs SET has_steps = true
+                       WHERE id IN (SELECT id FROM jobvisor.jobs WHERE status = 'done' ORDER BY id LIMIT 200)`);
+    const clean = await planOf(() =>
+      deleteOldJobs(store, { retentionMs: 3_600_000, failedRetentionMs: 3_600_000, limit: 1000 }),
+    );
+    assert.match(clean, /job_steps_pkey/, clean);
+    assert.match(clean, /job_signals_pkey/, clean);
+    assert.doesNotMatch(clean, /Seq Scan/, clean);
   });
 
   it('reaps through jobs_running_idx, and rolls up and cleans up through jobs_finished_idx', async () => {

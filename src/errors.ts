@@ -5,12 +5,6 @@
  * primary", and what no retry can change (a wrong password, a missing database).
  */
 
-/** The message of a thrown value: an Error's (or any object's) message, else the value as text. */
-export function messageOf(err: unknown): string {
-  const text = (err as { message?: unknown } | null | undefined)?.message;
-  return typeof text === 'string' ? text : String(err);
-}
-
 export class JobvisorError extends Error {
   readonly code: string;
   constructor(code: string, message: string, options?: { cause?: unknown }) {
@@ -268,4 +262,10 @@ export class DatabaseAccessError extends JobvisorError {
 export function accessRefused(err: unknown): DatabaseAccessError | undefined {
   const refusal = connectionRefusal(err);
   return refusal ? new DatabaseAccessError(refusal, { cause: err }) : undefined;
+}
+
+/** The message of a thrown value: an Error's (or any object's) message, else the value as text. */
+export function messageOf(err: unknown): string {
+  const text = (err as { message?: unknown } | null | undefined)?.message;
+  return typeof text === 'string' ? text : String(err);
 }

@@ -4,7 +4,7 @@
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { parseDuration } from '../duration.ts';
-import { InputError } from '../errors.ts';
+import { InputError, messageOf } from '../errors.ts';
 import { BURST_CONFIGS } from './burst.ts';
 import { DURABLE_SCENARIOS } from './durable.ts';
 import type { QueueShape } from './harness.ts';
@@ -17,7 +17,9 @@ export function parseBenchArgs(argv: string[], options: NonNullable<ParseArgsCon
     return parseArgs({ args: argv, allowPositionals: false, strict: true, options }).values as Values;
   } catch (err) {
     const message =
-      (err as Error).message.split('\n')[0]?.replace(/\. To specify a positional argument.*$/, '') ?? 'bad arguments';
+      messageOf(err)
+        .split('\n')[0]
+        ?.replace(/\. To specify a positional argument.*$/, '') ?? 'bad arguments';
     throw new InputError(`bench: ${message}`);
   }
 }
@@ -148,7 +150,7 @@ export function benchOptions(argv: string[]) {
     try {
       durationMs = parseDuration(str('duration') as string);
     } catch (err) {
-      throw new InputError(`bench: --duration ${(err as Error).message}`);
+      throw new InputError(`bench: --duration ${messageOf(err)}`);
     }
   }
   let retentionMs: number | undefined;
@@ -156,7 +158,7 @@ export function benchOptions(argv: string[]) {
     try {
       retentionMs = parseDuration(str('retention') as string);
     } catch (err) {
-      throw new InputError(`bench: --retention ${(err as Error).message}`);
+      throw new InputError(`bench: --retention ${messageOf(err)}`);
     }
   }
   let sleepMs = 5000;

@@ -36,6 +36,7 @@ import { loadAverage, openBenchServer, serverVersion } from './server.ts';
 import { cold, ENTRIES, entryAvailable, startup } from './startup.ts';
 import { sustained } from './sustained.ts';
 import { runWorkflowScenario } from './workflow_rows.ts';
+import { messageOf } from '../errors.ts';
 
 type Measure = () => Promise<number>;
 interface Variant {
@@ -111,7 +112,7 @@ export async function runBench(argv: string[], admin: AdminReads): Promise<numbe
         } catch (err) {
           failed.add(v.system);
           process.stderr.write(
-            `jobvisor bench: ${scenario} ${v.system} failed, skipped: ${(err as Error).message.replace(/\s+/g, ' ').trim()}\n`,
+            `jobvisor bench: ${scenario} ${v.system} failed, skipped: ${messageOf(err).replace(/\s+/g, ' ').trim()}\n`,
           );
         }
       }

@@ -5,7 +5,7 @@
  * it (woke, kept, duplicate, late, ignored). A finished, cancelled or missing
  * job is an error (exit 1) unless --ignore-finished; bad JSON sends nothing.
  */
-import { InputError } from '../errors.ts';
+import { InputError, messageOf } from '../errors.ts';
 import { signal } from '../queue/signal.ts';
 import { jobIds, parse } from './args.ts';
 import { withStore } from './job_store.ts';
@@ -23,7 +23,7 @@ export async function signalCommand(argv: string[]): Promise<number> {
     try {
       payload = JSON.parse(json);
     } catch (err) {
-      throw new InputError(`jobs signal: the payload is not JSON: ${(err as Error).message}`);
+      throw new InputError(`jobs signal: the payload is not JSON: ${messageOf(err)}`);
     }
   }
   return withStore(async (store) => {

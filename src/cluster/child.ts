@@ -18,7 +18,7 @@
  * process group) cancels the start (runner.ts `signal`), so nothing is
  * claimed after it, and the process exits 0.
  */
-import type { ObservedSupervisor } from '../metrics/supervisor-http.ts';
+import type { ObservedSupervisor } from '../metrics/supervisor_http.ts';
 import { startRunner, type Runner, type RunnerSetup } from '../run/runner.ts';
 import { drainOnSignals } from '../run/shutdown.ts';
 import type { SupervisorEvents } from '../supervisor/events.ts';

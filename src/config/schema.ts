@@ -8,6 +8,7 @@ import { clusterSchema } from './cluster.ts';
 import { dashboardSchema } from './dashboard.ts';
 import type { QueueInput, ScheduleInput } from './sections.ts';
 import { tasksSchema } from './tasks.ts';
+import { DEFAULT_MAX_PAYLOAD_BYTES } from './payload.ts';
 import { BYTE_COUNT, durationFormat, intIn, timerFormat, validateSchedules } from './validate.ts';
 
 export * from './sections.ts';
@@ -115,7 +116,7 @@ export const schema = {
     maxPayloadBytes: {
       doc: 'Largest payload enqueue accepts, in bytes of JSON.',
       format: intIn(2, 100 * 1024 * 1024),
-      default: 1024 * 1024,
+      default: DEFAULT_MAX_PAYLOAD_BYTES,
     },
     maxResultBytes: {
       doc: "Largest return value a task may leave in the job's result column, in bytes of JSON; a larger one fails the attempt.",

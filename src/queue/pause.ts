@@ -6,7 +6,7 @@
  */
 import type { Db } from '../db/pool.ts';
 import { checkQueue } from '../names.ts';
-import { planned, prepared, run, type Store } from './sql.ts';
+import { planned, run, type Store } from './sql.ts';
 
 /** Where `jobvisor.queues` lives, as the API's callers name it. */
 export interface QueueApiOptions {
@@ -14,7 +14,7 @@ export interface QueueApiOptions {
   schema?: string;
 }
 
-const SET_PAUSED = prepared(
+const SET_PAUSED = planned(
   'set_paused',
   `
 INSERT INTO jobvisor.queues AS q (queue, paused, updated_at) VALUES ($1, $2, now())

@@ -116,7 +116,7 @@ SELECT queue,
  * Seconds since the oldest due pending job of each queue became due (queues
  * with nothing due, and paused queues, are left out). Costs one index probe per (queue, priority)
  * present, whatever the backlog: the /metrics age gauge reads it on every
- * refresh, where the counts may have to wait (src/metrics/database-gauges.ts).
+ * refresh, where the counts may have to wait (src/metrics/database_gauges.ts).
  */
 export async function oldestDueByQueue(
   store: Store,

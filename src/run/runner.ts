@@ -33,7 +33,7 @@ import { safeUrl, type Logger } from '../log.ts';
 import { createMetrics } from '../metrics/metrics.ts';
 import { DatabaseProbe } from '../metrics/readiness.ts';
 import type { Readiness } from '../metrics/server.ts';
-import { observeSupervisor, serveSupervisor, type ObservedSupervisor } from '../metrics/supervisor-http.ts';
+import { observeSupervisor, serveSupervisor, type ObservedSupervisor } from '../metrics/supervisor_http.ts';
 import type { SupervisorEvents } from '../supervisor/events.ts';
 import { Supervisor } from '../supervisor/supervisor.ts';
 import { threadWatch } from '../supervisor/thread_watch.ts';

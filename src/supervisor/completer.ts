@@ -36,6 +36,7 @@ import { snoozedWriter } from './complete/snoozed.ts';
 import type { OutcomeStore } from './complete/store.ts';
 import type { OutcomeOf } from './complete/writer.ts';
 import type { SupervisorEvents } from './events.ts';
+import { NO_HOOKS, reportDbError, type Hooks } from './hooks.ts';
 import { safeEmit } from './safe_emit.ts';
 
 export class Completer implements OutcomeSink {
@@ -61,6 +62,7 @@ export class Completer implements OutcomeSink {
     store: OutcomeStore,
     private readonly settings: Pick<Settings, 'backoff' | 'completer'>,
     private readonly events: SupervisorEvents,
+    private readonly hooks: Hooks = NO_HOOKS,
   ) {
     const failed = failedWriter(settings.backoff);
     this.failed = new OutcomeBatch(failed);
@@ -71,7 +73,15 @@ export class Completer implements OutcomeSink {
       store,
       events,
       maxRows: settings.completer.batchSize,
-      settled: (job) => this.held.delete(job.token),
+      settled: (job) => {
+        this.held.delete(job.token);
+        hooks.outcomeSettled(job);
+      },
+      fenced: (jobs) => {
+        hooks.lostRunsEnded(jobs);
+        safeEmit(events, 'job:fenced', { jobs });
+      },
+      failed: (err) => reportDbError(hooks, events, 'completer', err),
     };
   }
 
@@ -170,7 +180,7 @@ export class Completer implements OutcomeSink {
     const retryError = errors.find((err) => err !== undefined);
     if (retryError !== undefined) {
       this.retryDelayMs = Math.min(5000, Math.max(50, this.retryDelayMs * 2));
-      safeEmit(this.events, 'db:error', { loop: 'completer', err: retryError });
+      reportDbError(this.hooks, this.events, 'completer', retryError);
     } else {
       this.retryDelayMs = 0;
     }

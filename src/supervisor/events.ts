@@ -91,7 +91,7 @@ export interface Events {
   /** A periodic loop's round succeeded after `db:error`s (loop.ts): its failing streak ends. */
   'db:recovered': [{ loop: string }];
   'pool:changed': [{ threads: number; busy: number; queued: number }];
-  /** A loop's rounds have failed for longer than a lease (see metrics/loop-health.ts). */
+  /** A loop's rounds have failed for longer than a lease (see metrics/loop_health.ts). */
   'loop:failed': [{ loop: string; failingMs: number }];
   'loop:recovered': [{ loop: string; failedMs: number }];
   /** The supervisor was busy when every task's options were due to be read: the read waits for a quiet moment. */

@@ -35,6 +35,7 @@ import type { Store } from '../queue/sql.ts';
 import type { ClaimedJob, Fence } from '../queue/types.ts';
 import { DbClock } from './db_clock.ts';
 import type { SupervisorEvents } from './events.ts';
+import { NO_HOOKS, reportDbError, type Hooks } from './hooks.ts';
 import { StartHolds } from './start_holds.ts';
 
 export const MAX_CLAIM = 1000;
@@ -61,6 +62,8 @@ export interface FetcherOptions {
   /** Awaited before each claim (the pause state re-read after an outage); a rejection skips the claim. */
   beforeClaim?: () => Promise<void>;
   events: SupervisorEvents;
+  /** Told of claims and failed claims (none: a test's fetcher alone). */
+  hooks?: Hooks;
   /** The local clock (ms since the epoch; default Date.now). */
   clock?: () => number;
 }
@@ -175,7 +178,7 @@ export class Fetcher {
     try {
       await this.options.beforeClaim?.();
     } catch (err) {
-      this.options.events.emit('db:error', { loop: `fetcher:${this.options.queue}`, err });
+      this.failed(err);
       this.backlog = false;
       return 0;
     }
@@ -236,7 +239,7 @@ export class Fetcher {
         });
       }
     } catch (err) {
-      this.options.events.emit('db:error', { loop: `fetcher:${this.options.queue}`, err });
+      this.failed(err);
       this.backlog = false;
       return 0;
     }
@@ -250,6 +253,7 @@ export class Fetcher {
     this.backlog = jobs.length === limit || held;
     if (placesFirst && this.backlog) this.dirty = true;
     if (jobs.length > 0) {
+      (this.options.hooks ?? NO_HOOKS).claimed(this.options.queue);
       this.options.events.emit('job:claimed', { queue: this.options.queue, count: jobs.length });
       this.deliverAt(jobs, startAtMs);
       // A claim that took every due job, with a delayed one (a sleeper, a backoff) known
@@ -270,6 +274,11 @@ export class Fetcher {
   /** The next known due time, unknown or before the next poll. */
   private dueSoon(): boolean {
     return this.nextDueAt !== null && this.nextDueAt - this.now() < this.options.pollIntervalMs;
+  }
+
+  /** A claim (or what it waited for) failed on the database. */
+  private failed(err: unknown): void {
+    reportDbError(this.options.hooks ?? NO_HOOKS, this.options.events, `fetcher:${this.options.queue}`, err);
   }
 
   /** Held back by a cluster limit: claim again after `ms` (at the latest at the next poll). */

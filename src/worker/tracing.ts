@@ -35,7 +35,7 @@ export interface RunInfo {
 let enabled: boolean | undefined;
 let tracer: Tracer | undefined;
 
-/** Decided at the first job: worker/traced-entry.ts has started the SDK by then, or a preload has. */
+/** Decided at the first job: worker/traced_entry.ts has started the SDK by then, or a preload has. */
 export function tracingOn(): boolean {
   enabled ??= tracerRegistered();
   return enabled;

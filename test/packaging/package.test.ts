@@ -304,7 +304,7 @@ describe('the packed tarball', () => {
       'dist/queue/enqueue_types.d.cts',
       'dist/cli/bin.js',
       'dist/worker/entry.js',
-      'dist/worker/traced-entry.js',
+      'dist/worker/traced_entry.js',
       'dist/worker/options_thread.js',
       'dist/tasks/thumbnail.js',
       'migrations/001_jobs.sql',

@@ -2,7 +2,7 @@
  * Every statement the project defines keeps its intended plan on a table that
  * grew from tiny to a million rows without ANALYZE.
  *
- * `planned()` and `prepared()` (src/queue/sql.ts) record each statement by
+ * `planned()` (src/queue/sql.ts) records each statement by
  * name; this file imports every module under src/queue so all of them are
  * recorded, then plans each one with EXPLAIN (FORMAT JSON) and the parameter
  * values below, as an unnamed statement is planned when it runs. The table is
@@ -519,7 +519,7 @@ describe('every statement on a table that grew from tiny to a million rows witho
           if (!recorded.includes(squash(piece))) strays.push(`${file}: ${piece.trim().slice(0, 80)}`);
       }
     }
-    assert.deepEqual(strays, [], 'SQL that is not defined through planned() or prepared()');
+    assert.deepEqual(strays, [], 'SQL that is not defined through planned()');
   });
 
   planEveryStatement();

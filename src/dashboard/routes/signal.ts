@@ -7,7 +7,7 @@
  * finished, cancelled or missing job answers 409 or 404 with the reason.
  */
 import type { Hono } from 'hono';
-import { InputError } from '../../errors.ts';
+import { InputError, messageOf } from '../../errors.ts';
 import { signal, SignalError } from '../../queue/signal.ts';
 import type { DashboardDb } from '../db.ts';
 import type { ViewContext } from '../views/layout.ts';
@@ -27,7 +27,7 @@ export function signalRoutes(app: Hono, deps: { view: ViewContext; db: Dashboard
       try {
         payload = JSON.parse(text);
       } catch (err) {
-        const why = `The payload is not JSON (${(err as Error).message}); nothing was sent. Leave it empty to send none.`;
+        const why = `The payload is not JSON (${messageOf(err)}); nothing was sent. Leave it empty to send none.`;
         return c.html(messagePage(view, 'Bad signal', why), 400);
       }
     }

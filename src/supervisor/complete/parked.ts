@@ -57,7 +57,7 @@ function parkedWriter<T extends 'sleep' | 'wait'>(
         done.wakesMs.push(wakeMs);
       });
       if (done.jobs.length) report(c, done.jobs, done.runMs, done.wakesMs);
-      if (fenced.length) safeEmit(c.events, 'job:fenced', { jobs: fenced });
+      if (fenced.length) c.fenced(fenced);
     },
   };
 }

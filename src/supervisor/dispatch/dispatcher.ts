@@ -307,8 +307,10 @@ export class Dispatcher {
    * hold the job) writes nothing and is only reported as 'lease:lost'.
    */
   private report(job: ClaimedJob, outcome: Outcome): void {
-    if (outcome.type === 'drop') this.options.events.emit('lease:lost', { jobs: [refOf(job)] });
-    else this.options.outcomes.record(job, outcome);
+    if (outcome.type === 'drop') {
+      this.options.hooks?.lostRunsEnded([refOf(job)]);
+      this.options.events.emit('lease:lost', { jobs: [refOf(job)] });
+    } else this.options.outcomes.record(job, outcome);
   }
 
   /** Tells fetchers of the queues that gave back places (once per batch, not per job). */

@@ -41,8 +41,18 @@ export class HeldConnection {
    * the pool while it is open, the held connection once its owner has ended it.
    */
   get untilPoolEnds(): Db {
+    const pool = this.pool;
     return {
-      query: (config: pg.QueryConfig) => (this.pool.ending ? this.query(config) : this.pool.query(config)),
+      query: (config: pg.QueryConfig) => (pool.ending ? this.query(config) : pool.query(config)),
+      // A pool to borrow.ts (isPool): a transaction (a batch call's outcomes) borrows one
+      // connection for all its statements. As a bare query function, its BEGIN and COMMIT
+      // went to two connections of the pool and left a transaction open on a lent one,
+      // which took in whatever statement the pool gave that connection next. Once the
+      // pool has ended, connect() fails and the writes go one by one through query().
+      connect: () => pool.connect(),
+      get totalCount() {
+        return pool.totalCount;
+      },
     } as unknown as Db;
   }
 

@@ -49,6 +49,8 @@ export class HeldConnection {
       // went to two connections of the pool and left a transaction open on a lent one,
       // which took in whatever statement the pool gave that connection next. Once the
       // pool has ended, connect() fails and the writes go one by one through query().
+      // Called by borrow() (isPool), which puts the 'error' listener on the client it lends.
+      // eslint-disable-next-line jobvisor/no-pool-connect
       connect: () => pool.connect(),
       get totalCount() {
         return pool.totalCount;

@@ -18,7 +18,7 @@
  */
 import type pg from 'pg';
 import { isReadOnlyDbError, isRetryableDbError } from '../errors.ts';
-import { borrow, type Borrowed } from './borrow.ts';
+import { borrow, poolWithQuery, type Borrowed } from './borrow.ts';
 import { setIfOwnedSql, startupPid } from './owned_session.ts';
 import type { Db } from './pool.ts';
 
@@ -42,20 +42,12 @@ export class HeldConnection {
    */
   get untilPoolEnds(): Db {
     const pool = this.pool;
-    return {
-      query: (config: pg.QueryConfig) => (pool.ending ? this.query(config) : pool.query(config)),
-      // A pool to borrow.ts (isPool): a transaction (a batch call's outcomes) borrows one
-      // connection for all its statements. As a bare query function, its BEGIN and COMMIT
-      // went to two connections of the pool and left a transaction open on a lent one,
-      // which took in whatever statement the pool gave that connection next. Once the
-      // pool has ended, connect() fails and the writes go one by one through query().
-      // Called by borrow() (isPool), which puts the 'error' listener on the client it lends.
-      // eslint-disable-next-line jobvisor/no-pool-connect
-      connect: () => pool.connect(),
-      get totalCount() {
-        return pool.totalCount;
-      },
-    } as unknown as Db;
+    // A pool to borrow.ts (poolWithQuery): a transaction (a batch call's outcomes) borrows
+    // one connection for all its statements. As a bare query function, its BEGIN and COMMIT
+    // went to two connections of the pool and left a transaction open on a lent one, which
+    // took in whatever statement the pool gave that connection next. Once the pool has
+    // ended, borrowing fails and the writes go one by one through the held connection.
+    return poolWithQuery(pool, (config) => (pool.ending ? this.query(config) : pool.query(config)));
   }
 
   /** Takes a connection now. Never throws: without one, queries use the pool. */

@@ -28,45 +28,22 @@
  * last such claim, and at least KEYLESS_FULL_MIN_MS apart.
  */
 import { costlyReadGap } from '../cached.ts';
-import { isLimited, type QueueSettings } from '../config/sections.ts';
+import { isLimited } from '../config/sections.ts';
 import { claimJobs, nextDueIn } from '../queue/claim.ts';
 import { claimLimited } from '../queue/claim_limited.ts';
-import type { Store } from '../queue/sql.ts';
 import type { ClaimedJob, Fence } from '../queue/types.ts';
 import { DbClock } from './db_clock.ts';
-import type { SupervisorEvents } from './events.ts';
-import { NO_HOOKS, reportDbError, type Hooks } from './hooks.ts';
+import type { FetcherOptions } from './fetcher_options.ts';
+import { NO_HOOKS, reportDbError } from './hooks.ts';
 import { StartHolds } from './start_holds.ts';
+
+export type { FetcherOptions } from './fetcher_options.ts';
 
 export const MAX_CLAIM = 1000;
 /** The least time between two claims that read every due job for keyless ones (see costlyReadGap). */
 export const KEYLESS_FULL_MIN_MS = 1000;
 /** How soon a limited queue held back by its cluster limits claims again. */
 export const LIMITED_RETRY_MS = 200;
-
-export interface FetcherOptions {
-  store: Store;
-  queue: string;
-  settings: QueueSettings;
-  owner: string;
-  leaseMs: number;
-  /** Payloads over this size are not sent by the claim (the dispatcher dead-letters them). */
-  maxPayloadBytes: number;
-  pollIntervalMs: number;
-  capacity: () => number;
-  /** Claims commit durably (the primary has synchronous standbys); default false. */
-  durableClaims?: () => boolean;
-  deliver: (jobs: ClaimedJob[]) => void;
-  /** Hands back jobs claimed while the queue was being paused (no attempt used). */
-  handBack?: (jobs: ClaimedJob[], reason: string) => void;
-  /** Awaited before each claim (the pause state re-read after an outage); a rejection skips the claim. */
-  beforeClaim?: () => Promise<void>;
-  events: SupervisorEvents;
-  /** Told of claims and failed claims (none: a test's fetcher alone). */
-  hooks?: Hooks;
-  /** The local clock (ms since the epoch; default Date.now). */
-  clock?: () => number;
-}
 
 export class Fetcher {
   private claiming: Promise<number> | undefined;

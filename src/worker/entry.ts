@@ -8,10 +8,7 @@
  * memory) ends the session, and the supervisor fails the jobs it held.
  */
 import { workerData } from 'piscina';
-import pino from 'pino';
 import type pg from 'pg';
-import { LOG_BUFFER_BYTES, LOG_REDACTION, redactChildren } from '../log.ts';
-import { createLogStream } from '../log_stream.ts';
 import { runCall, type CallHost } from './batch_run.ts';
 import { toTaskError, withoutSecrets } from './convert.ts';
 import { SnoozeError } from './errors.ts';
@@ -24,7 +21,9 @@ import { encodeProgress, encodeResult } from './report.ts';
 import { createTaskPool, stopJobStatements } from './task_db.ts';
 import { eachParent, listParents, type ParentJob } from '../queue/parents.ts';
 import { missedWindow, reachStartWindow } from './start_window.ts';
-import { runTask, traceLogFields } from './tracing.ts';
+import { abortReason } from './abort_reason.ts';
+import { threadLogger } from './thread_log.ts';
+import { runTask } from './tracing.ts';
 import { DurableSteps, parkedError, stepEnvOf } from './steps.ts';
 import type {
   FromWorker,
@@ -41,19 +40,7 @@ import type { JobInfo, TaskConfig, TaskContext, WaitResult } from './types.ts';
 const setup = workerData as WorkerSetup;
 /** A rate-limited job's start window: [notBeforeMs, notAfterMs] (start_window.ts). */
 type Window = [number, number];
-const log = redactChildren(
-  pino(
-    {
-      name: 'jobvisor',
-      level: setup.logLevel,
-      base: { supervisor: setup.supervisor },
-      ...LOG_REDACTION,
-      mixin: traceLogFields,
-    },
-    // Never wait for a stalled stdout: a task's log line must not hold its thread (log_stream.ts).
-    createLogStream({ fd: 1, maxBytes: LOG_BUFFER_BYTES / 4 }),
-  ),
-);
+const log = threadLogger(setup);
 /** Payloads the claims did not carry (payload_read.ts), read through ctx.db's pool. */
 const readPayload = createPayloadReader({
   db: taskDb,
@@ -291,18 +278,10 @@ export default function session({ port, queue }: SessionTask): Promise<void> {
   port.on('message', (message: ToWorker) => {
     switch (message.type) {
       case 'run': {
-        const { ids, tokens, kinds, payloads, attempts, maxAttempts, traceContexts, notBeforeMs, notAfterMs } = message;
+        const { ids, payloads, traceContexts, notBeforeMs, notAfterMs } = message;
+        const runs = hold(message);
         for (let i = 0; i < ids.length; i++) {
-          const run = new JobRun(
-            owner,
-            tokens[i] as string,
-            ids[i] as string,
-            kinds[i] as string,
-            queue,
-            attempts[i] as number,
-            maxAttempts[i] as number,
-          );
-          running.set(run.token, run);
+          const run = runs[i] as JobRun;
           const notAfter = notAfterMs?.[i];
           const window: Window | undefined =
             notAfter === undefined ? undefined : [notBeforeMs?.[i] ?? -Infinity, notAfter];
@@ -314,14 +293,7 @@ export default function session({ port, queue }: SessionTask): Promise<void> {
         void runCall(hold(message), message, callHost);
         break;
       case 'abort': {
-        const reason = new Error(
-          message.reason === 'timeout'
-            ? 'job timed out'
-            : message.reason === 'lease-lost'
-              ? 'lease lost'
-              : 'supervisor shutting down',
-        );
-        reason.name = message.reason === 'timeout' ? 'TimeoutError' : 'AbortError';
+        const reason = abortReason(message.reason);
         const run = running.get(message.token);
         if (run) {
           run.controller ??= new AbortController();

@@ -29,12 +29,20 @@ const { values: args } = parseArgs({
     jobs: { type: 'string', default: '10000' },
     size: { type: 'string', default: '100' },
     rounds: { type: 'string', default: '2' },
+    lone: { type: 'string', default: '0' },
+    concurrency: { type: 'string' },
+    prefetch: { type: 'string' },
     json: { type: 'boolean', default: false },
   },
 });
 const N = Number(args.jobs);
 const SIZE = Number(args.size);
 const ROUNDS = Number(args.rounds);
+const LONE = Number(args.lone);
+/** The queue's concurrency: by default one call's worth (maxSize), so one call at a time. */
+const CONCURRENCY = Number(args.concurrency ?? SIZE);
+/** Jobs claimed ahead; unset: the default (2,000 here). */
+const PREFETCH = args.prefetch === undefined ? {} : { prefetch: Number(args.prefetch) };
 const say = (line: string) => process.stderr.write(`[batch bench] ${line}\n`);
 const server = process.env.DATABASE_URL;
 if (!server) {
@@ -50,6 +58,15 @@ const BATCH = `export const options = { batch: { maxSize: ${SIZE}, maxWait: '50m
 export default async (jobs, ctx) => {
   await ctx.db.query('INSERT INTO sink (n) SELECT unnest($1::int[])', [jobs.map((j) => j.payload.n)]);
 };\n`;
+const LONE_TASK = `export const options = { batch: { maxSize: ${SIZE}, maxWait: '200ms' } };
+export default async (jobs, ctx) => {
+  const at = Date.now();
+  await ctx.db.query('INSERT INTO lone_calls (n, at_ms) SELECT unnest($1::int[]), $2', [jobs.map((j) => j.payload.n), at]);
+};\n`;
+
+/** The value below which `share` of the sorted values lie. */
+const quantile = (sorted: number[], share: number) =>
+  sorted[Math.min(sorted.length - 1, Math.ceil(share * sorted.length) - 1)] as number;
 
 async function main(): Promise<void> {
   const admin = new pg.Client({ connectionString: server });
@@ -62,18 +79,19 @@ async function main(): Promise<void> {
   const tasks = mkdtempSync(path.join(tmpdir(), 'jobvisor-bench-batch-'));
   writeFileSync(path.join(tasks, 'row_one.js'), ONE);
   writeFileSync(path.join(tasks, 'row_batch.js'), BATCH);
+  writeFileSync(path.join(tasks, 'row_lone.js'), LONE_TASK);
   let supervisor: Supervisor | undefined;
   const best: Record<string, number> = {};
   try {
     await migrate(pool);
-    await pool.query('CREATE TABLE sink (n int)');
+    await pool.query('CREATE TABLE sink (n int); CREATE TABLE lone_calls (n int, at_ms bigint)');
     const settings = loadConfig({
       env: { NODE_ENV: 'test' },
       overrides: {
         tasks: { dir: tasks },
         metrics: { port: 0, host: '127.0.0.1' },
         log: { level: 'warn' },
-        queues: { default: { concurrency: SIZE, jobsPerThread: SIZE } },
+        queues: { default: { concurrency: CONCURRENCY, jobsPerThread: CONCURRENCY, ...PREFETCH } },
         pool: { maxThreads: 2 },
       },
     });
@@ -83,6 +101,14 @@ async function main(): Promise<void> {
       log: createLogger({ level: 'warn', fd: 2 }),
     });
     await supervisor.start();
+    // The calls of the timed batch phases: how full they were and how long they gathered.
+    const calls = { n: 0, jobs: 0, fillMs: 0, timed: false };
+    supervisor.events.on('batch:called', ({ kind, size, fillMs }) => {
+      if (kind !== 'row_batch' || !calls.timed) return;
+      calls.n++;
+      calls.jobs += size;
+      calls.fillMs += fillMs;
+    });
     const phase = async (kind: string, n = N): Promise<number> => {
       await pool.query('TRUNCATE sink');
       await pool.query('DELETE FROM jobvisor.jobs');
@@ -102,6 +128,7 @@ async function main(): Promise<void> {
     // Warm-up: each kind's options read and a thread booted, not timed.
     await phase('row_one', 200);
     await phase('row_batch', 200);
+    calls.timed = true;
     for (let round = 0; round < ROUNDS; round++) {
       for (const kind of ['row_one', 'row_batch']) {
         const rate = await phase(kind);
@@ -111,13 +138,18 @@ async function main(): Promise<void> {
     }
     const one = best.row_one as number;
     const batch = best.row_batch as number;
-    const result = {
+    const result: Record<string, unknown> = {
       jobs: N,
       maxSize: SIZE,
+      concurrency: CONCURRENCY,
       onePerCallJobsPerS: Math.round(one),
       batchJobsPerS: Math.round(batch),
       speedup: Math.round((batch / one) * 10) / 10,
+      batchCalls: calls.n,
+      meanCallSize: Math.round((calls.jobs / Math.max(1, calls.n)) * 10) / 10,
+      meanFillMs: Math.round((calls.fillMs / Math.max(1, calls.n)) * 10) / 10,
     };
+    if (LONE > 0) result.lone = await lone(pool);
     if (args.json) process.stdout.write(`${JSON.stringify(result)}\n`);
     else say(JSON.stringify(result));
   } finally {
@@ -127,6 +159,33 @@ async function main(): Promise<void> {
     await admin.end();
     rmSync(tasks, { recursive: true, force: true });
   }
+}
+
+/** Commit-to-call latency of LONE lone jobs of a batch task with maxWait 200 ms. */
+async function lone(pool: pg.Pool): Promise<Record<string, number>> {
+  await pool.query('DELETE FROM jobvisor.jobs');
+  const waited: number[] = [];
+  for (let i = -1; i < LONE; i++) {
+    const sent = Date.now();
+    await enqueueMany(pool, [{ kind: 'row_lone', payload: { n: i } }]);
+    for (;;) {
+      const { rows } = await pool.query<{ at_ms: string }>('SELECT at_ms FROM lone_calls WHERE n = $1', [i]);
+      if (rows[0]) {
+        // The first (i = -1) reads the task's options and boots its thread: not counted.
+        if (i >= 0) waited.push(Number(rows[0].at_ms) - sent);
+        break;
+      }
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  }
+  const sorted = waited.sort((a, b) => a - b);
+  return {
+    samples: sorted.length,
+    p50Ms: quantile(sorted, 0.5),
+    p95Ms: quantile(sorted, 0.95),
+    p99Ms: quantile(sorted, 0.99),
+    maxMs: sorted.at(-1) as number,
+  };
 }
 
 await main();

@@ -254,6 +254,9 @@ async function main(): Promise<void> {
       },
       progress: () => {},
       parents: () => Promise.resolve([]),
+      step: (name, fn) => Promise.resolve(fn({ key: name })),
+      sleep: () => Promise.reject(new Error('the thumbnail task does not sleep')),
+      waitFor: () => Promise.reject(new Error('the thumbnail task does not wait')),
       eachParent: async function* () {},
     };
     const thumbsPerJob = WIDTHS.length;

@@ -42,6 +42,7 @@ export const LAYERS = {
   bench: ['supervisor', 'queue', 'config', 'db', ...LEAVES],
   cluster: ['run', 'supervisor', 'metrics', 'queue', 'config', 'db', ...LEAVES],
   cli: ['cluster', 'run', 'bench', 'dashboard', 'supervisor', 'worker', 'queue/admin', 'queue', 'config', 'db', ...LEAVES],
+  entry: ['*'],
   index: ['*'],
 };
 

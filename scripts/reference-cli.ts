@@ -1,6 +1,6 @@
 /**
  * docs/reference/cli.md from the commands' help specs (src/cli/commands.ts):
- * the same table as the README's (readmeTable()), then each command's help
+ * the command table (readmeTable()), then each command's help
  * exactly as `jobvisor help COMMAND` prints it.
  */
 import { COMMAND_SPECS } from '../src/cli/commands.ts';

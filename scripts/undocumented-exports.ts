@@ -1,42 +1,37 @@
 /**
- * The public exports of src/index.ts without a doc comment. A doc comment is
- * the `/** … *\/` directly above the exported declaration (a file's header
- * comment does not count). test/packaging/docs_reference.test.ts fails on any export
- * missing here that is not in scripts/undocumented-exports.txt, the list of
- * today's offenders, which may only shrink.
+ * The public exports of the package's entry points (src/index.ts, the root,
+ * and src/entry/*.ts, its subpaths) and whether each has a doc comment: the
+ * `/** … *\/` directly above the exported declaration (a file's header comment
+ * does not count). test/packaging/docs_reference.test.ts fails on any export
+ * without one.
  */
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import ts from 'typescript';
 import { docOf, programOf, ROOT } from './ts-program.ts';
 
-export const ALLOWLIST = path.join(ROOT, 'scripts/undocumented-exports.txt');
-
 export interface ExportDoc {
+  /** The name, and the entry point that exports it (`src/index.ts`, `src/entry/worker.ts`, …). */
   name: string;
   documented: boolean;
 }
 
-/** Every export of src/index.ts, in name order, and whether its declaration has a doc comment. */
-export function publicExports(): ExportDoc[] {
-  const program = programOf(['src/index.ts']);
-  const checker = program.getTypeChecker();
-  const source = program.getSourceFile(path.join(ROOT, 'src/index.ts'));
-  const moduleSymbol = source && checker.getSymbolAtLocation(source);
-  if (!moduleSymbol) throw new Error('src/index.ts: no module symbol');
-  return checker
-    .getExportsOfModule(moduleSymbol)
-    .map((s) => {
-      const target = s.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(s) : s;
-      return { name: s.getName(), documented: docOf(target, checker) !== '' };
-    })
-    .sort((a, b) => a.name.localeCompare(b.name));
-}
+/** The package's entry points, as source files. */
+export const ENTRY_FILES = ['src/index.ts', 'src/entry/client.ts', 'src/entry/worker.ts', 'src/entry/dashboard.ts'];
 
-/** The allowlist's names (one per line; `#` starts a comment). */
-export function allowedUndocumented(): string[] {
-  return readFileSync(ALLOWLIST, 'utf8')
-    .split('\n')
-    .map((l) => l.replace(/#.*/, '').trim())
-    .filter(Boolean);
+/** Every export of every entry point, in name order, and whether its declaration has a doc comment. */
+export function publicExports(): ExportDoc[] {
+  const program = programOf(ENTRY_FILES);
+  const checker = program.getTypeChecker();
+  const docs = new Map<string, boolean>();
+  for (const file of ENTRY_FILES) {
+    const source = program.getSourceFile(path.join(ROOT, file));
+    const moduleSymbol = source && checker.getSymbolAtLocation(source);
+    if (!moduleSymbol) throw new Error(`${file}: no module symbol`);
+    for (const s of checker.getExportsOfModule(moduleSymbol)) {
+      const target = s.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(s) : s;
+      const name = `${s.getName()} (${file})`;
+      docs.set(name, docOf(target, checker) !== '');
+    }
+  }
+  return [...docs].map(([name, documented]) => ({ name, documented })).sort((a, b) => a.name.localeCompare(b.name));
 }

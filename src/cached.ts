@@ -7,7 +7,7 @@
  * Used for the dashboard's throughput charts, whose day-long query reads every
  * row finished in the last day (~570 ms on 1 M rows, bench/dashboard.ts) while
  * the overview auto-refreshes every 10 s in each open browser, and for the
- * database gauges of /metrics (src/metrics/database-gauges.ts).
+ * database gauges of /metrics (src/metrics/database_gauges.ts).
  *
  * A failed load is kept for `retryMs` (default 0: not kept), so a flood of
  * callers cannot turn a failing read into a query per call.

@@ -263,3 +263,9 @@ export function accessRefused(err: unknown): DatabaseAccessError | undefined {
   const refusal = connectionRefusal(err);
   return refusal ? new DatabaseAccessError(refusal, { cause: err }) : undefined;
 }
+
+/** The message of a thrown value: an Error's (or any object's) message, else the value as text. */
+export function messageOf(err: unknown): string {
+  const text = (err as { message?: unknown } | null | undefined)?.message;
+  return typeof text === 'string' ? text : String(err);
+}

@@ -1,7 +1,8 @@
 /**
- * `npm test`: lints, type-checks src and test, prepares a PostgreSQL (the one
- * DATABASE_URL names, or the embedded server), migrates a template database
- * once, and runs every test file with node:test, each in its own process
+ * `npm test`: lints and type-checks src and test (side by side), prepares a
+ * PostgreSQL (the one DATABASE_URL names, or the embedded server), migrates a
+ * template database once, compiles src once for the child processes the tests
+ * spawn (test/helpers/compile.ts), and runs every test file with node:test, each in its own process
  * (test/helpers/schedule.ts). Each file clones its own database from the
  * template (test/helpers/db.ts). Every run writes .test-report/durations.json
  * and prints the ten slowest files (test/helpers/durations.ts).
@@ -32,7 +33,7 @@
  * root with apt-get, it installs them; otherwise their tests are skipped with the
  * reason and the install command. JOBVISOR_TEST_INSTALL=0 forbids the install.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -41,6 +42,7 @@ import { loadConfig } from '../src/config/index.ts';
 import { ensureEmbeddedPostgres } from '../src/db/embedded.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { createLogger } from '../src/log.ts';
+import { compilePackage } from './helpers/compile.ts';
 import { lastDurations, load, summary, writeReport } from './helpers/durations.ts';
 import { nodeBinary, versionOf } from './helpers/node_versions.ts';
 import { runFiles } from './helpers/schedule.ts';
@@ -81,18 +83,7 @@ async function main(): Promise<number> {
   // Another Node.js: its binary runs the tests, and comes first in PATH for the npm and npx they spawn.
   const node = major === undefined ? process.execPath : nodeBinary(major);
   if (major !== undefined) process.stdout.write(`running on Node.js ${versionOf(node)} (${node})\n`);
-  if (files.length === 0) {
-    process.stdout.write('type-checking src and test…\n');
-    const tsc = spawnSync(
-      process.execPath,
-      [path.join(root, 'node_modules/typescript/bin/tsc'), '--noEmit', '-p', path.join(root, 'tsconfig.check.json')],
-      { stdio: 'inherit' },
-    );
-    if (tsc.status !== 0) return 1;
-    process.stdout.write('linting (npm run lint)…\n');
-    const lint = spawnSync('npm', ['run', '--silent', 'lint'], { cwd: root, stdio: 'inherit' });
-    if (lint.status !== 0) return 1;
-  }
+  if (files.length === 0 && !(await checks())) return 1;
   const testFiles = expand(files.length > 0 ? files : ['test']);
   if (typeof testFiles === 'string') {
     process.stderr.write(`${testFiles}\n`);
@@ -116,6 +107,8 @@ async function main(): Promise<number> {
           log,
         });
   const serverUrl = needsDatabase ? serverOf(given ?? (embedded?.url as string)) : '';
+  // The package as users run it, compiled once for every child process of the run (test/helpers/compile.ts).
+  const compiled = compilePackage('run');
   try {
     if (needsDatabase) await prepareTemplate(serverUrl);
     provideTools(testFiles);
@@ -124,6 +117,7 @@ async function main(): Promise<number> {
       PATH: major === undefined ? process.env.PATH : `${path.dirname(node)}${path.delimiter}${process.env.PATH ?? ''}`,
       JOBVISOR_TEST_DATABASE_URL: serverUrl,
       JOBVISOR_TEST_TEMPLATE: needsDatabase ? TEMPLATE : '',
+      JOBVISOR_TEST_COMPILED: compiled.root,
       DATABASE_URL: '',
     };
     const concurrency = Number(process.env.JOBVISOR_TEST_CONCURRENCY) || (major === undefined ? 2 : 1);
@@ -160,10 +154,42 @@ async function main(): Promise<number> {
     process.stdout.write(summary(root, report, reportName));
     return Math.max(0, ...runs.map((r) => r.status));
   } finally {
+    compiled.remove();
     if (needsDatabase) await dropTemplate(serverUrl).catch(() => {});
     // Another test run (or a developer's supervisor) may be using the server too.
     if (embedded?.startedHere && !(await othersConnected(serverUrl))) await embedded.stop();
   }
+}
+
+/**
+ * The type-check and the lint (npm run lint), side by side: each is one
+ * thread's work, so on two cores the pair takes about as long as the longer
+ * one. Each one's output is printed whole when it ends; false when either failed.
+ */
+async function checks(): Promise<boolean> {
+  process.stdout.write('type-checking src and test, and linting (npm run lint)…\n');
+  const tsc = path.join(root, 'node_modules/typescript/bin/tsc');
+  const results = await Promise.all([
+    runCheck('type-check', process.execPath, [tsc, '--noEmit', '-p', path.join(root, 'tsconfig.check.json')]),
+    runCheck('lint', 'npm', ['run', '--silent', 'lint']),
+  ]);
+  return results.every(Boolean);
+}
+
+/** Runs one check to its end, then prints its output and how long it took; whether it passed. */
+function runCheck(name: string, command: string, args: string[]): Promise<boolean> {
+  const started = performance.now();
+  const child = spawn(command, args, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+  const chunks: Buffer[] = [];
+  child.stdout.on('data', (c: Buffer) => chunks.push(c));
+  child.stderr.on('data', (c: Buffer) => chunks.push(c));
+  return new Promise((resolve) =>
+    child.on('close', (code) => {
+      const s = ((performance.now() - started) / 1000).toFixed(1);
+      process.stdout.write(`${code === 0 ? '✔' : '✖'} ${name} (${s} s)\n${Buffer.concat(chunks).toString()}`);
+      resolve(code === 0);
+    }),
+  );
 }
 
 /** `--list [FILE|DIR...]`: the files a run would run (all under test/ by default), and how many. */
@@ -224,7 +250,7 @@ async function withAdmin<T>(serverUrl: string, fn: (admin: pg.Client) => Promise
   }
 }
 
-const ALONE = /^(cpu_pool|package|package_types|chaos_flow_limits|thread_share)\.test\.ts$/;
+const ALONE = /^(cpu_pool|package|package_types|package_entry_points|chaos_flow_limits|thread_share)\.test\.ts$/;
 
 /** Installs the programs the chosen tests need, or says once why their tests will be skipped. */
 function provideTools(testFiles: string[]): void {

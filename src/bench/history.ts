@@ -29,16 +29,12 @@
  * done is not yet there when the reads are timed; it is deleted before the
  * next depth, so every depth holds exactly its D finished rows.
  */
-import { claimJobs } from '../queue/claim.ts';
-import { completeJobs } from '../queue/complete.ts';
 import { enqueueMany } from '../queue/enqueue.ts';
 import type { Store } from '../queue/sql.ts';
-import { countActiveJobs, oldestDueByQueue } from '../queue/stats.ts';
-import { rollUpRound } from '../supervisor/maintenance.ts';
 import { within } from '../within.ts';
 import { BURST_CONFIGS } from './burst.ts';
 import type { BenchDatabase } from './database.ts';
-import { BENCH_QUEUE, configuredSupervisor, jobCounter } from './harness.ts';
+import { configuredSupervisor, jobCounter } from './harness.ts';
 import { startPgCost, type PerJobCost } from './pg_cost.ts';
 import {
   depthLabel,
@@ -51,19 +47,21 @@ import {
 import { WARM_UP } from './process.ts';
 import { makeRow, type Row } from './report.ts';
 import { median } from './stats.ts';
+import { addHistory, BACKLOG, blocksRead, checkpoint, resetWork, rollUpDay } from './history_data.ts';
+import {
+  BATCH,
+  claimsAndCompletions,
+  READ_REPS,
+  readsOf,
+  timeReads,
+  TWINNED,
+  type AdminReads,
+  type OverviewParts,
+  type TwinTimes,
+} from './history_timings.ts';
 
-/**
- * The operator's reads, handed in by the CLI: the bench may not import the
- * admin API (scripts/eslint-layers.js), and the CLI is what joins the two.
- */
-export interface AdminReads {
-  /** src/queue/admin's overview(), which the dashboard's Overview page reads on every request. */
-  overview(store: Store): Promise<unknown>;
-  /** src/queue/admin's throughput(), the Overview page's two charts (cached 15 s and 60 s there). */
-  throughput(store: Store, range: 'hour' | 'day'): Promise<unknown>;
-  /** What `jobvisor stats` reads (src/cli/stats.ts). */
-  stats(store: Store): Promise<unknown>;
-}
+export { addHistory } from './history_data.ts';
+export type { AdminReads } from './history_timings.ts';
 
 export interface HistoryBench {
   depths: number[];
@@ -84,10 +82,6 @@ export interface HistoryBench {
   say?(text: string): void;
 }
 
-const CHUNK = 500_000;
-const BACKLOG = 20_000;
-const BATCH = 50;
-const HISTORY_OWNER = 'history';
 /** The burst's supervisor deletes nothing: each depth keeps exactly its rows. */
 const KEEP_HISTORY = { interval: '1h', retention: '3650d', failedRetention: '3650d' };
 
@@ -110,201 +104,6 @@ function scenarioOf(op: Operation, jobs: number): string {
     stats: 'history: stats reads',
     metrics: 'history: /metrics database reads',
   }[op];
-}
-
-/**
- * Adds `rows` done jobs of the default queue that finished over the last 3
- * days, oldest id first. Each chunk lives the life a job does, as three
- * statements: inserted pending, claimed (running, the claim's columns set),
- * done. So the pages hold what a supervisor leaves on them: the done
- * versions beside the dead pending and running ones, which VACUUM then
- * frees. Inserting the rows as done instead packed each page to the
- * fillfactor with a few hundred bytes over, just enough for one more small
- * row: a burst's 20,000 inserts then went one to a page, each a page image
- * after the checkpoint (5,000 bytes of WAL per job instead of 1,000), which
- * no supervisor's table looks like.
- */
-export async function addHistory(db: BenchDatabase, rows: number): Promise<void> {
-  for (let from = 0; from < rows; from += CHUNK) {
-    const { rows: range } = await db.pool.query<{ lo: string; hi: string }>(
-      `WITH added AS (
-         INSERT INTO jobvisor.jobs (kind, payload, run_at, created_at)
-         SELECT 'noop', jsonb_build_object('i', g), f - interval '2 s', f - interval '2 s'
-           FROM (SELECT g, now() - (1 - g::float8 / $2::int) * interval '3 days' AS f
-                   FROM generate_series($1::int + 1, $1::int + $3::int) AS g) AS s
-         RETURNING id)
-       SELECT min(id) AS lo, max(id) AS hi FROM added`,
-      [from, rows, Math.min(CHUNK, rows - from)],
-    );
-    const { lo, hi } = range[0] as { lo: string; hi: string };
-    await db.pool.query(
-      `UPDATE jobvisor.jobs
-          SET status = 'running', attempts = 1, lease_token = nextval('jobvisor.lease_token_seq'),
-              locked_by = $3, locked_until = created_at + interval '1 min', started_at = created_at + interval '1 s'
-        WHERE id BETWEEN $1 AND $2`,
-      [lo, hi, HISTORY_OWNER],
-    );
-    await db.pool.query(
-      `UPDATE jobvisor.jobs SET status = 'done', locked_until = NULL, finished_at = created_at + interval '2 s', result = NULL
-        WHERE id BETWEEN $1 AND $2`,
-      [lo, hi],
-    );
-    // What autovacuum does while a history builds up over days (a chunk leaves a million dead
-    // row versions, past its threshold): without it, the dead entries of every chunk stayed in
-    // jobs_pending_idx and jobs_running_idx, 30,313 pages of pending index for 20,000 live
-    // entries at 5 M, and the planner priced the pending count by that size.
-    await db.pool.query('VACUUM jobvisor.jobs');
-  }
-}
-
-/** Leaves the history and a fresh backlog: what the last depth's claims and bursts wrote is deleted. */
-async function resetWork(db: BenchDatabase): Promise<void> {
-  await db.pool.query('DELETE FROM jobvisor.jobs WHERE locked_by IS DISTINCT FROM $1', [HISTORY_OWNER]);
-  await db.pool.query(
-    `INSERT INTO jobvisor.jobs (queue, kind, payload) SELECT $1, 'noop', jsonb_build_object('i', g) FROM generate_series(1, $2::int) AS g`,
-    [BENCH_QUEUE, BACKLOG],
-  );
-  await db.pool.query('VACUUM ANALYZE jobvisor.jobs');
-}
-
-/**
- * Counts the last day of the history into finished_minutes with the rollup a
- * supervisor's cleanup runs, and returns how long it took in seconds. The
- * history arrives with past finish times, behind the watermark the previous
- * depth's rollup moved, so the watermark goes back a day first (the minutes
- * counted before go too): the state a supervisor would have left.
- */
-async function rollUpDay(db: BenchDatabase): Promise<number> {
-  const store: Store = { db: db.pool, schema: 'jobvisor' };
-  await db.pool.query('DELETE FROM jobvisor.finished_minutes');
-  await db.pool.query(
-    `UPDATE jobvisor.finished_rollup SET upto = date_bin('1 minute', now(), timestamptz '1970-01-01 00:00:00+00') - interval '1 day'`,
-  );
-  const t0 = performance.now();
-  const state = await rollUpRound(store, Number.POSITIVE_INFINITY);
-  if (state !== 'done') throw new Error(`the rollup did not catch up (${state})`);
-  return (performance.now() - t0) / 1000;
-}
-
-/** CHECKPOINT, or a clear error when the benchmark's role may not (superuser or pg_checkpoint). */
-async function checkpoint(db: BenchDatabase): Promise<void> {
-  try {
-    await db.pool.query('CHECKPOINT');
-  } catch (err) {
-    if ((err as { code?: string }).code !== '42501') throw err;
-    throw new Error(
-      'the history scenario runs CHECKPOINT before each depth, so every depth starts with nothing left to write: ' +
-        "connect as a superuser or a role granted pg_checkpoint (PostgreSQL 15's GRANT pg_checkpoint TO …)",
-      { cause: err },
-    );
-  }
-}
-
-const READS = ['overview', 'stats', 'metrics'] as const;
-/**
- * Timed reads of each kind per depth, each beside the twin's: a read takes
- * 10-20 ms on a 2-core host that drifts by tens of percent within seconds,
- * and the medians of 5 moved by 0.3 of the ratio between runs.
- */
-const READ_REPS = 31;
-type ReadOp = (typeof READS)[number];
-type ReadTimes = Record<ReadOp, number[]>;
-/** What the twin is timed on: everything (the reads, the claim, the completion and the burst). */
-const TWINNED = [...READS, 'claim', 'completion', 'burst'] as const;
-type TwinTimes = Record<(typeof TWINNED)[number], number[]>;
-
-/** The operator's reads of one database. */
-function readsOf(store: Store, admin: AdminReads, parts: OverviewParts): Record<ReadOp, () => Promise<unknown>> {
-  return {
-    overview: () => overviewPage(store, admin, parts),
-    stats: () => admin.stats(store),
-    // The database gauges' two reads, both due, at once, as a scrape starts them (src/metrics/database-gauges.ts).
-    metrics: () => Promise.all([oldestDueByQueue(store), countActiveJobs(store)]),
-  };
-}
-
-async function lap(fn: () => Promise<unknown>): Promise<number> {
-  const t0 = performance.now();
-  await fn();
-  return performance.now() - t0;
-}
-
-/**
- * Each read `reps` times in ms, after one untimed call (the first read after
- * VACUUM meets cold caches); with a twin, each of its reads right after the
- * same read here.
- */
-async function timeReads(
-  reps: number,
-  mine: Record<ReadOp, () => Promise<unknown>>,
-  twin?: Record<ReadOp, () => Promise<unknown>>,
-): Promise<{ mine: ReadTimes; twin?: ReadTimes }> {
-  const times = () => ({ overview: [], stats: [], metrics: [] }) as ReadTimes;
-  const out = { mine: times(), twin: twin && times() };
-  for (const op of READS) {
-    await mine[op]();
-    await twin?.[op]();
-    for (let i = 0; i < reps; i++) {
-      out.mine[op].push(await lap(mine[op]));
-      if (twin) out.twin?.[op].push(await lap(twin[op]));
-    }
-  }
-  return out;
-}
-
-/** One claim of BATCH from the backlog and its fenced completion, timed apart (ms). */
-async function claimAndComplete(store: Store, round: number): Promise<{ claim: number; completion: number }> {
-  const t0 = performance.now();
-  const jobs = await claimJobs(store, { owner: 'bench', queue: BENCH_QUEUE, limit: BATCH, leaseMs: 60_000 });
-  const t1 = performance.now();
-  const fenced = await completeJobs(
-    store,
-    'bench',
-    jobs.map((j) => j.id),
-    jobs.map((j) => j.token),
-  );
-  const t2 = performance.now();
-  if (jobs.length < BATCH) throw new Error(`the backlog ran out after ${round} claims`);
-  if (fenced.size > 0) throw new Error(`${fenced.size} completions were fenced off`);
-  return { claim: t1 - t0, completion: t2 - t1 };
-}
-
-/** Claims and completions of BATCH, `rounds` times; with a twin, each of its own right after. */
-async function claimsAndCompletions(store: Store, rounds: number, twin?: Store) {
-  const times = () => ({ claim: [] as number[], completion: [] as number[] });
-  const out = { mine: times(), twin: twin && times() };
-  for (let i = 0; i <= rounds; i++) {
-    const mine = await claimAndComplete(store, i);
-    const theirs = twin && (await claimAndComplete(twin, i));
-    // The first round warms the connection and the plans, like the reads' untimed call.
-    if (i === 0) continue;
-    out.mine.claim.push(mine.claim);
-    out.mine.completion.push(mine.completion);
-    out.twin?.claim.push(theirs?.claim ?? Number.NaN);
-    out.twin?.completion.push(theirs?.completion ?? Number.NaN);
-  }
-  return out;
-}
-
-type OverviewParts = Record<'overview' | 'hour' | 'day', number[]>;
-
-/** The Overview page's data, as src/dashboard/routes/pages.ts reads it with cold chart caches: all three at once. */
-async function overviewPage(store: Store, admin: AdminReads, parts: OverviewParts) {
-  const t0 = performance.now();
-  const lap = (part: keyof typeof parts) => () => parts[part].push(performance.now() - t0);
-  await Promise.all([
-    admin.overview(store).then(lap('overview')),
-    admin.throughput(store, 'hour').then(lap('hour')),
-    admin.throughput(store, 'day').then(lap('day')),
-  ]);
-}
-
-/** Blocks this database read from outside shared buffers (the OS cache or the disk), so far. */
-async function blocksRead(db: BenchDatabase): Promise<number> {
-  const { rows } = await db.pool.query<{ n: string }>(
-    'SELECT blks_read AS n FROM pg_stat_database WHERE datname = current_database()',
-  );
-  return Number(rows[0]?.n ?? 0);
 }
 
 type BurstCost = PerJobCost & { blocksReadPerJob: number };

@@ -4,8 +4,9 @@
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { parseDuration } from '../duration.ts';
-import { InputError } from '../errors.ts';
+import { InputError, messageOf } from '../errors.ts';
 import { BURST_CONFIGS } from './burst.ts';
+import { DURABLE_SCENARIOS } from './durable.ts';
 import type { QueueShape } from './harness.ts';
 import { PEER_SYSTEMS, peersInstalled, peersNodeProblem } from './peers.ts';
 
@@ -16,7 +17,9 @@ export function parseBenchArgs(argv: string[], options: NonNullable<ParseArgsCon
     return parseArgs({ args: argv, allowPositionals: false, strict: true, options }).values as Values;
   } catch (err) {
     const message =
-      (err as Error).message.split('\n')[0]?.replace(/\. To specify a positional argument.*$/, '') ?? 'bad arguments';
+      messageOf(err)
+        .split('\n')[0]
+        ?.replace(/\. To specify a positional argument.*$/, '') ?? 'bad arguments';
     throw new InputError(`bench: ${message}`);
   }
 }
@@ -59,6 +62,7 @@ const SCENARIOS = [
   'chain',
   'workflows',
   'history',
+  ...DURABLE_SCENARIOS,
 ] as const;
 const DEFAULT_SCENARIOS = 'burst,cold,startup,pickup';
 
@@ -84,6 +88,7 @@ export const BENCH_ARGS = {
   'chain-length': { type: 'string' },
   workflows: { type: 'string' },
   'history-depths': { type: 'string' },
+  sleep: { type: 'string' },
   json: { type: 'boolean' },
 } as const;
 
@@ -145,7 +150,7 @@ export function benchOptions(argv: string[]) {
     try {
       durationMs = parseDuration(str('duration') as string);
     } catch (err) {
-      throw new InputError(`bench: --duration ${(err as Error).message}`);
+      throw new InputError(`bench: --duration ${messageOf(err)}`);
     }
   }
   let retentionMs: number | undefined;
@@ -153,7 +158,15 @@ export function benchOptions(argv: string[]) {
     try {
       retentionMs = parseDuration(str('retention') as string);
     } catch (err) {
-      throw new InputError(`bench: --retention ${(err as Error).message}`);
+      throw new InputError(`bench: --retention ${messageOf(err)}`);
+    }
+  }
+  let sleepMs = 5000;
+  if (values.sleep !== undefined) {
+    try {
+      sleepMs = parseDuration(str('sleep') as string);
+    } catch (err) {
+      throw new InputError(`bench: --sleep ${(err as Error).message}`);
     }
   }
   const peerArg = str('peers') ?? 'none';
@@ -180,6 +193,7 @@ export function benchOptions(argv: string[]) {
     historyDepths: depths,
     durationMs,
     retentionMs,
+    sleepMs,
     peers,
     json: values.json === true,
   };

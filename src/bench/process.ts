@@ -7,6 +7,7 @@
  * worker thread and recorded with a fenced write.
  */
 import { enqueueMany } from '../queue/enqueue.ts';
+import type { Supervisor } from '../supervisor/supervisor.ts';
 import type { BenchDatabase } from './database.ts';
 import { childSupervisor, inProcessSupervisor, noopJobs, type QueueShape } from './harness.ts';
 
@@ -25,12 +26,13 @@ export interface ProcessResult {
 
 /**
  * Runs `body` on an in-process supervisor warmed up by WARM_UP jobs, and stops
- * it after. `completions(n)` resolves when n more jobs are done.
+ * it after. `completions(n)` resolves when n more jobs are done; `supervisor`
+ * is there for its events.
  */
 export async function withWarmSupervisor<T>(
   db: BenchDatabase,
   shape: QueueShape,
-  body: (completions: (n: number) => Promise<void>) => Promise<T>,
+  body: (completions: (n: number) => Promise<void>, supervisor: Supervisor) => Promise<T>,
 ): Promise<T> {
   const { supervisor, completions } = inProcessSupervisor(db.url, shape);
   await supervisor.start();
@@ -38,7 +40,7 @@ export async function withWarmSupervisor<T>(
     const warm = completions(WARM_UP);
     await enqueueMany(db.pool, noopJobs(WARM_UP));
     await warm;
-    return await body(completions);
+    return await body(completions, supervisor);
   } finally {
     await supervisor.stop();
   }

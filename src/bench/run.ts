@@ -9,13 +9,13 @@
  * that load from anything else on the machine falls on all alike.
  *
  *   jobvisor bench [--scenario burst,cold,startup,pickup,enqueue,process,processes,deep,sustained,limits,
- *                               fanin,chain,workflows,history]
+ *                               fanin,chain,workflows,history,steps,sleepers,signals]
  *                  [--burst-jobs 20000,100000] [--configs concurrency-only,tuned,tuned-keep-none]
  *                  [--jobs 20000] [--concurrency 50] [--processes 3] [--runs 3]
  *                  [--threads 1] [--jobs-per-thread 50] [--prefetch 2000] [--samples 200]
  *                  [--deep-pending 1000000] [--deep-done 5000000] [--duration 10m] [--retention 1m]
  *                  [--fanin-parents 10000] [--chain-length 1000] [--workflows 10000]
- *                  [--history-depths 0,5M,10M,20M]
+ *                  [--history-depths 0,5M,10M,20M] [--sleep 5s]
  *                  [--peers all|none|graphile-fast,...] [--json]
  */
 import { cpus, totalmem } from 'node:os';
@@ -23,6 +23,7 @@ import { BURST_CONFIGS, burst } from './burst.ts';
 import { LIMITS_VARIANTS, limitsBurst } from './limits.ts';
 import { createBenchDatabase, type BenchDatabase } from './database.ts';
 import { deepVersusShallow } from './deep.ts';
+import { DURABLE_SCENARIOS, runDurableScenario, type DurableScenario } from './durable.ts';
 import { enqueueJobvisor, enqueueUnnest } from './enqueue.ts';
 import { runHistory, type AdminReads } from './history.ts';
 import { benchOptions } from './options.ts';
@@ -35,6 +36,7 @@ import { loadAverage, openBenchServer, serverVersion } from './server.ts';
 import { cold, ENTRIES, entryAvailable, startup } from './startup.ts';
 import { sustained } from './sustained.ts';
 import { runWorkflowScenario } from './workflow_rows.ts';
+import { messageOf } from '../errors.ts';
 
 type Measure = () => Promise<number>;
 interface Variant {
@@ -61,6 +63,7 @@ export async function runBench(argv: string[], admin: AdminReads): Promise<numbe
     historyDepths,
     durationMs,
     retentionMs,
+    sleepMs,
     peers,
     json,
   } = benchOptions(argv);
@@ -109,7 +112,7 @@ export async function runBench(argv: string[], admin: AdminReads): Promise<numbe
         } catch (err) {
           failed.add(v.system);
           process.stderr.write(
-            `jobvisor bench: ${scenario} ${v.system} failed, skipped: ${(err as Error).message.replace(/\s+/g, ' ').trim()}\n`,
+            `jobvisor bench: ${scenario} ${v.system} failed, skipped: ${messageOf(err).replace(/\s+/g, ' ').trim()}\n`,
           );
         }
       }
@@ -123,7 +126,9 @@ export async function runBench(argv: string[], admin: AdminReads): Promise<numbe
         `jobvisor bench: ${machine.cores} cores (${machine.cpu}), ${machine.memoryGiB} GiB, Node ${machine.node}, PostgreSQL ${machine.postgres}; ${runs} run(s) per scenario; load average ${loadAverage()}\n`,
       );
     for (const scenario of scenarios) {
-      if (scenario === 'fanin' || scenario === 'chain' || scenario === 'workflows') {
+      if ((DURABLE_SCENARIOS as readonly string[]).includes(scenario)) {
+        await runDurableScenario(scenario as DurableScenario, { runs, jobs, sleepMs, shape, fresh, emit });
+      } else if (scenario === 'fanin' || scenario === 'chain' || scenario === 'workflows') {
         await runWorkflowScenario(scenario, { runs, shape, ...workflow, fresh, roundRobin, emit });
       } else if (scenario === 'burst') {
         for (const n of burstJobs) {

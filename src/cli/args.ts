@@ -3,7 +3,7 @@
  * missing value is bad usage (exit 2) with a one-line message.
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { InputError } from '../errors.ts';
+import { InputError, messageOf } from '../errors.ts';
 
 export interface Parsed {
   values: Record<string, string | boolean | string[] | boolean[] | undefined>;
@@ -20,7 +20,9 @@ export function parse(argv: string[], options: NonNullable<ParseArgsConfig['opti
     }) as Parsed;
   } catch (err) {
     const message =
-      (err as Error).message.split('\n')[0]?.replace(/\. To specify a positional argument.*$/, '') ?? 'bad arguments';
+      messageOf(err)
+        .split('\n')[0]
+        ?.replace(/\. To specify a positional argument.*$/, '') ?? 'bad arguments';
     throw new InputError(`${command}: ${message}`);
   }
 }

@@ -1,6 +1,6 @@
 /**
  * Every `jobvisor` command, described once: `--help`, `jobvisor help COMMAND`,
- * the usage summary and the README's command table (scripts/readme-commands.ts)
+ * the usage summary and the command table of docs/reference/cli.md (npm run docs:reference)
  * are all made from this list. A command's own parser must accept the options
  * named here (test/cli_help.test.ts checks that each answers --help).
  */
@@ -109,7 +109,7 @@ export const COMMAND_SPECS: CommandSpec[] = [
     args: '[options]',
     summary: 'list jobs, newest first',
     options: [
-      { flag: '--status S', meaning: 'pending, running, done, failed, cancelled or blocked' },
+      { flag: '--status S', meaning: 'pending, running, done, failed, cancelled, blocked or waiting' },
       { flag: '--kind K', meaning: 'only this kind' },
       { flag: '--queue Q', meaning: 'only this queue' },
       { flag: '--limit N', meaning: 'at most N rows, 1 … 10000', default: '50' },
@@ -145,16 +145,24 @@ export const COMMAND_SPECS: CommandSpec[] = [
     name: 'jobs cancel',
     args: 'ID...',
     summary:
-      'cancel pending, blocked and running jobs (a running job is aborted at its next heartbeat); their dependents are cancelled too',
+      'cancel pending, blocked, waiting and running jobs (a running job is aborted at its next heartbeat); their dependents are cancelled too',
     options: [],
     example: 'jobvisor jobs cancel 42 43',
   },
   {
     name: 'jobs run-now',
     args: 'ID...',
-    summary: 'make pending jobs that are not yet due due now',
+    summary: 'make pending jobs that are not yet due due now; a waiting job (ctx.waitFor) times out now',
     options: [],
     example: 'jobvisor jobs run-now 42',
+  },
+  {
+    name: 'jobs signal',
+    args: 'ID NAME [JSON]',
+    summary:
+      'send job ID the signal NAME its ctx.waitFor(NAME) waits for, with JSON as its payload; a finished, cancelled or missing job is an error',
+    options: [{ flag: '--ignore-finished', meaning: 'a finished, cancelled or missing job is not an error (exit 0)' }],
+    example: `jobvisor jobs signal 42 approved '{"by":"ann"}'`,
   },
   {
     name: 'jobs delete',
@@ -201,7 +209,7 @@ export const COMMAND_SPECS: CommandSpec[] = [
       {
         flag: '--scenario LIST',
         meaning:
-          'comma-separated: burst, cold, startup, enqueue, process, processes, pickup, deep, sustained, limits, fanin, chain, workflows, history',
+          'comma-separated: burst, cold, startup, enqueue, process, processes, pickup, deep, sustained, limits, fanin, chain, workflows, history, steps, sleepers, signals',
         default: 'burst,cold,startup,pickup',
       },
       { flag: '--burst-jobs LIST', meaning: 'jobs in each one-statement burst', default: '20000,100000' },
@@ -235,6 +243,7 @@ export const COMMAND_SPECS: CommandSpec[] = [
         meaning: 'finished rows the history scenario grows its table through, from 0 (k and M allowed)',
         default: '0,5M,10M,20M',
       },
+      { flag: '--sleep D', meaning: 'how long each job sleeps in the sleepers scenario', default: '5s' },
       { flag: '--peers LIST', meaning: 'other job systems to run beside: none, all or a list', default: 'none' },
       { flag: '--json', meaning: 'print results as JSON' },
     ],

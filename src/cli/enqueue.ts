@@ -8,7 +8,7 @@
  * as the library's enqueue() never does.
  * Every argument is checked before connecting: bad input writes nothing.
  */
-import { InputError } from '../errors.ts';
+import { InputError, messageOf } from '../errors.ts';
 import { loadConfig, type Settings } from '../config/index.ts';
 import { enqueue, validateJob, type DynamicKind, type EnqueueOptions } from '../queue/enqueue.ts';
 import { taskSources } from '../supervisor/task_sources.ts';
@@ -45,7 +45,7 @@ export async function enqueueCommand(argv: string[]): Promise<number> {
     try {
       payload = JSON.parse(json);
     } catch (err) {
-      throw new InputError(`enqueue: payload is not valid JSON: ${(err as Error).message}`);
+      throw new InputError(`enqueue: payload is not valid JSON: ${messageOf(err)}`);
     }
   }
   const options: EnqueueOptions = {

@@ -1,4 +1,4 @@
-/** Help text and the README's command table, both rendered from COMMAND_SPECS. */
+/** Help text and the reference's command table, both rendered from COMMAND_SPECS. */
 import { COMMAND_SPECS, type CommandSpec } from './commands.ts';
 
 const CONFIG_LINE =
@@ -42,7 +42,7 @@ export function commandHelp(specs: CommandSpec[]): string {
     .join('\n');
 }
 
-/** The README's command table (Markdown), between its markers. */
+/** The command table (Markdown) of the command-line reference, docs/reference/cli.md. */
 export function readmeTable(): string {
   const cell = (s: string) => s.replaceAll('|', '\\|');
   const rows = COMMAND_SPECS.map((c) => {
@@ -52,17 +52,4 @@ export function readmeTable(): string {
     return `| \`${cell(synopsis(c))}\` | ${cell(c.summary)} | ${options || '—'} | \`${cell(c.example)}\` |`;
   });
   return ['| command | what it does | options | example |', '|---|---|---|---|', ...rows].join('\n');
-}
-
-export const README_MARKERS = {
-  start: '<!-- commands: generated from src/cli/commands.ts by `npm run readme`; do not edit -->',
-  end: '<!-- /commands -->',
-} as const;
-
-/** README text with the table between the markers replaced. */
-export function withReadmeTable(readme: string): string {
-  const start = readme.indexOf(README_MARKERS.start);
-  const end = readme.indexOf(README_MARKERS.end);
-  if (start < 0 || end < start) throw new Error('README.md lacks the command table markers');
-  return `${readme.slice(0, start + README_MARKERS.start.length)}\n${readmeTable()}\n${readme.slice(end)}`;
 }

@@ -2,7 +2,7 @@
  * `jobvisor jobs list [--status S] [--kind K] [--queue Q] [--limit N] [--json]` (S may be `scheduled`: pending, not yet due)
  * `jobvisor jobs retry ID... | --failed [--kind K] [--limit N]` (--failed: in batches of 1,000)
  * `jobvisor jobs cancel ID...`
- * (`jobs show`, `jobs run-now` and `jobs delete` have their own files.)
+ * (`jobs show`, `jobs run-now`, `jobs delete` and `jobs signal` have their own files.)
  * retry and cancel exit 1 when some id could not be changed, and say why.
  */
 import { InputError } from '../errors.ts';
@@ -23,6 +23,7 @@ import { report, withStore } from './job_store.ts';
 import { deleteCommand } from './jobs_delete.ts';
 import { runNowCommand } from './jobs_run_now.ts';
 import { showCommand } from './jobs_show.ts';
+import { signalCommand } from './jobs_signal.ts';
 import { table } from './table.ts';
 
 /** The table's statuses, and `scheduled`: pending and not yet due (as the dashboard's filter). */
@@ -43,10 +44,12 @@ export async function jobsCommand(argv: string[]): Promise<number> {
       return runNowCommand(rest);
     case 'delete':
       return deleteCommand(rest);
+    case 'signal':
+      return signalCommand(rest);
     case undefined:
     default:
       throw new InputError(
-        `jobs: unknown subcommand ${JSON.stringify(sub ?? '')} (use list, show, retry, cancel, run-now or delete)`,
+        `jobs: unknown subcommand ${JSON.stringify(sub ?? '')} (use list, show, retry, cancel, run-now, delete or signal)`,
       );
   }
 }
@@ -150,7 +153,7 @@ async function cancel(argv: string[]): Promise<number> {
       ids,
       (await cancelJobs(store, { ids })).ids ?? [],
       await statusOf(store, ids),
-      'only pending, blocked or running jobs can be cancelled',
+      'only pending, blocked, waiting or running jobs can be cancelled',
     ),
   );
 }

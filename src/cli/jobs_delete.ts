@@ -8,7 +8,7 @@
  * are then cancelled). Asks nothing; prints counts.
  */
 import { parseDuration } from '../duration.ts';
-import { InputError } from '../errors.ts';
+import { InputError, messageOf } from '../errors.ts';
 import { deleteJobs, statusOf, type JobFilter } from '../queue/admin/index.ts';
 import { checkName } from '../names.ts';
 import { jobIds, parse } from './args.ts';
@@ -59,6 +59,6 @@ function duration(value: string): number {
   try {
     return parseDuration(value);
   } catch (err) {
-    throw new InputError(`jobs delete: --older-than ${(err as Error).message}`);
+    throw new InputError(`jobs delete: --older-than ${messageOf(err)}`);
   }
 }

@@ -9,7 +9,7 @@ export async function runNowCommand(argv: string[]): Promise<number> {
   return withStore(async (store) => {
     const result = await runJobsNow(store, { ids });
     const changed = result.ids ?? [];
-    return report('due now', ids, changed, await statusOf(store, ids), 'only pending jobs can be run now', {
+    return report('due now', ids, changed, await statusOf(store, ids), 'only pending or waiting jobs can be run now', {
       pending: 'already due',
     });
   });

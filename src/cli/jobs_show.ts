@@ -1,13 +1,16 @@
 /**
  * `jobvisor jobs show ID [--json]`: one job, with its payload, owner, lease,
  * timeline, and its parents and dependents (workflows) with their statuses
- * (exit 1 when not found).
+ * (exit 1 when not found), and its durable steps, sleeps and waits (name,
+ * attempt, start, end, duration, the result folded) with the current wait.
  */
 import { InputError } from '../errors.ts';
 import {
   getJob,
   relationsOf,
+  stepsOf,
   timeText,
+  type StepRow,
   type JobDetail,
   type RelatedJobs,
   type Relations,
@@ -22,15 +25,17 @@ export async function showCommand(argv: string[]): Promise<number> {
   const [id] = jobIds(positionals) as [string];
   const found = await withStore(async (store) => {
     const job = await getJob(store, id);
-    return job && { job, relations: await relationsOf(store, id) };
+    return job && { job, relations: await relationsOf(store, id), steps: await stepsOf(store, id) };
   });
   if (!found) {
     process.stderr.write(`job ${id}: not found\n`);
     return 1;
   }
-  const { job, relations } = found;
+  const { job, relations, steps } = found;
   process.stdout.write(
-    values.json ? `${JSON.stringify({ ...job, ...relations })}\n` : describe(job) + describeRelations(relations),
+    values.json
+      ? `${JSON.stringify({ ...job, ...relations, steps })}\n`
+      : describe(job) + describeSteps(job, steps) + describeRelations(relations),
   );
   return 0;
 }
@@ -54,6 +59,28 @@ export function describeRelations(r: Relations): string {
     return lines;
   };
   return `${[...side('parents', r.parents), ...side('dependents', r.dependents)].join('\n')}\n`;
+}
+
+/** One line per step, sleep and wait; then what the job waits for, if it waits. */
+export function describeSteps(job: JobDetail, steps: StepRow[]): string {
+  if (steps.length === 0) return '';
+  const lines = ['steps:'];
+  for (const s of steps) {
+    const took = s.ms === null ? '' : ` (${Math.round(s.ms)} ms)`;
+    const span = `${when(s.started_at)} → ${when(s.finished_at)}${took}`;
+    const what =
+      s.kind === 'step'
+        ? `= ${s.result ?? '(no value)'}`
+        : s.kind === 'sleep'
+          ? `sleep until ${when(s.wake_at)}`
+          : s.finished_at === null
+            ? `wait, deadline ${when(s.wake_at)}`
+            : `wait: ${s.result ?? ''}`;
+    lines.push(`  ${s.name}  attempt ${s.attempt}  ${span}  ${what}`);
+  }
+  const parked = steps.find((s) => s.kind === 'wait' && s.finished_at === null);
+  if (job.status === 'waiting' && parked) lines.push(`waiting for signal "${parked.name}" until ${when(job.run_at)}`);
+  return `${lines.join('\n')}\n`;
 }
 
 function when(t: Time | null): string {

@@ -18,7 +18,7 @@
  * process group) cancels the start (runner.ts `signal`), so nothing is
  * claimed after it, and the process exits 0.
  */
-import type { ObservedSupervisor } from '../metrics/supervisor-http.ts';
+import type { ObservedSupervisor } from '../metrics/supervisor_http.ts';
 import { startRunner, type Runner, type RunnerSetup } from '../run/runner.ts';
 import { drainOnSignals } from '../run/shutdown.ts';
 import type { SupervisorEvents } from '../supervisor/events.ts';
@@ -135,6 +135,10 @@ export async function startChild(setup: RunnerSetup): Promise<void> {
   // A start the drain cancelled ends in its exit, whatever startRunner says.
   const started = await runner.catch((err: unknown) => {
     if (cancel.signal.aborted) return undefined;
+    // A start that failed (a task that cannot be loaded, no access) exits like a lone
+    // `jobvisor start`: let go of the IPC channel, which would keep this process alive.
+    process.removeAllListeners('disconnect');
+    process.disconnect?.();
     throw err;
   });
   if (!started || cancel.signal.aborted) return;

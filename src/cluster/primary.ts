@@ -198,7 +198,7 @@ export class ClusterPrimary {
       );
       return;
     }
-    if (expected) {
+    if (expected || this.stopping) {
       this.options.log.info(fields, 'supervisor process exited');
       return;
     }

@@ -15,7 +15,7 @@ import { checkTaskPaths } from '../run/task_setup.ts';
 import { hangLimitMs } from './hang_watch.ts';
 import { serveCluster } from './http.ts';
 import { ClusterPrimary } from './primary.ts';
-import type { ForkOptions } from './supervisor_child.ts';
+import type { ChildExit, ForkOptions } from './supervisor_child.ts';
 
 /** Beyond the children's own watchdog (grace + margin): time for them to exit and for the hand-back. */
 const PRIMARY_EXTRA_MS = 3000;
@@ -80,13 +80,24 @@ export async function startCluster(setup: ClusterSetup): Promise<{ primary: Clus
   primary.start();
   const started = performance.now();
   const need = Math.ceil(setup.processes / 2);
-  await new Promise<void>((resolve) => {
+  // A process that exits before it claims, while fewer than `need` have, failed its
+  // start (a task that cannot be loaded, no access): the cluster exits with its code,
+  // as a lone `jobvisor start` would, rather than restart it forever unready.
+  const failed = await new Promise<ChildExit | undefined>((resolve) => {
     let ready = 0;
     for (const c of primary.current())
       void c?.whenReady().then((ok) => {
-        if (ok && ++ready === need) resolve();
+        if (ok && ++ready === need) resolve(undefined);
+        // An exit the stop asked for is not a failed start (the stop's own exit follows).
+        else if (!ok && ready < need && signals === 0 && !c.drainAsked) resolve(c.exit);
       });
   });
+  if (failed) {
+    log.error({ ...failed }, 'a supervisor process failed to start: stopping the cluster');
+    code = failed.code || 1;
+    await finish();
+    return { primary, port: http.port };
+  }
   log.info(
     {
       primary: primary.id,

@@ -8,6 +8,7 @@
  * file, run()'s options, the scheduler and the dashboard read an expression alike.
  */
 import { CronExpressionParser, type CronExpression, type CronExpressionOptions } from 'cron-parser';
+import { messageOf } from '../errors.ts';
 
 /**
  * Why `cron` is not a schedule's cron expression (naming the count of fields), or
@@ -18,7 +19,7 @@ export function cronProblem(cron: string, timezone?: string | null): string | un
     parseCron(cron, timezone ? { tz: timezone } : {});
     return undefined;
   } catch (err) {
-    return (err as Error).message;
+    return messageOf(err);
   }
 }
 
@@ -46,7 +47,7 @@ export function parseCron(cron: string, options: CronExpressionOptions = {}): Cr
   try {
     return CronExpressionParser.parse(text, options);
   } catch (err) {
-    throw new Error(`${JSON.stringify(cron)} is not a valid cron expression: ${(err as Error).message}`, {
+    throw new Error(`${JSON.stringify(cron)} is not a valid cron expression: ${messageOf(err)}`, {
       cause: err,
     });
   }

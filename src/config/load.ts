@@ -15,11 +15,12 @@ import convict from 'convict';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseDuration } from '../duration.ts';
-import { ConfigError } from '../errors.ts';
+import { ConfigError, messageOf } from '../errors.ts';
 import { PACKAGE_ROOT } from '../paths.ts';
 import { closestKey } from '../suggest.ts';
 import { effectiveQueueLimits } from './limits.ts';
-import { schema, type QueueInput, type ScheduleInput, type Settings } from './schema.ts';
+import { schema, type QueueInput, type ScheduleInput } from './schema.ts';
+import type { Settings } from './settings.ts';
 import {
   allKeys,
   checkNoNul,
@@ -159,7 +160,7 @@ function readJson(file: string): Record<string, unknown> {
   try {
     value = JSON.parse(readFileSync(file, 'utf8'));
   } catch (err) {
-    throw new ConfigError(`invalid configuration: ${file} is not valid JSON: ${(err as Error).message}`);
+    throw new ConfigError(`invalid configuration: ${file} is not valid JSON: ${messageOf(err)}`);
   }
   if (!isPlainObject(value)) throw new ConfigError(`invalid configuration: ${file} must hold a JSON object`);
   return value;

@@ -1,13 +1,14 @@
 /**
  * The configuration schema: one tree that gives convict its checks and
- * defaults, the `Settings` type (derived from it) and the duration keys (tagged
- * `duration: true` here, turned into milliseconds on load).
+ * defaults (the `Settings` type is derived from it in settings.ts) and the
+ * duration keys (tagged `duration: true` here, turned into milliseconds on load).
  */
 import { availableParallelism } from 'node:os';
 import { clusterSchema } from './cluster.ts';
 import { dashboardSchema } from './dashboard.ts';
-import type { QueueInput, QueueSettings, Schedule, ScheduleInput } from './sections.ts';
+import type { QueueInput, ScheduleInput } from './sections.ts';
 import { tasksSchema } from './tasks.ts';
+import { DEFAULT_MAX_PAYLOAD_BYTES } from './payload.ts';
 import { BYTE_COUNT, durationFormat, intIn, timerFormat, validateSchedules } from './validate.ts';
 
 export * from './sections.ts';
@@ -115,7 +116,7 @@ export const schema = {
     maxPayloadBytes: {
       doc: 'Largest payload enqueue accepts, in bytes of JSON.',
       format: intIn(2, 100 * 1024 * 1024),
-      default: 1024 * 1024,
+      default: DEFAULT_MAX_PAYLOAD_BYTES,
     },
     maxResultBytes: {
       doc: "Largest return value a task may leave in the job's result column, in bytes of JSON; a larger one fails the attempt.",
@@ -126,6 +127,16 @@ export const schema = {
       doc: 'Snoozes (ctx.snooze, SnoozeError) a job may take; the next one dead-letters it.',
       format: intIn(0, 1_000_000),
       default: 100,
+    },
+    maxSteps: {
+      doc: 'Steps, sleeps and waits (ctx.step, ctx.sleep, ctx.waitFor) one job may record; the next one dead-letters it.',
+      format: intIn(1, 100_000),
+      default: 1000,
+    },
+    maxStepResultBytes: {
+      doc: 'Largest result a ctx.step may record, in bytes of JSON; a larger one dead-letters the job.',
+      format: BYTE_COUNT,
+      default: 64 * 1024,
     },
   },
   backoff: {
@@ -279,16 +290,4 @@ export const schema = {
       env: 'JOBVISOR_REPORTS_DIR',
     },
   },
-};
-
-/** A schema node's loaded value: durations in ms, sections recursively. */
-type Resolved<S> = S extends { duration: true }
-  ? number
-  : S extends { default: infer D }
-    ? D
-    : { -readonly [K in keyof S]: Resolved<S[K]> };
-
-export type Settings = Omit<Resolved<typeof schema>, 'queues' | 'schedules'> & {
-  queues: Record<string, QueueSettings>;
-  schedules: Schedule[];
 };

@@ -63,6 +63,10 @@ export function isLimited(q: QueueSettings): boolean {
  */
 export const QUEUE_DEFAULTS = { concurrency: 10, timeout: null } as const;
 
+/**
+ * A cron schedule as configured (`schedules[]`): every fire time enqueues one
+ * job of `kind` with `payload` on `queue`, once across all supervisors.
+ */
 export interface Schedule {
   name: string;
   cron: string;

@@ -5,7 +5,7 @@
  */
 import convict from 'convict';
 import { parseDuration } from '../duration.ts';
-import { ConfigError } from '../errors.ts';
+import { ConfigError, messageOf } from '../errors.ts';
 import { QUEUE as QUEUE_NAME } from '../names.ts';
 import { closestKey } from '../suggest.ts';
 import { cronProblem } from './cron.ts';
@@ -172,7 +172,7 @@ function guard(where: string, check: () => void): void {
   try {
     check();
   } catch (err) {
-    throw new Error(`${where} ${(err as Error).message}`, { cause: err });
+    throw new Error(`${where} ${messageOf(err)}`, { cause: err });
   }
 }
 
@@ -243,7 +243,7 @@ function reservedQueue(name: string): string {
   try {
     checkQueueName(name);
   } catch (err) {
-    return (err as Error).message;
+    return messageOf(err);
   }
   return `queue name ${JSON.stringify(name)} is reserved`;
 }

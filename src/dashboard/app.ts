@@ -23,6 +23,7 @@ import { notMigrated } from '../errors.ts';
 import { secretKeyNames } from '../secrets.ts';
 import type { Logger } from '../log.ts';
 import { createAuth, SESSION_COOKIE } from './auth.ts';
+import { checkedDashboardOptions } from './checked_options.ts';
 import { dashboardDb, DASHBOARD_STATEMENT_TIMEOUT_MS } from './db.ts';
 import { refuseHost } from './hosts.ts';
 import { refuseCrossSite } from './origin.ts';
@@ -30,12 +31,19 @@ import { actionRoutes } from './routes/actions.ts';
 import { loginRoutes } from './routes/login.ts';
 import { pageRoutes, STATEMENT_TIMEOUT } from './routes/pages.ts';
 import { queueRoutes } from './routes/queues.ts';
+import { signalRoutes } from './routes/signal.ts';
 import { workflowRoutes } from './routes/workflow.ts';
 import { SCRIPT, STYLE } from './static.ts';
-import { readDashboardToken } from './token.ts';
 import { messagePage } from './views/message.ts';
 import type { ViewContext } from './views/layout.ts';
 
+export { normaliseBasePath } from './checked_options.ts';
+
+/**
+ * The options of createDashboard: the pool it reads and acts through (give it
+ * a role that may read and update `jobvisor.jobs`), where it is mounted, who may
+ * use it (a token, by default from JOBVISOR_DASHBOARD_TOKEN), and what it hides.
+ */
 export interface DashboardOptions {
   pool: pg.Pool;
   /** Path prefix, such as "/jobvisor" (default "/"). */
@@ -65,6 +73,11 @@ export interface DashboardOptions {
   log?: Logger;
 }
 
+/**
+ * The dashboard as createDashboard returns it: a Node request listener (for
+ * `http.createServer`, or Express/Connect, which pass `next` for requests
+ * outside `basePath`), with the same app as a web-standard `fetch` handler.
+ */
 export type DashboardHandler = ((req: IncomingMessage, res: ServerResponse, next?: () => void) => void) & {
   /** The same dashboard as a web-standard fetch handler. */
   fetch: (request: Request) => Response | Promise<Response>;
@@ -91,26 +104,29 @@ const SECURITY_HEADERS = secureHeaders({
   strictTransportSecurity: false,
 });
 
-/** "/", or "/a/b" without a trailing slash. */
-export function normaliseBasePath(basePath = '/'): string {
-  if (!basePath.startsWith('/') || basePath.includes('//') || /[?#\\]/.test(basePath))
-    throw new TypeError(`basePath must be a path starting with "/", got ${JSON.stringify(basePath)}`);
-  return basePath === '/' ? '/' : basePath.replace(/\/+$/, '');
-}
-
+/**
+ * Builds the web dashboard (jobs, dead letters, schedules, workflows, queue
+ * controls, the retry/cancel/run-now/delete actions, and sending a job a
+ * signal) as a handler to mount
+ * in the app's own HTTP server. Every request gets security headers, the Host
+ * check (without a token), the credential check and, for actions, the
+ * same-site check and read-only mode. It starts no server and no timer.
+ *
+ * @param options The pool, `basePath`, `auth`, `readOnly`, `redact`, `schedules`, ….
+ * @returns A Node request listener that also has `fetch` and `basePath`.
+ * @throws TypeError when `basePath` is not a path, or when no token is given
+ *   (neither `auth` nor JOBVISOR_DASHBOARD_TOKEN(_FILE)) and `auth` is not `false`.
+ *
+ * @example
+ * ```ts
+ * import http from 'node:http';
+ * const dashboard = createDashboard({ pool, basePath: '/jobs-admin', auth: { token: process.env.ADMIN_TOKEN! } });
+ * http.createServer(dashboard).listen(9465, '127.0.0.1');
+ * ```
+ */
 export function createDashboard(options: DashboardOptions): DashboardHandler {
-  const basePath = normaliseBasePath(options.basePath);
+  const { basePath, token } = checkedDashboardOptions(options);
   const base = basePath === '/' ? '/' : `${basePath}/`;
-  let token: string | null;
-  if (options.auth === false) token = null;
-  else if (options.auth) token = options.auth.token;
-  else {
-    token = readDashboardToken();
-    if (token === null)
-      throw new TypeError(
-        'createDashboard: no JOBVISOR_DASHBOARD_TOKEN(_FILE) is set; pass auth: { token } or, for an open dashboard, auth: false',
-      );
-  }
   const auth = createAuth(token);
   const view: ViewContext = { base, readOnly: options.readOnly ?? false, authRequired: auth.required };
   const schema = options.schema ?? 'jobvisor';
@@ -178,6 +194,7 @@ export function createDashboard(options: DashboardOptions): DashboardHandler {
   const redact = secretKeyNames(options.redact ?? DEFAULT_REDACT);
   pageRoutes(app, { view, db, redact, schedules: options.schedules ?? [] });
   actionRoutes(app, { view, db, redact });
+  signalRoutes(app, { view, db });
   queueRoutes(app, { view, db });
   workflowRoutes(app, { view, db });
   app.notFound((c) => c.html(messagePage(view, 'Not found', 'There is no such page.'), 404));

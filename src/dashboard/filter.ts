@@ -3,7 +3,7 @@
  * and the bulk actions' form fields use the same names, so a shared link, the
  * list and "retry everything matching" all mean the same rows.
  *
- *   status  pending | scheduled | running | done | failed | cancelled | blocked
+ *   status  pending | scheduled | running | done | failed | cancelled | blocked | waiting
  *           (scheduled: pending and not yet due; pending: due or not)
  *   queue   kind    exact names
  *   id      one or more job ids (comma or space separated)
@@ -18,7 +18,16 @@ export const FILTER_FIELDS = ['status', 'queue', 'kind', 'id', 'key', 'q', 'erro
 export type FilterField = (typeof FILTER_FIELDS)[number];
 export type FilterParams = Partial<Record<FilterField, string>>;
 
-export const STATUSES = ['pending', 'scheduled', 'running', 'done', 'failed', 'cancelled', 'blocked'] as const;
+export const STATUSES = [
+  'pending',
+  'scheduled',
+  'running',
+  'done',
+  'failed',
+  'cancelled',
+  'blocked',
+  'waiting',
+] as const;
 
 export class FilterError extends Error {}
 

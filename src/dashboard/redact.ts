@@ -3,11 +3,14 @@
  * (compared case-insensitively, at any depth, inside arrays too) become
  * "[redacted]", in the payload, the result and the progress value; and the
  * job's errors never show a value the job holds under such a key (a task's
- * error may quote its input), nor a URL's password. Returns copies; the stored
- * job is untouched.
+ * error may quote its input), nor a URL's password. A step's folded result
+ * (and a wait's signal payload) is redacted like a payload, and never shows a
+ * value the job holds under such a key either. Returns copies; the stored job
+ * is untouched.
  */
-import type { JobDetail } from '../queue/admin/index.ts';
+import type { JobDetail, StepRow } from '../queue/admin/index.ts';
 import { REDACTED, redactText, secretValues } from '../secrets.ts';
+import { redactFoldedJson } from './redact_folded.ts';
 
 export { REDACTED };
 
@@ -54,4 +57,18 @@ export function redactJob(job: JobDetail, keys: readonly string[]): JobDetail {
     errors: job.errors.map((e) => ({ ...e, error: text(e.error), stack: text(e.stack) })),
     timeline: job.timeline.map((e) => ({ ...e, error: text(e.error), stack: text(e.stack) })),
   };
+}
+
+/**
+ * A job's steps as its page shows them: each folded result with the values of
+ * redacted keys hidden (redact_folded.ts: the text may be cut), and any value
+ * the job's payload, result or progress holds under such a key. `job` is the
+ * job as stored, not yet redacted.
+ */
+export function redactSteps(steps: readonly StepRow[], job: JobDetail, keys: readonly string[]): StepRow[] {
+  const names = new Set(keys.map((k) => k.toLowerCase()));
+  const secrets = secretValues([job.payload, job.result, job.progress], (k) => names.has(k.toLowerCase()));
+  return steps.map((s) =>
+    s.result === null ? s : { ...s, result: redactText(redactFoldedJson(s.result, keys), secrets) },
+  );
 }

@@ -47,10 +47,11 @@ tr.group th, tr.group td { background:var(--head); color:var(--head-fg); text-al
 .status-unserved { background:var(--warn-bg); color:var(--warn-fg); border:1px solid var(--warn-line); }
 .err { color:var(--bad); white-space:pre-wrap; word-break:break-word; font-family:ui-monospace, monospace; font-size:.8rem; }
 pre { background:var(--panel); border:1px solid var(--line); padding:.8rem; overflow:auto; font-size:.85rem; max-width:100%; }
-details.stack summary { cursor:pointer; color:var(--muted); }
+details.stack summary, details.signal summary { cursor:pointer; color:var(--muted); }
+td.result code { white-space:pre-wrap; word-break:break-all; font-size:.8rem; } details.signal { margin:1rem 0; }
 form.filters { display:flex; flex-wrap:wrap; gap:.5rem; align-items:end; margin-bottom:.8rem; }
 form.filters label { display:flex; flex-direction:column; font-size:.78rem; color:var(--muted); max-width:100%; }
-input, select, button { font:inherit; padding:.25rem .45rem; max-width:100%; color:inherit; background:var(--panel); border:1px solid var(--btn-line); }
+input, select, textarea, button { font:inherit; padding:.25rem .45rem; max-width:100%; color:inherit; background:var(--panel); border:1px solid var(--btn-line); }
 button { cursor:pointer; border-radius:4px; }
 button:disabled { opacity:.5; cursor:default; }
 button.danger { border-color:var(--err-line); color:var(--bad); }

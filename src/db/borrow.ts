@@ -88,3 +88,19 @@ export function withConnection<T>(db: Db, fn: (client: pg.PoolClient | pg.Client
 export function isPool(db: Db): db is pg.Pool {
   return typeof (db as pg.Pool).totalCount === 'number';
 }
+
+/**
+ * `pool` as a `Db` whose queries go through `query` (db/held.ts: the held
+ * connection once the pool has ended) and which lends connections as the pool
+ * does: borrow() and withConnection() take one client from it for a
+ * transaction, with the error listener borrow() puts on every client it lends.
+ */
+export function poolWithQuery(pool: pg.Pool, query: (config: pg.QueryConfig) => Promise<pg.QueryResult>): Db {
+  return {
+    query,
+    connect: () => pool.connect(),
+    get totalCount() {
+      return pool.totalCount;
+    },
+  } as unknown as Db;
+}

@@ -18,7 +18,7 @@
  */
 import type pg from 'pg';
 import { isReadOnlyDbError, isRetryableDbError } from '../errors.ts';
-import { borrow, type Borrowed } from './borrow.ts';
+import { borrow, poolWithQuery, type Borrowed } from './borrow.ts';
 import { setIfOwnedSql, startupPid } from './owned_session.ts';
 import type { Db } from './pool.ts';
 
@@ -41,9 +41,13 @@ export class HeldConnection {
    * the pool while it is open, the held connection once its owner has ended it.
    */
   get untilPoolEnds(): Db {
-    return {
-      query: (config: pg.QueryConfig) => (this.pool.ending ? this.query(config) : this.pool.query(config)),
-    } as unknown as Db;
+    const pool = this.pool;
+    // A pool to borrow.ts (poolWithQuery): a transaction (a batch call's outcomes) borrows
+    // one connection for all its statements. As a bare query function, its BEGIN and COMMIT
+    // went to two connections of the pool and left a transaction open on a lent one, which
+    // took in whatever statement the pool gave that connection next. Once the pool has
+    // ended, borrowing fails and the writes go one by one through the held connection.
+    return poolWithQuery(pool, (config) => (pool.ending ? this.query(config) : pool.query(config)));
   }
 
   /** Takes a connection now. Never throws: without one, queries use the pool. */

@@ -44,6 +44,21 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
     completed: counter('jobvisor_jobs_completed_total', 'Jobs that finished successfully in this supervisor.'),
     retried: counter('jobvisor_jobs_retried_total', 'Failed attempts scheduled for a retry by this supervisor.'),
     snoozed: counter('jobvisor_jobs_snoozed_total', 'Runs that snoozed (put their job back without using an attempt).'),
+    stepsRecorded: counter(
+      'jobvisor_steps_recorded_total',
+      'Durable steps (ctx.step) recorded by runs in this supervisor.',
+    ),
+    slept: counter('jobvisor_jobs_slept_total', 'Runs that ended in ctx.sleep (their job due again at its wake time).'),
+    waited: counter('jobvisor_jobs_waited_total', 'Runs that ended in ctx.waitFor (their job parked as waiting).'),
+    waitsResolved: counter(
+      'jobvisor_waits_resolved_total',
+      'Waits (ctx.waitFor) resolved in this supervisor, by how: `signal` (a signal delivered) or `timeout`.',
+      ['queue', 'kind', 'by'],
+    ),
+    wakeLateSeconds: histogram(
+      'jobvisor_wake_lateness_seconds',
+      "Time from a sleep's wake time (or a timed-out wait's deadline) to the run that resumed from it.",
+    ),
     deadLettered: counter(
       'jobvisor_jobs_dead_lettered_total',
       'Jobs moved to status failed (dead letter) by this supervisor.',
@@ -74,7 +89,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
     ),
     jobs: gauge(
       'jobvisor_jobs',
-      'Jobs in the database by queue, kind and status (global; aggregate with max). Counts pending, running, failed and blocked.',
+      'Jobs in the database by queue, kind and status (global; aggregate with max). Counts pending, running, failed, blocked and waiting.',
       ['queue', 'kind', 'status'],
       'max',
     ),

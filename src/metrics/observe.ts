@@ -54,6 +54,17 @@ export function observeEvents(events: SupervisorEvents, metrics: Metrics, labels
   events.on('job:retried', finished(metrics.retried, 'retried'));
   events.on('job:dead', finished(metrics.deadLettered, 'dead'));
   events.on('job:snoozed', finished(metrics.snoozed, 'snoozed'));
+  events.on('job:slept', ({ jobs }) => countBy(jobs, metrics.slept, 'slept'));
+  events.on('job:waiting', ({ jobs }) => countBy(jobs, metrics.waited, 'waited'));
+  events.on('job:steps', ({ job, report }) => {
+    if (report.steps > 0) child(metrics.stepsRecorded, 'steps', job.queue, job.kind).inc(report.steps);
+    if (report.lateMs !== undefined)
+      child(metrics.wakeLateSeconds, 'late', job.queue, job.kind).observe(report.lateMs / 1000);
+    const queue = labels.queue(job.queue);
+    const kind = labels.kind(job.kind);
+    if (report.waits?.signal) metrics.waitsResolved.labels(queue, kind, 'signal').inc(report.waits.signal);
+    if (report.waits?.timeout) metrics.waitsResolved.labels(queue, kind, 'timeout').inc(report.waits.timeout);
+  });
   events.on('lease:reaped', ({ jobs }) => countBy(jobs, metrics.reaped, 'reaped'));
   events.on('lease:lost', ({ jobs }) => countBy(jobs, metrics.leasesLost, 'lost'));
   events.on('jobs:cleaned', ({ rows }) => {

@@ -56,6 +56,7 @@
  * night ran at 945 jobs/s until autovacuum analyzed the table (13,800 with
  * ANALYZE); planning costs 0.2 ms per claim, not per job (BENCHMARKS.md).
  */
+import { DEFAULT_MAX_PAYLOAD_BYTES } from '../config/payload.ts';
 import { planned, run, runArrays, type Now, type Store } from './sql.ts';
 import type { ClaimedJob } from './types.ts';
 
@@ -231,9 +232,6 @@ export function claimedJob(r: ClaimRow): ClaimedJob {
     traceContext: r.trace_context ?? undefined,
   };
 }
-
-/** jobs.maxPayloadBytes' default: what a claim accepts when the caller names no limit. */
-const DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024;
 
 // The earliest run_at of each priority present, one index probe each (a loose
 // index scan of jobs_pending_idx), then the least of them. `min(run_at)` over the

@@ -1,7 +1,7 @@
 /**
  * The claim statements of a limited queue (globalConcurrency, perKeyConcurrency
  * or rateLimit): one statement each, one round trip. A function of migration
- * 025 chooses the jobs, jobvisor.queue_offers() for queue-wide limits and
+ * 031 chooses the jobs, jobvisor.queue_offers() for queue-wide limits and
  * jobvisor.key_offers() for per-key ones: it takes the queue's advisory lock,
  * counts what the limits count with a snapshot taken after it (so two
  * supervisors can never both take the last free slot), and returns the ids to
@@ -9,7 +9,7 @@
  * besides. The statement here claims them. The choice is made in PL/pgSQL
  * because its plans are kept per connection, where this statement's own plan
  * is made on every claim (sql.ts says why): planning the whole per-key choice
- * cost more than running it (migration 025 has the figures).
+ * cost more than running it (migration 031 has the figures).
  *
  * Held slots are counted from the jobs table itself (running rows), never from
  * a counter a crash could leak: a killed supervisor's rows hold their slots
@@ -19,7 +19,7 @@
  * ended and then clears it (cancelled_slot.ts), so the task still stopping
  * never overlaps the next job of its key. The supervisor's own runs that have
  * ended, outcome not yet written (`ended`, passed until a claim spends their
- * slots), free their slots for this claim (migration 025 says why that is safe).
+ * slots), free their slots for this claim (migration 031 says why that is safe).
  *
  * Shared parameters: $1 owner, $2 queue, $3 lease ms, $4 free local places,
  * $5 pinned now (tests; null: the database clock after the lock), $6 largest

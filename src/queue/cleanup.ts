@@ -34,6 +34,7 @@
  *   Without it PostgreSQL made an anti join whose inner side read every
  *   unfinished job through the primary key.
  */
+import { DROP_STEPS } from './drop_steps.ts';
 import { planned, run, type Now, type Store } from './sql.ts';
 
 // Workflows (migrations 017, 023): a parent stays while any dependent of it
@@ -81,8 +82,8 @@ WITH gone AS (
      AND d.finished_at < coalesce($4::timestamptz, now())
                          - CASE WHEN d.status = 'failed' THEN $2::float8 ELSE $1::float8 END * interval '1 millisecond'
      ${STILL_KEEP_READ_PARENTS}
-  RETURNING d.id, d.queue, d.kind, d.status, d.parents_waiting IS NOT NULL AS child, d.has_dependents IS TRUE AS parent
-), ${DROP_EDGES}
+  RETURNING d.id, d.queue, d.kind, d.status, d.parents_waiting IS NOT NULL AS child, d.has_dependents IS TRUE AS parent, d.has_steps
+), ${DROP_EDGES}, ${DROP_STEPS}
 SELECT queue, kind, status, count(*)::int AS count FROM gone GROUP BY 1, 2, 3`,
   'indexWalk',
 );

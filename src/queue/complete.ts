@@ -15,6 +15,7 @@
  * every row: 250 completions took 25–35 ms instead of 2.5 ms in a running
  * benchmark (auto_explain).
  */
+import { DROP_STEPS } from './drop_steps.ts';
 import { intArray, planned, run, type Now, type Store } from './sql.ts';
 import type { Fence } from './types.ts';
 
@@ -72,18 +73,19 @@ SELECT count(*)::int AS written,
 // above, so its children can read its result (ctx.parents()) and cleanup keeps
 // it until they finish. An id this leaves is either such a row, one that gained
 // a dependent meanwhile, or fenced off: completeJobs sends those through the update.
+// Its steps and signals (has_steps) go in the same statement (drop_steps.ts).
 const DELETE_DONE_JOBS = planned(
   'delete_done_jobs',
   `
-WITH d AS (
+WITH gone AS (
   DELETE FROM jobvisor.jobs AS j
    WHERE j.id = ANY($1::bigint[]) AND j.status = 'running' AND j.locked_by = $3
      AND j.lease_token = ANY($2::bigint[]) AND j.has_dependents IS NOT TRUE
-  RETURNING j.id
-)
+  RETURNING j.id, j.has_steps
+), ${DROP_STEPS}
 SELECT count(*)::int AS written,
        CASE WHEN count(*) < cardinality($1::bigint[]) THEN array_agg(id)::text[] END AS ids
-  FROM d`,
+  FROM gone`,
 );
 
 /**

@@ -11,7 +11,7 @@ import { pipeline } from 'node:stream/promises';
 import { Readable } from 'node:stream';
 import { withConnection } from '../db/borrow.ts';
 import type { Db } from '../db/pool.ts';
-import { prepared, run, type Store } from './sql.ts';
+import { planned, run, type Store } from './sql.ts';
 
 export interface CopyRow {
   queue: string;
@@ -25,7 +25,7 @@ export interface CopyRow {
 
 // The ids come back as one comma-separated text: splitting it is several times
 // cheaper for the caller than parsing a 20,000-element array literal.
-const RESERVE_IDS = prepared(
+const RESERVE_IDS = planned(
   'reserve_ids',
   `
 SELECT extract(epoch FROM now()) * 1000 AS now_ms,

@@ -11,7 +11,7 @@
  *   jobs counted as completed or dead-lettered, latest attempt only, in seconds.
  * Jobs deleted by cleanup before the report runs are not counted.
  */
-import { prepared, run, type Store } from './sql.ts';
+import { planned, run, type Store } from './sql.ts';
 
 export interface KindDayStats {
   kind: string;
@@ -31,7 +31,7 @@ export interface KindDayStats {
 // over the rows that have any error history; the two meet in a FULL JOIN so a kind
 // that only failed attempts that day still gets a row. `errors` is not indexed: the
 // second pass reads every row with a non-empty history, which cleanup keeps bounded.
-const DAILY_STATS = prepared(
+const DAILY_STATS = planned(
   'daily_stats',
   `
 WITH bounds AS (
@@ -69,7 +69,7 @@ ORDER BY kind`,
 // The day before the job's due time, in the report's time zone. least(run_at,
 // created_at): a retry moves run_at forward (possibly past midnight) but never
 // created_at, and a schedule fire enqueued late keeps its fire time in run_at.
-const DAY_BEFORE_DUE = prepared(
+const DAY_BEFORE_DUE = planned(
   'day_before_due',
   `
 SELECT to_char((coalesce((SELECT least(run_at, created_at) FROM jobvisor.jobs WHERE id = $1::bigint), now()) AT TIME ZONE $2)::date - 1, 'YYYY-MM-DD') AS day`,

@@ -6,9 +6,10 @@
  * Input is checked completely before anything is sent, so a bad job never
  * aborts the caller's transaction and a batch is never half-written.
  */
+import { DEFAULT_MAX_PAYLOAD_BYTES } from '../config/payload.ts';
 import type { Db } from '../db/pool.ts';
 import { parseDuration } from '../duration.ts';
-import { InputError, notMigrated } from '../errors.ts';
+import { InputError, messageOf, notMigrated } from '../errors.ts';
 import { checkName, checkQueue } from '../names.ts';
 import { qualify } from '../db/schema.ts';
 import { captureTraceContext } from '../tracing/context.ts';
@@ -30,7 +31,7 @@ import { checkDependencies, type GraphRow } from './workflow.ts';
 
 export type * from './enqueue_types.ts';
 
-export const DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024;
+export { DEFAULT_MAX_PAYLOAD_BYTES };
 const MAX_BATCH = 100_000;
 /**
  * Default cap on one enqueueMany call's size: payload JSON plus kind, queue and
@@ -94,7 +95,7 @@ function toRow(
         throw new RangeError(`${shown(options.delay)} is not a duration (a number of ms, or text such as "10s")`);
       delayMs = parseDuration(options.delay);
     } catch (err) {
-      throw new InputError(`delay ${(err as Error).message}`);
+      throw new InputError(`delay ${messageOf(err)}`);
     }
   }
   const uniqueKey = checkKey('uniqueKey', options.uniqueKey);

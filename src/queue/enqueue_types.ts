@@ -76,6 +76,13 @@ export type KindOrJob = Kind | DynamicKind | JobDefinition<never>;
 /** The payload enqueue expects with `kind`. */
 export type PayloadFor<K> = K extends JobDefinition<infer P> ? P : K extends string ? PayloadOf<K> : never;
 
+/**
+ * Options of enqueue (and defaults of enqueueMany's jobs): where the job goes
+ * (`queue`, `priority`), when (`runAt` or `delay`), how often it may try
+ * (`maxAttempts`), de-duplication (`uniqueKey`), per-key flow control
+ * (`concurrencyKey`) and workflow parents (`dependsOn`). Bad values throw
+ * InputError before anything is written.
+ */
 export interface EnqueueOptions {
   /** Default: the defineJob handle's queue, else "default" (never what another part of the process read). */
   queue?: string;
@@ -114,6 +121,10 @@ export interface EnqueueResult {
   duplicate: boolean;
 }
 
+/**
+ * One job of enqueueMany: its `kind`, `payload` and the options of enqueue
+ * (`dependsOn` may also name an earlier job of the same call by `{ index }`).
+ */
 export interface JobSpec<K extends string = string> extends Omit<
   EnqueueOptions,
   'schema' | 'maxPayloadBytes' | 'dependsOn'

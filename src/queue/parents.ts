@@ -15,8 +15,9 @@
  */
 import { ParentsTooLargeError } from '../errors.ts';
 import type { Db } from './sql.ts';
-import { prepared, run } from './sql.ts';
+import { planned, run } from './sql.ts';
 
+/** One parent of a workflow job, as `ctx.parents()` and `ctx.eachParent()` give it. */
 export interface ParentJob {
   id: string;
   kind: string;
@@ -46,7 +47,7 @@ export const PARENTS_MAX_CHARS = 128 * 1024 * 1024;
 // `cut`: the byte bound stopped the page; the next page starts after its last
 // row then, else after the last edge read (`last_edge`; `edges` = $3 says more
 // may follow).
-const PARENTS_PAGE = prepared(
+const PARENTS_PAGE = planned(
   'parents_page',
   `
 WITH d AS (

@@ -6,7 +6,7 @@
  */
 import type { Db } from '../db/pool.ts';
 import { checkQueue } from '../names.ts';
-import { planned, prepared, run, type Store } from './sql.ts';
+import { planned, run, type Store } from './sql.ts';
 
 /** Where `jobvisor.queues` lives, as the API's callers name it. */
 export interface QueueApiOptions {
@@ -14,7 +14,7 @@ export interface QueueApiOptions {
   schema?: string;
 }
 
-const SET_PAUSED = prepared(
+const SET_PAUSED = planned(
   'set_paused',
   `
 INSERT INTO jobvisor.queues AS q (queue, paused, updated_at) VALUES ($1, $2, now())
@@ -55,6 +55,7 @@ export async function pausedQueues(store: Store): Promise<Set<string>> {
   return new Set((await run<{ queue: string }>(store, PAUSED_QUEUES, [])).map((r) => r.queue));
 }
 
+/** A queue as listQueues() reports it: paused or not, and its pending, running and blocked counts. */
 export interface QueueInfo {
   queue: string;
   paused: boolean;

@@ -3,9 +3,7 @@
  *
  * `planned(name, text)` is sent unnamed, so it is planned with its actual
  * parameters and the table's current size every time; `name` labels the text
- * (a comment, for pg_stat_statements and logs). `prepared(name, text)` once
- * gave a named statement, parsed once per connection; it is sent unnamed now
- * too (below).
+ * (a comment, for pg_stat_statements and logs).
  *
  * Every statement on the hot path is `planned`. A generic plan is made once
  * and kept until the table's statistics change: the claim's, made while the
@@ -20,18 +18,18 @@
  * test/plans.test.ts checks each hot statement's plan on a table that grew
  * from tiny to a million rows without ANALYZE.
  *
- * `planned` and `prepared` are the only ways to define a statement, and both
- * record it in `statements` by name (a name is taken once). test/statements.test.ts
+ * `planned` is the only way to define a statement, and it records it in
+ * `statements` by name (a name is taken once). test/statements.test.ts
  * walks that record: every statement the project defines has a plan
  * expectation there, or the test fails.
  *
- * `prepared` statements are sent unnamed as well: a named statement is
- * prepared on one server connection, and behind a pooler in transaction mode
- * (PgBouncer before 1.21 has no protocol-level support) the next transaction
- * may run on another, which has never seen it ("prepared statement
- * jobvisor_list_queues does not exist") or has it already ("already exists").
- * The statements that used names are cold (the paused-queue read once a
- * second, admin reads): the parse a name saved is microseconds.
+ * No statement is sent named (a `prepared()` once did it for cold ones): a
+ * named statement is prepared on one server connection, and behind a pooler
+ * in transaction mode (PgBouncer before 1.21 has no protocol-level support)
+ * the next transaction may run on another, which has never seen it ("prepared
+ * statement jobvisor_list_queues does not exist") or has it already ("already
+ * exists"). The statements that used names are cold (the paused-queue read
+ * once a second, admin reads): the parse a name saved is microseconds.
  */
 import type pg from 'pg';
 import { runScoped } from '../db/scoped_settings.ts';
@@ -106,11 +104,6 @@ const PLANS = {
 
 /** Every statement defined so far, by name: its text (schema `jobvisor`) and settings. */
 export const statements = new Map<string, { text: string; settings?: string }>();
-
-/** A cold statement; sent unnamed like every other (see the file comment). */
-export function prepared(name: string, text: string): Statement {
-  return statement(name, text);
-}
 
 /**
  * A statement. With `plan`, it always runs under the settings that leave the

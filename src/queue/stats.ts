@@ -1,7 +1,7 @@
 /**
  * Counts for `jobvisor stats` and the database gauges.
  *
- * `countActiveJobs` reads only pending, running, failed and blocked rows through
+ * `countActiveJobs` reads only pending, running, failed, blocked and waiting rows through
  * their partial indexes: cheap however many done rows the table keeps.
  * `countRecentlyFinished` adds the done and cancelled jobs of the last hour
  * (the per-minute rollup, and jobs_finished_idx past its watermark), so its
@@ -25,7 +25,8 @@ export interface JobCount {
 // counts as due since 1970 instead: an age that is visibly wrong, not an error.
 //
 // Shape: one branch per active status, each matching one partial index
-// (jobs_pending_idx, jobs_running_idx, jobs_failed_idx, jobs_blocked_idx). With `status IN (…)`
+// (jobs_pending_idx, jobs_running_idx, jobs_failed_idx, jobs_blocked_idx,
+// jobs_waiting_idx). With `status IN (…)`
 // over the whole table the planner chose a parallel Seq Scan once the table
 // held a million done rows: 380 ms per scrape against 23 ms this way. Sent
 // unnamed (planned), so a plan made while the table was tiny is never reused,
@@ -44,7 +45,8 @@ SELECT queue, kind, status, count(*)::int AS count,
   FROM (SELECT queue, kind, status, run_at FROM jobvisor.jobs WHERE status = 'pending'
         UNION ALL SELECT queue, kind, status, run_at FROM jobvisor.jobs WHERE status = 'running'
         UNION ALL SELECT queue, kind, status, run_at FROM jobvisor.jobs WHERE status = 'failed'
-        UNION ALL SELECT queue, kind, status, run_at FROM jobvisor.jobs WHERE status = 'blocked') AS active
+        UNION ALL SELECT queue, kind, status, run_at FROM jobvisor.jobs WHERE status = 'blocked'
+        UNION ALL SELECT queue, kind, status, run_at FROM jobvisor.jobs WHERE status = 'waiting') AS active
  GROUP BY 1, 2, 3`,
   'hashedThroughIndexes',
 );
@@ -114,7 +116,7 @@ SELECT queue,
  * Seconds since the oldest due pending job of each queue became due (queues
  * with nothing due, and paused queues, are left out). Costs one index probe per (queue, priority)
  * present, whatever the backlog: the /metrics age gauge reads it on every
- * refresh, where the counts may have to wait (src/metrics/database-gauges.ts).
+ * refresh, where the counts may have to wait (src/metrics/database_gauges.ts).
  */
 export async function oldestDueByQueue(
   store: Store,

@@ -34,6 +34,14 @@ type Sections = InputOf<typeof schema>;
 
 type ThreadSection = NonNullable<Sections['pool']>;
 
+/**
+ * The options of run(): every section of the configuration file (`queues`,
+ * `pool`, `jobs`, `backoff`, `schedules`, …, same names and checks; durations
+ * as "30s" or milliseconds), plus the database (`connectionString` and/or a
+ * pg.Pool as `pool`), the app's tasks (`tasks` map or `tasksDir`), `metrics`,
+ * `logger`, `migrate` and `handleSignals`. Unknown keys throw ConfigError
+ * naming the nearest valid one. run() reads no config file and no environment.
+ */
 export interface RunOptions extends Omit<Sections, 'queues' | 'schedules' | 'tasks' | 'metrics' | 'database' | 'pool'> {
   /** PostgreSQL connection string. Give this, or a pg.Pool as `pool`, or both (then this one is used for LISTEN and ctx.db). */
   connectionString?: string;

@@ -33,7 +33,7 @@ import { safeUrl, type Logger } from '../log.ts';
 import { createMetrics } from '../metrics/metrics.ts';
 import { DatabaseProbe } from '../metrics/readiness.ts';
 import type { Readiness } from '../metrics/server.ts';
-import { observeSupervisor, serveSupervisor, type ObservedSupervisor } from '../metrics/supervisor-http.ts';
+import { observeSupervisor, serveSupervisor, type ObservedSupervisor } from '../metrics/supervisor_http.ts';
 import type { SupervisorEvents } from '../supervisor/events.ts';
 import { Supervisor } from '../supervisor/supervisor.ts';
 import { threadWatch } from '../supervisor/thread_watch.ts';
@@ -194,7 +194,6 @@ export async function startRunner(setup: RunnerSetup): Promise<Runner> {
     return stopping;
   };
   cancelChecks();
-  whenAborted(setup.signal, (reason) => void stop(reason));
   // The caller's pool ended under the runner: stop (see the file comment), said once.
   const unwatchPool = setup.ownsPool
     ? undefined
@@ -205,6 +204,8 @@ export async function startRunner(setup: RunnerSetup): Promise<Runner> {
         );
         void stop(POOL_ENDED);
       });
+  // After everything stop() reads is declared: an abort that came during start-up stops at once.
+  whenAborted(setup.signal, (reason) => void stop(reason));
   if (setup.handleSignals)
     removeSignals = drainOnSignals({
       log,

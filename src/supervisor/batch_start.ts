@@ -8,12 +8,18 @@ import { startBatchCall } from '../queue/batch_call.ts';
 import type { Store } from '../queue/sql.ts';
 import type { StartCall } from './dispatch/options.ts';
 import type { SupervisorEvents } from './events.ts';
-import { safeEmit } from './safe_emit.ts';
+import { reportDbError, type Hooks } from './hooks.ts';
 
-export function batchCallStarter(store: Store, owner: string, leaseMs: number, events: SupervisorEvents): StartCall {
+export function batchCallStarter(
+  store: Store,
+  owner: string,
+  leaseMs: number,
+  events: SupervisorEvents,
+  hooks: Hooks,
+): StartCall {
   return (callId, fences) =>
     startBatchCall(store, owner, callId, fences, leaseMs).catch((err: unknown) => {
-      safeEmit(events, 'db:error', { loop: 'batch-call', err });
+      reportDbError(hooks, events, 'batch-call', err);
       return null;
     });
 }

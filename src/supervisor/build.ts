@@ -1,8 +1,8 @@
 /**
  * The supervisor's parts, each built from the settings and the callbacks that
- * tie it to the others (supervisor.ts calls these in order: a part's event
- * listeners run in the order the parts are built). Builders decide nothing at
- * run time; they only say which setting and which neighbour each part gets.
+ * tie it to the others, and the hooks they call to drive each other
+ * (build_hooks.ts; no part listens to the event map). Builders decide nothing
+ * at run time; they only say which setting and which neighbour each part gets.
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -16,6 +16,7 @@ import { claimStrategyFor } from './claim/choose.ts';
 import type { Dispatcher } from './dispatch/dispatcher.ts';
 import type { DispatcherOptions } from './dispatch/options.ts';
 import type { SupervisorEvents } from './events.ts';
+import type { Hooks } from './hooks.ts';
 import { Fetcher } from './fetcher.ts';
 import { createHeartbeat } from './heartbeat.ts';
 import type { Logger } from '../log.ts';
@@ -67,6 +68,8 @@ export function buildThreads(
       databaseUrl,
       dbPoolSize: settings.pool.dbPoolSize,
       maxResultBytes: settings.jobs.maxResultBytes,
+      maxSteps: settings.jobs.maxSteps,
+      maxStepResultBytes: settings.jobs.maxStepResultBytes,
       maxPayloadBytes: settings.jobs.maxPayloadBytes,
       logLevel: settings.log.level,
       supervisor,
@@ -86,6 +89,7 @@ export function buildFetchers(p: {
   /** A queue's jobs whose runs have ended, outcomes not yet written (the completer's). */
   ended: (queue: string) => readonly ClaimedJob[];
   events: SupervisorEvents;
+  hooks: Hooks;
 }): Map<string, Fetcher> {
   const { settings, dispatcher } = p;
   const fetchers = new Map<string, Fetcher>();
@@ -113,6 +117,7 @@ export function buildFetchers(p: {
       handBack: (jobs, reason) => dispatcher.handBack(jobs, reason),
       beforeClaim: p.beforeClaim,
       events: p.events,
+      hooks: p.hooks,
     });
     fetchers.set(queue, fetcher);
   }
@@ -140,6 +145,7 @@ export function buildHeartbeat(p: {
   held: () => Fence[];
   onLost: (tokens: string[]) => void;
   events: SupervisorEvents;
+  hooks: Hooks;
 }): Loop {
   const { connection } = p;
   return createHeartbeat({
@@ -150,20 +156,22 @@ export function buildHeartbeat(p: {
     held: p.held,
     onLost: p.onLost,
     events: p.events,
+    hooks: p.hooks,
   });
 }
 
 /** The loops that keep the table in order: reaper, cleanup, scheduler. */
-export function buildMaintenance(store: Store, settings: Settings, events: SupervisorEvents): Loop[] {
+export function buildMaintenance(store: Store, settings: Settings, events: SupervisorEvents, hooks: Hooks): Loop[] {
   return [
-    createReaper(store, settings.reaper, events),
-    createCleanup(store, settings.cleanup, events),
+    createReaper(store, settings.reaper, events, hooks),
+    createCleanup(store, settings.cleanup, events, hooks),
     createScheduler({
       store,
       schedules: settings.schedules,
       settings: settings.scheduler,
       maxAttempts: settings.jobs.maxAttempts,
       events,
+      hooks,
     }),
   ];
 }
@@ -196,6 +204,7 @@ export function buildPauseWatch(p: {
   dispatcher: Dispatcher;
   notified: () => boolean;
   events: SupervisorEvents;
+  hooks: Hooks;
 }): PauseWatch {
   return new PauseWatch({
     store: p.store,
@@ -208,5 +217,6 @@ export function buildPauseWatch(p: {
     },
     onResume: (queue) => p.fetchers.get(queue)?.setPaused(false),
     events: p.events,
+    hooks: p.hooks,
   });
 }

@@ -79,11 +79,17 @@ function warnBatchCap(settings: Settings, log: Logger, kind: string, options: Re
   );
 }
 
-/** The read of every task's options at the first quiet moment after start; `held()`: jobs held now. */
-export function buildQuietStart(events: SupervisorEvents, catalog: TaskCatalog, held: () => number): QuietStart {
+/**
+ * The read of every task's options at the first quiet moment after start;
+ * `held()`: jobs held now. `claimed()` is the `claimed` hook: a claim was made now.
+ */
+export function buildQuietStart(
+  events: SupervisorEvents,
+  catalog: TaskCatalog,
+  held: () => number,
+): { quiet: QuietStart; claimed: () => void } {
   let lastClaimAt = -Infinity;
-  events.on('job:claimed', () => (lastClaimAt = performance.now()));
-  return new QuietStart({
+  const quiet = new QuietStart({
     afterMs: READ_ALL_TASKS_AFTER_MS,
     checkMs: READ_ALL_TASKS_CHECK_MS,
     latestMs: READ_ALL_TASKS_LATEST_MS,
@@ -91,4 +97,5 @@ export function buildQuietStart(events: SupervisorEvents, catalog: TaskCatalog, 
     deferred: () => events.emit('tasks:deferred', { held: held() }),
     run: () => void catalog.readAll(),
   });
+  return { quiet, claimed: () => (lastClaimAt = performance.now()) };
 }

@@ -5,7 +5,7 @@
  * only (and recordCall for a batch call's outcomes, written in one
  * transaction: complete/call_batch.ts). Each outcome goes to the writer of its meaning (complete/: done,
  * failed for both retry and dead, released, snoozed), each with its own batch
- * (complete/outcome_batch.ts). Outcomes wait at most `flushIntervalMs` (or
+ * (complete/outcome_batch.ts); sleeps and waits go to the parked writers. Outcomes wait at most `flushIntervalMs` (or
  * until `batchSize` are queued) and are written per writer in statements of at
  * most `batchSize` rows, one write in flight at a time. Outcomes that gathered
  * during a long write leave together when it returns, still cut into
@@ -30,11 +30,13 @@ import { doneWriter } from './complete/done.ts';
 import { failedWriter, type FailedRows } from './complete/failed.ts';
 import type { CallEntry, OutcomeSink, Recorded } from './complete/outcome.ts';
 import { OutcomeBatch, type BatchContext } from './complete/outcome_batch.ts';
+import { sleptWriter, waitedWriter } from './complete/parked.ts';
 import { releasedWriter } from './complete/released.ts';
 import { snoozedWriter } from './complete/snoozed.ts';
 import type { OutcomeStore } from './complete/store.ts';
 import type { OutcomeOf } from './complete/writer.ts';
 import type { SupervisorEvents } from './events.ts';
+import { NO_HOOKS, reportDbError, type Hooks } from './hooks.ts';
 import { safeEmit } from './safe_emit.ts';
 
 export class Completer implements OutcomeSink {
@@ -42,6 +44,8 @@ export class Completer implements OutcomeSink {
   private readonly failed: OutcomeBatch<FailedRows, OutcomeOf<'retry' | 'dead'>>;
   private readonly released = new OutcomeBatch(releasedWriter);
   private readonly snoozed = new OutcomeBatch(snoozedWriter);
+  private readonly slept = new OutcomeBatch(sleptWriter);
+  private readonly waited = new OutcomeBatch(waitedWriter);
   private readonly calls: CallBatch;
   /** Every writer's batch: written together, in this order. */
   private readonly batches: ReadonlyArray<{ readonly size: number; write(c: BatchContext): Promise<unknown> }>;
@@ -58,17 +62,26 @@ export class Completer implements OutcomeSink {
     store: OutcomeStore,
     private readonly settings: Pick<Settings, 'backoff' | 'completer'>,
     private readonly events: SupervisorEvents,
+    private readonly hooks: Hooks = NO_HOOKS,
   ) {
     const failed = failedWriter(settings.backoff);
     this.failed = new OutcomeBatch(failed);
     const writers = { done: doneWriter, failed, released: releasedWriter, snoozed: snoozedWriter };
     this.calls = new CallBatch(writers, (job, outcome) => this.record(job, outcome));
-    this.batches = [this.done, this.failed, this.released, this.snoozed, this.calls];
+    this.batches = [this.done, this.failed, this.released, this.snoozed, this.slept, this.waited, this.calls];
     this.context = {
       store,
       events,
       maxRows: settings.completer.batchSize,
-      settled: (job) => this.held.delete(job.token),
+      settled: (job) => {
+        this.held.delete(job.token);
+        hooks.outcomeSettled(job);
+      },
+      fenced: (jobs) => {
+        hooks.lostRunsEnded(jobs);
+        safeEmit(events, 'job:fenced', { jobs });
+      },
+      failed: (err) => reportDbError(hooks, events, 'completer', err),
     };
   }
 
@@ -107,6 +120,12 @@ export class Completer implements OutcomeSink {
       case 'snooze':
         this.snoozed.add(job, outcome);
         break;
+      case 'sleep':
+        this.slept.add(job, outcome);
+        break;
+      case 'wait':
+        this.waited.add(job, outcome);
+        break;
     }
     this.held.set(job.token, job);
     this.schedule();
@@ -120,7 +139,7 @@ export class Completer implements OutcomeSink {
   }
 
   private get queued(): number {
-    return this.done.size + this.failed.size + this.released.size + this.snoozed.size + this.calls.size;
+    return this.batches.reduce((n, b) => n + b.size, 0);
   }
 
   /**
@@ -171,7 +190,7 @@ export class Completer implements OutcomeSink {
     const retryError = errors.find((err) => err !== undefined);
     if (retryError !== undefined) {
       this.retryDelayMs = Math.min(5000, Math.max(50, this.retryDelayMs * 2));
-      safeEmit(this.events, 'db:error', { loop: 'completer', err: retryError });
+      reportDbError(this.hooks, this.events, 'completer', retryError);
     } else {
       this.retryDelayMs = 0;
     }

@@ -6,6 +6,7 @@
 import { EventEmitter } from 'node:events';
 import type { ReapedJob } from '../queue/reaper.ts';
 import type { Cleaned } from '../queue/cleanup.ts';
+import type { DurableReport } from '../worker/protocol.ts';
 import type { ClaimedJob, JobRef } from '../queue/types.ts';
 import type { ResolvedTaskOptions } from '../worker/task_options.ts';
 
@@ -33,6 +34,12 @@ export interface FailedBatch extends FinishedBatch {
   stacks?: Array<string | null>;
 }
 
+/**
+ * The event map of `runner.events` (and `supervisor.events`): each `noun:verb`
+ * name with the arguments its listeners get. Events are for observers (logs,
+ * metrics, tests); no behaviour depends on a listener, and a listener that
+ * throws is logged, never fatal. Jobs appear as JobRef, never with payloads.
+ */
 export interface Events {
   'supervisor:started': [{ supervisor: string; queues: string[] }];
   'supervisor:draining': [{ supervisor: string; reason: string }];
@@ -44,6 +51,14 @@ export interface Events {
   'job:dead': [FailedBatch];
   /** Tasks that snoozed: back to pending after delaysMs, no attempt used. */
   'job:snoozed': [{ jobs: JobRef[]; runMs: number[]; delaysMs: number[] }];
+  /** Tasks that slept (ctx.sleep): pending again, due at wakesMs (ms since the epoch), no attempt used. */
+  'job:slept': [{ jobs: JobRef[]; runMs: number[]; wakesMs: number[] }];
+  /** Tasks that waited for a signal (ctx.waitFor): parked until it comes or deadlinesMs, no attempt used. */
+  'job:waiting': [{ jobs: JobRef[]; runMs: number[]; deadlinesMs: number[] }];
+  /** Runs that used ctx.step, sleep or waitFor, with what each reported of them (worker/protocol.ts). */
+  'job:steps': [{ job: JobRef; report: DurableReport }];
+  /** Waiting jobs whose deadline passed, made pending by this supervisor's reaper round. */
+  'wait:timedOut': [{ jobs: Array<{ id: string; queue: string; kind: string }> }];
   'job:released': [{ jobs: JobRef[]; reason: string }];
   /** Outcomes the database refused because this supervisor no longer owned the attempt. */
   'job:fenced': [{ jobs: JobRef[] }];
@@ -76,7 +91,7 @@ export interface Events {
   /** A periodic loop's round succeeded after `db:error`s (loop.ts): its failing streak ends. */
   'db:recovered': [{ loop: string }];
   'pool:changed': [{ threads: number; busy: number; queued: number }];
-  /** A loop's rounds have failed for longer than a lease (see metrics/loop-health.ts). */
+  /** A loop's rounds have failed for longer than a lease (see metrics/loop_health.ts). */
   'loop:failed': [{ loop: string; failingMs: number }];
   'loop:recovered': [{ loop: string; failedMs: number }];
   /** The supervisor was busy when every task's options were due to be read: the read waits for a quiet moment. */
@@ -85,4 +100,8 @@ export interface Events {
   'task:read': [{ kind: string; options: ResolvedTaskOptions | null }];
 }
 
+/**
+ * The typed EventEmitter of a supervisor (`runner.events`):
+ * `runner.events.on('job:dead', ({ jobs, errors }) => …)`.
+ */
 export class SupervisorEvents extends EventEmitter<Events> {}

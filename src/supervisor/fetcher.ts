@@ -27,31 +27,14 @@
  * (start_holds.ts). Held jobs are claimed: the heartbeat renews their leases
  * (fences()) and a lost one is dropped (leaseLost()).
  */
-import type { QueueSettings } from '../config/sections.ts';
 import type { ClaimedJob, Fence } from '../queue/types.ts';
-import type { ClaimStrategy } from './claim/strategy.ts';
-import type { SupervisorEvents } from './events.ts';
+import type { FetcherOptions } from './fetcher_options.ts';
+import { NO_HOOKS, reportDbError } from './hooks.ts';
 import { StartHolds } from './start_holds.ts';
 
-export const MAX_CLAIM = 1000;
+export type { FetcherOptions } from './fetcher_options.ts';
 
-export interface FetcherOptions {
-  queue: string;
-  settings: QueueSettings;
-  /** How this queue claims (claim/plain.ts or claim/limited.ts). */
-  strategy: ClaimStrategy;
-  leaseMs: number;
-  pollIntervalMs: number;
-  capacity: () => number;
-  deliver: (jobs: ClaimedJob[]) => void;
-  /** Hands back jobs claimed while the queue was being paused (no attempt used). */
-  handBack?: (jobs: ClaimedJob[], reason: string) => void;
-  /** Awaited before each claim (the pause state re-read after an outage); a rejection skips the claim. */
-  beforeClaim?: () => Promise<void>;
-  events: SupervisorEvents;
-  /** The local clock (ms since the epoch; default Date.now). */
-  clock?: () => number;
-}
+export const MAX_CLAIM = 1000;
 
 export class Fetcher {
   private claiming: Promise<number> | undefined;
@@ -61,6 +44,11 @@ export class Fetcher {
   private dueTimer: NodeJS.Timeout | undefined;
   private readonly minBatch: number;
   private paused = false;
+  /**
+   * When the next pending job is due (local clock, ms), as last read; null: none
+   * pending. 0 at first: unknown, read after the first claim.
+   */
+  private nextDueAt: number | null = 0;
   /** Rate-limited jobs claimed and held until their start slot. */
   private readonly holds: StartHolds;
 
@@ -142,7 +130,7 @@ export class Fetcher {
     try {
       await this.options.beforeClaim?.();
     } catch (err) {
-      this.options.events.emit('db:error', { loop: `fetcher:${this.options.queue}`, err });
+      this.failed(err);
       this.backlog = false;
       return 0;
     }
@@ -164,7 +152,7 @@ export class Fetcher {
     try {
       claimed = await strategy.claim(limit);
     } catch (err) {
-      this.options.events.emit('db:error', { loop: `fetcher:${this.options.queue}`, err });
+      this.failed(err);
       this.backlog = false;
       return 0;
     }
@@ -181,13 +169,33 @@ export class Fetcher {
     this.backlog = jobs.length === limit || held;
     if (placesFirst && this.backlog) this.dirty = true;
     if (jobs.length > 0) {
+      (this.options.hooks ?? NO_HOOKS).claimed(this.options.queue);
       this.options.events.emit('job:claimed', { queue: this.options.queue, count: jobs.length });
       if (claimed.slots) this.holds.add(jobs, claimed.slots.atMs, claimed.slots.periodMs);
       else this.options.deliver(jobs);
+      // A claim that took every due job, with a delayed one (a sleeper, a backoff) known
+      // to come due before the next poll: nothing else wakes the fetcher then, so the
+      // poll did (sleepers due one after another woke up to poll.interval late). A queue
+      // with no delayed job in sight pays no read here.
+      if (!this.backlog && this.dueSoon()) await this.armDueTimer();
     } else if (!held) {
       await this.armDueTimer();
     }
     return jobs.length;
+  }
+
+  private now(): number {
+    return (this.options.clock ?? Date.now)();
+  }
+
+  /** The next known due time, unknown or before the next poll. */
+  private dueSoon(): boolean {
+    return this.nextDueAt !== null && this.nextDueAt - this.now() < this.options.pollIntervalMs;
+  }
+
+  /** A claim (or what it waited for) failed on the database. */
+  private failed(err: unknown): void {
+    reportDbError(this.options.hooks ?? NO_HOOKS, this.options.events, `fetcher:${this.options.queue}`, err);
   }
 
   /** Held back by a cluster limit: claim again after `ms` (at the latest at the next poll). */
@@ -198,7 +206,11 @@ export class Fetcher {
     this.dueTimer.unref();
   }
 
-  /** An empty claim: if a delayed job comes due before the next poll, wake then. */
+  /**
+   * No due job left unclaimed: if a delayed job comes due before the next poll,
+   * wake then. One timer per fetcher, for the earliest due time, whatever the
+   * number of delayed jobs.
+   */
   private async armDueTimer(): Promise<void> {
     let inMs: number | null;
     try {
@@ -206,6 +218,7 @@ export class Fetcher {
     } catch {
       return;
     }
+    this.nextDueAt = inMs === null ? null : this.now() + inMs;
     clearTimeout(this.dueTimer);
     if (inMs === null || inMs >= this.options.pollIntervalMs || this.stopped) return;
     this.dueTimer = setTimeout(() => this.wake(), Math.max(1, Math.ceil(inMs)));

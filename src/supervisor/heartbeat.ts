@@ -17,6 +17,7 @@ import type { Store } from '../queue/sql.ts';
 import type { Fence } from '../queue/types.ts';
 import { Loop, reportedAs } from './loop.ts';
 import type { SupervisorEvents } from './events.ts';
+import type { Hooks } from './hooks.ts';
 
 /** Delay between heartbeat tries while the database is away. */
 const RETRY_MS = 1000;
@@ -29,6 +30,8 @@ export function createHeartbeat(options: {
   /** Claim tokens of the leases that were lost. */
   onLost: (tokens: string[]) => void;
   events: SupervisorEvents;
+  /** Told of failed rounds (none: a loop built alone, in a test). */
+  hooks?: Hooks;
   /** Records this supervisor as alive (one small statement per beat); must not throw. */
   beat?: () => Promise<void>;
 }): Loop {
@@ -45,6 +48,6 @@ export function createHeartbeat(options: {
       }
       await options.beat?.();
     },
-    ...reportedAs(options.events, 'heartbeat'),
+    ...reportedAs(options.events, 'heartbeat', options.hooks),
   });
 }

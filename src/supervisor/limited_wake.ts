@@ -3,24 +3,33 @@
  * dispatcher's "capacity freed" comes before that, when a claim would still
  * count the job as running (measured: globalConcurrency 50 on one supervisor
  * ran 252 jobs/s, claiming only on its 200 ms retry). So limited queues also
- * claim after each written batch of outcomes. Unlimited queues add no listener.
+ * claim after each written batch of outcomes, whatever the outcome (done,
+ * retried, dead, released, snoozed, slept, waiting, fenced off): the completer
+ * calls the hook per settled job, and each limited queue is woken once per
+ * turn. Unlimited queues cost a set lookup.
  */
 import { isLimited, type QueueSettings } from '../config/sections.ts';
-import type { SupervisorEvents } from './events.ts';
+import type { Hooks } from './hooks.ts';
 
-export function wakeLimitedOnOutcomes(
-  events: SupervisorEvents,
+/** The `outcomeSettled` hook: wakes (onFreed) each limited queue whose outcomes were written this turn. */
+export function limitedWake(
   queues: Record<string, QueueSettings>,
   onFreed: (queue: string) => void,
-): void {
+): Hooks['outcomeSettled'] {
   const limited = new Set(
     Object.entries(queues)
       .filter(([, q]) => isLimited(q))
       .map(([name]) => name),
   );
-  if (limited.size === 0) return;
-  const freed = ({ jobs }: { jobs: ReadonlyArray<{ queue: string }> }) => {
-    for (const queue of new Set(jobs.map((j) => j.queue))) if (limited.has(queue)) onFreed(queue);
+  const freed = new Set<string>();
+  const wake = () => {
+    const queues = [...freed];
+    freed.clear();
+    for (const queue of queues) onFreed(queue);
   };
-  for (const event of ['job:completed', 'job:retried', 'job:dead', 'job:released'] as const) events.on(event, freed);
+  return ({ queue }) => {
+    if (!limited.has(queue)) return;
+    if (freed.size === 0) queueMicrotask(wake);
+    freed.add(queue);
+  };
 }

@@ -16,6 +16,7 @@ import type { Db } from '../db/pool.ts';
 import { isReadOnlyDbError } from '../errors.ts';
 import { jittered } from './loop.ts';
 import type { SupervisorEvents } from './events.ts';
+import type { Hooks } from './hooks.ts';
 
 export const CHANNEL = 'jobvisor_jobs';
 /** Pause and resume (migration 006's trigger on jobvisor.queues); the payload is the queue. */
@@ -30,6 +31,8 @@ export interface ListenerOptions {
   /** A queue was paused or resumed ('' after a reconnect: anything may have changed). */
   onQueueState?: (queue: string) => void;
   events: SupervisorEvents;
+  /** Its `listenerReadOnly` is called when LISTEN is refused by a standby. */
+  hooks: Pick<Hooks, 'listenerReadOnly'>;
   checkIntervalMs?: number;
   pingTimeoutMs?: number;
 }
@@ -118,11 +121,11 @@ export class Listener {
     this.pingToken = undefined;
     clearTimeout(this.pingTimer);
     client.end().catch(() => {});
-    this.options.events.emit('listener:lost', {
-      error: err instanceof Error ? err.message : String(err),
-      // "cannot execute LISTEN during recovery": a standby, not a lost network.
-      ...(isReadOnlyDbError(err) && { readOnly: true }),
-    });
+    const error = err instanceof Error ? err.message : String(err);
+    // "cannot execute LISTEN during recovery": a standby, not a lost network.
+    const readOnly = isReadOnlyDbError(err);
+    if (readOnly) this.options.hooks.listenerReadOnly(error);
+    this.options.events.emit('listener:lost', { error, ...(readOnly && { readOnly: true }) });
     const delay = jittered(Math.min(10_000, 100 * 2 ** Math.min(this.reconnects++, 7)));
     this.retryTimer = setTimeout(() => void this.connect(), delay);
     this.retryTimer.unref();

@@ -8,6 +8,7 @@
  * `maxBackoffMs`, default 30 s).
  */
 import type { SupervisorEvents } from './events.ts';
+import { NO_HOOKS, reportDbError, type Hooks } from './hooks.ts';
 import { safeEmit } from './safe_emit.ts';
 
 export interface LoopOptions {
@@ -93,10 +94,17 @@ export function jittered(ms: number): number {
   return Math.max(1, Math.round(ms * (0.8 + Math.random() * 0.4)));
 }
 
-/** `onError` and `onRecovered` that report a loop's rounds as `db:error` and `db:recovered` of `loop`. */
-export function reportedAs(events: SupervisorEvents, loop: string): Pick<LoopOptions, 'onError' | 'onRecovered'> {
+/**
+ * `onError` and `onRecovered` that report a loop's rounds as `db:error` (to the
+ * hooks too: hooks.ts) and `db:recovered` of `loop`.
+ */
+export function reportedAs(
+  events: SupervisorEvents,
+  loop: string,
+  hooks: Hooks = NO_HOOKS,
+): Pick<LoopOptions, 'onError' | 'onRecovered'> {
   return {
-    onError: (err) => safeEmit(events, 'db:error', { loop, err }),
+    onError: (err) => reportDbError(hooks, events, loop, err),
     onRecovered: () => safeEmit(events, 'db:recovered', { loop }),
   };
 }

@@ -16,7 +16,9 @@
  * that row is dead-lettered by itself and the other expired leases are
  * returned as usual. A row whose fallback fails too is skipped by later split
  * rounds of this supervisor, so it cannot stop reaping anywhere. Each round
- * first finishes cancelled rows whose run's lease ran out (cancelled_slot.ts).
+ * first finishes cancelled rows whose run's lease ran out (cancelled_slot.ts),
+ * and last wakes waiting jobs whose deadline has passed (queue/wait.ts): a
+ * ctx.waitFor timeout is noticed within one reaper.interval.
  */
 import type { Settings } from '../config/index.ts';
 import { finishStaleCancelled } from '../queue/cancelled_slot.ts';
@@ -27,16 +29,24 @@ import { deadLetterExpired } from '../queue/fallback.ts';
 import { expireSupervisors } from '../queue/presence.ts';
 import { listExpiredLeases, reapExpiredLeases, reapLeases, type ReapedJob } from '../queue/reaper.ts';
 import type { Store } from '../queue/sql.ts';
+import { wakeTimedOutWaits } from '../queue/wait.ts';
 import type { SupervisorEvents } from './events.ts';
+import { NO_HOOKS, reportDbError, type Hooks } from './hooks.ts';
 import { Loop, reportedAs } from './loop.ts';
 import { safeEmit } from './safe_emit.ts';
+import { shortMessageOf } from './complete/error_text.ts';
 import { keepsBatch, writeSplitting } from './complete/split_write.ts';
 
 const MAX_REAP_BATCHES_PER_ROUND = 20;
 /** Rows the reaper's split path has given up on, remembered at most. */
 const MAX_SKIPPED = 1000;
 
-export function createReaper(store: Store, settings: Settings['reaper'], events: SupervisorEvents): Loop {
+export function createReaper(
+  store: Store,
+  settings: Settings['reaper'],
+  events: SupervisorEvents,
+  hooks: Hooks = NO_HOOKS,
+): Loop {
   const skipped = new Set<string>();
   return new Loop({
     name: 'reaper',
@@ -44,23 +54,44 @@ export function createReaper(store: Store, settings: Settings['reaper'], events:
     run: async () => {
       await finishStaleCancelled(store, settings.batchSize);
       await settleStragglers(store, settings.batchSize);
-      for (let i = 0; i < MAX_REAP_BATCHES_PER_ROUND; i++) {
-        let jobs: ReapedJob[];
-        try {
-          jobs = await reapExpiredLeases(store, settings.batchSize);
-        } catch (err) {
-          if (keepsBatch(err)) throw err;
-          safeEmit(events, 'db:error', { loop: 'reaper', err });
-          jobs = await reapSplitting(store, settings.batchSize, skipped, events);
-          if (jobs.length > 0) safeEmit(events, 'lease:reaped', { jobs });
-          return;
-        }
-        if (jobs.length > 0) safeEmit(events, 'lease:reaped', { jobs });
-        if (jobs.length < settings.batchSize) return;
-      }
+      await reapRound(store, settings, skipped, events, hooks);
+      await wakeTimedOut(store, settings.batchSize, events);
     },
-    ...reportedAs(events, 'reaper'),
+    ...reportedAs(events, 'reaper', hooks),
   });
+}
+
+/** Expired leases, in batches (at most MAX_REAP_BATCHES_PER_ROUND). */
+async function reapRound(
+  store: Store,
+  settings: Settings['reaper'],
+  skipped: Set<string>,
+  events: SupervisorEvents,
+  hooks: Hooks,
+): Promise<void> {
+  for (let i = 0; i < MAX_REAP_BATCHES_PER_ROUND; i++) {
+    let jobs: ReapedJob[];
+    try {
+      jobs = await reapExpiredLeases(store, settings.batchSize);
+    } catch (err) {
+      if (keepsBatch(err)) throw err;
+      reportDbError(hooks, events, 'reaper', err);
+      jobs = await reapSplitting(store, settings.batchSize, skipped, events, hooks);
+      if (jobs.length > 0) safeEmit(events, 'lease:reaped', { jobs });
+      return;
+    }
+    if (jobs.length > 0) safeEmit(events, 'lease:reaped', { jobs });
+    if (jobs.length < settings.batchSize) return;
+  }
+}
+
+/** Waits whose deadline has passed back to pending, in batches (as many as reapRound's). */
+async function wakeTimedOut(store: Store, limit: number, events: SupervisorEvents): Promise<void> {
+  for (let i = 0; i < MAX_REAP_BATCHES_PER_ROUND; i++) {
+    const jobs = await wakeTimedOutWaits(store, limit);
+    if (jobs.length > 0) safeEmit(events, 'wait:timedOut', { jobs });
+    if (jobs.length < limit) return;
+  }
 }
 
 /** The reaper's split path: reap expired ids, isolating and dead-lettering rows that fail. */
@@ -69,6 +100,7 @@ async function reapSplitting(
   limit: number,
   skipped: Set<string>,
   events: SupervisorEvents,
+  hooks: Hooks,
 ): Promise<ReapedJob[]> {
   const ids = await listExpiredLeases(store, limit, [...skipped]);
   const reaped: ReapedJob[] = [];
@@ -78,7 +110,7 @@ async function reapSplitting(
       const row = await deadLetterExpired(
         store,
         ids[i] as string,
-        `lease expired, and returning the job failed (${messageOf(err)}), so it was dead-lettered alone`,
+        `lease expired, and returning the job failed (${shortMessageOf(err)}), so it was dead-lettered alone`,
       );
       if (row) reaped.push(row);
     },
@@ -86,7 +118,7 @@ async function reapSplitting(
   for (const { index, err } of result.abandoned) {
     if (skipped.size >= MAX_SKIPPED) skipped.clear();
     skipped.add(ids[index] as string);
-    safeEmit(events, 'db:error', { loop: 'reaper', err });
+    reportDbError(hooks, events, 'reaper', err);
   }
   if (result.retryError !== undefined) {
     if (reaped.length > 0) safeEmit(events, 'lease:reaped', { jobs: reaped });
@@ -105,7 +137,12 @@ async function reapSplitting(
  * logged, never a reason to be unready) and never stops the deletes: a
  * table that keeps growing is worse than a chart that misses some rows.
  */
-export function createCleanup(store: Store, settings: Settings['cleanup'], events: SupervisorEvents): Loop {
+export function createCleanup(
+  store: Store,
+  settings: Settings['cleanup'],
+  events: SupervisorEvents,
+  hooks: Hooks = NO_HOOKS,
+): Loop {
   return new Loop({
     name: 'cleanup',
     intervalMs: settings.interval,
@@ -113,7 +150,7 @@ export function createCleanup(store: Store, settings: Settings['cleanup'], event
     run: async () => {
       await expireSupervisorRows(store);
       const deadline = Date.now() + cleanupBudgetMs(settings.interval);
-      const rollupFailed = (err: unknown) => void safeEmit(events, 'db:error', { loop: 'rollup', err });
+      const rollupFailed = (err: unknown) => reportDbError(hooks, events, 'rollup', err);
       const rolled = await rollUpRound(store, deadline)
         .catch(unlessUnmigrated('busy' as const))
         .catch(rollupFailed);
@@ -121,7 +158,7 @@ export function createCleanup(store: Store, settings: Settings['cleanup'], event
       await deleteOldMinutes(store).catch(unlessUnmigrated(0)).catch(rollupFailed);
       return rolled === 'more' || deleted === 'more' ? 'more' : undefined;
     },
-    ...reportedAs(events, 'cleanup'),
+    ...reportedAs(events, 'cleanup', hooks),
   });
 }
 
@@ -183,9 +220,4 @@ const UNDEFINED_TABLE = '42P01';
  */
 export function cleanupBudgetMs(intervalMs: number): number {
   return Math.max(1, Math.floor(intervalMs / 2));
-}
-
-function messageOf(err: unknown): string {
-  const text = (err as { message?: unknown } | undefined)?.message;
-  return typeof text === 'string' ? text.slice(0, 500) : 'unknown error';
 }

@@ -76,7 +76,7 @@ export class OptionsReader {
   }
 
   private start(): Worker {
-    const worker = new Worker(threadModule('options_thread.js', 'tsx-options-thread.mjs'), {
+    const worker = new Worker(threadModule('options_thread.js', 'tsx_options_thread.mjs'), {
       workerData: { sources: sourcesOf(this.places) },
     });
     worker.unref();

@@ -18,6 +18,7 @@
 import { pausedQueues } from '../queue/pause.ts';
 import type { Store } from '../queue/sql.ts';
 import type { SupervisorEvents } from './events.ts';
+import type { Hooks } from './hooks.ts';
 import { Loop, reportedAs } from './loop.ts';
 
 export interface PauseWatchOptions {
@@ -29,6 +30,8 @@ export interface PauseWatchOptions {
   onPause: (queue: string) => void;
   onResume: (queue: string) => void;
   events: SupervisorEvents;
+  /** Told of failed rounds (none: a loop built alone, in a test). */
+  hooks?: Hooks;
 }
 
 export class PauseWatch {
@@ -43,7 +46,7 @@ export class PauseWatch {
       name: 'pause-watch',
       intervalMs: options.intervalMs,
       run: () => this.refresh(),
-      ...reportedAs(options.events, 'pause-watch'),
+      ...reportedAs(options.events, 'pause-watch', options.hooks),
     });
   }
 

@@ -15,8 +15,11 @@
  * `database:read-only` once (one log line, /readyz names it); the end emits
  * `database:writable` with how long it lasted and whether it was a failover:
  * a read-only server was seen, or the primary reached is another server than
- * before (its address). The supervisor then reconnects LISTEN and claims at
- * once instead of waiting for backoffs and the poll. The primary's
+ * before (its address), and calls the `writable` hook: the supervisor then
+ * reconnects LISTEN and claims at once instead of waiting for backoffs and the
+ * poll. Its inputs are called by the supervisor's hooks (build_hooks.ts), never
+ * taken from the event map: `failed()` for every failed database round,
+ * `listenerReadOnly()` when LISTEN was refused by a standby. The primary's
  * `synchronous_standby_names`, read then and at start, says whether claims
  * must commit durably (`durableClaims`).
  */
@@ -24,6 +27,7 @@ import { isOutageError, isReadOnlyDbError } from '../errors.ts';
 import { readServerRole } from '../queue/server_role.ts';
 import type { Db } from '../queue/sql.ts';
 import type { SupervisorEvents } from './events.ts';
+import type { Hooks } from './hooks.ts';
 import { safeEmit } from './safe_emit.ts';
 
 /** How often an unwritable supervisor asks whether the endpoint leads to a primary again. */
@@ -44,19 +48,23 @@ export class PrimaryWatch {
     private readonly options: {
       db: Db;
       events: SupervisorEvents;
+      /** Its `writable` is called once a writable primary is reached again. */
+      hooks: Pick<Hooks, 'writable'>;
       probeMs?: number;
       now?: () => number;
     },
-  ) {
-    const { events } = options;
-    events.on('db:error', ({ loop, err }) => {
-      if (IGNORED_LOOPS.has(loop)) return;
-      if (isReadOnlyDbError(err)) this.readOnly(loop, err);
-      else if (isOutageError(err)) this.lost();
-    });
-    events.on('listener:lost', ({ error, readOnly }) => {
-      if (readOnly) this.readOnly('listener', new Error(error));
-    });
+  ) {}
+
+  /** A round of `loop` failed on the database: an outage or a read-only server starts an episode. */
+  failed(loop: string, err: unknown): void {
+    if (IGNORED_LOOPS.has(loop)) return;
+    if (isReadOnlyDbError(err)) this.readOnly(loop, err);
+    else if (isOutageError(err)) this.lost();
+  }
+
+  /** LISTEN was refused by a server in recovery. */
+  listenerReadOnly(error: string): void {
+    this.readOnly('listener', new Error(error));
   }
 
   /** Claims commit durably: the primary has synchronous standbys (claim.ts says why). */
@@ -147,6 +155,7 @@ export class PrimaryWatch {
       failover,
       address: role.address,
     });
+    this.options.hooks.writable();
   }
 
   private now(): number {

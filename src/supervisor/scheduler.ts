@@ -22,6 +22,7 @@ import { enqueueMany, type JobSpec } from '../queue/enqueue.ts';
 import { seeSchedules } from '../queue/schedules.ts';
 import type { Store } from '../queue/sql.ts';
 import type { SupervisorEvents } from './events.ts';
+import type { Hooks } from './hooks.ts';
 import { Loop, reportedAs } from './loop.ts';
 
 /** Fire times of `schedule` in (from, to]. */
@@ -47,6 +48,8 @@ export function createScheduler(options: {
   settings: Settings['scheduler'];
   maxAttempts: number;
   events: SupervisorEvents;
+  /** Told of failed rounds (none: a loop built alone, in a test). */
+  hooks?: Hooks;
   /** The clock (default: the process's). */
   now?: () => Date;
 }): Loop {
@@ -91,6 +94,6 @@ export function createScheduler(options: {
       }
       checkedUntil = now;
     },
-    ...reportedAs(options.events, 'scheduler'),
+    ...reportedAs(options.events, 'scheduler', options.hooks),
   });
 }

@@ -23,8 +23,8 @@ import { piscinaSessions } from './dispatch/session.ts';
 import { SupervisorEvents } from './events.ts';
 import { safeEmit } from './safe_emit.ts';
 import { Listener } from './listener.ts';
-import { wakeLimitedOnOutcomes } from './limited_wake.ts';
-import { endCancelledRunsOnLoss } from './cancelled_runs.ts';
+import { buildHooks } from './build_hooks.ts';
+import type { Hooks } from './hooks.ts';
 import type { PauseWatch } from './pause_watch.ts';
 import { PrimaryWatch } from './primary_watch.ts';
 import type { Loop } from './loop.ts';
@@ -66,6 +66,23 @@ export interface SupervisorOptions {
   cluster?: { primary: string; slot: number };
 }
 
+/**
+ * One supervisor, the engine under run(): claims the jobs of its queues, runs
+ * them on its worker threads, writes their outcomes (fenced by lease), and runs
+ * the heartbeat, reaper, cleanup and scheduler. Most apps call run(), which adds
+ * the start-up checks, signals and the metrics server; construct this only to
+ * wire the parts yourself. `start()` begins claiming; `stop()` drains (stop
+ * claiming, let running jobs finish within `shutdown.grace`, hand back the rest)
+ * and is idempotent and safe before `start()`.
+ *
+ * @example
+ * ```ts
+ * const supervisor = new Supervisor({ settings: loadConfig(), databaseUrl, log: pino() });
+ * await supervisor.start();
+ * // …
+ * await supervisor.stop();
+ * ```
+ */
 export class Supervisor {
   readonly id: string;
   readonly events = new SupervisorEvents();
@@ -91,6 +108,9 @@ export class Supervisor {
   readonly primary: PrimaryWatch;
   private pollTimer: NodeJS.Timeout | undefined;
   private readonly readAll: QuietStart;
+  /** What the parts call to drive each other (hooks.ts); `events` is for observers only. */
+  private readonly hooks: Hooks;
+  private claimedAt: () => void = () => {};
   private state: 'created' | 'running' | 'draining' | 'stopped' = 'created';
   private stopping: Promise<void> | undefined;
 
@@ -107,8 +127,23 @@ export class Supervisor {
     const writes: Store = { db: this.beatConnection?.untilPoolEnds ?? this.pool, schema: this.store.schema };
     this.threads = buildThreads(settings, this.id, options.databaseUrl, options.taskFiles ?? {});
     this.threads.on('error', (err: unknown) => log.error({ err }, 'worker pool error'));
+    this.hooks = buildHooks({
+      store: this.store,
+      owner: this.id,
+      queues: settings.queues,
+      events: this.events,
+      onCapacity: (queue) => this.fetchers.get(queue)?.onCapacity(),
+      wake: (queue) => this.fetchers.get(queue)?.wake(),
+      dbFailed: (loop, err) => this.primary.failed(loop, err),
+      listenerReadOnly: (error) => this.primary.listenerReadOnly(error),
+      writable: () => {
+        this.listener.reconnectNow();
+        this.wakeAll();
+      },
+      claimed: () => this.claimedAt(),
+    });
     const outcomes = queueOutcomeStore(writes, this.id, settings.jobs.maxSnoozes, settings.cleanup.retention > 0);
-    this.completer = new Completer(outcomes, settings, this.events);
+    this.completer = new Completer(outcomes, settings, this.events, this.hooks);
     ({ reader: this.optionsReader, catalog: this.catalog } = buildTasks(
       settings,
       options.taskFiles ?? {},
@@ -123,13 +158,18 @@ export class Supervisor {
       ...dispatcherSettings(settings, ABORT_GRACE_MS),
       sessions: piscinaSessions(this.threads),
       events: this.events,
+      hooks: this.hooks,
       outcomes: this.completer,
       progress: (job, json) => this.progress.report(job, json),
       onCapacity: (queue) => this.fetchers.get(queue)?.onCapacity(),
       traits: (kind) => this.catalog.get(kind),
-      startCall: batchCallStarter(this.store, this.id, settings.jobs.lease, this.events),
+      startCall: batchCallStarter(this.store, this.id, settings.jobs.lease, this.events, this.hooks),
     });
-    this.readAll = buildQuietStart(this.events, this.catalog, () => this.dispatcher.size);
+    ({ quiet: this.readAll, claimed: this.claimedAt } = buildQuietStart(
+      this.events,
+      this.catalog,
+      () => this.dispatcher.size,
+    ));
     this.fetchers = buildFetchers({
       store: this.store,
       settings,
@@ -139,16 +179,9 @@ export class Supervisor {
       beforeClaim: () => this.pauseWatch.beforeClaim(),
       ended: (queue) => this.completer.unwritten(queue),
       events: this.events,
+      hooks: this.hooks,
     });
     this.presence = buildPresence(writes, settings, this.id, () => this.inFlight(), log, options.cluster);
-    wakeLimitedOnOutcomes(this.events, settings.queues, (queue) => this.fetchers.get(queue)?.onCapacity());
-    endCancelledRunsOnLoss({
-      store: this.store,
-      owner: this.id,
-      events: this.events,
-      queues: settings.queues,
-      onFreed: (queue) => this.fetchers.get(queue)?.wake(),
-    });
     this.heartbeat = buildHeartbeat({
       connection: this.beatConnection,
       store: this.store,
@@ -166,14 +199,16 @@ export class Supervisor {
         this.dispatcher.leaseLost(tokens);
       },
       events: this.events,
+      hooks: this.hooks,
     });
-    this.loops = buildMaintenance(this.store, settings, this.events);
+    this.loops = buildMaintenance(this.store, settings, this.events, this.hooks);
     this.pauseWatch = buildPauseWatch({
       store: this.store,
       fetchers: this.fetchers,
       dispatcher: this.dispatcher,
       notified: () => this.listener.isListening,
       events: this.events,
+      hooks: this.hooks,
     });
     this.listener = new Listener({
       // LISTEN needs a session of its own: never through a pooler in transaction mode.
@@ -182,13 +217,9 @@ export class Supervisor {
       onNotify: (queue) => this.wake(queue),
       onQueueState: () => void this.pauseWatch.refresh().catch(() => {}),
       events: this.events,
+      hooks: this.hooks,
     });
-    this.primary = new PrimaryWatch({ db: this.pool, events: this.events });
-    // Back on a primary: LISTEN and claims now, not after their backoffs and the next poll.
-    this.events.on('database:writable', () => {
-      this.listener.reconnectNow();
-      this.wakeAll();
-    });
+    this.primary = new PrimaryWatch({ db: this.pool, events: this.events, hooks: this.hooks });
   }
 
   get draining(): boolean {

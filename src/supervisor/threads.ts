@@ -22,7 +22,7 @@ export function threadModule(compiled: string, bootstrap: string): string {
 
 /** The worker entry. With `traced`, the one that starts the OpenTelemetry SDK in the thread first. */
 export function workerFilename(traced = false): string {
-  return traced ? threadModule('traced-entry.js', 'tsx-traced-entry.mjs') : threadModule('entry.js', 'tsx-entry.mjs');
+  return traced ? threadModule('traced_entry.js', 'tsx_traced_entry.mjs') : threadModule('entry.js', 'tsx_entry.mjs');
 }
 
 export function createThreadPool(options: {

@@ -19,6 +19,7 @@ import type { TaskContext, TaskOptions } from '../worker/types.ts';
 import { writeFileAtomic } from './support/atomic_write.ts';
 import { renderCsv } from './support/report_csv.ts';
 import { renderPdf } from './support/report_pdf.ts';
+import { messageOf } from '../errors.ts';
 
 /** CPU-bound (PDF rendering) and long on a big day: a thread of its own, `cpu`, ten minutes. */
 export const options: TaskOptions = { exclusiveThread: true, queue: 'cpu', timeout: '10m' };
@@ -84,7 +85,7 @@ export default async function dailyReport(payload: unknown, ctx: TaskContext): P
 
   const stats = await dailyStats(store, day, parsed.timezone).catch((err: unknown) => {
     // A zone name known to Intl but not to this PostgreSQL: retrying cannot help.
-    if ((err as { code?: string }).code === '22023' && /time zone/i.test((err as Error).message)) {
+    if ((err as { code?: string }).code === '22023' && /time zone/i.test(messageOf(err))) {
       throw new PermanentError(`daily_report payload.timezone is not known to PostgreSQL: ${parsed.timezone}`, {
         cause: err,
       });

@@ -28,6 +28,7 @@ import type { TaskContext, TaskOptions } from '../worker/types.ts';
 import { writeFileAtomic } from './support/atomic_write.ts';
 import { confine, confineReal, confinedMkdir, realRoot, scrubPaths, shown, type Root } from './support/confine.ts';
 import { optionalPackage } from './support/optional_package.ts';
+import { messageOf } from '../errors.ts';
 
 /** CPU-bound: each job keeps a core busy, so it never shares a thread; `cpu` when enqueued without a queue. */
 export const options: TaskOptions = { exclusiveThread: true, queue: 'cpu' };
@@ -160,7 +161,7 @@ async function run(payload: unknown, ctx: TaskContext, outRoot: Root, inRoots: R
         .toFormat(format)
         .toBuffer({ resolveWithObject: true });
     } catch (err) {
-      throw new PermanentError(`thumbnail source cannot be decoded as an image: ${name}: ${(err as Error).message}`, {
+      throw new PermanentError(`thumbnail source cannot be decoded as an image: ${name}: ${messageOf(err)}`, {
         cause: err,
       });
     }

@@ -4,11 +4,12 @@
  * The SDK packages are optional dependencies, loaded only when tracing is
  * wanted. `jobvisor start` calls startTracing() on the main thread; each worker
  * thread (a separate module graph with its own globals) calls it again through
- * worker/traced-entry.ts. Where a tracer provider is already registered (the
+ * worker/traced_entry.ts. Where a tracer provider is already registered (the
  * user's own SDK, set up in a preload module), that one is kept.
  */
 import { within } from '../within.ts';
 import { otelApi, otelRegistered } from './api.ts';
+import { messageOf } from '../errors.ts';
 
 export type Env = Record<string, string | undefined>;
 
@@ -105,7 +106,7 @@ export async function startTracing(
     ({ NodeSDK } = await loadOptional<NodeSdkModule>('@opentelemetry/sdk-node'));
     loaded = (await options.instrumentations?.()) ?? [];
   } catch (err) {
-    return { state: 'unavailable', error: (err as Error).message };
+    return { state: 'unavailable', error: messageOf(err) };
   }
   const sdk = new NodeSDK({
     instrumentations: loaded,

@@ -4,6 +4,7 @@
  * default export receives and returns).
  */
 import { parseDuration } from '../duration.ts';
+import { messageOf } from '../errors.ts';
 
 /** `batch` in a task's options. */
 export interface BatchOptions {
@@ -46,7 +47,7 @@ export function parseBatchOptions(where: string, value: unknown): ResolvedBatch 
     if (typeof maxWait !== 'string' && typeof maxWait !== 'number') throw new Error('is not a duration');
     maxWaitMs = parseDuration(maxWait);
   } catch (err) {
-    throw new Error(`${where}.maxWait ${(err as Error).message}`, { cause: err });
+    throw new Error(`${where}.maxWait ${messageOf(err)}`, { cause: err });
   }
   const resolved: ResolvedBatch = { maxSize, maxWaitMs };
   if (key !== undefined) {

@@ -5,6 +5,7 @@
  * so a module that passes here loads for its jobs too. Never rejects.
  */
 import { loadTask, TaskLoadError, type TaskLoadReason, type TaskPlaces } from './loader.ts';
+import { messageOf } from '../errors.ts';
 
 export type TaskCheck = { ok: true } | { ok: false; reason: TaskLoadReason; message: string };
 
@@ -14,6 +15,6 @@ export async function checkTask(places: TaskPlaces, kind: string): Promise<TaskC
     return { ok: true };
   } catch (err) {
     const reason = err instanceof TaskLoadError ? err.reason : 'import-failed';
-    return { ok: false, reason, message: (err as Error).message };
+    return { ok: false, reason, message: messageOf(err) };
   }
 }

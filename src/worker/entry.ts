@@ -8,10 +8,7 @@
  * memory) ends the session, and the supervisor fails the jobs it held.
  */
 import { workerData } from 'piscina';
-import pino from 'pino';
 import type pg from 'pg';
-import { LOG_BUFFER_BYTES, LOG_REDACTION, redactChildren } from '../log.ts';
-import { createLogStream } from '../log_stream.ts';
 import { runCall, type CallHost } from './batch_run.ts';
 import { toTaskError, withoutSecrets } from './convert.ts';
 import { SnoozeError } from './errors.ts';
@@ -24,7 +21,10 @@ import { encodeProgress, encodeResult } from './report.ts';
 import { createTaskPool, stopJobStatements } from './task_db.ts';
 import { eachParent, listParents, type ParentJob } from '../queue/parents.ts';
 import { missedWindow, reachStartWindow } from './start_window.ts';
-import { runTask, traceLogFields } from './tracing.ts';
+import { abortReason } from './abort_reason.ts';
+import { threadLogger } from './thread_log.ts';
+import { runTask } from './tracing.ts';
+import { DurableSteps, parkedError, stepEnvOf } from './steps.ts';
 import type {
   FromWorker,
   JobBatch,
@@ -35,24 +35,12 @@ import type {
   ToWorker,
   WorkerSetup,
 } from './protocol.ts';
-import type { JobInfo, TaskConfig, TaskContext } from './types.ts';
+import type { JobInfo, TaskConfig, TaskContext, WaitResult } from './types.ts';
 
 const setup = workerData as WorkerSetup;
 /** A rate-limited job's start window: [notBeforeMs, notAfterMs] (start_window.ts). */
 type Window = [number, number];
-const log = redactChildren(
-  pino(
-    {
-      name: 'jobvisor',
-      level: setup.logLevel,
-      base: { supervisor: setup.supervisor },
-      ...LOG_REDACTION,
-      mixin: traceLogFields,
-    },
-    // Never wait for a stalled stdout: a task's log line must not hold its thread (log_stream.ts).
-    createLogStream({ fd: 1, maxBytes: LOG_BUFFER_BYTES / 4 }),
-  ),
-);
+const log = threadLogger(setup);
 /** Payloads the claims did not carry (payload_read.ts), read through ctx.db's pool. */
 const readPayload = createPayloadReader({
   db: taskDb,
@@ -72,6 +60,8 @@ function taskDb(): pg.Pool {
   return db;
 }
 
+const stepEnv = stepEnvOf(setup, taskDb);
+
 /**
  * A running job, and the `ctx` its task receives. One object per job with its
  * getters on the prototype: at tens of thousands of no-op jobs per second each
@@ -83,6 +73,7 @@ class JobRun implements TaskContext {
   controller?: AbortController;
   private info?: JobInfo;
   private childLog?: TaskContext['log'];
+  durable?: DurableSteps; // made by the run's first ctx.step, sleep or waitFor (steps.ts)
   readonly started = performance.now();
 
   constructor(
@@ -139,6 +130,15 @@ class JobRun implements TaskContext {
     return listParents(taskDb(), setup.taskConfig.schema, this.id);
   }
 
+  step<T>(name: string, fn: (step: { key: string }) => T | Promise<T>): Promise<T> {
+    return (this.durable ??= new DurableSteps(this, stepEnv)).step(name, fn);
+  }
+  sleep(name: string, until: string | number | Date): Promise<void> {
+    return (this.durable ??= new DurableSteps(this, stepEnv)).sleep(name, until);
+  }
+  waitFor(name: string, options: { timeout: string | number | Date }): Promise<WaitResult<never>> {
+    return (this.durable ??= new DurableSteps(this, stepEnv)).waitFor<never>(name, options);
+  }
   eachParent(): AsyncIterable<ParentJob> {
     return eachParent(taskDb(), setup.taskConfig.schema, this.id);
   }
@@ -209,6 +209,7 @@ export default function session({ port, queue }: SessionTask): Promise<void> {
       out.errors.push(error);
     } else out.errors?.push(null);
     const progress = throttle.take(run.token);
+    if (run.durable) (out.durable ??= [])[i] = run.durable.report;
     if (!error) {
       // Sparse: a batch of runs that report nothing allocates nothing.
       if (result !== undefined) (out.results ??= [])[i] = result;
@@ -265,28 +266,22 @@ export default function session({ port, queue }: SessionTask): Promise<void> {
         }
       }
       const value = await runTask(task, payload, run, traceContext);
-      settle(run, null, value === undefined ? undefined : encodeResult(value, setup.maxResultBytes));
+      const park = run.durable?.park; // a run that slept or waited ends there (step_errors.ts)
+      if (park) settle(run, parkedError(park));
+      else settle(run, null, value === undefined ? undefined : encodeResult(value, setup.maxResultBytes));
     } catch (err) {
       // An error that quotes the task's input quotes no secret of it (secrets.ts).
-      settle(run, withoutSecrets(toTaskError(err), payload));
+      settle(run, run.durable?.park ? parkedError(run.durable.park) : withoutSecrets(toTaskError(err), payload));
     }
   }
 
   port.on('message', (message: ToWorker) => {
     switch (message.type) {
       case 'run': {
-        const { ids, tokens, kinds, payloads, attempts, maxAttempts, traceContexts, notBeforeMs, notAfterMs } = message;
+        const { ids, payloads, traceContexts, notBeforeMs, notAfterMs } = message;
+        const runs = hold(message);
         for (let i = 0; i < ids.length; i++) {
-          const run = new JobRun(
-            owner,
-            tokens[i] as string,
-            ids[i] as string,
-            kinds[i] as string,
-            queue,
-            attempts[i] as number,
-            maxAttempts[i] as number,
-          );
-          running.set(run.token, run);
+          const run = runs[i] as JobRun;
           const notAfter = notAfterMs?.[i];
           const window: Window | undefined =
             notAfter === undefined ? undefined : [notBeforeMs?.[i] ?? -Infinity, notAfter];
@@ -298,14 +293,7 @@ export default function session({ port, queue }: SessionTask): Promise<void> {
         void runCall(hold(message), message, callHost);
         break;
       case 'abort': {
-        const reason = new Error(
-          message.reason === 'timeout'
-            ? 'job timed out'
-            : message.reason === 'lease-lost'
-              ? 'lease lost'
-              : 'supervisor shutting down',
-        );
-        reason.name = message.reason === 'timeout' ? 'TimeoutError' : 'AbortError';
+        const reason = abortReason(message.reason);
         const run = running.get(message.token);
         if (run) {
           run.controller ??= new AbortController();

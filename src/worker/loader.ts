@@ -21,6 +21,7 @@ import { pathToFileURL } from 'node:url';
 import { isBuiltinTask } from '../builtins.ts';
 import { NAME as KIND } from '../names.ts';
 import type { Task } from './types.ts';
+import { messageOf } from '../errors.ts';
 
 const EXTENSIONS = ['.js', '.mjs', '.cjs', '.ts'];
 
@@ -187,7 +188,7 @@ function loadFailed(file: string, err: unknown, why = ''): TaskLoadError {
   const hint = file.endsWith('.js')
     ? ' (an ES module task needs the .mjs extension or a package.json with "type": "module" in its folder)'
     : why;
-  return new TaskLoadError(`task ${file} could not be loaded: ${(err as Error).message}${hint}`, false, {
+  return new TaskLoadError(`task ${file} could not be loaded: ${messageOf(err)}${hint}`, false, {
     cause: err,
     reason: 'import-failed',
   });

@@ -19,6 +19,7 @@
  */
 
 import { isSecretKey } from '../secrets.ts';
+import { messageOf } from '../errors.ts';
 
 /** A payload no retry can fix. */
 export class PayloadError extends Error {
@@ -59,7 +60,7 @@ export function parsePayload(text: string): unknown {
   try {
     value = JSON.parse(text);
   } catch (err) {
-    const at = /position (\d+)/.exec((err as Error).message)?.[1];
+    const at = /position (\d+)/.exec(messageOf(err))?.[1];
     throw new PayloadError('payload_invalid_json', `payload is not valid JSON${at ? ` (at character ${at})` : ''}`, {
       cause: err,
     });

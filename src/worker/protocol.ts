@@ -65,6 +65,27 @@ export interface TaskError {
   snoozeMs?: number;
   /** Set when the task was not started: the thread reached it this many ms past its start window. */
   lateMs?: number;
+  /** Set when the run slept or waited (ctx.sleep, ctx.waitFor): the job goes back, no attempt used. */
+  park?: Park;
+}
+
+/** A sleep or a wait that ended a run (worker/step_errors.ts). */
+export interface Park {
+  kind: 'sleep' | 'wait';
+  name: string;
+  /** Wake time or deadline, ms since the epoch; null: `delayMs` from the write (by the database's clock). */
+  untilMs: number | null;
+  delayMs: number;
+}
+
+/** What a run that used ctx.step, sleep or waitFor reports of them (metrics). */
+export interface DurableReport {
+  /** Steps this run recorded. */
+  steps: number;
+  /** How long after its wake time (or deadline) the run reached the sleep or wait it resumed from, ms. */
+  lateMs?: number;
+  /** Waits of this run decided by their signal, and by their timeout. */
+  waits?: { signal: number; timeout: number };
 }
 
 /** Results of jobs that settled in one turn of the thread's event loop. */
@@ -85,6 +106,8 @@ export interface ResultBatch {
    */
   results?: Array<string | undefined>;
   progress?: Array<string | undefined>;
+  /** Sparse: what each run that used durable steps reports of them (success or not). */
+  durable?: Array<DurableReport | undefined>;
 }
 
 /**
@@ -122,6 +145,10 @@ export interface WorkerSetup {
   dbPoolSize: number;
   /** jobs.maxResultBytes: a return value over it fails its attempt. */
   maxResultBytes: number;
+  /** jobs.maxSteps: steps, sleeps and waits one job may record. */
+  maxSteps: number;
+  /** jobs.maxStepResultBytes: a step result over it fails the attempt for good. */
+  maxStepResultBytes: number;
   /** jobs.maxPayloadBytes: a deferred payload over it is a dead letter, never run. */
   maxPayloadBytes: number;
   logLevel: string;

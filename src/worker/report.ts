@@ -73,15 +73,14 @@ function toJson(value: unknown, code: 'ResultNotJson' | 'ProgressNotJson', what:
     const reason = err instanceof Error ? err.message : describe(err);
     throw new ReportError(code, `${what} cannot be stored as JSON: ${reason}`);
   }
-  if (json !== undefined && NUL.test(json))
-    throw new ReportError(
-      code,
-      `${what} cannot be stored as JSON: it holds the character U+0000, which PostgreSQL's jsonb refuses`,
-    );
-  if (json !== undefined && LONE_SURROGATE.test(json))
-    throw new ReportError(
-      code,
-      `${what} cannot be stored as JSON: it holds an unpaired UTF-16 surrogate, which PostgreSQL's jsonb refuses`,
-    );
+  const refused = json === undefined ? undefined : jsonbRefusal(json);
+  if (refused !== undefined) throw new ReportError(code, `${what} cannot be stored as JSON: ${refused}`);
   return json;
+}
+
+/** Why PostgreSQL's jsonb would refuse this JSON text (U+0000, an unpaired surrogate); undefined when it takes it. */
+export function jsonbRefusal(json: string): string | undefined {
+  if (NUL.test(json)) return "it holds the character U+0000, which PostgreSQL's jsonb refuses";
+  if (LONE_SURROGATE.test(json)) return "it holds an unpaired UTF-16 surrogate, which PostgreSQL's jsonb refuses";
+  return undefined;
 }

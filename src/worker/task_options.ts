@@ -16,6 +16,7 @@ import { parseDuration } from '../duration.ts';
 import { checkQueue } from '../names.ts';
 import { parseBatchOptions, type ResolvedBatch } from './batch_options.ts';
 import { findTaskFile, importTaskModule, kindOfFile, sourcesOf, type TaskPlaces } from './loader.ts';
+import { messageOf } from '../errors.ts';
 
 /** Task options, checked and with the timeout in ms. */
 export interface ResolvedTaskOptions {
@@ -48,7 +49,7 @@ export function parseTaskOptions(file: string, value: unknown): ResolvedTaskOpti
     try {
       checkQueue('queue', o.queue);
     } catch (err) {
-      throw new Error(`${where}.${(err as Error).message}`, { cause: err });
+      throw new Error(`${where}.${messageOf(err)}`, { cause: err });
     }
     resolved.queue = o.queue;
   }
@@ -57,7 +58,7 @@ export function parseTaskOptions(file: string, value: unknown): ResolvedTaskOpti
       if (typeof o.timeout !== 'string' && typeof o.timeout !== 'number') throw new Error('is not a duration');
       resolved.timeoutMs = parseDuration(o.timeout);
     } catch (err) {
-      throw new Error(`${where}.timeout ${(err as Error).message}`, { cause: err });
+      throw new Error(`${where}.timeout ${messageOf(err)}`, { cause: err });
     }
     if (resolved.timeoutMs === 0) throw new Error(`${where}.timeout must be more than 0`);
   }
@@ -98,7 +99,7 @@ export async function readTaskOptions(
     const options = mod.options ?? (mod.default as { options?: unknown } | undefined)?.options;
     return options === undefined ? undefined : parseTaskOptions(file, options);
   } catch (err) {
-    onProblem(`${(err as Error).message}; its options are ignored`);
+    onProblem(`${messageOf(err)}; its options are ignored`);
     return undefined;
   }
 }

@@ -9,6 +9,10 @@
  * one producer, and operators want one trace from the request to the task that
  * ran it. Each attempt is its own span, a sibling under the same parent.
  *
+ * A run that ends in ctx.sleep or ctx.waitFor is not a failure: its span's
+ * outcome is `parked`, with `jobvisor.park.kind` (sleep, wait) and
+ * `jobvisor.park.name`, and no error status.
+ *
  * Without a tracer provider in this thread the task is called directly: no
  * span, no context, no closure, and the API is never loaded (tracing/api.ts).
  */
@@ -24,12 +28,14 @@ export interface RunInfo {
   attempt: number;
   readonly signal: AbortSignal;
   controller?: AbortController;
+  /** The run's durable steps (steps.ts): a run that slept or waited ended there, not in a failure. */
+  readonly durable?: { readonly park: { kind: 'sleep' | 'wait'; name: string } | undefined };
 }
 
 let enabled: boolean | undefined;
 let tracer: Tracer | undefined;
 
-/** Decided at the first job: worker/traced-entry.ts has started the SDK by then, or a preload has. */
+/** Decided at the first job: worker/traced_entry.ts has started the SDK by then, or a preload has. */
 export function tracingOn(): boolean {
   enabled ??= tracerRegistered();
   return enabled;
@@ -75,14 +81,26 @@ async function runInSpan<R extends RunInfo>(
   );
   try {
     const result = await context.with(trace.setSpan(parent, span), task, undefined, payload, run);
-    span.setAttribute('jobvisor.outcome', 'done');
+    if (!parked(span, run)) span.setAttribute('jobvisor.outcome', 'done');
     return result;
   } catch (err) {
-    fail(span, err, run);
+    if (!parked(span, run)) fail(span, err, run);
     throw err;
   } finally {
     span.end();
   }
+}
+
+/** A run that slept or waited: outcome `parked` (not an error), with what it parked in. */
+function parked(span: Span, run: RunInfo): boolean {
+  const park = run.durable?.park;
+  if (!park) return false;
+  span.setAttributes({
+    'jobvisor.outcome': 'parked',
+    'jobvisor.park.kind': park.kind,
+    'jobvisor.park.name': park.name,
+  });
+  return true;
 }
 
 function fail(span: Span, err: unknown, run: RunInfo): void {

@@ -21,7 +21,28 @@ export interface JobInfo {
   maxAttempts: number;
 }
 
-export interface TaskContext {
+/** Signal names a task waits for → the payload each carries (declared with defineTask). */
+export type SignalMap = Record<string, unknown>;
+
+/** What ctx.waitFor resolves to: the signal's payload, or `received: false` after the timeout. */
+export type WaitResult<T = unknown> = { received: true; payload: T } | { received: false };
+
+/**
+ * The second argument of a task: the job it runs (`job`), an AbortSignal that
+ * fires on timeout, lost lease or shutdown, a pino logger bound to the job, a
+ * small pg.Pool to the same database (for idempotency records), and the calls
+ * that steer the job (`snooze`, `progress`) or read its workflow parents.
+ *
+ * @example
+ * ```ts
+ * export default async function resize(payload: { imageId: string }, ctx: TaskContext) {
+ *   ctx.signal.throwIfAborted();
+ *   ctx.log.info({ attempt: ctx.job.attempt }, 'resizing');
+ *   ctx.progress({ done: 0.5 });
+ * }
+ * ```
+ */
+export interface TaskContext<S extends SignalMap = SignalMap> {
   job: JobInfo;
   /** Fires on timeout, lost lease or shutdown; `signal.reason` says which. */
   signal: AbortSignal;
@@ -59,6 +80,47 @@ export interface TaskContext {
    * `for await (const parent of ctx.eachParent()) …`.
    */
   eachParent(): AsyncIterable<ParentJob>;
+  /**
+   * A durable step: runs `fn` and records its JSON result for this job under
+   * `name`, fenced on this run's claim; resolves once the record has
+   * committed. In a later run of the job (a retry, a run after a crash, a
+   * sleep, a signal) a recorded step resolves to its recorded result without
+   * calling `fn`. Both resolve to the recorded JSON value (a Date comes back as
+   * its ISO text). A step that throws records nothing and fails the attempt
+   * as usual. At least once: a crash between fn's side effect and the record
+   * runs fn again, so fn gets `key` (`jobvisor:<job id>:<name>`, the same in
+   * every run) to pass to an external API as its idempotency key.
+   * @throws StepError: StepNameTaken (a name used twice in one run, or by
+   *   another kind), TooManySteps (jobs.maxSteps), StepResultTooLarge
+   *   (jobs.maxStepResultBytes), StepResultNotJson; those dead-letter the job.
+   *   StepLeaseLost: the run lost its claim and recorded nothing.
+   */
+  step<T>(name: string, fn: (step: { key: string }) => T | Promise<T>): Promise<T>;
+  /**
+   * A durable sleep: the job leaves its thread and its slot and is due again
+   * at `until` (a Date) or after `until` ("2h", "1d", ms) from when the task
+   * first reached this sleep, using no attempt and no snooze. The task runs
+   * again from the top; recorded steps return their results and this sleep
+   * returns at once once its time has passed. A sleep already over (a past
+   * Date, a zero delay) returns at once. Throws a ParkError to end the run:
+   * let it through (a task that catches it still ends there).
+   */
+  sleep(name: string, until: string | number | Date): Promise<void>;
+  /**
+   * Waits for signal `name` (signal(db, jobId, name, payload), `jobvisor jobs
+   * signal`, the dashboard) for at most `timeout` ("2d", ms, or a Date) from
+   * when the task first reached this wait. The job is parked (status
+   * `waiting`, no thread, no slot, no attempt) until the signal commits or the
+   * timeout passes; the task then runs again from the top and this call
+   * resolves to `{ received: true, payload }` or `{ received: false }`, the
+   * same in every later run. A signal sent before the task gets here is kept
+   * and received here.
+   * @throws StepError WaitTimeoutInvalid when `timeout` is missing or not a duration or Date.
+   */
+  waitFor<N extends string>(
+    name: N,
+    options: { timeout: string | number | Date },
+  ): Promise<WaitResult<N extends keyof S ? S[N] : unknown>>;
 }
 
 export interface TaskConfig {
@@ -67,7 +129,13 @@ export interface TaskConfig {
   schema: string;
 }
 
-export type Task<P = unknown> = (payload: P, ctx: TaskContext) => unknown;
+/**
+ * A task: the default export of a task module, `async (payload, ctx) => result`.
+ * Returning marks the job done (the result is stored on it); throwing retries it
+ * with backoff until its attempts are used up (PermanentError dead-letters it at
+ * once, RetryLaterError picks the delay, SnoozeError puts it back without an attempt).
+ */
+export type Task<P = unknown, S extends SignalMap = SignalMap> = (payload: P, ctx: TaskContext<S>) => unknown;
 
 /**
  * What a task module may declare about itself: `export const options = {...}`.

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { InputError } from '../../src/errors.ts';
-import { createDatabaseGauges } from '../../src/metrics/database-gauges.ts';
+import { createDatabaseGauges } from '../../src/metrics/database_gauges.ts';
 import { UNBOUNDED_LABELS } from '../../src/metrics/labels.ts';
 import { createMetrics } from '../../src/metrics/metrics.ts';
 import { listJobs, overview, relationsOf, stats, workflowOf } from '../../src/queue/admin/index.ts';

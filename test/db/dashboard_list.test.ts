@@ -85,7 +85,8 @@ describe('dashboard jobs list over HTTP', () => {
     );
     const actions = (html: string) => [...html.matchAll(/action="\/jobs\/\d+\/([a-z-]+)"/g)].map((m) => m[1]);
     assert.deepEqual(actions(await get(`jobs/${dead}`)), ['retry', 'delete']);
-    assert.deepEqual(actions(await get(`jobs/${later}`)), ['cancel', 'run-now', 'delete']);
+    // And a folded form to send a signal, for a job that has not finished (a finished one refuses it).
+    assert.deepEqual(actions(await get(`jobs/${later}`)), ['cancel', 'run-now', 'delete', 'signal']);
     const list = await get('jobs?status=failed&kind=offers');
     assert.match(list, /Retry all matching/);
     assert.doesNotMatch(list, /Cancel all matching|Cancel\s+selected/);

@@ -1,7 +1,7 @@
 /**
- * The runtime role as README's "Database roles" recipe grants it, on a
+ * The runtime role as the "Database roles" recipe of docs/operations/postgresql.md grants it, on a
  * database hardened so that PUBLIC may execute no function of the schema:
- * the grants copied from README are exactly what a supervisor needs to claim
+ * the grants copied from that page are exactly what a supervisor needs to claim
  * (claims call jobvisor.due_job_ids), complete and fail jobs.
  */
 import assert from 'node:assert/strict';
@@ -16,9 +16,9 @@ let db: TestDatabase;
 let app: LoginRole;
 let role = '';
 
-/** README's GRANT statements for existing objects, with the role renamed. */
+/** The GRANT statements for existing objects of docs/operations/postgresql.md, with the role renamed. */
 function readmeGrants(): string[] {
-  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+  const readme = readFileSync(new URL('../../docs/operations/postgresql.md', import.meta.url), 'utf8');
   const block = readme.slice(
     readme.indexOf('-- after the first `jobvisor migrate`'),
     readme.indexOf('-- and for what later migrations create:'),
@@ -27,7 +27,7 @@ function readmeGrants(): string[] {
     .split('\n')
     .filter((line) => line.startsWith('GRANT '))
     .map((line) => line.replace(/;.*$/, '').replaceAll('jobvisor_app', role));
-  assert.ok(grants.length >= 4, `README's role recipe has its grants: ${block}`);
+  assert.ok(grants.length >= 4, `the role recipe of docs/operations/postgresql.md has its grants: ${block}`);
   return grants;
 }
 
@@ -44,7 +44,7 @@ after(async () => {
   await app?.drop();
 });
 
-describe("README's runtime role", () => {
+describe('the runtime role of the PostgreSQL operations page', () => {
   it('without the EXECUTE grant cannot claim, and the error names the function', async () => {
     await db.pool.query(`GRANT USAGE ON SCHEMA jobvisor TO ${role}`);
     await db.pool.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA jobvisor TO ${role}`);
@@ -56,7 +56,7 @@ describe("README's runtime role", () => {
     );
   });
 
-  it('with the grants README lists, enqueues, claims, completes and fails jobs', async () => {
+  it('with the grants the page lists, enqueues, claims, completes and fails jobs', async () => {
     for (const grant of readmeGrants()) await db.pool.query(grant);
     const store = { db: app.pool, schema: 'jobvisor' };
     await enqueueMany(app.pool, [{ kind: 'k', payload: { n: 2 } }]);

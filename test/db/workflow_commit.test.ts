@@ -3,7 +3,7 @@
  * enqueue locks nothing of its existing parents, so their heartbeat and their
  * outcome writes go on while the transaction stays open, and the COMMIT
  * settles the edges of parents that finished meanwhile (done: released;
- * failed: cancelled). The README's plain-SQL recipe does the same.
+ * failed: cancelled). The workflows guide's plain-SQL recipe does the same.
  * The chaos version, with supervisors as processes and a transaction open for
  * three leases, is test/system/chaos_open_transaction.test.ts.
  */
@@ -121,10 +121,10 @@ describe('a child enqueued in an open transaction', () => {
     assert.deepEqual([row.status, row.last_error], ['cancelled', `parent ${a} is failed`]);
   });
 
-  it("README's plain-SQL recipe: the parents finish while its transaction is open, and COMMIT settles the child", async () => {
-    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
-    const recipe = /```sql\nBEGIN;\n(WITH child AS[\s\S]*?new_edges[\s\S]*?)COMMIT;\n```/.exec(readme)?.[1];
-    assert.ok(recipe, "README's plain-SQL workflow recipe");
+  it("the workflows guide's plain-SQL recipe: the parents finish while its transaction is open, and COMMIT settles the child", async () => {
+    const guide = readFileSync(new URL('../../docs/guides/workflows.md', import.meta.url), 'utf8');
+    const recipe = /```sql\nBEGIN;\n(WITH child AS[\s\S]*?new_edges[\s\S]*?)COMMIT;\n```/.exec(guide)?.[1];
+    assert.ok(recipe, "docs/guides/workflows.md's plain-SQL workflow recipe");
     const [a, b] = [await add(), await add()];
     await finish(a);
     const tb = String(++token);

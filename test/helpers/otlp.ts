@@ -22,6 +22,7 @@ export interface OtlpSpan {
   attributes?: Array<{ key: string; value: OtlpValue }>;
   status?: { code?: number; message?: string };
   events?: Array<{ name: string; attributes?: Array<{ key: string; value: OtlpValue }> }>;
+  links?: Array<{ traceId: string; spanId: string; traceState?: string }>;
   /** From the resource: which service sent it. */
   service?: string;
 }

@@ -59,5 +59,15 @@ export function taskContext(options: TaskContextOptions = {}): TaskContext {
       return Promise.resolve([]);
     },
     async *eachParent() {},
+    // Outside a worker thread there is no claim to record steps against: fn runs every time.
+    step(name, fn) {
+      return Promise.resolve(fn({ key: `jobvisor:${job.id}:${name}` }));
+    },
+    sleep() {
+      return Promise.reject(new Error('ctx.sleep needs a worker thread (use a supervisor)'));
+    },
+    waitFor() {
+      return Promise.reject(new Error('ctx.waitFor needs a worker thread (use a supervisor)'));
+    },
   };
 }

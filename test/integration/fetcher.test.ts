@@ -13,6 +13,7 @@ import { claimStrategyFor } from '../../src/supervisor/claim/choose.ts';
 import { SupervisorEvents } from '../../src/supervisor/events.ts';
 import { Fetcher } from '../../src/supervisor/fetcher.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { until } from '../helpers/poll.ts';
 
 let db: TestDatabase;
 
@@ -129,6 +130,28 @@ describe('fetcher', () => {
       delivered.slice(1).map((j) => j.id),
       [keyless?.id],
     );
+  });
+
+  it('after a claim that took the due jobs, wakes when the next delayed one comes due, not at the poll', async () => {
+    // Sleepers due one after another: the first due-time timer claims the first; the
+    // second must not wait for the poll (60 s here).
+    const now = Date.now();
+    await enqueueMany(db.pool, [
+      { kind: 'k', queue: 'stream', runAt: new Date(now + 400), payload: { i: 0 } },
+      { kind: 'k', queue: 'stream', runAt: new Date(now + 900), payload: { i: 1 } },
+    ]);
+    const delivered: ClaimedJob[] = [];
+    const f = fetcher('stream', () => 4, delivered);
+    assert.equal(await f.runOnce(), 0, 'nothing due yet');
+    const claimedAt = await until(
+      'both delayed jobs claimed',
+      () => (delivered.length === 2 ? Date.now() : undefined),
+      (t) => t !== undefined,
+      5_000,
+      10,
+    );
+    await f.stop();
+    assert.ok(claimedAt! - now < 3_000, `claimed ${claimedAt! - now} ms after enqueueing`);
   });
 
   it('stop() is idempotent and safe before any claim', async () => {

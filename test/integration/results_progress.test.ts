@@ -238,7 +238,7 @@ describe('the fence', () => {
         () => runsOf(id),
         (r) => r.length === 1,
       );
-      // The README's plain-SQL re-queue, applied to the running job; the old run
+      // The plain-SQL re-queue of docs/guides/enqueueing.md, applied to the running job; the old run
       // ignores its signal and ends with `action` after the job was claimed again.
       await db.pool.query("UPDATE jobvisor.jobs SET status = 'pending', attempts = 0 WHERE id = $1", [id]);
       await tell(first.run, action);

@@ -84,12 +84,12 @@ describe('run()', () => {
     assert.match(runner.id, /:\d+:[0-9a-f]{6}$/);
     assert.equal(runner.metricsPort, undefined, 'no metrics server unless asked');
     assert.equal(process.listenerCount('SIGTERM'), signalsBefore, 'no signal handler unless asked');
-    // The task's options.queue is the default queue of its jobs enqueued in this process.
+    // A job's queue is what its enqueue says, never what a task read in this process declares.
     const ids = [
       (await enqueue(db.pool, 'greet', { name: 'ada' })).id,
       (await enqueue(db.pool, 'shout', { text: 'hi' })).id,
-      (await enqueue(db.pool, 'sum', { xs: [1, 2, 3] })).id,
-    ] as string[];
+      (await enqueue(db.pool, 'sum', { xs: [1, 2, 3] }, { queue: 'math' })).id,
+    ];
     await completed(runner, ids);
     const rows = await db.pool.query<{ kind: string; queue: string; result: unknown }>(
       'SELECT kind, queue, result FROM jobvisor.jobs WHERE id = ANY($1::bigint[]) ORDER BY id',

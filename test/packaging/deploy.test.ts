@@ -420,10 +420,10 @@ describe('deploy/kubernetes', () => {
     }
   });
 
-  test("the README's overlay adds kube-prometheus-stack's release label to the ServiceMonitor and PrometheusRule", () => {
-    const readme = readFileSync(path.join(root, 'README.md'), 'utf8');
-    const block = /```yaml\n# kustomization\.yaml of your overlay\n([\s\S]*?)```/.exec(readme)?.[1];
-    assert.ok(block, 'the overlay block in README.md, "Scrape and alert"');
+  test("the metrics guide's overlay adds kube-prometheus-stack's release label to the ServiceMonitor and PrometheusRule", () => {
+    const page = readFileSync(path.join(root, 'docs/operations/metrics.md'), 'utf8');
+    const block = /```yaml\n# kustomization\.yaml of your overlay\n([\s\S]*?)```/.exec(page)?.[1];
+    assert.ok(block, 'the overlay block in docs/operations/metrics.md, "Scrape and alert"');
     const dir = mkdtempSync(path.join(scratch, 'release-'));
     const overlay = block.replace(/^resources: .*$/m, `resources: [${path.relative(dir, base)}]`);
     writeFileSync(path.join(dir, 'kustomization.yaml'), overlay);
@@ -531,7 +531,7 @@ describe('deploy/kubernetes/dashboard', () => {
   const scratch = mkdtempSync(path.join(tmpdir(), 'jobvisor-deploy-dashboard-'));
   const id = (d: Doc) => `${d.kind}/${d.metadata.name}`;
 
-  /** An overlay of the base with the dashboard Component, as the README shows it; `extra` is more YAML. */
+  /** An overlay of the base with the dashboard Component, as docs/operations/kubernetes.md shows it; `extra` is more YAML. */
   const build = (extra = ''): Doc[] => {
     const dir = mkdtempSync(path.join(scratch, 'overlay-'));
     writeFileSync(

@@ -224,7 +224,12 @@ describe('Dockerfile', () => {
   test('the build stage runs `npm run build` = tsc -p tsconfig.build.json, emitting dist/ from src/', () => {
     const build = byName('build');
     assert.ok(build.instructions.some((i) => i.keyword === 'RUN' && /^npm run build$/.test(i.args)));
-    assert.equal(pkg.scripts.build, 'tsc -p tsconfig.build.json');
+    // Then the .d.cts copies of the declarations (scripts/cjs-types.mjs), which the stage copies in.
+    assert.equal(pkg.scripts.build, 'tsc -p tsconfig.build.json && node scripts/cjs-types.mjs');
+    assert.ok(
+      build.instructions.some((i) => i.keyword === 'COPY' && /scripts\/cjs-types\.mjs/.test(i.args)),
+      'the build stage copies scripts/cjs-types.mjs',
+    );
     const tsconfig = JSON.parse(readFileSync(path.join(root, 'tsconfig.build.json'), 'utf8')) as {
       extends: string;
       include: string[];
@@ -316,8 +321,9 @@ describe('the runtime tree, outside a container', () => {
   const tree = mkdtempSync(path.join(tmpdir(), 'jobvisor-runtime-'));
 
   before(() => {
-    // npm run build, into the tree (the Dockerfile's build stage, then COPY --from=build).
-    const build = spawnSync('npm', ['run', 'build', '--', '--outDir', path.join(tree, 'dist')], {
+    // npm run build's compile, into the tree (the Dockerfile's build stage, then COPY --from=build).
+    const tsc = path.join(root, 'node_modules/typescript/bin/tsc');
+    const build = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json', '--outDir', path.join(tree, 'dist')], {
       cwd: root,
       encoding: 'utf8',
     });

@@ -1,8 +1,10 @@
 /**
  * Every code sample of the docs site is checked:
  *
- * - TypeScript fences of every page (docs/**\/*.md) are written out, one folder
- *   per page, and type-checked strictly with `jobvisor` mapped to src/index.ts.
+ * - TypeScript fences of every page (docs/**\/*.md), and of README.md (its
+ *   library quick start), are written out, one folder per page, and
+ *   type-checked strictly with `jobvisor` mapped to src/index.ts
+ *   (`jobvisor/client`, … to src/entry/).
  *   docs/reference/api.md is left out: its blocks are the signatures TypeDoc
  *   prints from the types themselves.
  * - The shell fences marked `<!-- runnable -->` (test/helpers/doc_samples.ts)
@@ -14,11 +16,11 @@
  */
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import ts from 'typescript';
-import { compilePackage, type CompiledPackage } from '../helpers/compile.ts';
+import { sharedPackage, type CompiledPackage } from '../helpers/compile.ts';
 import { adminQuery, urlOf } from '../helpers/db.ts';
 import { docPages, ROOT, samplesOf, TYPESCRIPT, writeSamples, type Sample } from '../helpers/doc_samples.ts';
 import { until } from '../helpers/poll.ts';
@@ -47,7 +49,10 @@ function typeErrors(
         allowImportingTsExtensions: true,
         lib: ['ES2024'],
         types: ['node'],
-        paths: { jobvisor: [path.join(ROOT, 'src/index.ts')] },
+        paths: {
+          jobvisor: [path.join(ROOT, 'src/index.ts')],
+          'jobvisor/*': [path.join(ROOT, 'src/entry/*.ts')],
+        },
       },
       include: ['**/*.ts'],
     }),
@@ -58,14 +63,17 @@ function typeErrors(
     dir,
   );
   const program = ts.createProgram({ rootNames: config.fileNames, options: config.options, oldProgram: old });
-  const errors = ts
-    .getPreEmitDiagnostics(program)
-    .filter((d) => d.file && files.has(path.resolve(d.file.fileName)))
+  // The samples' own diagnostics only: each is checked against the types it uses, while the
+  // whole program's (getPreEmitDiagnostics) would check all of src again for every page.
+  const errors = program
+    .getSourceFiles()
+    .filter((file) => files.has(path.resolve(file.fileName)))
+    .flatMap((file) => [...program.getSyntacticDiagnostics(file), ...program.getSemanticDiagnostics(file)])
     .map((d) => {
       const file = d.file as ts.SourceFile;
       const sample = files.get(path.resolve(file.fileName)) as Sample;
       const { line } = file.getLineAndCharacterOfPosition(d.start ?? 0);
-      return `docs/${sample.page}:${sample.line + line}: ${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`;
+      return `${path.posix.normalize(`docs/${sample.page}`)}:${sample.line + line}: ${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`;
     });
   return { errors, program };
 }
@@ -86,6 +94,18 @@ describe('docs samples', { timeout: 300_000 }, () => {
       errors.push(...result.errors);
       checked += samples.length;
     }
+    // The README's library quick start, as the npm page shows it.
+    const readme = samplesOf('../README.md', readFileSync(path.join(ROOT, 'README.md'), 'utf8')).filter((s) =>
+      TYPESCRIPT.has(s.lang),
+    );
+    assert.ok(readme.length >= 1, 'README.md has its TypeScript quick start');
+    const result = typeErrors(
+      writeSamples(readme, path.join(WORK, 'typecheck', 'README')),
+      path.join(WORK, 'typecheck', 'README'),
+      program,
+    );
+    errors.push(...result.errors);
+    checked += readme.length;
     assert.ok(checked >= 5, `only ${checked} TypeScript samples found: is the docs folder there?`);
     assert.deepEqual(errors, [], `samples that do not type-check:\n${errors.join('\n')}`);
   });
@@ -97,9 +117,7 @@ describe('docs samples', { timeout: 300_000 }, () => {
     assert.ok(steps.length >= 4, `${page}: only ${steps.length} runnable samples`);
     const app = path.join(WORK, 'getting-started');
     writeSamples(samples, app);
-    const compiled: CompiledPackage = compilePackage(`docs-${process.pid}`);
-    t.after(() => compiled.remove());
-    linkPackage(app, compiled);
+    linkPackage(app, sharedPackage());
 
     const database = `docs_start_${process.pid}`;
     await adminQuery(`DROP DATABASE IF EXISTS ${database}`);
@@ -150,7 +168,6 @@ describe('docs samples', { timeout: 300_000 }, () => {
 
 /** What `npm install jobvisor` and the dev tools of the page leave in node_modules, linked from the checkout. */
 function linkPackage(app: string, compiled: CompiledPackage): void {
-  symlinkSync(path.join(ROOT, 'bin'), path.join(compiled.root, 'bin'));
   mkdirSync(path.join(app, 'node_modules/.bin'), { recursive: true });
   symlinkSync(compiled.root, path.join(app, 'node_modules/jobvisor'));
   symlinkSync(path.join(compiled.root, 'bin/jobvisor.js'), path.join(app, 'node_modules/.bin/jobvisor'));

@@ -63,7 +63,13 @@ describe('docs site in a real browser', { skip: skipUnless(CHROMIUM), timeout: 3
     await page.goto(`${base}/`);
     await page.getByRole('link', { name: 'Your first job in five minutes' }).first().click();
     await page.waitForURL(`${base}/getting-started/`);
-    assert.match(await page.locator('h1').first().innerText(), /^Your first job in five minutes/);
+    // The URL changes before the client-side router has drawn the new page: wait for its heading.
+    const heading = page
+      .locator('h1')
+      .filter({ hasText: /^Your first job in five minutes/ })
+      .first();
+    await heading.waitFor({ timeout: 15_000 });
+    assert.match(await heading.innerText(), /^Your first job in five minutes/);
     assert.ok(
       await page.locator('code', { hasText: 'npx jobvisor migrate' }).count(),
       'no migrate command on the page',

@@ -26,17 +26,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import {
-  cpSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  symlinkSync,
-  writeFileSync,
-} from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -44,6 +34,7 @@ import { fileURLToPath } from 'node:url';
 import { enqueue } from '../../src/queue/enqueue.ts';
 import { report } from '../helpers/chaos/measure.ts';
 import { createLoginRole, createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { packedTarball } from '../helpers/packed.ts';
 import { until } from '../helpers/poll.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -54,8 +45,6 @@ const version = (name: string) =>
 /** The apps' own dependency, which jobvisor does not have. */
 const APP_DEPENDENCY = 'slugify@1.6.9';
 const TSC = path.join(root, 'node_modules/typescript/bin/tsc');
-/** What the packed tree needs: everything `files` ships and what prepack builds from. */
-const PACK_INPUTS = ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'src', 'bin', 'migrations', 'config'];
 
 /** A child environment without npm's own variables (npm test sets npm_config_*) or jobvisor's. */
 function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
@@ -250,17 +239,10 @@ let cjsInstall: (Ran & { offline?: string }) | undefined;
 
 before(async () => {
   db = await createTestDatabase('package');
-  // A copy of the tree, so that prepack's fresh dist/ never races another test's use of the checkout's.
-  const tree = path.join(work, 'tree');
-  for (const entry of [...PACK_INPUTS, 'README.md'])
-    cpSync(path.join(root, entry), path.join(tree, entry), { recursive: true });
-  for (const script of ['clean-dist.mjs', 'cjs-types.mjs'])
-    cpSync(path.join(root, 'scripts', script), path.join(tree, 'scripts', script));
-  symlinkSync(path.join(root, 'node_modules'), path.join(tree, 'node_modules'));
-  const packed = exec('npm', ['pack', '--json', '--pack-destination', work], tree);
-  assert.equal(packed.status, 0, `npm pack failed:\n${packed.stderr}`);
-  timings.packMs = packed.ms;
-  tarball = path.join(work, (JSON.parse(packed.stdout) as Array<{ filename: string }>)[0]?.filename ?? '');
+  // npm pack of a copy of the tree, shared with the other tests that install the package.
+  const packed = packedTarball();
+  timings.packMs = packed.packMs;
+  tarball = packed.tarball;
 
   write(esmApp, ESM_APP);
   write(cjsApp, CJS_APP);
@@ -287,13 +269,34 @@ after(async () => {
   if (process.env.JOBVISOR_TEST_KEEP !== '1') rmSync(work, { recursive: true, force: true });
 });
 
+/**
+ * Everything the package may ship: compiled JavaScript and its types, the bin, the migrations, the
+ * config files jobvisor reads and the two examples the docs link to, the README, LICENSE, CHANGELOG.
+ */
+const SHIPPED =
+  /^(package\.json|README\.md|LICENSE|CHANGELOG\.md|bin\/jobvisor\.js|dist\/[\w/-]+\.(js|d\.ts|d\.cts)|migrations\/\d{3}_\w+\.sql|config\/(default|production|example\.first|example\.production)\.json)$/;
+
+/** The files of a tarball, without npm's `package/` prefix. */
+const tarballFiles = () =>
+  exec('tar', ['tzf', tarball], work)
+    .stdout.split('\n')
+    .filter(Boolean)
+    .map((f) => f.replace(/^package\//, ''));
+
 describe('the packed tarball', () => {
   test('holds compiled JavaScript, types, migrations and the bin; no sources, tests, bench or fixtures', () => {
-    const files = exec('tar', ['tzf', tarball], work)
-      .stdout.split('\n')
-      .filter(Boolean)
-      .map((f) => f.replace(/^package\//, ''));
+    const files = tarballFiles();
     for (const needed of [
+      'dist/entry/client.js',
+      'dist/entry/client.d.ts',
+      'dist/entry/client.d.cts',
+      'dist/entry/worker.js',
+      'dist/entry/dashboard.d.cts',
+      'config/example.first.json',
+      'config/example.production.json',
+      'README.md',
+      'LICENSE',
+      'CHANGELOG.md',
       'bin/jobvisor.js',
       'dist/index.js',
       'dist/index.d.ts',
@@ -301,7 +304,7 @@ describe('the packed tarball', () => {
       'dist/queue/enqueue_types.d.cts',
       'dist/cli/bin.js',
       'dist/worker/entry.js',
-      'dist/worker/traced-entry.js',
+      'dist/worker/traced_entry.js',
       'dist/worker/options_thread.js',
       'dist/tasks/thumbnail.js',
       'migrations/001_jobs.sql',
@@ -317,12 +320,30 @@ describe('the packed tarball', () => {
       /^(src|test|bench|scripts|deploy|grafana)\/|fixtures|\.test\.|\.map$|\.mjs$/.test(f),
     );
     assert.deepEqual(stray, []);
+    assert.deepEqual(
+      files.filter((f) => !SHIPPED.test(f)),
+      [],
+      'files the package does not need (package.json `files`)',
+    );
+    const exported = JSON.stringify(JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')).exports);
+    for (const [, target] of exported.matchAll(/"\.\/([^"]+\.[a-z.]+)"/g))
+      assert.ok(files.includes(target as string), `the tarball has ${target}, named by package.json exports`);
     const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as Record<
       string,
       Record<string, unknown>
     >;
     for (const name of ['sharp', 'pdfkit', '@opentelemetry/sdk-node'])
       assert.equal(pkg.dependencies?.[name], undefined, `${name} is not a dependency`);
+  });
+});
+
+describe('npm pack of the checkout', () => {
+  test('lists, besides dist/, the same files as the tarball the tests install (npm pack --dry-run)', () => {
+    const r = exec('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], root);
+    assert.equal(r.status, 0, r.stderr);
+    const listed = (JSON.parse(r.stdout) as Array<{ files: Array<{ path: string }> }>)[0]?.files.map((f) => f.path);
+    const outsideDist = (files: string[]) => files.filter((f) => !f.startsWith('dist/')).sort();
+    assert.deepEqual(outsideDist(listed ?? []), outsideDist(tarballFiles()));
   });
 });
 

@@ -6,7 +6,7 @@
  * against the installed tarball by TypeScript 5.9 (the project's) and 7 (the
  * native compiler, installed in the app), as CommonJS files (`"type":
  * "commonjs"`, as a NestJS app compiled by tsc) and as ES module files (a
- * folder with `"type": "module"`), under each module setting the README names
+ * folder with `"type": "module"`), under each module setting docs/getting-started/install.md names
  * (ES module files under node16 are checked by test/packaging/package.test.ts).
  * TypeScript 7 also checks the package's declarations (skipLibCheck off; it is
  * fast); 5.9 skips them as most apps do. A wrong setting loses the package's
@@ -23,7 +23,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
-import { cleanEnv, depVersion, execAsync, npmInstall, packJobvisor, ROOT, write } from '../helpers/packed.ts';
+import { cleanEnv, depVersion, execAsync, npmInstall, packedTarball, ROOT, write } from '../helpers/packed.ts';
 import { markedErrors, reportedErrors } from '../helpers/type_errors.ts';
 
 const work = mkdtempSync(path.join(tmpdir(), 'jobvisor-package-types-'));
@@ -122,7 +122,7 @@ async function typeCheck(version: Version, compilerOptions: Record<string, unkno
 }
 
 before(() => {
-  const tarball = packJobvisor(work);
+  const { tarball } = packedTarball();
   write(app, APP);
   for (const dir of ['types', 'esm/types']) cpSync(TYPE_FIXTURES, path.join(app, dir), { recursive: true });
   const installed = npmInstall(app, [

@@ -32,4 +32,9 @@ describe('the types of an app', () => {
     const { errors, text } = checkFixtures(FIXTURES, ['untyped.ts']);
     assert.deepEqual(errors, [], text);
   });
+
+  it("steps take their fn's type, a declared signal its payload type", () => {
+    const { errors, text } = checkFixtures(FIXTURES, ['steps.ts']);
+    assert.deepEqual(errors, markedErrors(FIXTURES, ['steps.ts']), text);
+  });
 });

@@ -19,7 +19,11 @@ import { rollUpFinished } from '../../src/queue/finished_rollup.ts';
 import { renewLeases } from '../../src/queue/lease.ts';
 import { writeProgress } from '../../src/queue/progress.ts';
 import { reapExpiredLeases } from '../../src/queue/reaper.ts';
+import { signal } from '../../src/queue/signal.ts';
+import { sleepJobs } from '../../src/queue/sleep.ts';
 import { snoozeJobs } from '../../src/queue/snooze.ts';
+import { loadSteps, recordStep, takeWait } from '../../src/queue/steps.ts';
+import { parkWaits, wakeTimedOutWaits } from '../../src/queue/wait.ts';
 import type { Store } from '../../src/queue/sql.ts';
 import { countActiveJobs, oldestDueByQueue } from '../../src/queue/stats.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
@@ -71,6 +75,33 @@ async function everyStatement(): Promise<void> {
         got.jobs.map((j) => j.token),
       );
   }
+  await stepStatements();
+}
+
+let round = 0;
+
+/**
+ * The durable steps' statements, so that the ones inside PL/pgSQL functions
+ * (jobvisor.signal, park_waits) are planned, and maybe cached as generic
+ * plans, while job_steps and job_signals are tiny.
+ */
+async function stepStatements(): Promise<void> {
+  round++;
+  const [a, b] = await claimJobs(store, { owner: 'w', queue: 'default', limit: 2, leaseMs: 60_000 });
+  if (!a || !b) return;
+  await loadSteps(pool, 'jobvisor', a.id, a.token);
+  await recordStep(pool, 'jobvisor', { id: a.id, token: a.token, name: `s${round}`, result: '1', ms: 1 });
+  await takeWait(pool, 'jobvisor', { id: a.id, token: a.token, name: 'w' });
+  await signal(pool, b.id, 'early', { n: round });
+  await parkWaits(store, 'w', {
+    ids: [a.id, b.id],
+    tokens: [a.token, b.token],
+    names: ['w', 'early'],
+    untilMs: [null, null],
+    timeoutsMs: [0, 0],
+  });
+  await signal(pool, a.id, 'w', null, { ignoreFinished: true });
+  await wakeTimedOutWaits(store, 100);
 }
 
 /** One limited claim of each kind: queue-wide, per key, rate-limited per key and queue-wide. */
@@ -85,7 +116,8 @@ const limitedArgs = { owner: 'p', queue: 'default', limit: 20, leaseMs: 60_000, 
 
 before(async () => {
   db = await createTestDatabase('plans');
-  await db.pool.query('ALTER TABLE jobvisor.jobs SET (autovacuum_enabled = off)');
+  for (const table of ['jobs', 'job_steps', 'job_signals'])
+    await db.pool.query(`ALTER TABLE jobvisor.${table} SET (autovacuum_enabled = off)`);
   // One connection, so every statement's cached plan lives where auto_explain watches.
   pool = createPool(db.url, { max: 1 });
   pool.on('connect', (client) => client.on('notice', (n) => plans.push(n.message ?? '')));
@@ -101,13 +133,21 @@ before(async () => {
     Array.from({ length: 40 }, (_, i) => ({ kind: 'noop', payload: { i } })),
   );
   for (let i = 0; i < 8; i++) await everyStatement();
-  await pool.query('ANALYZE jobvisor.jobs');
+  await pool.query('ANALYZE jobvisor.jobs, jobvisor.job_steps, jobvisor.job_signals');
   for (let i = 0; i < 8; i++) await everyStatement();
 
   // Grown: a burst of pending jobs plus a history of done ones and some running, no ANALYZE.
   await pool.query(`INSERT INTO jobvisor.jobs (kind, payload, status, finished_at)
                     SELECT 'noop', '{}', 'done', now() - interval '2 hours' FROM generate_series(1, ${GROWN - BURST})`);
   await pool.query(`INSERT INTO jobvisor.jobs (kind, payload) SELECT 'noop', '{}' FROM generate_series(1, ${BURST})`);
+  // Beside it, records and signals of 100,000 jobs (five records each), and 20,000 waiting jobs.
+  await pool.query(`INSERT INTO jobvisor.job_steps (job_id, name, kind, result, finished_at)
+                    SELECT i, k::text, 'step', '{"ok": true}', now()
+                      FROM generate_series(1, 100000) AS i, generate_series(1, 5) AS k ON CONFLICT DO NOTHING`);
+  await pool.query(`INSERT INTO jobvisor.job_signals (job_id, name) SELECT i, 'x' FROM generate_series(1, 100000) AS i
+                    ON CONFLICT DO NOTHING`);
+  await pool.query(`INSERT INTO jobvisor.jobs (kind, payload, status, waiting_for, run_at, has_steps)
+                    SELECT 'noop', '{}', 'waiting', 'w', now() + interval '1 hour', true FROM generate_series(1, 20000)`);
   await pool.query(`SET auto_explain.log_min_duration = 0`);
 });
 
@@ -210,6 +250,72 @@ describe('hot statements on a table that grew from tiny to a million rows withou
       );
       assert.doesNotMatch(plan, /Seq Scan/, `${name}: ${plan}`);
     }
+  });
+
+  it('records steps, sleeps, parks waits and sends signals through the primary keys', async () => {
+    const jobs = await claimJobs(store, { owner: 's', queue: 'default', limit: 201, leaseMs: 60_000 });
+    const sleepers = jobs.slice(0, 100);
+    const waiters = jobs.slice(100, 200);
+    const one = jobs[200];
+    assert.ok(one);
+    const checks: Array<[string, () => Promise<unknown>]> = [
+      ['load steps', () => loadSteps(pool, 'jobvisor', one.id, one.token)],
+      [
+        'record a step',
+        () => recordStep(pool, 'jobvisor', { id: one.id, token: one.token, name: 'a', result: '1', ms: 1 }),
+      ],
+      ['take a wait', () => takeWait(pool, 'jobvisor', { id: one.id, token: one.token, name: 'w' })],
+      [
+        'sleep',
+        () =>
+          sleepJobs(store, 's', {
+            ids: sleepers.map((j) => j.id),
+            tokens: sleepers.map((j) => j.token),
+            names: sleepers.map(() => 'nap'),
+            untilMs: sleepers.map(() => null),
+            delaysMs: sleepers.map(() => 60_000),
+          }),
+      ],
+      [
+        'park waits',
+        () =>
+          parkWaits(store, 's', {
+            ids: waiters.map((j) => j.id),
+            tokens: waiters.map((j) => j.token),
+            names: waiters.map(() => 'w'),
+            untilMs: waiters.map(() => null),
+            timeoutsMs: waiters.map(() => 60_000),
+          }),
+      ],
+      ['signal', () => signal(pool, waiters[0]?.id as string, 'w', { ok: true })],
+      ['signal kept', () => signal(pool, waiters[1]?.id as string, 'other', { ok: true })],
+    ];
+    for (const [name, fn] of checks) {
+      const plan = await planOf(fn);
+      assert.match(plan, /jobs_(pkey|running_idx)/, `${name}: ${plan}`);
+      assert.doesNotMatch(plan, /Seq Scan on (jobs|job_steps|job_signals)\b/, `${name}: ${plan}`);
+    }
+    // Every statement that reads or writes the records reaches them by their primary keys.
+    const steps = await planOf(() => loadSteps(pool, 'jobvisor', one.id, one.token));
+    assert.match(steps, /job_steps_pkey/, steps);
+    const signalled = await planOf(() => signal(pool, waiters[2]?.id as string, 'w', null));
+    assert.match(signalled, /job_signals_pkey/, signalled);
+  });
+
+  it('wakes timed-out waits through jobs_waiting_idx, and cleanup drops records through their keys', async () => {
+    await pool.query(`UPDATE jobvisor.jobs SET run_at = now() - interval '1 minute'
+                       WHERE id IN (SELECT id FROM jobvisor.jobs WHERE status = 'waiting' LIMIT 50)`);
+    const wake = await planOf(() => wakeTimedOutWaits(store, 1000));
+    assert.match(wake, /jobs_waiting_idx/, wake);
+    assert.doesNotMatch(wake, /Seq Scan/, wake);
+    await pool.query(`UPDATE jobvisor.jobs SET has_steps = true
+                       WHERE id IN (SELECT id FROM jobvisor.jobs WHERE status = 'done' ORDER BY id LIMIT 200)`);
+    const clean = await planOf(() =>
+      deleteOldJobs(store, { retentionMs: 3_600_000, failedRetentionMs: 3_600_000, limit: 1000 }),
+    );
+    assert.match(clean, /job_steps_pkey/, clean);
+    assert.match(clean, /job_signals_pkey/, clean);
+    assert.doesNotMatch(clean, /Seq Scan/, clean);
   });
 
   it('reaps through jobs_running_idx, and rolls up and cleans up through jobs_finished_idx', async () => {

@@ -2,7 +2,7 @@
  * Every statement the project defines keeps its intended plan on a table that
  * grew from tiny to a million rows without ANALYZE.
  *
- * `planned()` and `prepared()` (src/queue/sql.ts) record each statement by
+ * `planned()` (src/queue/sql.ts) records each statement by
  * name; this file imports every module under src/queue so all of them are
  * recorded, then plans each one with EXPLAIN (FORMAT JSON) and the parameter
  * values below, as an unnamed statement is planned when it runs. The table is
@@ -18,8 +18,11 @@
  * A statement defined with a plan (`planned(name, text, 'indexWalk')`) is
  * planned under the settings it always runs under.
  *
+ * The durable steps' tables (job_steps, job_signals) are analyzed tiny and
+ * grow beside it, to 500,000 records and 100,000 signals over 100,000 jobs.
+ *
  * Each plan must use what its expectation names and must not read the jobs
- * table whole: no Seq Scan on jobs, and no Sort fed by a scan of jobs, directly
+ * table, job_steps or job_signals whole: no Seq Scan on any of them, and no Sort fed by a scan of jobs, directly
  * or through an Append (a sort of a given list of ids excepted), unless the expectation says why
  * it may. No plan may keep a node its settings price out (see pricedOut),
  * and none may be JIT-compiled (see compiled).
@@ -50,6 +53,7 @@ import { describeNode, explainPlan, planNodes, type PlanNode } from '../helpers/
 
 const src = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../src');
 const GROWN = 1_000_000;
+const STEP_TABLES = ['jobvisor.job_steps', 'jobvisor.job_signals'];
 
 interface Fixture {
   runningIds: string[];
@@ -143,6 +147,43 @@ const EXPECTED: Record<string, Expectation> = {
     values: (f) => [f.runningIds, f.tokens, f.tokens.map(() => 1000), 100, 'o', now],
     uses: /jobs_(pkey|running_idx)/,
   },
+  // Durable steps, sleeps, waits and signals (src/queue/steps.ts, sleep.ts, wait.ts, signal.ts).
+  // Each reads or writes one job's records by job_steps_pkey (no whole read of job_steps: wholeTableRead).
+  load_steps: { values: (f) => [f.someId, f.tokens[0], now], uses: /jobs_(pkey|running_idx)/ },
+  record_step: { values: (f) => [f.someId, f.tokens[0], 's', '1', 5, now], uses: /jobs_(pkey|running_idx)/ },
+  // `jobs show` and the dashboard's job page: one job's records by the job_steps primary key.
+  admin_steps_of: { values: (f) => [f.someId], uses: /job_steps_pkey/ },
+  take_wait: { values: (f) => [f.someId, f.tokens[0], 'w', now], uses: /jobs_(pkey|running_idx)/ },
+  sleep_jobs: {
+    values: (f) => [
+      f.runningIds,
+      f.tokens,
+      'o',
+      f.tokens.map(() => 's'),
+      f.tokens.map(() => null),
+      f.tokens.map(() => 1000),
+      now,
+    ],
+    uses: /jobs_(pkey|running_idx)/,
+  },
+  // Functions of migration 028: their statements are checked in plans.test.ts (auto_explain).
+  park_waits: {
+    values: (f) => [
+      f.runningIds,
+      f.tokens,
+      'o',
+      f.tokens.map(() => 'w'),
+      f.tokens.map(() => null),
+      f.tokens.map(() => 1000),
+      now,
+    ],
+    uses: /^Function Scan/,
+  },
+  signal: {
+    values: (f) => [f.someId, 'w', null, true],
+    wholeTable: 'reads no table itself: jobvisor.signal() does (plans.test.ts)',
+  },
+  wake_timed_out_waits: { values: () => [1000, now], uses: /jobs_waiting_idx/ },
   dead_letter_claimed: { values: (f) => [f.someId, '1', 'o', 'x', now], uses: /jobs_(pkey|running_idx)/ },
   dead_letter_expired: { values: (f) => [f.someId, 'x', now], uses: /jobs_(pkey|running_idx)/ },
   // Analyzed, the planner may take jobs_cancelled_idx with `finished_at IS NULL` as its
@@ -323,10 +364,13 @@ const EXPECTED: Record<string, Expectation> = {
   supervisor_list: { values: () => [now], wholeTable: 'jobvisor.supervisors only' },
 };
 
-/** Why `plan` reads the jobs table whole, or undefined. */
+/** The tables no statement may read whole: jobs, and the durable steps' records and signals, which grow with it. */
+const BIG_TABLES = new Set(['jobs', 'job_steps', 'job_signals']);
+
+/** Why `plan` reads the jobs table (or job_steps, job_signals) whole, or undefined. */
 function wholeTableRead(plan: PlanNode): string | undefined {
   for (const node of planNodes(plan)) {
-    if (node['Node Type'] === 'Seq Scan' && node['Relation Name'] === 'jobs') return describeNode(node);
+    if (node['Node Type'] === 'Seq Scan' && BIG_TABLES.has(node['Relation Name'] ?? '')) return describeNode(node);
   }
   return undefined;
 }
@@ -401,10 +445,16 @@ before(async () => {
   await importEveryStatement();
   db = await createTestDatabase('statements');
   client = await db.pool.connect();
+  for (const table of STEP_TABLES) await client.query(`ALTER TABLE ${table} SET (autovacuum_enabled = off)`);
   await client.query('ALTER TABLE jobvisor.jobs SET (autovacuum_enabled = off)');
   // Tiny and analyzed, as autovacuum leaves a table after a quiet spell.
   await client.query(`INSERT INTO jobvisor.jobs (kind, payload) SELECT 'k1', '{}' FROM generate_series(1, 40)`);
+  await client.query(
+    `INSERT INTO jobvisor.job_steps (job_id, name, result) SELECT i, 's', '1' FROM generate_series(1, 40) AS i`,
+  );
+  await client.query(`INSERT INTO jobvisor.job_signals (job_id, name) SELECT i, 'w' FROM generate_series(1, 40) AS i`);
   await client.query('ANALYZE jobvisor.jobs');
+  for (const table of STEP_TABLES) await client.query(`ANALYZE ${table}`);
   // Grown to a million rows in every status, with no ANALYZE since.
   await client.query(
     `INSERT INTO jobvisor.jobs (queue, kind, payload, status, attempts, run_at, locked_by, locked_until, lease_token,
@@ -425,6 +475,16 @@ before(async () => {
             LATERAL (SELECT CASE WHEN i % 100 < 5 THEN 'pending' WHEN i % 100 = 5 THEN 'running'
                                  WHEN i % 100 = 6 THEN 'failed' WHEN i % 100 = 7 THEN 'cancelled' ELSE 'done' END AS s,
                             (${GROWN} - i) * interval '250 milliseconds' AS f) AS x`,
+  );
+  // Five records (steps, sleeps, waits) for each of 100,000 jobs, and a signal for each: no ANALYZE since either.
+  await client.query(
+    `INSERT INTO jobvisor.job_steps (job_id, name, kind, result, attempt, started_at, finished_at, wake_at)
+     SELECT i, k::text, (ARRAY['step', 'step', 'step', 'sleep', 'wait'])[k], '{"ok": true}', 1, now(), now(),
+            CASE WHEN k > 3 THEN now() END
+       FROM generate_series(41, 100000) AS i, generate_series(1, 5) AS k`,
+  );
+  await client.query(
+    `INSERT INTO jobvisor.job_signals (job_id, name, payload) SELECT i, '5', '{}' FROM generate_series(41, 100000) AS i`,
   );
   const ids = async (sql: string) => (await client.query<{ id: string }>(sql)).rows.map((r) => r.id);
   const running = await client.query<{ id: string; token: string }>(
@@ -469,7 +529,7 @@ describe('every statement on a table that grew from tiny to a million rows witho
           if (!recorded.includes(squash(piece))) strays.push(`${file}: ${piece.trim().slice(0, 80)}`);
       }
     }
-    assert.deepEqual(strays, [], 'SQL that is not defined through planned() or prepared()');
+    assert.deepEqual(strays, [], 'SQL that is not defined through planned()');
   });
 
   planEveryStatement();
@@ -480,6 +540,7 @@ describe('every statement on the same table just analyzed', () => {
   // every pending row to group them once it knew how many done rows sat beside them.
   before(async () => {
     await client.query('ANALYZE jobvisor.jobs');
+    for (const table of STEP_TABLES) await client.query(`ANALYZE ${table}`);
   });
   planEveryStatement();
 });
@@ -489,10 +550,12 @@ describe('every statement on the same table as if it had never been analyzed', (
     // A table that was never analyzed: no column statistics, no row count (reltuples -1),
     // so PostgreSQL estimates from its size on disk. The state the table is in when a
     // backlog is loaded into a new database, before autovacuum's first ANALYZE.
-    await client.query(`DELETE FROM pg_statistic WHERE starelid = 'jobvisor.jobs'::regclass`);
-    await client.query(`UPDATE pg_class SET reltuples = -1, relpages = 0, relallvisible = 0
-                         WHERE oid = 'jobvisor.jobs'::regclass
-                            OR oid IN (SELECT indexrelid FROM pg_index WHERE indrelid = 'jobvisor.jobs'::regclass)`);
+    for (const table of ['jobvisor.jobs', ...STEP_TABLES]) {
+      await client.query(`DELETE FROM pg_statistic WHERE starelid = '${table}'::regclass`);
+      await client.query(`UPDATE pg_class SET reltuples = -1, relpages = 0, relallvisible = 0
+                           WHERE oid = '${table}'::regclass
+                              OR oid IN (SELECT indexrelid FROM pg_index WHERE indrelid = '${table}'::regclass)`);
+    }
   });
   planEveryStatement();
 });

@@ -136,7 +136,7 @@ describe('jobs run-now', () => {
     assert.equal(row.rows[0].due, true);
     r = await cli(['jobs', 'run-now', done!]);
     assert.equal(r.code, 1);
-    assert.match(r.stderr, new RegExp(`job ${done}: is done; only pending jobs can be run now`));
+    assert.match(r.stderr, new RegExp(`job ${done}: is done; only pending or waiting jobs can be run now`));
   });
 
   it('bad input exits 2 and changes nothing', async () => {

@@ -9,7 +9,7 @@
  * signal, every process is gone, and the primary exits 0.
  */
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -111,5 +111,35 @@ describe('cluster: a stop during start-up', () => {
     open();
     const ms = await assertCancelled(c, t0);
     console.log(`# SIGINT to the process group during start-up: exit 0 after ${ms} ms`);
+  });
+
+  it('a task that cannot be loaded: the primary exits non-zero, as a lone start does, and leaves no process', async () => {
+    await db.pool.query('DELETE FROM jobvisor.jobs; TRUNCATE executions');
+    await enqueueMany(db.pool, [{ kind: 'broken', payload: {} }]);
+    const tasks = mkdtempSync(path.join(tmpdir(), 'jobvisor-broken-task-'));
+    writeFileSync(
+      path.join(tasks, 'broken.mjs'),
+      "throw new Error('broken at import');\nexport default async () => {};\n",
+    );
+    const c = await spawnCluster(2, { databaseUrl: db.url, tasksDir: tasks, config: CONFIG, waitReady: false });
+    clusters.push(c);
+    const t0 = Date.now();
+    let timer: NodeJS.Timeout | undefined;
+    const exit = await Promise.race([
+      c.exited,
+      new Promise<'hung'>((resolve) => (timer = setTimeout(() => resolve('hung'), 60_000))),
+    ]);
+    clearTimeout(timer);
+    if (exit === 'hung')
+      assert.fail(`the primary still runs 60 s after start; last lines: ${JSON.stringify(c.logs.slice(-6))}`);
+    assert.equal(exit.signal, null);
+    assert.equal(exit.code, 1, `the primary exits 1; last lines: ${JSON.stringify(c.logs.slice(-6))}`);
+    assert.ok(
+      c.logs.some((l) => l.msg === 'a supervisor process failed to start: stopping the cluster'),
+      'the primary says why it stops',
+    );
+    for (const pid of c.childPids()) assert.equal(isAlive(pid), false, `supervisor process ${pid} is gone`);
+    assert.equal(await count("SELECT count(*)::int AS n FROM jobvisor.jobs WHERE status = 'pending'"), 1);
+    console.log(`# a task that cannot be loaded: the cluster exits 1 after ${Date.now() - t0} ms`);
   });
 });

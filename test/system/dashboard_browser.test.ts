@@ -4,7 +4,7 @@
  * the on-call path from the overview to a fixed dead letter, a bulk retry of
  * 1,000, and proof that hostile payloads render inert.
  *
- * JOBVISOR_SCREENSHOTS=1 (npm run screenshots) also writes the README's
+ * JOBVISOR_SCREENSHOTS=1 (npm run screenshots) also writes the dashboard page's (docs/operations/dashboard.md)
  * docs/img/dashboard-overview.png and docs/img/dashboard-job.png, each also
  * in the dark palette (-dark.png).
  */

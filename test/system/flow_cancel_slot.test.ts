@@ -1,6 +1,6 @@
 /**
  * A cancelled running job keeps its limit slot until its run has ended: the
- * README's "holds its slot from its claim until its outcome is written".
+ * docs/guides/flow-control.md's "holds its slot from its claim until its outcome is written".
  * Cancelling the running job of perKeyConcurrency 1 (or globalConcurrency 1)
  * used to free its slot at once: the next job started while the first task
  * was still going, until the heartbeat aborted it (up to lease/3), and a task

@@ -9,14 +9,14 @@ import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { boundCounts, boundOldest, createDatabaseGauges } from '../../src/metrics/database-gauges.ts';
+import { boundCounts, boundOldest, createDatabaseGauges } from '../../src/metrics/database_gauges.ts';
 import { createLabelSet, OTHER, taskKindsIn, UNBOUNDED_LABELS } from '../../src/metrics/labels.ts';
 import { createMetrics } from '../../src/metrics/metrics.ts';
 import { observeEvents } from '../../src/metrics/observe.ts';
 import { SupervisorEvents } from '../../src/supervisor/events.ts';
 import { Loop } from '../../src/supervisor/loop.ts';
 import { isOutageError } from '../../src/errors.ts';
-import { failingLoops, LoopHealth } from '../../src/metrics/loop-health.ts';
+import { failingLoops, LoopHealth } from '../../src/metrics/loop_health.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { spawnSupervisor } from '../helpers/supervisor.ts';
 

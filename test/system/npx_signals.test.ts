@@ -1,5 +1,5 @@
 /**
- * Why README says to start the worker as `node_modules/.bin/jobvisor start`
+ * Why docs/operations/kubernetes.md says to start the worker as `node_modules/.bin/jobvisor start`
  * (or `exec` it from a shell script), never through `npx`, `npm exec` or
  * `npm start`: a process manager signals one PID (Docker and Kubernetes PID 1,
  * tini's child, systemd's main process with KillMode=mixed). A worker-like
@@ -9,7 +9,7 @@
  *   - a shell script without exec, and `npx` of the npm on PATH (npm 11.19.1
  *     here; npm 10.9.9 behaved the same when checked by hand): the process
  *     started dies at once, the tool never gets the signal and runs on,
- *     orphaned. If a newer npm forwards the signal, this test fails: README's
+ *     orphaned. If a newer npm forwards the signal, this test fails: that page's
  *     "Signals and process managers" is then out of date.
  */
 import assert from 'node:assert/strict';

@@ -9,7 +9,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import type { Failures } from '../../src/queue/complete.ts';
+import type { Sleeps } from '../../src/queue/sleep.ts';
 import type { Snoozes } from '../../src/queue/snooze.ts';
+import type { Waits } from '../../src/queue/wait.ts';
 import type { ClaimedJob, Fence } from '../../src/queue/types.ts';
 import type { Failure, Recorded } from '../../src/supervisor/complete/outcome.ts';
 import type { OutcomeStore } from '../../src/supervisor/complete/store.ts';
@@ -22,6 +24,8 @@ type Call =
   | { op: 'fail'; rows: Failures }
   | { op: 'release'; ids: string[] }
   | { op: 'snooze'; rows: Snoozes }
+  | { op: 'sleep'; rows: Sleeps }
+  | { op: 'park'; rows: Waits }
   | { op: 'deadLetter'; id: string; lastError: string };
 
 /**
@@ -80,6 +84,20 @@ class FakeStore implements OutcomeStore {
       );
   }
 
+  async sleep(rows: Sleeps) {
+    this.calls.push({ op: 'sleep', rows });
+    await this.check(rows.ids);
+    return rows.ids.filter((id) => !this.fenced.has(id)).map((id) => ({ id, wakeMs: 1000 }));
+  }
+
+  async park(rows: Waits) {
+    this.calls.push({ op: 'park', rows });
+    await this.check(rows.ids);
+    return rows.ids
+      .filter((id) => !this.fenced.has(id))
+      .map((id) => ({ id, status: 'waiting' as const, deadlineMs: 2000 }));
+  }
+
   async deadLetter(job: Fence, lastError: string) {
     this.calls.push({ op: 'deadLetter', id: job.id, lastError });
     await new Promise(setImmediate);
@@ -126,7 +144,15 @@ function harness(batchSize = 100) {
     events,
   );
   const seen: Record<string, string[][]> = {};
-  for (const name of ['job:completed', 'job:retried', 'job:dead', 'job:snoozed', 'job:fenced'] as const)
+  for (const name of [
+    'job:completed',
+    'job:retried',
+    'job:dead',
+    'job:snoozed',
+    'job:slept',
+    'job:waiting',
+    'job:fenced',
+  ] as const)
     events.on(name, (b: { jobs: JobRef[] }) => (seen[name] ??= []).push(b.jobs.map((j) => j.id)));
   const released: Array<{ ids: string[]; reason: string }> = [];
   events.on('job:released', (b) => released.push({ ids: b.jobs.map((j) => j.id), reason: b.reason }));
@@ -292,6 +318,41 @@ describe('the completer, against a fake store', () => {
     assert.deepEqual(call.rows.delaysMs, [1500, 0]);
     assert.deepEqual(seen['job:snoozed'], [['1']]);
     assert.deepEqual(seen['job:dead'], [['2']]);
+  });
+
+  it('writes sleeps and waits with their names and times, each kind in its own statement', async () => {
+    const { store, seen, completer, runOnce } = harness();
+    store.fenced.add('3');
+    const park = (kind: 'sleep' | 'wait', name: string, untilMs: number | null, delayMs: number) => ({
+      type: kind,
+      runMs: 2,
+      park: { kind, name, untilMs, delayMs },
+    });
+    await runOnce(
+      [job(1), park('sleep', 'nap', null, 5000)],
+      [job(2), park('wait', 'approved', 1_700_000_000_000, 0)],
+      [job(3), park('sleep', 'again', 1_700_000_000_000, 0)],
+    );
+    const sleep = store.calls.find((c) => c.op === 'sleep');
+    const wait = store.calls.find((c) => c.op === 'park');
+    assert.deepEqual(sleep?.op === 'sleep' && sleep.rows, {
+      ids: ['1', '3'],
+      tokens: ['t1', 't3'],
+      names: ['nap', 'again'],
+      untilMs: [null, 1_700_000_000_000],
+      delaysMs: [5000, 0],
+    });
+    assert.deepEqual(wait?.op === 'park' && wait.rows, {
+      ids: ['2'],
+      tokens: ['t2'],
+      names: ['approved'],
+      untilMs: [1_700_000_000_000],
+      timeoutsMs: [0],
+    });
+    assert.deepEqual(seen['job:slept'], [['1']]);
+    assert.deepEqual(seen['job:waiting'], [['2']]);
+    assert.deepEqual(seen['job:fenced'], [['3']], 'a sleep refused through the fence is reported fenced');
+    assert.equal(completer.size, 0);
   });
 
   it('writes every kind of outcome side by side in one write', async () => {

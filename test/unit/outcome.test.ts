@@ -137,6 +137,22 @@ describe('decideOutcome', () => {
     assert.equal(decideOutcome(snoozed, state('timeout')).type, 'retry');
   });
 
+  it('a task that slept or waited is parked on any attempt, and after a shutdown request too', () => {
+    for (const kind of ['sleep', 'wait'] as const) {
+      const park = { kind, name: 'n', untilMs: null, delayMs: 60_000 };
+      const parked: RunResult = {
+        type: 'task-error',
+        runMs: 34,
+        error: { name: 'ParkError', message: 'parked', permanent: false, retryInMs: null, park },
+      };
+      for (const attempt of [1, 3])
+        assert.deepEqual(decideOutcome(parked, state(undefined, attempt, 3)), { type: kind, runMs: 34, park });
+      assert.deepEqual(decideOutcome(parked, state('shutdown')), { type: kind, runMs: 34, park });
+      assert.deepEqual(decideOutcome(parked, state('lease-lost')), { type: 'drop' });
+      assert.equal(decideOutcome(parked, state('timeout')).type, 'retry', 'a timed-out run used its attempt');
+    }
+  });
+
   it('a success carries what the task reported, and nothing extra when it reported nothing', () => {
     assert.deepEqual(decideOutcome({ type: 'success', runMs: 1, result: '{"a":1}' }, state(undefined)), {
       type: 'done',

@@ -11,12 +11,13 @@ import {
   QUEUE_NAME,
   relationsOf,
   scheduleSummaries,
+  stepsOf,
   throughput,
 } from '../../queue/admin/index.ts';
 import { cached } from '../../cached.ts';
 import type { DashboardDb } from '../db.ts';
 import { readFilter } from '../filter.ts';
-import { redactJob, redactLastError } from '../redact.ts';
+import { redactJob, redactLastError, redactSteps } from '../redact.ts';
 import { deadLettersPage } from '../views/dead_letters.ts';
 import { jobPage } from '../views/job.ts';
 import { jobsPage } from '../views/jobs.ts';
@@ -102,14 +103,22 @@ export function pageRoutes(
     const found = JOB_ID.test(id)
       ? await db.use(async (store) => {
           const job = await getJob(store, id);
-          return job && { job, relations: await relationsOf(store, id), batch: await batchCallOf(store, id) };
+          return (
+            job && {
+              job,
+              relations: await relationsOf(store, id),
+              batch: await batchCallOf(store, id),
+              steps: await stepsOf(store, id),
+            }
+          );
         })
       : null;
     if (!found) return c.html(messagePage(view, 'Not found', `There is no job ${id}.`), 404);
     const { job, relations, batch } = found;
-    // A result or progress value may carry what the payload did, and an error may quote either.
+    // A result, progress value or step result may carry what the payload did, and an error may quote either.
     const shown = redactJob(job, deps.redact);
-    return c.html(jobPage(view, shown, relations, shown.payload, c.req.query('done'), batch));
+    const steps = redactSteps(found.steps, job, deps.redact);
+    return c.html(jobPage(view, shown, relations, shown.payload, c.req.query('done'), batch, steps));
   });
 
   app.get('/dead-letters', async (c) => {

@@ -99,6 +99,13 @@ export const FLASH: Record<string, { text: string; level: 'ok' | 'warn' }> = {
   resumed: { text: 'Resumed: supervisors serving this queue claim its jobs again.', level: 'ok' },
   'already-paused': { text: 'Nothing changed: the queue was already paused.', level: 'warn' },
   'already-running': { text: 'Nothing changed: the queue was not paused.', level: 'warn' },
+  'signal-woke': { text: 'Signal sent: the job was waiting for it and runs now.', level: 'ok' },
+  'signal-kept': { text: 'Signal sent: it is kept until the job waits for it.', level: 'ok' },
+  'signal-duplicate': {
+    text: 'Nothing changed: a signal of that name was sent to this job before (the first one stands).',
+    level: 'warn',
+  },
+  'signal-late': { text: 'Nothing changed: the job’s wait for that signal has already timed out.', level: 'warn' },
 };
 
 export function flash(key: string | undefined, detail?: string): Html {

@@ -98,17 +98,29 @@ RETURNING j.id, j.queue, j.has_dependents
 ), ${SETTLE_CANCELLED}`,
 );
 
-// run_at only: the status does not change, so the re-queue trigger stays
-// silent; the caller notifies the queues itself (NOTIFY_QUEUES).
+// A pending job: run_at only; the status does not change, so the re-queue
+// trigger stays silent and the caller notifies the queues itself
+// (NOTIFY_QUEUES). A waiting job (ctx.waitFor): its wait times out now, so
+// the run that follows resolves it to { received: false } (unless its signal
+// commits first); the wait's recorded deadline moves to now with it, since the
+// run decides the timeout from that record (queue/steps.ts).
 const RUN_NOW = planned(
   'admin_run_now',
   `
-WITH t AS (${LOCK_BATCH_NOT_DUE})
+WITH t AS (${LOCK_BATCH_NOT_DUE}), u AS (
 UPDATE jobvisor.jobs AS j
-   SET run_at = now()
+   SET run_at = now(),
+       status = CASE WHEN j.status = 'waiting' THEN 'pending' ELSE j.status END,
+       waiting_for = NULL
   FROM t
  WHERE j.id = t.id
-RETURNING j.id, j.queue`,
+RETURNING j.id, j.queue, (SELECT w.waiting_for FROM jobvisor.jobs AS w WHERE w.id = t.id) AS waited
+), w AS (
+UPDATE jobvisor.job_steps AS s SET wake_at = now()
+  FROM u
+ WHERE u.waited IS NOT NULL AND s.job_id = u.id AND s.name = u.waited AND s.kind = 'wait' AND s.finished_at IS NULL
+)
+SELECT id, queue FROM u`,
 );
 
 const DELETE = planned(
@@ -118,7 +130,7 @@ WITH t AS (${LOCK_BATCH}), gone AS (
 DELETE FROM jobvisor.jobs AS j
  USING t
  WHERE j.id = t.id AND ${NO_LIVE_DEPENDENTS}
-RETURNING j.id, j.queue, j.has_dependents, j.parents_waiting IS NOT NULL AS child
+RETURNING j.id, j.queue, j.has_dependents, j.parents_waiting IS NOT NULL AS child, j.has_steps
 ), ${DROP_DELETED_EDGES}`,
 );
 
@@ -129,7 +141,7 @@ WITH t AS (${LOCK_BATCH}), gone AS (
 DELETE FROM jobvisor.jobs AS j
  USING t
  WHERE j.id = t.id
-RETURNING j.id, j.queue, j.has_dependents, j.parents_waiting IS NOT NULL AS child
+RETURNING j.id, j.queue, j.has_dependents, j.parents_waiting IS NOT NULL AS child, j.has_steps
 ), ${DROP_DELETED_EDGES}`,
 );
 

@@ -9,6 +9,7 @@
 import { planned, run, type Store } from '../sql.ts';
 import { ERROR_PREFIX_SQL } from './filter.ts';
 
+/** Dead letters (status failed) of one kind with the same first line of error, as deadLetterGroups counts them. */
 export interface DeadLetterGroup {
   kind: string;
   /** First line of last_error (at most 200 characters); '' when there is none. */

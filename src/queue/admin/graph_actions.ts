@@ -15,6 +15,7 @@
  *            Without it they stay cancelled: their edge to the parent is
  *            counted already, so its later success changes nothing for them.
  */
+import { DROP_STEPS } from '../drop_steps.ts';
 import { intArray, planned, run, type Store } from '../sql.ts';
 
 /** The final SELECT of a retry: re-counts the parents of retried children. */
@@ -30,7 +31,7 @@ export const NO_LIVE_DEPENDENTS = `CASE WHEN j.has_dependents THEN NOT jobvisor.
 // its dependents (as a parent). An edge left to a deleted parent was counted
 // by a later retry of the dependent as a parent not yet done, and nothing
 // could ever settle it: the dependent stayed blocked for good.
-export const DROP_DELETED_EDGES = `edges AS (
+export const DROP_DELETED_EDGES = `${DROP_STEPS}, edges AS (
   DELETE FROM jobvisor.job_dependencies WHERE child_id = ANY (ARRAY(SELECT id FROM gone WHERE child))
 ), dependent_edges AS (
   DELETE FROM jobvisor.job_dependencies WHERE parent_id = ANY (ARRAY(SELECT id FROM gone WHERE has_dependents))

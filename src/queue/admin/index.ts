@@ -13,6 +13,7 @@ export { deadLetterGroups, type DeadLetterGroup } from './dead_letters.ts';
 export { checkIds, containsPattern } from './filter.ts';
 export { attemptsOf } from './attempts.ts';
 export { getJob, timeline } from './job.ts';
+export { stepsOf, type StepRow } from './steps_of.ts';
 export { COUNT_CAP, countJobs, listJobs, MAX_PAGE, statusOf } from './list.ts';
 export { overview, OVERVIEW_CAP, type Overview, type QueueOverview } from './overview.ts';
 // Pausing is part of the operator's API too (the CLI's `queues`, the dashboard's queue controls).

@@ -7,7 +7,7 @@
  * a page so that a row shows twice or not at all. Counts stop at a cap, so a
  * confirmation over a 10 M-row table reads at most cap + 1 index entries.
  */
-import { planned, prepared, run, type Store } from '../sql.ts';
+import { planned, run, type Store } from '../sql.ts';
 import { cursorParam, FILTER_PARAMS, FILTER_WHERE, filterParams } from './filter.ts';
 import { ACTION_STATUSES, time, type BulkAction, type JobFilter, type JobRow, type Page, type Time } from './types.ts';
 
@@ -107,7 +107,7 @@ export async function countJobs(
   return n > limit ? { count: limit, capped: true } : { count: n, capped: false };
 }
 
-const STATUS_OF = prepared('status_of', `SELECT id, status FROM jobvisor.jobs WHERE id = ANY($1::bigint[])`);
+const STATUS_OF = planned('status_of', `SELECT id, status FROM jobvisor.jobs WHERE id = ANY($1::bigint[])`);
 
 /** The status of each id that exists. */
 export async function statusOf(store: Store, ids: string[]): Promise<Map<string, string>> {

@@ -24,6 +24,7 @@ import { planned, run, type Now, type Store } from '../sql.ts';
 import { listSupervisors } from './supervisors.ts';
 import type { SupervisorRow } from './types.ts';
 
+/** One queue's counts in the overview (the dashboard's front page). */
 export interface QueueOverview {
   queue: string;
   /** Pending jobs, due or not. */
@@ -40,6 +41,7 @@ export interface QueueOverview {
   paused: boolean;
 }
 
+/** What overview() returns: each queue's counts, the oldest due age and the live supervisors. */
 export interface Overview {
   queues: QueueOverview[];
   /** Seconds since the oldest due pending job of a queue that is not paused became due; null when none is due. */

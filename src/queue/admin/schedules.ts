@@ -10,6 +10,7 @@ import { planned, run, type Store } from '../sql.ts';
 import { JOB_COLUMNS, jobRow } from './list.ts';
 import type { JobRow } from './types.ts';
 
+/** One configured schedule as scheduleSummaries() reports it: its next fire times and the job of its last fire. */
 export interface ScheduleSummary {
   name: string;
   cron: string;
@@ -44,6 +45,16 @@ export function nextFireTimes(schedule: Pick<Schedule, 'cron' | 'timezone'>, now
   return times;
 }
 
+/**
+ * Each schedule's next `count` fire times after `now` and the job its last
+ * fire enqueued (null when there is none, or cleanup deleted it). Reads one
+ * statement per schedule.
+ *
+ * @param store The database and schema: `{ db: pool, schema: 'jobvisor' }`.
+ * @param schedules The configured schedules (`settings.schedules`).
+ * @throws Error from cron-parser when a schedule's cron expression is invalid
+ *   (loadConfig and run() refuse those first), and the database's errors.
+ */
 export async function scheduleSummaries(
   store: Store,
   schedules: Schedule[],

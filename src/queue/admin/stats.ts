@@ -4,6 +4,7 @@ import type { Now, Store } from '../sql.ts';
 import { listSupervisors } from './supervisors.ts';
 import type { SupervisorRow } from './types.ts';
 
+/** What stats() returns (`jobvisor stats --json`): counts by queue, kind and status, the oldest due age, live supervisors. */
 export interface Stats {
   /**
    * Pending, running, failed and blocked jobs, every one; done and cancelled jobs, those

@@ -14,6 +14,7 @@
  */
 import { planned, run, type Store } from '../sql.ts';
 
+/** One time bucket of throughput(): jobs done and dead-lettered in it. */
 export interface ThroughputBucket {
   bucketStart: Date;
   /** Jobs that finished done in the bucket. */

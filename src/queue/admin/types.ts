@@ -1,8 +1,13 @@
 /** Rows and arguments shared by the admin functions (CLI and dashboard). */
 import type { QueueConfig } from '../presence.ts';
 
-/** Job statuses, as the table's CHECK constraint allows them; `blocked`: waiting for its parents (a workflow). */
-export const JOB_STATUSES = ['pending', 'running', 'done', 'failed', 'cancelled', 'blocked'] as const;
+/**
+ * Job statuses, as the table's CHECK constraint allows them; `blocked`: waiting
+ * for its parents (a workflow); `waiting`: parked in ctx.waitFor until its
+ * signal or its deadline (migration 028).
+ */
+export const JOB_STATUSES = ['pending', 'running', 'done', 'failed', 'cancelled', 'blocked', 'waiting'] as const;
+/** A job's status: one of JOB_STATUSES. */
 export type JobStatus = (typeof JOB_STATUSES)[number];
 
 /**
@@ -64,6 +69,7 @@ export interface AttemptError {
   until?: string;
 }
 
+/** One entry of a job's history (getJob's `timeline`): created, each attempt's start and failure, snoozes, the end. */
 export interface TimelineEvent {
   at: Time;
   event: 'created' | 'started' | 'failed' | 'snoozed' | 'finished';
@@ -134,22 +140,25 @@ export interface Page {
   before?: string | null;
 }
 
+/** What a bulk call does to its jobs; ACTION_STATUSES lists the statuses each one changes. */
 export type BulkAction = 'retry' | 'cancel' | 'runNow' | 'delete';
 
 /**
  * The statuses each action applies to (see actions.ts for why). runNow
- * changes only pending jobs not yet due.
+ * changes only pending jobs not yet due, and waiting jobs (their wait times
+ * out now).
  */
 export const ACTION_STATUSES: Readonly<Record<BulkAction, readonly JobStatus[]>> = {
   retry: ['failed', 'cancelled'],
-  cancel: ['pending', 'running', 'blocked'],
-  runNow: ['pending'],
-  delete: ['pending', 'done', 'failed', 'cancelled', 'blocked'],
+  cancel: ['pending', 'running', 'blocked', 'waiting'],
+  runNow: ['pending', 'waiting'],
+  delete: ['pending', 'done', 'failed', 'cancelled', 'blocked', 'waiting'],
 };
 
 /** The jobs a bulk action applies to: these ids, or everything matching a filter. */
 export type BulkTarget = { ids: string[] } | { filter: JobFilter };
 
+/** How a bulk action (retryJobs, cancelJobs, runJobsNow, deleteJobs) walks its target: in batches, up to a limit. */
 export interface BulkOptions {
   /** Rows per statement (default 1,000). */
   batchSize?: number;

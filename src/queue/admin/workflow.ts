@@ -28,6 +28,7 @@ export interface RelatedJobs {
   byStatus: Record<string, number>;
 }
 
+/** A job's workflow neighbours as relationsOf() reads them: its parents and the jobs that wait for it. */
 export interface Relations {
   parents: RelatedJobs;
   dependents: RelatedJobs;
@@ -108,6 +109,7 @@ export interface WorkflowNode extends RelatedJob {
   parents: string[];
 }
 
+/** The workflow a job belongs to, as workflowOf() reads it: up to `limit` jobs nearest to it, with their edges. */
 export interface Workflow {
   /** The job asked about. */
   root: string;

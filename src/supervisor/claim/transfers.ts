@@ -2,7 +2,7 @@
  * Slots handed on: a limited queue's slot frees when the job's outcome is
  * written, but the supervisor knows sooner that the task has ended. Its next
  * claim passes those runs (ended, outcome not yet written) and may give their
- * slots to new jobs at once (migration 025, claim_limited_sql.ts). Each such
+ * slots to new jobs at once (migration 031, claim_limited_sql.ts). Each such
  * run may lend its slot once: which ones a claim spent is decided here, and
  * the strategy never passes a spent run again. Pure.
  *

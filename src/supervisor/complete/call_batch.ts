@@ -15,7 +15,7 @@
  * ordinary batches, which split around the bad row (split_write.ts): those
  * are written one meaning at a time, no longer together.
  */
-import type { ClaimedJob } from '../../queue/types.ts';
+import type { ClaimedJob, JobRef } from '../../queue/types.ts';
 import { SupervisorEvents, type Events } from '../events.ts';
 import { safeEmit } from '../safe_emit.ts';
 import type { BatchContext } from './outcome_batch.ts';
@@ -72,7 +72,7 @@ export class CallBatch {
           for (const call of [...group, ...calls.slice(i)]) this.add(call);
           return err;
         }
-        safeEmit(c.events, 'db:error', { loop: 'completer', err });
+        c.failed(err);
         for (const { job, outcome } of group.flat()) this.alone(job, outcome);
       }
     }
@@ -95,13 +95,19 @@ export class CallBatch {
     }
     const held = deferred();
     const writeAll = async (store: WriteContext['store']) => {
-      const cx: WriteContext = { store, events: held.events, settled: (job) => held.settled.push(job) };
+      const cx: WriteContext = {
+        store,
+        events: held.events,
+        settled: (job) => held.settled.push(job),
+        fenced: (jobs) => held.fenced.push(...jobs),
+      };
       for (const { writer, rows } of parts) if (rows.jobs.length > 0) await writer.write(cx, rows, 0, rows.jobs.length);
     };
     if (c.store.together) await c.store.together(writeAll);
     else await writeAll(c.store);
     for (const job of held.settled) c.settled(job);
     for (const [name, args] of held.emitted) safeEmit(c.events, name, ...args);
+    if (held.fenced.length > 0) c.fenced(held.fenced);
   }
 }
 
@@ -114,5 +120,5 @@ function deferred() {
     return true;
   };
   events.emit = record;
-  return { events, emitted, settled: [] as ClaimedJob[] };
+  return { events, emitted, settled: [] as ClaimedJob[], fenced: [] as JobRef[] };
 }

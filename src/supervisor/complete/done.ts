@@ -52,7 +52,7 @@ export const doneWriter: OutcomeWriter<DoneRows, OutcomeOf<'done'>> = {
       ms.push(runMs[i] as number);
     });
     if (written.length) safeEmit(c.events, 'job:completed', { jobs: written, runMs: ms });
-    safeEmit(c.events, 'job:fenced', { jobs: jobs.filter((j) => fenced.has(j.id)).map(refOf) });
+    c.fenced(jobs.filter((j) => fenced.has(j.id)).map(refOf));
   },
 };
 

@@ -1,4 +1,5 @@
 /** last_error text as the completer writes it. */
+import { messageOf } from '../../errors.ts';
 
 const MAX_ERROR_CHARS = 4000;
 
@@ -9,7 +10,6 @@ export function clean(error: string): string {
 }
 
 /** A short message of a write's error, for the last_error of a row dead-lettered alone. */
-export function messageOf(err: unknown): string {
-  const text = (err as { message?: unknown } | undefined)?.message;
-  return typeof text === 'string' ? text.slice(0, 500) : 'unknown error';
+export function shortMessageOf(err: unknown): string {
+  return messageOf(err).slice(0, 500);
 }

@@ -83,7 +83,7 @@ export function failedWriter(backoff: BackoffSettings): OutcomeWriter<FailedRows
       });
       if (retried.jobs.length) safeEmit(c.events, 'job:retried', retried);
       if (dead.jobs.length) safeEmit(c.events, 'job:dead', dead);
-      if (fenced.length) safeEmit(c.events, 'job:fenced', { jobs: fenced });
+      if (fenced.length) c.fenced(fenced);
     },
   };
 }

@@ -3,6 +3,7 @@
  * recorded by the completer, which writes every outcome but `drop`.
  */
 import type { ClaimedJob } from '../../queue/types.ts';
+import type { Park } from '../../worker/protocol.ts';
 
 /** A failed run, as the completer records it. */
 export interface Failure {
@@ -31,6 +32,8 @@ export interface Report {
 export type Outcome =
   | { type: 'done'; runMs: number; report?: Report }
   | { type: 'snooze'; runMs: number; delayMs: number }
+  | { type: 'sleep'; runMs: number; park: Park }
+  | { type: 'wait'; runMs: number; park: Park }
   | { type: 'retry'; failure: Failure }
   | { type: 'dead'; failure: Failure }
   | { type: 'release'; reason: string }

@@ -10,7 +10,7 @@
 import type { ClaimedJob } from '../../queue/types.ts';
 import { refOf } from '../events.ts';
 import { safeEmit } from '../safe_emit.ts';
-import { clean, messageOf } from './error_text.ts';
+import { clean, shortMessageOf } from './error_text.ts';
 import type { Recorded } from './outcome.ts';
 import { writeSplitting } from './split_write.ts';
 import type { OutcomeWriter, Rows, WriteContext } from './writer.ts';
@@ -18,6 +18,8 @@ import type { OutcomeWriter, Rows, WriteContext } from './writer.ts';
 export interface BatchContext extends WriteContext {
   /** Rows per statement at most (completer.batchSize). */
   maxRows: number;
+  /** A write failed: reported as the completer's 'db:error', through the hooks. */
+  failed(err: unknown): void;
 }
 
 export class OutcomeBatch<R extends Rows, O extends Recorded> {
@@ -54,7 +56,7 @@ export class OutcomeBatch<R extends Rows, O extends Recorded> {
     for (const i of result.unwritten) writer.copy(this.queued, rows, i);
     for (const { index, err } of result.abandoned) {
       c.settled(rows.jobs[index] as ClaimedJob);
-      safeEmit(c.events, 'db:error', { loop: 'completer', err });
+      c.failed(err);
     }
     return result.retryError;
   }
@@ -62,9 +64,9 @@ export class OutcomeBatch<R extends Rows, O extends Recorded> {
 
 /** The fallback for one outcome its batch could not write: dead-letter it alone. */
 async function deadLetterAlone(c: WriteContext, job: ClaimedJob, runMs: number, what: string, err: unknown) {
-  const error = clean(`${what} failed (${messageOf(err)}), so it was dead-lettered alone`);
+  const error = clean(`${what} failed (${shortMessageOf(err)}), so it was dead-lettered alone`);
   const written = await c.store.deadLetter(job, error);
   c.settled(job);
   if (written) safeEmit(c.events, 'job:dead', { jobs: [refOf(job)], runMs: [runMs], errors: [error] });
-  else safeEmit(c.events, 'job:fenced', { jobs: [refOf(job)] });
+  else c.fenced([refOf(job)]);
 }

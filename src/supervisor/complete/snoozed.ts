@@ -54,6 +54,6 @@ export const snoozedWriter: OutcomeWriter<SnoozedRows, OutcomeOf<'snooze'>> = {
     });
     if (snoozed.jobs.length) safeEmit(c.events, 'job:snoozed', snoozed);
     if (dead.jobs.length) safeEmit(c.events, 'job:dead', dead);
-    if (fenced.length) safeEmit(c.events, 'job:fenced', { jobs: fenced });
+    if (fenced.length) c.fenced(fenced);
   },
 };

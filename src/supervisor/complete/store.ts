@@ -7,7 +7,9 @@
  */
 import { completeJobs, failJobs, releaseJobs, type Failures, type Reports } from '../../queue/complete.ts';
 import { deadLetterClaimed } from '../../queue/fallback.ts';
+import { sleepJobs, type Sleeps } from '../../queue/sleep.ts';
 import { snoozeJobs, type Snoozes } from '../../queue/snooze.ts';
+import { parkWaits, type Waits } from '../../queue/wait.ts';
 import type { Store } from '../../queue/sql.ts';
 import { inTransaction } from '../../queue/transaction.ts';
 import type { Fence } from '../../queue/types.ts';
@@ -21,6 +23,10 @@ export interface OutcomeStore {
   release(jobs: Fence[]): ReturnType<typeof releaseJobs>;
   /** Puts snoozed jobs back, or dead-letters those past jobs.maxSnoozes; @returns the ids written. */
   snooze(snoozes: Snoozes): ReturnType<typeof snoozeJobs>;
+  /** Puts sleeping jobs back, due at their wake time; @returns the ids written. */
+  sleep(sleeps: Sleeps): ReturnType<typeof sleepJobs>;
+  /** Parks waiting jobs (or makes them pending when their signal is there); @returns the ids written. */
+  park(waits: Waits): ReturnType<typeof parkWaits>;
   /** Dead-letters one claimed job alone; false when the fence no longer matches. */
   deadLetter(job: Fence, lastError: string): ReturnType<typeof deadLetterClaimed>;
   /** Runs `fn` with a store whose writes are one transaction (a batch call's outcomes); absent: no transactions. */
@@ -38,6 +44,8 @@ export function queueOutcomeStore(store: Store, owner: string, maxSnoozes: numbe
     fail: (failures) => failJobs(store, owner, failures),
     release: (jobs) => releaseJobs(store, owner, jobs),
     snooze: (snoozes) => snoozeJobs(store, owner, snoozes, maxSnoozes),
+    sleep: (sleeps) => sleepJobs(store, owner, sleeps),
+    park: (waits) => parkWaits(store, owner, waits),
     deadLetter: (job, lastError) => deadLetterClaimed(store, owner, job, lastError),
   };
 }

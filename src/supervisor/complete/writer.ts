@@ -6,7 +6,7 @@
  * The completer dispatches each recorded outcome to its writer (completer.ts),
  * and batches and splits every writer's rows the same way (outcome_batch.ts).
  */
-import type { ClaimedJob } from '../../queue/types.ts';
+import type { ClaimedJob, JobRef } from '../../queue/types.ts';
 import type { SupervisorEvents } from '../events.ts';
 import type { Recorded } from './outcome.ts';
 import type { OutcomeStore } from './store.ts';
@@ -25,6 +25,12 @@ export interface WriteContext {
    * its claim (the heartbeat stops renewing it). Called before its event.
    */
   settled(job: ClaimedJob): void;
+  /**
+   * Rows the database refused through the fence (this supervisor no longer
+   * held the claim): their runs have ended, so a cancelled one gives its slot
+   * back (the lostRunsEnded hook), and observers get 'job:fenced'.
+   */
+  fenced(jobs: JobRef[]): void;
 }
 
 export interface OutcomeWriter<R extends Rows, O extends Recorded> {

@@ -19,7 +19,9 @@
  *
  * Shutdown (drain): every gathering is called at once, without waiting for
  * maxWait or for its start statement (which still runs, beside the call); a
- * call that finds no place or thread now is handed back.
+ * call that finds no place or thread now is handed back. A call of
+ * rate-limited jobs does not wait for its start statement either (it runs
+ * beside): the jobs' start windows leave no time for a round trip.
  *
  * Outcomes: a started job's outcome is collected by its call (settled());
  * once every job's is in, the call's outcomes go to the completer together,
@@ -141,7 +143,8 @@ export class BatchDispatch {
 
   private check(call: BatchCall): void {
     const check = this.host.check;
-    if (!check || this.draining) {
+    // A rate-limited job may start at most 20 ms after its slot: no round trip before it.
+    if (!check || this.draining || call.runs.some((r) => r.job.startWindow !== undefined)) {
       call.state = 'ready';
       if (check) void this.checkBeside(check, call);
       return;
@@ -154,7 +157,7 @@ export class BatchDispatch {
     });
   }
 
-  /** At shutdown the call starts at once; its start statement still runs, and what it finds lost is stopped. */
+  /** At shutdown (or with start slots) the call starts at once; its start statement still runs, and what it finds lost is stopped. */
   private async checkBeside(check: StartCall, call: BatchCall): Promise<void> {
     const fences = call.runs.map((r) => ({ id: r.job.id, token: r.job.token }));
     const kept = await check(call.id, fences);

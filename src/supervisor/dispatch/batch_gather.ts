@@ -3,9 +3,10 @@
  * key value (batch_key.ts).
  *
  * A gathering is due when it holds its size (the task's `batch.maxSize`,
- * capped by what the queue can run at once: batchSize()) or when its oldest
+ * capped by what the queue can run at once: batchSize()), when its oldest
  * run has waited `batch.maxWait` since it joined (at its claim, or when its
- * kind's options became known). One timer per gathering, set for its oldest
+ * kind's options became known), or at once when it holds a rate-limited run
+ * (paced()). One timer per gathering, set for its oldest
  * run, asks the dispatcher to pump then; a timer that fires early finds the
  * gathering not yet due and is set again.
  *
@@ -44,6 +45,17 @@ export interface Gathering {
  */
 export function batchSize(batch: ResolvedBatch, queue: QueueSettings): number {
   return Math.max(1, Math.min(batch.maxSize, queue.concurrency, queue.globalConcurrency ?? Infinity));
+}
+
+/**
+ * Whether `g` holds a rate-limited run: such a run reaches its gathering just
+ * before its start slot and may start at most startToleranceMs (20 ms at 1 s)
+ * after it, so its gathering is due at once, not after maxWait: a call takes
+ * the jobs whose slots came together. (Waiting maxWait made every such job
+ * miss its slot: handed back, claimed again, missed again, never run.)
+ */
+function paced(g: Gathering): boolean {
+  return g.runs.some((r) => r.job.startWindow !== undefined);
 }
 
 export class BatchGather {
@@ -117,7 +129,7 @@ export class BatchGather {
         this.drop(gatherings, id, g);
         continue;
       }
-      if (all || g.runs.length >= g.size || now >= (g.joined[0] as number) + g.batch.maxWaitMs) due.push(g);
+      if (all || g.runs.length >= g.size || now >= (g.joined[0] as number) + g.batch.maxWaitMs || paced(g)) due.push(g);
       else if (!g.timer) this.arm(g);
     }
     return due.sort((a, b) => (a.joined[0] as number) - (b.joined[0] as number));

@@ -35,6 +35,7 @@ import { BatchDispatch } from './batch_dispatch.ts';
 import { deathCause, decideOutcome, decideOversized, type RunResult, type StopReason } from './outcome.ts';
 import { startBuffered, type PumpParts } from './pump.ts';
 import type { RunSession, SessionHandlers } from './run_session.ts';
+import { safeEmit } from '../safe_emit.ts';
 import { SessionSet } from './session_set.ts';
 import { DeadlineSweep, deadlineAt } from './sweep.ts';
 
@@ -62,6 +63,8 @@ export class Dispatcher {
       result: (token, result) => {
         this.batching = true;
         const run = this.ledger.get(token);
+        // Steps are written by the thread itself: reported here, for metrics only.
+        if (run && result.durable) safeEmit(this.options.events, 'job:steps', { job: run.job, report: result.durable });
         if (run?.state === 'running') this.settle(run, decideOutcome(result, run));
       },
       progress: (tokens, values) => {
@@ -304,8 +307,10 @@ export class Dispatcher {
    * hold the job) writes nothing and is only reported as 'lease:lost'.
    */
   private report(job: ClaimedJob, outcome: Outcome): void {
-    if (outcome.type === 'drop') this.options.events.emit('lease:lost', { jobs: [refOf(job)] });
-    else this.options.outcomes.record(job, outcome);
+    if (outcome.type === 'drop') {
+      this.options.hooks?.lostRunsEnded([refOf(job)]);
+      this.options.events.emit('lease:lost', { jobs: [refOf(job)] });
+    } else this.options.outcomes.record(job, outcome);
   }
 
   /** Tells fetchers of the queues that gave back places (once per batch, not per job). */

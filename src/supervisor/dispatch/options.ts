@@ -2,6 +2,7 @@
 import type { QueueSettings } from '../../config/index.ts';
 import type { ClaimedJob, Fence } from '../../queue/types.ts';
 import type { SupervisorEvents } from '../events.ts';
+import type { Hooks } from '../hooks.ts';
 import type { Run } from './ledger.ts';
 import type { OutcomeSink } from '../complete/outcome.ts';
 import type { SessionSource } from './run_session.ts';
@@ -32,6 +33,8 @@ export interface DispatcherOptions {
   timeoutMs: number;
   abortGraceMs: number;
   events: SupervisorEvents;
+  /** Its `lostRunsEnded` is called for each dropped run (none: a test's dispatcher alone). */
+  hooks?: Pick<Hooks, 'lostRunsEnded'>;
   outcomes: OutcomeSink;
   /** Called when a queue has room for more jobs. */
   onCapacity: (queue: string) => void;

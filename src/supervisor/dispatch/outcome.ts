@@ -16,6 +16,10 @@
  *      → release: its task never ran, and starting it would bunch with the
  *      on-time starts; claimed again, it gets a new slot, no attempt used.
  *   2. success → done, even after a stop request the task finished anyway.
+ *   2a. the task slept or waited (ctx.sleep, ctx.waitFor) → sleep / wait:
+ *      pending at its wake time, or parked until its signal or deadline,
+ *      using no attempt, even after a shutdown request (the run ended
+ *      cleanly at a point it will resume from); not after a timeout (4).
  *   3. shutdown → release: the job goes back without using an attempt.
  *   4. timeout → a failure naming the timeout (and the killed thread, if so),
  *      even when the task snoozed on its way out: a timed-out run used its attempt.
@@ -29,15 +33,16 @@
  * decides with the row's current max_attempts; the label here is the same rule
  * for callers that want to know (complete/outcome.ts).
  */
+import type { DurableReport, Park } from '../../worker/protocol.ts';
 import { payloadTooLarge } from '../../worker/payload.ts';
 import type { Failure, Outcome } from '../complete/outcome.ts';
 
 export type StopReason = 'timeout' | 'lease-lost' | 'shutdown';
 
 export type RunResult =
-  | { type: 'success'; runMs: number; result?: string; progress?: string }
-  | { type: 'task-error'; runMs: number; error: TaskFailure }
-  | { type: 'thread-died'; runMs: number; cause: unknown; killedToStop: string | null };
+  | { type: 'success'; runMs: number; result?: string; progress?: string; durable?: DurableReport }
+  | { type: 'task-error'; runMs: number; error: TaskFailure; durable?: DurableReport }
+  | { type: 'thread-died'; runMs: number; cause: unknown; killedToStop: string | null; durable?: undefined };
 
 /** What a task's error tells the supervisor. */
 export interface TaskFailure {
@@ -51,6 +56,8 @@ export interface TaskFailure {
   stack?: string;
   /** The task was not started: its start window had passed by this many ms. */
   lateMs?: number;
+  /** The task slept or waited (ctx.sleep, ctx.waitFor). */
+  park?: Park;
 }
 
 /** What the dispatcher knows of the run (a ledger Run is one). */
@@ -68,6 +75,8 @@ export function decideOutcome(result: RunResult, state: RunState): Outcome {
     if (result.result === undefined && result.progress === undefined) return { type: 'done', runMs: result.runMs };
     return { type: 'done', runMs: result.runMs, report: { result: result.result, progress: result.progress } };
   }
+  const park = result.type === 'task-error' ? result.error.park : undefined;
+  if (park && state.stop !== 'timeout') return { type: park.kind, runMs: result.runMs, park };
   if (state.stop === 'shutdown') return { type: 'release', reason: 'aborted by shutdown' };
   if (state.stop === 'timeout') {
     const killed = result.type === 'thread-died' ? ' and did not stop; its worker thread was terminated' : '';

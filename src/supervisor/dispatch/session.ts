@@ -17,7 +17,7 @@ import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import type { Piscina } from 'piscina';
 import type { ClaimedJob } from '../../queue/types.ts';
 import type { FromWorker, JobBatch, ResultBatch, SessionTask, ToWorker } from '../../worker/protocol.ts';
-import type { StopReason } from './outcome.ts';
+import type { RunResult, StopReason } from './outcome.ts';
 import type { CallInfo, RunSession, SessionHandlers, SessionSource } from './run_session.ts';
 
 export class Session implements RunSession {
@@ -139,18 +139,18 @@ export function piscinaSessions(pool: Piscina): SessionSource {
 }
 
 function readResults(batch: ResultBatch, handlers: SessionHandlers): void {
-  const { tokens, runMs, errors, results, progress } = batch;
+  const { tokens, runMs, errors, results, progress, durable } = batch;
   for (let i = 0; i < tokens.length; i++) {
     const error = errors?.[i] ?? null;
     const ms = runMs[i] as number;
-    handlers.result(
-      tokens[i] as string,
-      error
-        ? { type: 'task-error', runMs: ms, error }
-        : results || progress
-          ? { type: 'success', runMs: ms, result: results?.[i], progress: progress?.[i] }
-          : { type: 'success', runMs: ms },
-    );
+    const result: RunResult = error
+      ? { type: 'task-error', runMs: ms, error }
+      : results || progress
+        ? { type: 'success', runMs: ms, result: results?.[i], progress: progress?.[i] }
+        : { type: 'success', runMs: ms };
+    const report = durable?.[i];
+    if (report) result.durable = report;
+    handlers.result(tokens[i] as string, result);
   }
   handlers.resultsEnd();
 }

@@ -1,5 +1,5 @@
 // Development only: the options thread (options_thread.ts) through tsx, as
-// tsx-entry.mjs does for entry.ts. The compiled package uses options_thread.js.
+// tsx_entry.mjs does for entry.ts. The compiled package uses options_thread.js.
 import { register } from 'tsx/esm/api';
 
 register();

@@ -5,10 +5,10 @@
  */
 import type { Settings } from '../config/index.ts';
 import type { Logger } from '../log.ts';
-import { LoopHealth } from './loop-health.ts';
+import { LoopHealth } from './loop_health.ts';
 import type { Supervisor } from '../supervisor/supervisor.ts';
 import { threadWatch } from '../supervisor/thread_watch.ts';
-import { createDatabaseGauges } from './database-gauges.ts';
+import { createDatabaseGauges } from './database_gauges.ts';
 import { createLabelSet } from './labels.ts';
 import type { Metrics } from './metrics.ts';
 import { observeEvents } from './observe.ts';

@@ -17,6 +17,7 @@
  */
 import { createRequire, register } from 'node:module';
 import { loadOptional, startTracing, type Tracing } from '../tracing/sdk.ts';
+import { messageOf } from '../errors.ts';
 
 const require = createRequire(import.meta.url);
 let tracing: Tracing | undefined;
@@ -36,7 +37,7 @@ try {
   require('pg');
 } catch (err) {
   // Tracing must never keep a thread from running jobs.
-  process.stderr.write(`jobvisor: tracing not started in a worker thread: ${(err as Error).message}\n`);
+  process.stderr.write(`jobvisor: tracing not started in a worker thread: ${messageOf(err)}\n`);
 }
 
 const worker = await import('./entry.ts');

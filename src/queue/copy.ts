@@ -11,6 +11,7 @@ import { pipeline } from 'node:stream/promises';
 import { Readable } from 'node:stream';
 import { withConnection } from '../db/borrow.ts';
 import type { Db } from '../db/pool.ts';
+import { qualify } from '../db/schema.ts';
 import { planned, run, type Store } from './sql.ts';
 
 export interface CopyRow {
@@ -50,7 +51,6 @@ export async function copyRows(
   db: Db,
   schema: string,
   rows: CopyRow[],
-  copyStatement: (schema: string) => string,
   traceContext: string | null = null,
 ): Promise<string[]> {
   return withConnection(db, async (client) => {
@@ -64,7 +64,7 @@ export async function copyRows(
       const runAt = r.runAt ?? (r.delayMs ? new Date(nowMs + r.delayMs).toISOString() : now);
       return `${ids[i]}\t${r.queue}\t${r.kind}\t${field(r.payload)}\t${r.priority}\t${r.maxAttempts ?? 8}\t${runAt}\t${trace}\n`;
     });
-    const stream = client.query(copyFrom(copyStatement(schema)));
+    const stream = client.query(copyFrom(qualify(COPY_JOBS, schema)));
     await pipeline(Readable.from(chunks(lines)), stream);
     return ids;
   });
@@ -83,4 +83,4 @@ function* chunks(lines: string[]): Generator<string> {
   if (buffer) yield buffer;
 }
 
-export { COPY_JOBS, RESERVE_IDS };
+export { RESERVE_IDS };

@@ -11,9 +11,8 @@ import type { Db } from '../db/pool.ts';
 import { parseDuration } from '../duration.ts';
 import { InputError, messageOf, notMigrated } from '../errors.ts';
 import { checkName, checkQueue } from '../names.ts';
-import { qualify } from '../db/schema.ts';
 import { captureTraceContext } from '../tracing/context.ts';
-import { COPY_JOBS, copyRows } from './copy.ts';
+import { copyRows } from './copy.ts';
 import type {
   BatchJob,
   DynamicKind,
@@ -219,9 +218,7 @@ export async function enqueueMany(
   const schema = options.schema ?? 'jobvisor';
   const graph = rows.some((r) => r.parentIds.length + r.parentIndexes.length > 0);
   if (!graph && rows.length >= COPY_THRESHOLD && rows.every((r) => r.uniqueKey === null && r.concurrencyKey === null)) {
-    const ids = await written(schema, () =>
-      copyRows(db, schema, rows, (s) => qualify(COPY_JOBS, s), captureTraceContext()),
-    );
+    const ids = await written(schema, () => copyRows(db, schema, rows, captureTraceContext()));
     return ids.map((id) => ({ id, duplicate: false }));
   }
   return written(schema, () => insertJobs({ db, schema }, rows, captureTraceContext()));

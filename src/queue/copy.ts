@@ -12,17 +12,8 @@ import { Readable } from 'node:stream';
 import { withConnection } from '../db/borrow.ts';
 import type { Db } from '../db/pool.ts';
 import { qualify } from '../db/schema.ts';
+import type { JobRow } from './job_row.ts';
 import { planned, run, type Store } from './sql.ts';
-
-export interface CopyRow {
-  queue: string;
-  kind: string;
-  payload: string;
-  priority: number;
-  maxAttempts: number | null;
-  runAt: string | null;
-  delayMs: number | null;
-}
 
 // The ids come back as one comma-separated text: splitting it is several times
 // cheaper for the caller than parsing a 20,000-element array literal.
@@ -50,7 +41,7 @@ function field(text: string): string {
 export async function copyRows(
   db: Db,
   schema: string,
-  rows: CopyRow[],
+  rows: JobRow[],
   traceContext: string | null = null,
 ): Promise<string[]> {
   return withConnection(db, async (client) => {

@@ -3,8 +3,9 @@
  * claim: the functions of migration 031 keep generic plans of their
  * statements. Left to PostgreSQL's plan cache, which keeps a generic plan only
  * when its estimate is no dearer than the custom plans', they were planned
- * again on every call (0.72 ms of limit_state()'s 0.79). Each planning is
- * counted with log_planner_stats, which reports every plan made to the client.
+ * again on every call (limit_state() took 0.72 ms a call, 0.21 with its plans
+ * kept). Each planning is counted with log_planner_stats, which reports every
+ * plan made to the client.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';

@@ -27,8 +27,6 @@ import { RESERVE_IDS } from './copy.ts';
 import { jobColumns, type JobRow } from './job_row.ts';
 import { intArray, planned, run, type Store } from './sql.ts';
 
-export type Dependency = string | number | bigint | { index: number };
-
 /** Larger than any bigint id: PostgreSQL would reject it with an error that aborts the transaction. */
 const MAX_ID = 9_223_372_036_854_775_807n;
 

@@ -44,8 +44,8 @@ function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
 
 describe('renewing leases beside a row lock', () => {
   it('renews the other leases at once and reports the locked one held, then renews it once free', async () => {
-    const a = (await enqueue(db.pool, 'k', {})).id as string;
-    const b = (await enqueue(db.pool, 'k', {})).id as string;
+    const a = (await enqueue(db.pool, 'k', {})).id;
+    const b = (await enqueue(db.pool, 'k', {})).id;
     await markRunning(db.pool, a, 'sup', '71');
     await markRunning(db.pool, b, 'sup', '72');
     const before = { a: await lockedUntil(a), b: await lockedUntil(b) };
@@ -80,9 +80,9 @@ describe('renewing leases beside a row lock', () => {
   });
 
   it('still reports a lease lost when its claim changed, and a job deleted, beside a locked row', async () => {
-    const a = (await enqueue(db.pool, 'k', {})).id as string;
-    const b = (await enqueue(db.pool, 'k', {})).id as string;
-    const c = (await enqueue(db.pool, 'k', {})).id as string;
+    const a = (await enqueue(db.pool, 'k', {})).id;
+    const b = (await enqueue(db.pool, 'k', {})).id;
+    const c = (await enqueue(db.pool, 'k', {})).id;
     await markRunning(db.pool, a, 'sup', '81');
     await markRunning(db.pool, b, 'other', '82');
     await markRunning(db.pool, c, 'sup', '83');

@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { LIMITS_VARIANTS } from '../../src/bench/limits.ts';
 import { peersNodeProblem } from '../../src/bench/peers.ts';
 import { runBench } from '../helpers/cli.ts';
 
@@ -64,7 +65,11 @@ describe('jobvisor bench', () => {
       'limits 300',
     ])
       assert.ok(scenarios.has(s), `scenario ${s} reported`);
-    assert.equal(rows.filter((row) => row.scenario === 'limits 300').length, 6, 'every flow-control variant ran');
+    assert.equal(
+      rows.filter((row) => row.scenario === 'limits 300').length,
+      Object.keys(LIMITS_VARIANTS).length,
+      'every flow-control variant ran',
+    );
     const burstSystems = rows.filter((row) => row.scenario === 'burst 300').map((row) => row.system);
     assert.deepEqual(burstSystems.sort(), [
       'jobvisor concurrency-only',

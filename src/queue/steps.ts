@@ -26,7 +26,7 @@ import { intArray, planned, run, type Db, type Now } from './sql.ts';
 // read of a job also flags it (has_steps), so whatever deletes the job deletes
 // its records; later runs find the flag set and write nothing. The flag's
 // update locks the rows of the first runs of a batch: a deadlock with another
-// batched write of this supervisor's rows (the heartbeat) is retried by the
+// batched write of this supervisor's rows (the completer's) is retried by the
 // caller. `id = ANY` and `lease_token = ANY` name each run exactly: a token is
 // drawn from a sequence, so it belongs to one claim of one job.
 const LOAD_STEPS = planned(

@@ -24,7 +24,7 @@ import type { StepClaim } from './steps.ts';
 // signalled in one commit resume through a few dozen statements, not 10,000
 // commits on the thread's two ctx.db connections. The rows are locked in id
 // order (the ORDER BY sits under the lock); a deadlock with another batched
-// write of the same rows (the heartbeat) is retried by the caller. A run is
+// write of the same rows (the completer's) is retried by the caller. A run is
 // named by its token (unique to one claim of one job); (run, name) pairs are
 // unique in a batch, since names are unique within a run.
 const TAKE_WAIT = planned(

@@ -15,7 +15,7 @@
  * leaves on the next turn, setImmediate) → in flight (one statement at a time;
  * requests arriving meanwhile gather for the next) → idle. A statement takes
  * at most MAX_BATCH requests. A deadlock or serialization failure (the rows
- * are this supervisor's, which its heartbeat renews in one statement too) is
+ * are this supervisor's, which its completer writes in batches too) is
  * retried up to CONFLICT_RETRIES times; any other error fails every request of
  * the statement, as the single read failed its run.
  *

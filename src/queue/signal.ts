@@ -14,7 +14,7 @@
  */
 import type { Db } from '../db/pool.ts';
 import { InputError, JobvisorError, notMigrated } from '../errors.ts';
-import { planned, run } from './sql.ts';
+import { planned, run, type Store } from './sql.ts';
 import { checkPayload, shown } from './validate.ts';
 
 /** The largest signal payload, in bytes of JSON (the CHECK of job_signals says the same). */
@@ -74,17 +74,26 @@ export async function signal<T = unknown>(
   payload?: T,
   options: SignalOptions = {},
 ): Promise<SignalOutcome> {
+  return signalThrough({ db, schema: options.schema ?? 'jobvisor' }, jobId, name, payload, options.ignoreFinished);
+}
+
+/**
+ * signal(), through `store`: its statement bound applies (the dashboard's
+ * statement_timeout, so a job row locked elsewhere cannot hold a request).
+ * Same checks, outcomes and errors as signal().
+ */
+export async function signalThrough(
+  store: Store,
+  jobId: string | number | bigint,
+  name: string,
+  payload?: unknown,
+  ignoreFinished = false,
+): Promise<SignalOutcome> {
   const id = checkJobId(jobId);
   checkSignalName('signal name', name);
   const json = payload === undefined ? null : checkPayload('signal payload', payload, MAX_SIGNAL_PAYLOAD_BYTES);
-  const schema = options.schema ?? 'jobvisor';
   try {
-    const [row] = await run<{ outcome: SignalOutcome }>({ db, schema }, SIGNAL, [
-      id,
-      name,
-      json,
-      options.ignoreFinished === true,
-    ]);
+    const [row] = await run<{ outcome: SignalOutcome }>(store, SIGNAL, [id, name, json, ignoreFinished]);
     return row?.outcome as SignalOutcome;
   } catch (err) {
     const code = (err as { code?: unknown } | undefined)?.code;
@@ -92,7 +101,7 @@ export async function signal<T = unknown>(
     if (code === 'JV001') throw new SignalError('JOB_NOT_FOUND', `job ${id} does not exist`, id, { cause: err });
     if (code === 'JV002')
       throw new SignalError('JOB_FINISHED', message.replace(/^[a-z_0-9]+\.signal: /, ''), id, { cause: err });
-    throw notMigrated(err, schema) ?? err;
+    throw notMigrated(err, store.schema) ?? err;
   }
 }
 

@@ -12,32 +12,41 @@
  * the running row a new version per step (its heartbeat waits a moment for a
  * step's commit instead).
  */
-import { planned, run, type Db, type Now } from './sql.ts';
+import { intArray, planned, run, type Db, type Now } from './sql.ts';
 
-// A run's records, read once per run on its first ctx.step, sleep or waitFor.
-// One JSON array (one row, one JSON.parse in the thread), each record
-// [name, kind, has result, result, finished, wake ms, started ms]: `has result`
-// tells a SQL NULL (fn returned undefined) from JSON null. The first read of a
-// job also flags it (has_steps), so whatever deletes the job deletes its
-// records; later runs find the flag set and write nothing.
+// The records of a batch of runs, each read once per run on its first
+// ctx.step, sleep or waitFor: a worker thread gathers the runs that ask in one
+// turn of its event loop into one statement (worker/step_reads.ts), so 10,000
+// runs resumed at once (a wave of sleepers, one commit of signals) are not
+// 10,000 round trips through the thread's two ctx.db connections. Each run's
+// records come as one JSON array (one row per held run, one JSON.parse in the
+// thread), each record [name, kind, has result, result, finished, wake ms,
+// started ms]: `has result` tells a SQL NULL (fn returned undefined) from JSON
+// null. A run missing from the result no longer holds its claim. The first
+// read of a job also flags it (has_steps), so whatever deletes the job deletes
+// its records; later runs find the flag set and write nothing. The flag's
+// update locks the rows of the first runs of a batch: a deadlock with another
+// batched write of this supervisor's rows (the completer's) is retried by the
+// caller. `id = ANY` and `lease_token = ANY` name each run exactly: a token is
+// drawn from a sequence, so it belongs to one claim of one job.
 const LOAD_STEPS = planned(
   'load_steps',
   `
 WITH held AS (
   SELECT j.id, j.has_steps FROM jobvisor.jobs AS j
-   WHERE j.id = $1::bigint AND j.lease_token = $2::bigint AND j.status = 'running'
+   WHERE j.id = ANY ($1::bigint[]) AND j.lease_token = ANY ($2::bigint[]) AND j.status = 'running'
 ), flag AS (
   UPDATE jobvisor.jobs AS j SET has_steps = true
-    FROM held
-   WHERE j.id = held.id AND held.has_steps IS NULL
+   WHERE j.id = ANY (ARRAY(SELECT held.id FROM held WHERE held.has_steps IS NULL)) AND j.has_steps IS NULL
 )
-SELECT EXISTS (SELECT 1 FROM held) AS held,
+SELECT held.id::text AS id,
        extract(epoch FROM coalesce($3::timestamptz, now())) * 1000 AS now_ms,
        (SELECT coalesce(json_agg(json_build_array(s.name, s.kind, s.result IS NOT NULL, s.result,
                                                   s.finished_at IS NOT NULL, extract(epoch FROM s.wake_at) * 1000,
                                                   extract(epoch FROM s.started_at) * 1000)), '[]')
           FROM jobvisor.job_steps AS s
-         WHERE s.job_id = $1::bigint AND EXISTS (SELECT 1 FROM held))::text AS steps`,
+         WHERE s.job_id = held.id)::text AS steps
+  FROM held`,
 );
 
 /** A record of job_steps as a run loads it. */
@@ -62,26 +71,48 @@ export interface LoadedSteps {
 
 type RecordTuple = [string, StepRecord['kind'], boolean, unknown, boolean, number | null, number];
 
-/** The records of job `id` for the run claimed with `token` (none when the claim is no longer held). */
-export async function loadSteps(db: Db, schema: string, id: string, token: string, now: Now = null) {
-  const [row] = await run<{ held: boolean; now_ms: string; steps: string }>({ db, schema }, LOAD_STEPS, [
-    id,
-    token,
+/** A run's claim: job `id`, claimed with `token`. */
+export interface StepClaim {
+  id: string;
+  token: string;
+}
+
+/**
+ * The records of each run in `runs` (in their order; `held` false and none
+ * for a run that no longer holds its claim), in one statement.
+ */
+export async function loadStepsOf(db: Db, schema: string, runs: StepClaim[], now: Now = null): Promise<LoadedSteps[]> {
+  if (runs.length === 0) return [];
+  const rows = await run<{ id: string; now_ms: string; steps: string }>({ db, schema }, LOAD_STEPS, [
+    intArray(runs.map((r) => r.id)),
+    intArray(runs.map((r) => r.token)),
     now,
   ]);
-  const tuples = JSON.parse(row?.steps ?? '[]') as RecordTuple[];
-  return {
-    held: row?.held === true,
-    nowMs: Number(row?.now_ms),
-    records: tuples.map(([name, kind, has, result, finished, wakeMs, startedMs]) => ({
-      name,
-      kind,
-      result: has ? result : undefined,
-      finished,
-      wakeMs,
-      startedMs,
-    })),
-  } satisfies LoadedSteps;
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  const nowMs = rows.length > 0 ? Number(rows[0]?.now_ms) : Date.now();
+  return runs.map((r) => {
+    const row = byId.get(r.id);
+    if (!row) return { held: false, nowMs, records: [] };
+    const tuples = JSON.parse(row.steps) as RecordTuple[];
+    return {
+      held: true,
+      nowMs: Number(row.now_ms),
+      records: tuples.map(([name, kind, has, result, finished, wakeMs, startedMs]) => ({
+        name,
+        kind,
+        result: has ? result : undefined,
+        finished,
+        wakeMs,
+        startedMs,
+      })),
+    };
+  });
+}
+
+/** The records of job `id` for the run claimed with `token` (none when the claim is no longer held). */
+export async function loadSteps(db: Db, schema: string, id: string, token: string, now: Now = null) {
+  const [loaded] = await loadStepsOf(db, schema, [{ id, token }], now);
+  return loaded as LoadedSteps;
 }
 
 // One finished step. started_at is the statement's time less fn's duration as
@@ -127,69 +158,4 @@ export async function recordStep(
     now,
   ]);
   return row?.held === true;
-}
-
-// A wait's outcome, decided once and recorded: the signal of its name when
-// one has committed (visible to this statement), else the timeout when its
-// deadline has passed, else nothing (the run parks: queue/wait.ts). The
-// record, once finished, is never changed (the WHERE of DO UPDATE), so every
-// later run returns the same. A signal committed while this statement waited
-// for the row lock is not in its snapshot: the run then parks, and the park
-// (which reads after its lock) finds the signal and makes the job pending at
-// once.
-const TAKE_WAIT = planned(
-  'take_wait',
-  `
-WITH held AS (
-  SELECT j.id, j.attempts FROM jobvisor.jobs AS j
-   WHERE j.id = $1::bigint AND j.lease_token = $2::bigint AND j.status = 'running'
-     FOR SHARE
-), t AS (SELECT coalesce($4::timestamptz, now()) AS now),
-sig AS (SELECT s.payload FROM jobvisor.job_signals AS s WHERE s.job_id = $1::bigint AND s.name = $3),
-rec AS (
-  SELECT w.wake_at, w.finished_at, w.result FROM jobvisor.job_steps AS w
-   WHERE w.job_id = $1::bigint AND w.name = $3 AND w.kind = 'wait'
-), d AS (
-  SELECT held.id, held.attempts, t.now,
-         CASE WHEN EXISTS (SELECT 1 FROM sig) THEN jsonb_build_object('received', true, 'payload', (SELECT payload FROM sig))
-              WHEN (SELECT wake_at FROM rec) <= t.now THEN '{"received": false}'::jsonb END AS result
-    FROM held, t
-), w AS (
-  INSERT INTO jobvisor.job_steps AS s (job_id, name, kind, result, attempt, started_at, finished_at)
-  SELECT d.id, $3, 'wait', d.result, d.attempts, d.now, d.now FROM d WHERE d.result IS NOT NULL
-  ON CONFLICT (job_id, name) DO UPDATE SET result = excluded.result, finished_at = excluded.finished_at
-   WHERE s.kind = 'wait' AND s.finished_at IS NULL
-  RETURNING s.result
-)
-SELECT EXISTS (SELECT 1 FROM held) AS held,
-       coalesce((SELECT result FROM w), (SELECT result FROM rec WHERE finished_at IS NOT NULL))::text AS result,
-       extract(epoch FROM (SELECT now FROM t) - (SELECT wake_at FROM rec)) * 1000 AS past_deadline_ms`,
-);
-
-/** What a wait's decision found. */
-export interface WaitDecision {
-  held: boolean;
-  /** `{ received, payload? }`, or null: neither a signal nor the deadline yet, so the run parks. */
-  result: { received: true; payload: unknown } | { received: false } | null;
-  /** How far past its deadline the wait is (ms; null: it has none yet). */
-  pastDeadlineMs: number | null;
-}
-
-/** Decides and records the wait `name` of job `id` (claimed with `token`), if it can be decided now. */
-export async function takeWait(
-  db: Db,
-  schema: string,
-  wait: { id: string; token: string; name: string },
-  now: Now = null,
-): Promise<WaitDecision> {
-  const [row] = await run<{ held: boolean; result: string | null; past_deadline_ms: string | null }>(
-    { db, schema },
-    TAKE_WAIT,
-    [wait.id, wait.token, wait.name, now],
-  );
-  return {
-    held: row?.held === true,
-    result: row?.result ? (JSON.parse(row.result) as WaitDecision['result']) : null,
-    pastDeadlineMs: row?.past_deadline_ms === null || row === undefined ? null : Number(row.past_deadline_ms),
-  };
 }

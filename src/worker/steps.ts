@@ -24,7 +24,7 @@
  */
 import type pg from 'pg';
 import { parseDuration } from '../duration.ts';
-import { loadSteps, recordStep, takeWait, type StepRecord } from '../queue/steps.ts';
+import { recordStep, type StepRecord } from '../queue/steps.ts';
 import { describe } from './convert.ts';
 import { jsonbRefusal } from './report.ts';
 import type { DurableReport, WorkerSetup } from './protocol.ts';
@@ -33,10 +33,13 @@ import { ParkError, StepError, type Park } from './step_errors.ts';
 
 export { parkedError } from './step_errors.ts';
 import { inStepSpan } from './step_span.ts';
+import { createStepReads, type StepReads } from './step_reads.ts';
 
 export interface StepEnv {
   db(): pg.Pool;
   schema: string;
+  /** The thread's gathered reads: runs' records and waits' decisions (step_reads.ts). */
+  reads: StepReads;
   /** jobs.maxSteps: records of one job at most. */
   maxSteps: number;
   /** jobs.maxStepResultBytes: a step result's JSON at most. */
@@ -48,6 +51,7 @@ export function stepEnvOf(setup: WorkerSetup, db: () => pg.Pool): StepEnv {
   return {
     db,
     schema: setup.taskConfig.schema,
+    reads: createStepReads(db, setup.taskConfig.schema),
     maxSteps: setup.maxSteps,
     maxResultBytes: setup.maxStepResultBytes,
   };
@@ -155,7 +159,7 @@ export class DurableSteps {
     if (rec?.finished) return rec.result as WaitResult<T>;
     if (!rec) this.reserve(name);
     this.checkOpen();
-    const decided = await takeWait(this.env.db(), this.env.schema, { ...this.run, name });
+    const decided = await this.env.reads.takeWait({ id: this.run.id, token: this.run.token, name });
     if (!decided.held) throw lost(name);
     if (decided.result) {
       const waits = (this.report.waits ??= { signal: 0, timeout: 0 });
@@ -222,7 +226,7 @@ export class DurableSteps {
   }
 
   private load(): Promise<Loaded> {
-    this.loading ??= loadSteps(this.env.db(), this.env.schema, this.run.id, this.run.token).then((l) => {
+    this.loading ??= this.env.reads.load(this.run).then((l) => {
       if (!l.held) throw lost('the job');
       const records = new Map(l.records.map((r) => [r.name, r]));
       this.count += records.size;

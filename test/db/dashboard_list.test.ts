@@ -87,6 +87,12 @@ describe('dashboard jobs list over HTTP', () => {
     assert.deepEqual(actions(await get(`jobs/${dead}`)), ['retry', 'delete']);
     // And a folded form to send a signal, for a job that has not finished (a finished one refuses it).
     assert.deepEqual(actions(await get(`jobs/${later}`)), ['cancel', 'run-now', 'delete', 'signal']);
+    // A waiting job (ctx.waitFor): Run now times its wait out now.
+    const [waiting] = await insert(
+      `INSERT INTO jobvisor.jobs (kind, status, waiting_for, run_at, has_steps)
+       VALUES ('offers', 'waiting', 'go', now() + interval '1 day', true) RETURNING id`,
+    );
+    assert.deepEqual(actions(await get(`jobs/${waiting}`)), ['cancel', 'run-now', 'delete', 'signal']);
     const list = await get('jobs?status=failed&kind=offers');
     assert.match(list, /Retry all matching/);
     assert.doesNotMatch(list, /Cancel all matching|Cancel\s+selected/);

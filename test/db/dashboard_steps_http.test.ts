@@ -8,6 +8,8 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
+import { DASHBOARD_STATEMENT_TIMEOUT_MS } from '../../src/dashboard/db.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { serveTestDashboard, TEST_TOKEN, type ServedDashboard } from '../helpers/dashboard.ts';
 
@@ -177,5 +179,33 @@ describe('dashboard steps and signals over HTTP', () => {
     assert.deepEqual(await signals(id), []);
     const page = await (await fetch(`${d.url}jobs/${id}`, { headers: bearer })).text();
     assert.ok(!page.includes('signal-form'));
+  });
+
+  it('bounds the signal like every action: a job locked elsewhere answers 503 in time, nothing sent', async () => {
+    const id = await waitingJob();
+    const locker = new pg.Client({ connectionString: t.url });
+    await locker.connect();
+    try {
+      await locker.query('BEGIN');
+      await locker.query('SELECT 1 FROM jobvisor.jobs WHERE id = $1 FOR UPDATE', [id]);
+      const started = performance.now();
+      // Unbounded, the signal would wait for the row as long as the lock is held.
+      const res = await fetch(`${d.url}jobs/${id}/signal`, {
+        method: 'POST',
+        headers: { ...form, ...bearer, origin: d.origin },
+        body: new URLSearchParams({ name: 'approve', payload: '{}' }),
+        redirect: 'manual',
+        signal: AbortSignal.timeout(DASHBOARD_STATEMENT_TIMEOUT_MS + 10_000),
+      });
+      const ms = performance.now() - started;
+      assert.equal(res.status, 503);
+      assert.match(await res.text(), /statement timeout/);
+      assert.ok(ms < DASHBOARD_STATEMENT_TIMEOUT_MS + 4_000, `answered after ${Math.round(ms)} ms`);
+    } finally {
+      await locker.query('ROLLBACK');
+      await locker.end();
+    }
+    assert.deepEqual(await signals(id), []);
+    assert.equal(await statusOf(id), 'waiting');
   });
 });

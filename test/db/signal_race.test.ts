@@ -14,7 +14,7 @@ import type pg from 'pg';
 import { claimJobs } from '../../src/queue/claim.ts';
 import { signal } from '../../src/queue/signal.ts';
 import type { Store } from '../../src/queue/sql.ts';
-import { takeWait } from '../../src/queue/steps.ts';
+import { takeWait } from '../../src/queue/take_wait.ts';
 import { parkWaits, wakeTimedOutWaits } from '../../src/queue/wait.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { until } from '../helpers/poll.ts';

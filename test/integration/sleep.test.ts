@@ -7,6 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { runJobsNow } from '../../src/queue/admin/actions.ts';
 import { enqueue } from '../../src/queue/enqueue.ts';
 import type { Supervisor } from '../../src/supervisor/supervisor.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
@@ -132,6 +133,31 @@ describe('ctx.sleep', () => {
       (r) => r.status === 'pending',
     );
     assert.equal(row.run_at.getTime(), first.wake_at.getTime(), 'the same wake time: a sleep never moves');
+  });
+
+  it("ends the sleep now on `jobs run-now` (the dashboard's Run now): the job runs on and finishes", async () => {
+    const { id } = await enqueue(db.pool, 'durable', {
+      ops: [
+        ['sleep', 'nap', '1h'],
+        ['value', 'after', 1],
+      ],
+    });
+    await until(
+      `job ${id} sleeping`,
+      () => job(id),
+      (r) => r.status === 'pending' && r.has_steps && r.due_in_s > 60,
+    );
+    const r = await runJobsNow({ db: db.pool, schema: 'jobvisor' }, { ids: [id] });
+    assert.equal(r.changed, 1);
+    const row = await until(
+      `job ${id} done`,
+      () => job(id),
+      (j) => j.status === 'done',
+      30_000,
+    );
+    assert.deepEqual(row.result.results, [null, 1]);
+    const nap = await sleepRecord(id, 'nap');
+    assert.ok(nap.wake_at.getTime() <= row.finished_at.getTime(), 'the sleep ended when it was run now');
   });
 
   it('returns at once, recording nothing, for a time already past', async () => {

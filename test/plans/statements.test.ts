@@ -149,11 +149,15 @@ const EXPECTED: Record<string, Expectation> = {
   },
   // Durable steps, sleeps, waits and signals (src/queue/steps.ts, sleep.ts, wait.ts, signal.ts).
   // Each reads or writes one job's records by job_steps_pkey (no whole read of job_steps: wholeTableRead).
-  load_steps: { values: (f) => [f.someId, f.tokens[0], now], uses: /jobs_(pkey|running_idx)/ },
+  // load_steps and take_wait read a batch of a thread's runs (worker/step_reads.ts).
+  load_steps: { values: (f) => [f.runningIds, f.tokens, now], uses: /jobs_(pkey|running_idx)/ },
   record_step: { values: (f) => [f.someId, f.tokens[0], 's', '1', 5, now], uses: /jobs_(pkey|running_idx)/ },
   // `jobs show` and the dashboard's job page: one job's records by the job_steps primary key.
   admin_steps_of: { values: (f) => [f.someId], uses: /job_steps_pkey/ },
-  take_wait: { values: (f) => [f.someId, f.tokens[0], 'w', now], uses: /jobs_(pkey|running_idx)/ },
+  take_wait: {
+    values: (f) => [f.runningIds, f.tokens, f.tokens.map(() => 'w'), now],
+    uses: /jobs_(pkey|running_idx)/,
+  },
   sleep_jobs: {
     values: (f) => [
       f.runningIds,

@@ -2,13 +2,14 @@
  * POST /jobs/:id/signal (fields `name`, `payload`): sends the job a signal, as
  * signal() does (queue/signal.ts), then back to the job's page saying what
  * became of it. The same-site check, the credential check and read-only mode
- * apply before this runs, as to every action (app.ts). A payload that is not
+ * apply before this runs, as to every action (app.ts), and so does the
+ * dashboard's statement bound (db.ts): a job row locked elsewhere answers 503. A payload that is not
  * JSON, a bad name or a payload over 64 KiB answers 400 and sends nothing; a
  * finished, cancelled or missing job answers 409 or 404 with the reason.
  */
 import type { Hono } from 'hono';
 import { InputError, messageOf } from '../../errors.ts';
-import { signal, SignalError } from '../../queue/signal.ts';
+import { SignalError, signalThrough } from '../../queue/signal.ts';
 import type { DashboardDb } from '../db.ts';
 import type { ViewContext } from '../views/layout.ts';
 import { messagePage } from '../views/message.ts';
@@ -32,7 +33,7 @@ export function signalRoutes(app: Hono, deps: { view: ViewContext; db: Dashboard
       }
     }
     try {
-      const outcome = await db.use((store) => signal(store.db, id, name, payload, { schema: store.schema }));
+      const outcome = await db.use((store) => signalThrough(store, id, name, payload));
       return c.redirect(`${view.base}jobs/${id}?done=signal-${outcome}`, 303);
     } catch (err) {
       if (err instanceof InputError)

@@ -26,9 +26,12 @@ export function shownStatus(job: Pick<JobRow, 'status' | 'run_at'>, now = Date.n
   return isScheduled(job, now) ? 'scheduled' : job.status;
 }
 
-/** Whether `action` would change this job (Run now: only a job not yet due). Pure. */
+/**
+ * Whether `action` would change this job (Run now: a job not yet due, a sleeping
+ * one included, or a waiting one, whose wait then times out). Pure.
+ */
 export function applies(action: JobAction, job: Pick<JobRow, 'status' | 'run_at'>, now = Date.now()): boolean {
-  if (action === 'run-now') return isScheduled(job, now);
+  if (action === 'run-now') return isScheduled(job, now) || job.status === 'waiting';
   return (ACTION_STATUSES[BULK_OF[action]] as readonly string[]).includes(job.status);
 }
 

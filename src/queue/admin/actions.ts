@@ -103,7 +103,12 @@ RETURNING j.id, j.queue, j.has_dependents
 // (NOTIFY_QUEUES). A waiting job (ctx.waitFor): its wait times out now, so
 // the run that follows resolves it to { received: false } (unless its signal
 // commits first); the wait's recorded deadline moves to now with it, since the
-// run decides the timeout from that record (queue/steps.ts).
+// run decides the timeout from that record (queue/steps.ts). A sleeping job
+// (pending, due at its wake time): its sleeps not yet over end now, their
+// recorded wake times moved to now, since the run that follows decides from
+// those records whether each sleep is over (worker/steps.ts); without it the
+// run went back to sleep until the same time. Only rows flagged has_steps
+// probe job_steps.
 const RUN_NOW = planned(
   'admin_run_now',
   `
@@ -114,11 +119,15 @@ UPDATE jobvisor.jobs AS j
        waiting_for = NULL
   FROM t
  WHERE j.id = t.id
-RETURNING j.id, j.queue, (SELECT w.waiting_for FROM jobvisor.jobs AS w WHERE w.id = t.id) AS waited
+RETURNING j.id, j.queue, j.has_steps, (SELECT w.waiting_for FROM jobvisor.jobs AS w WHERE w.id = t.id) AS waited
 ), w AS (
 UPDATE jobvisor.job_steps AS s SET wake_at = now()
   FROM u
  WHERE u.waited IS NOT NULL AND s.job_id = u.id AND s.name = u.waited AND s.kind = 'wait' AND s.finished_at IS NULL
+), sl AS (
+UPDATE jobvisor.job_steps AS s SET wake_at = now()
+ WHERE s.job_id = ANY (ARRAY(SELECT u.id FROM u WHERE u.has_steps AND u.waited IS NULL))
+   AND s.kind = 'sleep' AND s.wake_at > now()
 )
 SELECT id, queue FROM u`,
 );

@@ -7,6 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { cancelJobs } from '../../src/queue/admin/index.ts';
 import { enqueueMany } from '../../src/queue/enqueue.ts';
 import type { Supervisor } from '../../src/supervisor/supervisor.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
@@ -190,5 +191,14 @@ describe('ctx.db', () => {
     assert.equal(row?.status, 'failed', 'the neighbour did not wait for the leak to end');
     assert.match(row?.last_error ?? '', /ctx\.db: no database connection within 10000 ms: all 2 connections/);
     assert.equal(hogRow?.status, 'running', 'it failed while the leak went on');
+    // Cancelled (its task ends on ctx.signal), so stopping the supervisor does not wait out the
+    // shutdown grace (25 s) for a 45 s leak.
+    assert.deepEqual((await cancelJobs({ db: db.pool, schema: 'jobvisor' }, { ids: [hog as string] })).ids, [hog]);
+    await until(
+      'hog ended by its cancel',
+      () => supervisor.inFlight(),
+      (n) => n === 0,
+      30_000,
+    );
   });
 });

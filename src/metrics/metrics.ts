@@ -207,4 +207,3 @@ export function createClusterMetrics() {
   };
 }
 
-export type ClusterMetrics = ReturnType<typeof createClusterMetrics>;

@@ -11,17 +11,9 @@ import { pipeline } from 'node:stream/promises';
 import { Readable } from 'node:stream';
 import { withConnection } from '../db/borrow.ts';
 import type { Db } from '../db/pool.ts';
+import { qualify } from '../db/schema.ts';
+import type { JobRow } from './job_row.ts';
 import { planned, run, type Store } from './sql.ts';
-
-export interface CopyRow {
-  queue: string;
-  kind: string;
-  payload: string;
-  priority: number;
-  maxAttempts: number | null;
-  runAt: string | null;
-  delayMs: number | null;
-}
 
 // The ids come back as one comma-separated text: splitting it is several times
 // cheaper for the caller than parsing a 20,000-element array literal.
@@ -49,8 +41,7 @@ function field(text: string): string {
 export async function copyRows(
   db: Db,
   schema: string,
-  rows: CopyRow[],
-  copyStatement: (schema: string) => string,
+  rows: JobRow[],
   traceContext: string | null = null,
 ): Promise<string[]> {
   return withConnection(db, async (client) => {
@@ -64,7 +55,7 @@ export async function copyRows(
       const runAt = r.runAt ?? (r.delayMs ? new Date(nowMs + r.delayMs).toISOString() : now);
       return `${ids[i]}\t${r.queue}\t${r.kind}\t${field(r.payload)}\t${r.priority}\t${r.maxAttempts ?? 8}\t${runAt}\t${trace}\n`;
     });
-    const stream = client.query(copyFrom(copyStatement(schema)));
+    const stream = client.query(copyFrom(qualify(COPY_JOBS, schema)));
     await pipeline(Readable.from(chunks(lines)), stream);
     return ids;
   });
@@ -83,4 +74,4 @@ function* chunks(lines: string[]): Generator<string> {
   if (buffer) yield buffer;
 }
 
-export { COPY_JOBS, RESERVE_IDS };
+export { RESERVE_IDS };

@@ -11,9 +11,8 @@ import type { Db } from '../db/pool.ts';
 import { parseDuration } from '../duration.ts';
 import { InputError, messageOf, notMigrated } from '../errors.ts';
 import { checkName, checkQueue } from '../names.ts';
-import { qualify } from '../db/schema.ts';
 import { captureTraceContext } from '../tracing/context.ts';
-import { COPY_JOBS, copyRows } from './copy.ts';
+import { copyRows } from './copy.ts';
 import type {
   BatchJob,
   DynamicKind,
@@ -27,7 +26,8 @@ import type {
 } from './enqueue_types.ts';
 import { insertJobs } from './insert_jobs.ts';
 import { checkKey, checkPayload, shown } from './validate.ts';
-import { checkDependencies, type GraphRow } from './workflow.ts';
+import { checkDependencies } from './workflow.ts';
+import type { JobRow } from './job_row.ts';
 
 export type * from './enqueue_types.ts';
 
@@ -43,9 +43,6 @@ export const DEFAULT_MAX_BATCH_BYTES = 64 * 1024 * 1024;
 /** From this many jobs without unique keys, enqueueMany uses COPY (see copy.ts). */
 export const COPY_THRESHOLD = 500;
 
-/** A validated job, ready for INSERT or COPY (or, with parents, insertGraph). */
-type Row = GraphRow;
-
 /**
  * Builds a validated row. Field names in errors are bare (`kind …`);
  * enqueueMany prefixes them with the job's index only when one is thrown, so a
@@ -58,7 +55,7 @@ function toRow(
   options: Omit<EnqueueOptions, 'schema' | 'maxPayloadBytes' | 'dependsOn'> & { dependsOn?: unknown },
   maxPayloadBytes: number | undefined,
   index: number | null = null,
-): Row {
+): JobRow {
   checkName('kind', kind);
   // The caller's queue, else the defineJob handle's (merged in by the caller), else
   // "default": never something this process happened to read elsewhere.
@@ -122,7 +119,7 @@ export function validateJob(kind: string, payload: unknown, options: Omit<Enqueu
  * first (at most 3 UTF-8 bytes each), so a batch far below the cap costs no
  * encoding.
  */
-function checkBatchBytes(rows: Row[], maxBytes: number): void {
+function checkBatchBytes(rows: JobRow[], maxBytes: number): void {
   let units = 0;
   for (const r of rows)
     units +=
@@ -205,7 +202,7 @@ export async function enqueueMany(
   if (jobs.length === 0) return [];
   if (jobs.length > MAX_BATCH)
     throw new InputError(`at most ${MAX_BATCH} jobs per enqueueMany call, got ${jobs.length}`);
-  const rows = new Array<Row>(jobs.length);
+  const rows = new Array<JobRow>(jobs.length);
   for (let i = 0; i < jobs.length; i++) {
     const job = jobs[i] as JobSpec | null | undefined;
     if (typeof job !== 'object' || job === null) throw new InputError(`jobs[${i}] must be an object`);
@@ -219,9 +216,7 @@ export async function enqueueMany(
   const schema = options.schema ?? 'jobvisor';
   const graph = rows.some((r) => r.parentIds.length + r.parentIndexes.length > 0);
   if (!graph && rows.length >= COPY_THRESHOLD && rows.every((r) => r.uniqueKey === null && r.concurrencyKey === null)) {
-    const ids = await written(schema, () =>
-      copyRows(db, schema, rows, (s) => qualify(COPY_JOBS, s), captureTraceContext()),
-    );
+    const ids = await written(schema, () => copyRows(db, schema, rows, captureTraceContext()));
     return ids.map((id) => ({ id, duplicate: false }));
   }
   return written(schema, () => insertJobs({ db, schema }, rows, captureTraceContext()));

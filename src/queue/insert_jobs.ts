@@ -21,7 +21,8 @@
 import { JobvisorError } from '../errors.ts';
 import type { EnqueueResult } from './enqueue_types.ts';
 import { planned, run, type Store } from './sql.ts';
-import { insertGraph, jobColumns, type GraphRow } from './workflow.ts';
+import { jobColumns, type JobRow } from './job_row.ts';
+import { insertGraph } from './workflow.ts';
 
 /** Insert rounds before a duplicate whose holder keeps vanishing (or cannot be read) is an error. */
 const MAX_ROUNDS = 3;
@@ -56,16 +57,12 @@ SELECT id, kind, unique_key FROM jobvisor.jobs j
  * `traceContext`: the caller's active span (see tracing/context.ts), the same for every row.
  * @throws JobvisorError (code DUPLICATE_UNREADABLE) when a duplicate's holder could not be read in MAX_ROUNDS.
  */
-export async function insertJobs(
-  store: Store,
-  rows: GraphRow[],
-  traceContext: string | null,
-): Promise<EnqueueResult[]> {
+export async function insertJobs(store: Store, rows: JobRow[], traceContext: string | null): Promise<EnqueueResult[]> {
   const results = new Array<EnqueueResult | undefined>(rows.length);
   let todo = rows.map((_, i) => i);
   for (let round = 1; todo.length > 0; round++) {
     if (round > MAX_ROUNDS) {
-      const r = rows[todo[0] as number] as GraphRow;
+      const r = rows[todo[0] as number] as JobRow;
       throw new JobvisorError(
         'DUPLICATE_UNREADABLE',
         `a ${r.kind} job with unique key ${JSON.stringify(r.uniqueKey)} exists but could not be read (deleted again and again, or hidden from this role)`,
@@ -74,7 +71,7 @@ export async function insertJobs(
     // A job retried after its holder vanished names its parents by id: the
     // jobs it named by index were inserted in the first round (a parent by
     // index has no uniqueKey, so it is never a duplicate).
-    const batch = todo.map((i) => (round === 1 ? (rows[i] as GraphRow) : byIds(rows[i] as GraphRow, results)));
+    const batch = todo.map((i) => (round === 1 ? (rows[i] as JobRow) : byIds(rows[i] as JobRow, results)));
     const ids = await insertOnce(store, batch, traceContext);
     const holders = await holdersOf(store, batch, ids);
     const next: number[] = [];
@@ -82,7 +79,7 @@ export async function insertJobs(
       const id = ids[k];
       if (id !== null && id !== undefined) results[index] = { id, duplicate: false };
       else {
-        const holder = holders.get(keyOf(batch[k] as GraphRow));
+        const holder = holders.get(keyOf(batch[k] as JobRow));
         if (holder === undefined) next.push(index);
         else results[index] = { id: holder, duplicate: true };
       }
@@ -93,7 +90,7 @@ export async function insertJobs(
 }
 
 /** Each row's new id, in order; null where the row was skipped as a duplicate. */
-async function insertOnce(store: Store, rows: GraphRow[], traceContext: string | null): Promise<Array<string | null>> {
+async function insertOnce(store: Store, rows: JobRow[], traceContext: string | null): Promise<Array<string | null>> {
   if (rows.some((r) => r.parentIds.length + r.parentIndexes.length > 0)) return insertGraph(store, rows, traceContext);
   const inserted = await run<{ id: string; kind: string; unique_key: string | null }>(
     store,
@@ -120,7 +117,7 @@ async function insertOnce(store: Store, rows: GraphRow[], traceContext: string |
 }
 
 /** The ids of the jobs holding the keys of the skipped rows: jobs of this batch, else read by FIND_UNIQUE. */
-async function holdersOf(store: Store, rows: GraphRow[], ids: Array<string | null>): Promise<Map<string, string>> {
+async function holdersOf(store: Store, rows: JobRow[], ids: Array<string | null>): Promise<Map<string, string>> {
   const holders = new Map<string, string>();
   rows.forEach((r, i) => {
     const id = ids[i];
@@ -137,7 +134,7 @@ async function holdersOf(store: Store, rows: GraphRow[], ids: Array<string | nul
 }
 
 /** A row to insert again: its parents named by index become ids (results of the first round). */
-function byIds(row: GraphRow, results: Array<EnqueueResult | undefined>): GraphRow {
+function byIds(row: JobRow, results: Array<EnqueueResult | undefined>): JobRow {
   if (row.parentIndexes.length === 0) return row;
   const ids = new Set(row.parentIds);
   for (const n of row.parentIndexes) ids.add((results[n] as EnqueueResult).id);

@@ -189,23 +189,6 @@ export function intArray(values: ReadonlyArray<string | number>): string {
   return `{${values.join(',')}}`;
 }
 
-/**
- * `run`, with sequential scans priced out (`SET LOCAL enable_seqscan = off` in a
- * transaction of its own), for a read that must go through partial indexes
- * whatever the statistics say. Statistics made while the table was small can
- * claim that a sixth of a grown table is pending; PostgreSQL then reads a
- * million rows to count fifty thousand. Given a pool it takes a connection for
- * the three statements; given a client inside the caller's transaction, the
- * settings last for the statement (db/scoped_settings.ts).
- */
-export async function runThroughIndexes<R extends pg.QueryResultRow>(
-  store: Store,
-  statement: Statement,
-  values: unknown[],
-): Promise<R[]> {
-  return runWith<R>(store, statement, values, withBound(THROUGH_INDEXES, store) as string);
-}
-
 async function runWith<R>(
   store: Store,
   statement: Statement,

@@ -23,46 +23,9 @@
  */
 import { InputError } from '../errors.ts';
 import { shown } from './validate.ts';
-import type { CopyRow } from './copy.ts';
 import { RESERVE_IDS } from './copy.ts';
+import { jobColumns, type JobRow } from './job_row.ts';
 import { intArray, planned, run, type Store } from './sql.ts';
-
-/** A validated job of a batch with dependencies. */
-export interface GraphRow extends CopyRow {
-  uniqueKey: string | null;
-  concurrencyKey: string | null;
-  onParentFailure: 'cancel' | 'run' | null;
-  /** Existing parent ids (digit strings), without duplicates. */
-  parentIds: string[];
-  /** Earlier jobs of the same call, by index, without duplicates. */
-  parentIndexes: number[];
-}
-
-/**
- * The parameters $1–$10 of an insert of `rows`, column by column, as the plain
- * insert (enqueue.ts) and the graph insert both take them: queue, kind,
- * payload, priority, max_attempts, run_at, delay, unique_key, the trace
- * context (one for every row), concurrency_key.
- */
-export function jobColumns(
-  rows: Array<CopyRow & { uniqueKey: string | null; concurrencyKey: string | null }>,
-  traceContext: string | null,
-): unknown[] {
-  return [
-    rows.map((r) => r.queue),
-    rows.map((r) => r.kind),
-    rows.map((r) => r.payload),
-    rows.map((r) => r.priority),
-    rows.map((r) => r.maxAttempts),
-    rows.map((r) => r.runAt),
-    rows.map((r) => r.delayMs),
-    rows.map((r) => r.uniqueKey),
-    traceContext,
-    rows.map((r) => r.concurrencyKey),
-  ];
-}
-
-export type Dependency = string | number | bigint | { index: number };
 
 /** Larger than any bigint id: PostgreSQL would reject it with an error that aborts the transaction. */
 const MAX_ID = 9_223_372_036_854_775_807n;
@@ -76,7 +39,7 @@ export function checkDependencies(
   dependsOn: unknown,
   onParentFailure: unknown,
   index: number | null,
-): Pick<GraphRow, 'parentIds' | 'parentIndexes' | 'onParentFailure'> {
+): Pick<JobRow, 'parentIds' | 'parentIndexes' | 'onParentFailure'> {
   if (onParentFailure !== undefined && onParentFailure !== 'cancel' && onParentFailure !== 'run')
     throw new InputError(`onParentFailure must be 'cancel' or 'run', got ${shown(onParentFailure)}`);
   if (dependsOn === undefined || dependsOn === null) {
@@ -181,7 +144,7 @@ function deletedParent(err: unknown): InputError | undefined {
  */
 export async function insertGraph(
   store: Store,
-  rows: GraphRow[],
+  rows: JobRow[],
   traceContext: string | null,
 ): Promise<Array<string | null>> {
   const referenced = new Set<number>();

@@ -36,6 +36,13 @@ export function runCli(databaseUrl: string, args: string[], env: Record<string, 
   });
 }
 
+/** Runs `jobvisor bench ...args` as a child process on the test server, where bench makes its own databases. */
+export function runBench(args: string[]): Promise<CliRun> {
+  return runProcess(process.execPath, [BIN, 'bench', ...args], {
+    env: { ...process.env, DATABASE_URL: process.env.JOBVISOR_TEST_DATABASE_URL, JOBVISOR_CONFIG: '' },
+  });
+}
+
 /** Runs `jobvisor ...args` against `databaseUrl` in this process; `env` adds to a test environment. */
 export async function runCliInProcess(
   databaseUrl: string,

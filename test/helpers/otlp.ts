@@ -35,6 +35,20 @@ export interface OtlpReceiver {
   close(): Promise<void>;
 }
 
+/**
+ * The environment that turns a supervisor's tracing on, exporting to this
+ * receiver as `service`, every run sampled and spans sent within 100 ms.
+ */
+export function tracingEnv(receiver: OtlpReceiver, service = 'jobvisor-test'): Record<string, string> {
+  return {
+    OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint,
+    OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+    OTEL_SERVICE_NAME: service,
+    OTEL_TRACES_SAMPLER: 'always_on',
+    OTEL_BSP_SCHEDULE_DELAY: '100',
+  };
+}
+
 /** An attribute's value as a plain string, number or boolean. */
 export function attr(span: OtlpSpan, key: string): string | number | boolean | undefined {
   const v = span.attributes?.find((a) => a.key === key)?.value;

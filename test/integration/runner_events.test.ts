@@ -112,10 +112,9 @@ describe('runner.events', () => {
           completed_snooze: has('job:completed', ids.snooze),
           timeout: has('job:timeout', ids.timeout),
           thread_died: has('thread:died', ids.died),
-          // lease:lost of the re-queued run is left out of this wait: in about one run in three
-          // it is never reported (a race under investigation; hardening_fence shows the old run
-          // is fenced either way). When it is reported, its JobRefs are checked below like all others.
           started_released: has('job:started', ids.released),
+          // The re-queued run: stopped, its lease reported lost once it has ended.
+          lease_lost: has('lease:lost', ids.requeued),
         })
           .filter(([, ok]) => !ok)
           .map(([name]) => name),
@@ -137,6 +136,7 @@ describe('runner.events', () => {
       'job:timeout',
       'thread:died',
       'job:released',
+      'lease:lost',
     ] as const)
       assert.ok(events.has(e), `${e} was seen`);
     for (const { event, refs } of seen)

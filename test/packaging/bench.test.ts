@@ -6,15 +6,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { peersNodeProblem } from '../../src/bench/peers.ts';
-import { BIN } from '../helpers/supervisor.ts';
-import { runProcess } from '../helpers/cli.ts';
+import { runBench } from '../helpers/cli.ts';
 
-function bench(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const server = process.env.JOBVISOR_TEST_DATABASE_URL as string;
-  return runProcess(process.execPath, [BIN, 'bench', ...args], {
-    env: { ...process.env, DATABASE_URL: server, JOBVISOR_CONFIG: '' },
-  });
-}
+const bench = runBench;
 
 describe('jobvisor bench', () => {
   it('runs every scenario with a tiny N and prints one JSON object per result', async () => {

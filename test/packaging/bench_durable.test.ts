@@ -7,15 +7,9 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { BIN } from '../helpers/supervisor.ts';
-import { runProcess } from '../helpers/cli.ts';
+import { runBench } from '../helpers/cli.ts';
 
-function bench(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const server = process.env.JOBVISOR_TEST_DATABASE_URL as string;
-  return runProcess(process.execPath, [BIN, 'bench', ...args], {
-    env: { ...process.env, DATABASE_URL: server, JOBVISOR_CONFIG: '' },
-  });
-}
+const bench = runBench;
 
 describe('jobvisor bench: durable steps', () => {
   it('runs the durable-steps scenarios with a tiny N: every sleeper woke, every waiter resumed', async () => {

@@ -8,15 +8,9 @@ import { describe, it } from 'node:test';
 import { extrapolate, leastSquares } from '../../src/bench/history_report.ts';
 import { historyDepths } from '../../src/bench/options.ts';
 import { InputError } from '../../src/errors.ts';
-import { runProcess } from '../helpers/cli.ts';
-import { BIN } from '../helpers/supervisor.ts';
+import { runBench } from '../helpers/cli.ts';
 
-function bench(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const server = process.env.JOBVISOR_TEST_DATABASE_URL as string;
-  return runProcess(process.execPath, [BIN, 'bench', ...args], {
-    env: { ...process.env, DATABASE_URL: server, JOBVISOR_CONFIG: '' },
-  });
-}
+const bench = runBench;
 
 interface JsonRow {
   scenario: string;

@@ -11,16 +11,10 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { chainSpecs, fanInSpecs, smallWorkflowSpecs } from '../../src/bench/workflows.ts';
 import { enqueueMany } from '../../src/queue/enqueue.ts';
-import { runProcess } from '../helpers/cli.ts';
+import { runBench } from '../helpers/cli.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
-import { BIN } from '../helpers/supervisor.ts';
 
-function bench(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const server = process.env.JOBVISOR_TEST_DATABASE_URL as string;
-  return runProcess(process.execPath, [BIN, 'bench', ...args], {
-    env: { ...process.env, DATABASE_URL: server, JOBVISOR_CONFIG: '' },
-  });
-}
+const bench = runBench;
 
 let db: TestDatabase;
 /** Whether this build's enqueueMany writes the edges of `dependsOn`. */

@@ -13,6 +13,9 @@
  *     lease expires: heartbeats resume as soon as the database is back.
  */
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { enqueueMany } from '../../src/queue/enqueue.ts';
@@ -26,9 +29,15 @@ const OUTAGE_MS = 3000;
 /** Well above the outage: a restart this short must not cost a single lease. */
 const LEASE = '10s';
 const JOBS = 3000;
-/** Jobs that run across the whole outage and past their first lease: only heartbeats keep them. */
+/**
+ * Jobs that run across the whole outage and past their first lease: only
+ * heartbeats keep them. They end once LONG_MS has passed and the test has
+ * said the database is back (a file), however slowly the machine reaches the
+ * outage: a job that ended during it would fail on its own write.
+ */
 const LONG_JOBS = 10;
 const LONG_MS = 14_000;
+const gates = mkdtempSync(path.join(tmpdir(), 'chaos-postgres-'));
 
 let server: ChaosPostgres;
 let url: string;
@@ -70,6 +79,7 @@ after(async () => {
   await Promise.all(supervisors.map((s) => s.stop('SIGKILL')));
   await pool?.end().catch(() => {});
   await server?.destroy();
+  rmSync(gates, { recursive: true, force: true });
 });
 
 const readyz = (s: SpawnedSupervisor) => httpGet(s.metricsPort, '/readyz', 2500);
@@ -78,10 +88,15 @@ const healthz = (s: SpawnedSupervisor) => httpGet(s.metricsPort, '/healthz', 250
 async function restartScenario(mode: 'fast' | 'immediate') {
   const logMark = supervisors.map((s) => s.logs.length);
   const reconnectsBefore = supervisors.map((s) => s.logs.filter((l) => l.msg === 'listener reconnected').length);
+  const backFile = path.join(gates, `${mode}-back`);
   const longIds = (
     await enqueueMany(
       pool,
-      Array.from({ length: LONG_JOBS }, () => ({ kind: 'chaos_run', queue: 'long', payload: { ms: LONG_MS } })),
+      Array.from({ length: LONG_JOBS }, () => ({
+        kind: 'chaos_run',
+        queue: 'long',
+        payload: { ms: LONG_MS, untilFile: backFile },
+      })),
     )
   ).map((r) => r.id);
   await until(
@@ -158,6 +173,7 @@ async function restartScenario(mode: 'fast' | 'immediate') {
       return Date.now() - upAt;
     }),
   );
+  writeFileSync(backFile, '');
   await until(`all ${JOBS} jobs done after the ${mode} restart`, doneOf, (n) => n === JOBS, 90_000, 200);
   const allDoneMs = Date.now() - upAt;
   const longRows = await until(

@@ -19,7 +19,7 @@ import { tracingWanted } from '../../src/tracing/sdk.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { FIXTURE_TASKS } from '../helpers/inprocess.ts';
 import { until } from '../helpers/poll.ts';
-import { attr, startOtlpReceiver, type OtlpReceiver, type OtlpSpan } from '../helpers/otlp.ts';
+import { attr, startOtlpReceiver, type OtlpReceiver, type OtlpSpan, tracingEnv } from '../helpers/otlp.ts';
 import { runProcess } from '../helpers/cli.ts';
 import { spawnSupervisor, type SpawnedSupervisor } from '../helpers/supervisor.ts';
 
@@ -129,13 +129,7 @@ describe('runs traced by a jobvisor start child', () => {
         backoff: { base: '50ms', max: '200ms' },
         poll: { interval: '200ms' },
       },
-      env: {
-        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint,
-        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
-        OTEL_SERVICE_NAME: 'jobvisor-test',
-        OTEL_TRACES_SAMPLER: 'always_on',
-        OTEL_BSP_SCHEDULE_DELAY: '100',
-      },
+      env: tracingEnv(receiver),
     });
   });
 

@@ -14,7 +14,7 @@ import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { enqueue } from '../../src/queue/enqueue.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { FIXTURE_TASKS } from '../helpers/inprocess.ts';
-import { attr, startOtlpReceiver, type OtlpReceiver } from '../helpers/otlp.ts';
+import { attr, startOtlpReceiver, type OtlpReceiver, tracingEnv } from '../helpers/otlp.ts';
 import { until } from '../helpers/poll.ts';
 import { spawnSupervisor, type SpawnedSupervisor } from '../helpers/supervisor.ts';
 
@@ -41,13 +41,7 @@ before(async () => {
       queues: { default: { concurrency: 10 } },
       poll: { interval: '200ms' },
     },
-    env: {
-      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint,
-      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
-      OTEL_SERVICE_NAME: 'jobvisor-test',
-      OTEL_TRACES_SAMPLER: 'always_on',
-      OTEL_BSP_SCHEDULE_DELAY: '100',
-    },
+    env: tracingEnv(receiver),
   });
 });
 

@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import { enqueue } from '../../src/queue/enqueue.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { FIXTURE_TASKS } from '../helpers/inprocess.ts';
-import { attr, startOtlpReceiver, type OtlpReceiver, type OtlpSpan } from '../helpers/otlp.ts';
+import { attr, startOtlpReceiver, type OtlpReceiver, type OtlpSpan, tracingEnv } from '../helpers/otlp.ts';
 import { spawnSupervisor, type SpawnedSupervisor } from '../helpers/supervisor.ts';
 
 const STATUS_ERROR = 2;
@@ -25,13 +25,7 @@ before(async () => {
     databaseUrl: db.url,
     tasksDir: FIXTURE_TASKS,
     config: { pool: { maxThreads: 1 }, backoff: { base: '50ms', max: '200ms' }, poll: { interval: '200ms' } },
-    env: {
-      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint,
-      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
-      OTEL_SERVICE_NAME: 'jobvisor-steps',
-      OTEL_TRACES_SAMPLER: 'always_on',
-      OTEL_BSP_SCHEDULE_DELAY: '100',
-    },
+    env: tracingEnv(receiver, 'jobvisor-steps'),
     readyTimeoutMs: 120_000,
   });
 });

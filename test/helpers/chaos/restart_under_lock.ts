@@ -31,7 +31,7 @@ export const LIMITED_QUEUES = {
 /** How long the operator holds the table lock before the restart (the injected fault). */
 export const LOCK_HOLD_MS = 3000;
 export const APP_JOBS = 1000;
-const LIMITED_JOBS = 150;
+const LIMITED_JOBS = 400;
 
 interface Child {
   child: ChildProcess;
@@ -147,6 +147,17 @@ export async function restartUnderLock(options: {
   operator.on('error', () => {});
   let app: Child | undefined;
   try {
+    app = spawnApp(url);
+    const loaded = app;
+    await until(
+      'the app loaded',
+      () => loaded.lines.includes('ready'),
+      (ok) => ok,
+      60_000,
+    );
+    await operator.connect();
+    // The limited jobs only now, the lock right after: their claims are still
+    // going on when it is taken, however long the app took to load.
     const limited = [
       ...(await enqueueMany(
         pool,
@@ -173,15 +184,6 @@ export async function restartUnderLock(options: {
       30_000,
     );
 
-    app = spawnApp(url);
-    const loaded = app;
-    await until(
-      'the app loaded',
-      () => loaded.lines.includes('ready'),
-      (ok) => ok,
-      60_000,
-    );
-    await operator.connect();
     await operator.query('BEGIN');
     await operator.query('LOCK TABLE jobvisor.jobs');
     const lockedAt = Date.now();

@@ -126,15 +126,13 @@ async function main(): Promise<number> {
     // Timing tests run alone, after the rest: event-loop delay with every thread busy, a rate
     // limit's throughput (a start that reaches its thread past its slot's guard is re-paced,
     // so CPU taken by a neighbouring file costs slots: 75 % of 200/s beside other files, 95 %
-    // alone), and thread hand-over order. Before them the pack-and-install tests (npm pack's
-    // tsc build, npm installs, type-checks by TypeScript 5.9 and 7) run two at a time beside
-    // nothing else: one at a time left the second core mostly idle (99 s in a row in CI).
+    // alone), and thread hand-over order. So do the pack-and-install tests (npm pack's tsc
+    // build, npm installs, type-checks by TypeScript 5.9 and 7).
     const runs = await runFiles({
       node,
       files: testFiles,
       concurrency,
       alone: (f) => ALONE.test(path.basename(f)),
-      paired: (f) => PAIRED.test(path.basename(f)),
       expected: lastDurations(root),
       env,
       cwd: root,
@@ -252,8 +250,7 @@ async function withAdmin<T>(serverUrl: string, fn: (admin: pg.Client) => Promise
   }
 }
 
-const ALONE = /^(cpu_pool|chaos_flow_limits|thread_share)\.test\.ts$/;
-const PAIRED = /^(package|package_types|package_entry_points)\.test\.ts$/;
+const ALONE = /^(cpu_pool|package|package_types|package_entry_points|chaos_flow_limits|thread_share)\.test\.ts$/;
 
 /** Installs the programs the chosen tests need, or says once why their tests will be skipped. */
 function provideTools(testFiles: string[]): void {

@@ -2,9 +2,8 @@
  * Runs test files for test/run.ts: each file in its own `node --test` process,
  * so its wall-clock time is known, at most `concurrency` at a time, the slowest
  * of the last run first (the tail of a run is then short files, not one long
- * one started last; files never timed go first, by tier); then the heavy files
- * (`paired`: each takes most of a core) two at a time among themselves; then
- * the files that must run alone, one at a time. A file's output is printed whole when it ends, so files running
+ * one started last; files never timed go first, by tier), and the files that must run alone one at a time after
+ * the rest. A file's output is printed whole when it ends, so files running
  * side by side do not interleave.
  */
 import { spawn } from 'node:child_process';
@@ -26,8 +25,6 @@ export interface ScheduleOptions {
   concurrency: number;
   /** Files that run with nothing beside them (timing tests). */
   alone: (file: string) => boolean;
-  /** Files that run after the rest, two at a time, beside nothing else (none by default). */
-  paired?: (file: string) => boolean;
   /** Milliseconds each file took last time, to start the slowest first; unknown files first. */
   expected: Record<string, number>;
   env: NodeJS.ProcessEnv;
@@ -40,21 +37,16 @@ export interface ScheduleOptions {
 export async function runFiles(opts: ScheduleOptions): Promise<FileRun[]> {
   const byCost = (a: string, b: string): number =>
     (opts.expected[b] ?? Infinity) - (opts.expected[a] ?? Infinity) || tierRank(a) - tierRank(b) || a.localeCompare(b);
-  const paired = opts.paired ?? (() => false);
-  const together = opts.files.filter((f) => !opts.alone(f) && !paired(f)).sort(byCost);
-  const pairs = opts.files.filter((f) => !opts.alone(f) && paired(f)).sort(byCost);
+  const together = opts.files.filter((f) => !opts.alone(f)).sort(byCost);
   const alone = opts.files.filter((f) => opts.alone(f)).sort(byCost);
   const runs: FileRun[] = [];
-  /** Runs `files` (taken from the front) with at most `slots` at once. */
-  const inSlots = (files: string[], slots: number) =>
-    Promise.all(
-      Array.from({ length: Math.max(1, slots) }, async () => {
-        for (let file = files.shift(); file !== undefined; file = files.shift()) runs.push(await runFile(opts, file));
-      }),
-    );
-  await inSlots(together, opts.concurrency);
-  await inSlots(pairs, Math.min(2, opts.concurrency));
-  await inSlots(alone, 1);
+  const next = async (): Promise<void> => {
+    for (let file = together.shift(); file !== undefined; file = together.shift()) {
+      runs.push(await runFile(opts, file));
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, opts.concurrency) }, next));
+  for (const file of alone) runs.push(await runFile(opts, file));
   return runs;
 }
 

@@ -141,20 +141,25 @@ export function buildHeartbeat(p: {
   settings: Settings;
   owner: string;
   beat: () => Promise<void>;
-  /** Every claim held here: in the dispatcher, the completer, and a fetcher's start holds. */
-  held: () => Fence[];
-  onLost: (tokens: string[]) => void;
+  /** Where claims are held (the heartbeat renews them all) and runs stop when their lease is lost. */
+  dispatcher: Dispatcher;
+  completer: { fences(): Fence[] };
+  fetchers: Map<string, Fetcher>;
   events: SupervisorEvents;
   hooks: Hooks;
 }): Loop {
-  const { connection } = p;
+  const { connection, dispatcher, fetchers } = p;
   return createHeartbeat({
     store: connection ? { db: connection.db, schema: p.store.schema } : p.store,
     beat: p.beat,
     owner: p.owner,
     leaseMs: p.settings.jobs.lease,
-    held: p.held,
-    onLost: p.onLost,
+    // Jobs a fetcher holds for their rate-limit start slot are claimed too.
+    held: () => [...dispatcher.fences(), ...p.completer.fences(), ...[...fetchers.values()].flatMap((f) => f.fences())],
+    onLost: (tokens) => {
+      for (const fetcher of fetchers.values()) fetcher.leaseLost(tokens);
+      dispatcher.leaseLost(tokens);
+    },
     events: p.events,
     hooks: p.hooks,
   });

@@ -10,11 +10,8 @@
  */
 import type pg from 'pg';
 import type { Piscina } from 'piscina';
-import type { Settings } from '../config/index.ts';
 import { createPool } from '../db/pool.ts';
-import type { Logger } from '../log.ts';
 import type { Store } from '../queue/sql.ts';
-import { within } from '../within.ts';
 import { Completer } from './completer.ts';
 import { queueOutcomeStore } from './complete/store.ts';
 import { ProgressWriter } from './progress_writer.ts';
@@ -45,26 +42,11 @@ import {
   dispatcherSettings,
   supervisorId,
 } from './build.ts';
-import { drainRuns } from './drain_runs.ts';
+import { ABORT_GRACE_MS, shutDown, startUp, type Parts } from './lifecycle.ts';
+import type { SupervisorOptions } from './supervisor_options.ts';
 import { batchCallStarter } from './batch_start.ts';
 import type { Fetcher } from './fetcher.ts';
 import type { HeldConnection } from '../db/held.ts';
-
-const ABORT_GRACE_MS = 1000;
-const FLUSH_DEADLINE_MS = 5000;
-const PRESENCE_REMOVE_MS = 2000;
-
-export interface SupervisorOptions {
-  settings: Settings;
-  databaseUrl: string;
-  log: Logger;
-  /** Connection pool to use (default: one made from databaseUrl and database.poolSize). */
-  pool?: pg.Pool;
-  /** The app's tasks by kind (absolute paths), looked up before tasks.dir and the built-in tasks. */
-  taskFiles?: Record<string, string>;
-  /** Under a cluster primary: its id and this process's slot, for the supervisors table. */
-  cluster?: { primary: string; slot: number };
-}
 
 /**
  * One supervisor, the engine under run(): claims the jobs of its queues, runs
@@ -88,7 +70,6 @@ export class Supervisor {
   readonly events = new SupervisorEvents();
   readonly pool: pg.Pool;
   readonly store: Store;
-  private readonly ownsPool: boolean;
   private readonly threads: Piscina;
   private readonly dispatcher: Dispatcher;
   private readonly completer: Completer;
@@ -117,7 +98,6 @@ export class Supervisor {
   constructor(private readonly options: SupervisorOptions) {
     const { settings, log } = options;
     this.id = supervisorId(settings.supervisor.name);
-    this.ownsPool = !options.pool;
     this.pool =
       options.pool ??
       createPool(options.databaseUrl, { max: settings.database.poolSize, log, applicationName: 'jobvisor' });
@@ -188,16 +168,9 @@ export class Supervisor {
       settings,
       owner: this.id,
       beat: () => this.presence.beat(),
-      // Jobs a fetcher holds for their rate-limit start slot are claimed too.
-      held: () => [
-        ...this.dispatcher.fences(),
-        ...this.completer.fences(),
-        ...[...this.fetchers.values()].flatMap((f) => f.fences()),
-      ],
-      onLost: (tokens) => {
-        for (const fetcher of this.fetchers.values()) fetcher.leaseLost(tokens);
-        this.dispatcher.leaseLost(tokens);
-      },
+      dispatcher: this.dispatcher,
+      completer: this.completer,
+      fetchers: this.fetchers,
       events: this.events,
       hooks: this.hooks,
     });
@@ -255,20 +228,8 @@ export class Supervisor {
     if (this.state !== 'created') return;
     this.state = 'running';
     this.firstBeat = this.presence.beat();
-    // Which server is the primary, and whether claims must commit durably, before the first claim.
-    await this.primary.start();
-    // Paused queues are known before anything can wake a fetcher (the listener does at once).
-    await this.pauseWatch.refresh().catch((err: unknown) => {
-      this.options.log.warn({ err }, 'could not read which queues are paused; retrying every second');
-    });
-    this.pauseWatch.start();
-    // Taken while connection slots are free: leases are renewed even when none is left later.
-    await this.beatConnection?.take();
-    this.heartbeat.start();
-    for (const loop of this.loops) loop.start();
-    await this.listener.start();
-    this.pollTimer = setInterval(() => this.wakeAll(), this.options.settings.poll.interval);
-    this.pollTimer.unref();
+    await startUp(this.parts());
+    this.pollTimer = setInterval(() => this.wakeAll(), this.options.settings.poll.interval).unref();
     this.readAll.start();
     this.events.emit('supervisor:started', { supervisor: this.id, queues: [...this.fetchers.keys()] });
     this.wakeAll();
@@ -312,26 +273,28 @@ export class Supervisor {
     if (wasRunning) this.events.emit('supervisor:draining', { supervisor: this.id, reason });
     clearInterval(this.pollTimer);
     this.readAll.stop();
-    await Promise.all([
-      ...[...this.fetchers.values()].map((f) => f.stop()),
-      this.listener.stop(),
-      this.pauseWatch.stop(),
-      this.primary.stop(),
-      ...this.loops.map((l) => l.stop()),
-    ]);
-    await drainRuns(this.dispatcher, this.options.settings.shutdown.grace, ABORT_GRACE_MS);
-    await this.progress.stop();
-    await this.completer.flush(Date.now() + FLUSH_DEADLINE_MS);
-    await this.heartbeat.stop();
-    // Bounded (a database that is away must not hold the exit); before the held connection goes.
-    const removePresence = () => this.presence.remove();
-    if (wasRunning) await within(this.firstBeat.then(removePresence), PRESENCE_REMOVE_MS);
-    this.beatConnection?.close();
-    await this.dispatcher.close();
-    await this.threads.close({ force: true }).catch(() => {});
-    await this.optionsReader.close();
-    if (this.ownsPool) await this.pool.end().catch(() => {});
+    await shutDown(this.parts(), this.options.settings.shutdown.grace, wasRunning ? this.firstBeat : undefined);
     this.state = 'stopped';
     if (wasRunning) this.events.emit('supervisor:stopped', { supervisor: this.id });
+  }
+
+  private parts(): Parts {
+    return {
+      fetchers: this.fetchers,
+      listener: this.listener,
+      pauseWatch: this.pauseWatch,
+      primary: this.primary,
+      loops: this.loops,
+      dispatcher: this.dispatcher,
+      progress: this.progress,
+      completer: this.completer,
+      heartbeat: this.heartbeat,
+      presence: this.presence,
+      beatConnection: this.beatConnection,
+      threads: this.threads,
+      optionsReader: this.optionsReader,
+      ownPool: this.options.pool ? undefined : this.pool,
+      log: this.options.log,
+    };
   }
 }

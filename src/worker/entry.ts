@@ -11,20 +11,19 @@ import { workerData } from 'piscina';
 import type pg from 'pg';
 import { runCall, type CallHost } from './batch_run.ts';
 import { toTaskError, withoutSecrets } from './convert.ts';
-import { SnoozeError } from './errors.ts';
 import { catchEscapes, currentJob } from './escapes.ts';
 import { createLoader } from './loader.ts';
 import { parsePayload } from './payload.ts';
 import { createPayloadReader } from './payload_read.ts';
 import { ProgressThrottle } from './progress.ts';
-import { encodeProgress, encodeResult } from './report.ts';
+import { encodeResult } from './report.ts';
 import { createTaskPool, stopJobStatements } from './task_db.ts';
-import { eachParent, listParents, type ParentJob } from '../queue/parents.ts';
 import { missedWindow, reachStartWindow } from './start_window.ts';
 import { abortReason } from './abort_reason.ts';
 import { threadLogger } from './thread_log.ts';
 import { runTask } from './tracing.ts';
-import { DurableSteps, parkedError, stepEnvOf } from './steps.ts';
+import { parkedError, stepEnvOf } from './steps.ts';
+import { JobRun, type RunOwner } from './job_run.ts';
 import type {
   FromWorker,
   JobBatch,
@@ -35,7 +34,6 @@ import type {
   ToWorker,
   WorkerSetup,
 } from './protocol.ts';
-import type { JobInfo, TaskConfig, TaskContext, WaitResult } from './types.ts';
 
 const setup = workerData as WorkerSetup;
 /** A rate-limited job's start window: [notBeforeMs, notAfterMs] (start_window.ts). */
@@ -61,95 +59,6 @@ function taskDb(): pg.Pool {
 }
 
 const stepEnv = stepEnvOf(setup, taskDb);
-
-/**
- * A running job, and the `ctx` its task receives. One object per job with its
- * getters on the prototype: at tens of thousands of no-op jobs per second each
- * closure or object made per job shows up as garbage-collector time, which is
- * CPU taken from PostgreSQL. The logger, the AbortController and `ctx.job` are
- * made on first use: most jobs of a busy queue never touch them.
- */
-class JobRun implements TaskContext {
-  controller?: AbortController;
-  private info?: JobInfo;
-  private childLog?: TaskContext['log'];
-  durable?: DurableSteps; // made by the run's first ctx.step, sleep or waitFor (steps.ts)
-  readonly started = performance.now();
-
-  constructor(
-    private readonly owner: {
-      settle(run: JobRun, error: TaskError | null): boolean;
-      progress(run: JobRun, json: string): void;
-    },
-    readonly token: string,
-    readonly id: string,
-    readonly kind: string,
-    readonly queue: string,
-    readonly attempt: number,
-    readonly maxAttempts: number,
-  ) {}
-
-  get job(): JobInfo {
-    this.info ??= {
-      id: this.id,
-      kind: this.kind,
-      queue: this.queue,
-      attempt: this.attempt,
-      maxAttempts: this.maxAttempts,
-    };
-    return this.info;
-  }
-
-  get signal(): AbortSignal {
-    this.controller ??= new AbortController();
-    return this.controller.signal;
-  }
-
-  get log(): TaskContext['log'] {
-    this.childLog ??= log.child({ jobId: this.id, kind: this.kind, queue: this.queue, attempt: this.attempt });
-    return this.childLog;
-  }
-
-  get db(): pg.Pool {
-    return taskDb();
-  }
-
-  get config(): TaskConfig {
-    return setup.taskConfig;
-  }
-
-  snooze(delay: string | number): never {
-    throw new SnoozeError(delay);
-  }
-
-  progress(value: unknown): void {
-    this.owner.progress(this, encodeProgress(value));
-  }
-
-  parents(): Promise<ParentJob[]> {
-    return listParents(taskDb(), setup.taskConfig.schema, this.id);
-  }
-
-  step<T>(name: string, fn: (step: { key: string }) => T | Promise<T>): Promise<T> {
-    return (this.durable ??= new DurableSteps(this, stepEnv)).step(name, fn);
-  }
-  sleep(name: string, until: string | number | Date): Promise<void> {
-    return (this.durable ??= new DurableSteps(this, stepEnv)).sleep(name, until);
-  }
-  waitFor(name: string, options: { timeout: string | number | Date }): Promise<WaitResult<never>> {
-    return (this.durable ??= new DurableSteps(this, stepEnv)).waitFor<never>(name, options);
-  }
-  eachParent(): AsyncIterable<ParentJob> {
-    return eachParent(taskDb(), setup.taskConfig.schema, this.id);
-  }
-
-  /** Fails the job from outside its promise (see escapes.ts) and asks the task to stop. */
-  fail(error: TaskError): boolean {
-    if (!this.owner.settle(this, error)) return false;
-    this.controller?.abort(Object.assign(new Error(error.message), { name: 'AbortError' }));
-    return true;
-  }
-}
 
 /** The jobs of the thread's current session, for blaming escaped errors. */
 let inFlight: Map<string, JobRun> | undefined;
@@ -219,11 +128,15 @@ export default function session({ port, queue }: SessionTask): Promise<void> {
     wake();
     return true;
   };
-  const owner = {
+  const owner: RunOwner = {
     settle,
     progress(run: JobRun, json: string): void {
       if (running.get(run.token) === run) throttle.report(run.token, json);
     },
+    log,
+    db: taskDb,
+    config: setup.taskConfig,
+    steps: stepEnv,
   };
 
   /** A batch task's call (batch_run.ts): its jobs are held like any other, and settle one by one. */

@@ -7,49 +7,45 @@
  * runs past it; each job's progress is stored on that job.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { enqueueMany } from '../../src/queue/enqueue.ts';
-import type { Supervisor } from '../../src/supervisor/supervisor.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
-import { startSupervisor } from '../helpers/inprocess.ts';
 import { until } from '../helpers/poll.ts';
+import { supervisedFile } from '../helpers/supervised.ts';
 
-let db: TestDatabase;
-let supervisor: Supervisor;
 const reaped: string[] = [];
 
-before(async () => {
-  db = await createTestDatabase('batch_ctx');
-  await db.pool.query(`
-    CREATE TABLE batch_calls (call serial, kind text, ids bigint[], key text, at timestamptz DEFAULT clock_timestamp());
-    CREATE TABLE batch_release (name text);
-    CREATE TABLE batch_signals (ids bigint[], name text, message text);`);
-  supervisor = startSupervisor(db.url, {
+const file = supervisedFile(
+  'batch_ctx',
+  {
     queues: { default: { concurrency: 20 }, short: { concurrency: 10, timeout: '1500ms' } },
     jobs: { timeout: '30s', lease: '3s' },
     reaper: { interval: '500ms' },
     backoff: { base: '60s', max: '60s', jitter: 0 },
     shutdown: { grace: '1s' },
     pool: { maxThreads: 2 },
-  });
-  supervisor.events.on('lease:reaped', ({ jobs }) => reaped.push(...jobs.map((j) => String(j.id))));
-  await supervisor.start();
-});
-
-after(async () => {
-  await supervisor.stop();
-  await db.drop();
-});
+  },
+  {
+    prepare: async (db) => {
+      await db.pool.query(`
+      CREATE TABLE batch_calls (call serial, kind text, ids bigint[], key text, at timestamptz DEFAULT clock_timestamp());
+      CREATE TABLE batch_release (name text);
+      CREATE TABLE batch_signals (ids bigint[], name text, message text);`);
+    },
+    beforeStart: (supervisor) => {
+      supervisor.events.on('lease:reaped', ({ jobs }) => reaped.push(...jobs.map((j) => String(j.id))));
+    },
+  },
+);
 
 type Payload = { do: 'hang' | 'long' | 'progress'; n?: number; ms?: number };
 
 async function add(payloads: Payload[], queue = 'default'): Promise<string[]> {
   const jobs = payloads.map((payload) => ({ kind: 'batch_ctx', queue, payload, maxAttempts: 3 }));
-  return (await enqueueMany(db.pool, jobs)).map((r) => r.id);
+  return (await enqueueMany(file.db.pool, jobs)).map((r) => r.id);
 }
 
 async function jobsOf(ids: string[]) {
-  const { rows } = await db.pool.query<{
+  const { rows } = await file.db.pool.query<{
     id: string;
     status: string;
     attempts: number;
@@ -68,7 +64,7 @@ const untilJobs = (ids: string[], what: string, check: (r: Awaited<ReturnType<ty
   until(what, () => jobsOf(ids), check, 30_000);
 
 async function callsOf(ids: string[]): Promise<string[][]> {
-  const { rows } = await db.pool.query<{ ids: string[] }>(
+  const { rows } = await file.db.pool.query<{ ids: string[] }>(
     'SELECT ids::text[] AS ids FROM batch_calls WHERE ids && $1::bigint[] ORDER BY call',
     [ids],
   );
@@ -76,7 +72,7 @@ async function callsOf(ids: string[]): Promise<string[][]> {
 }
 
 async function signalsOf(ids: string[]) {
-  const { rows } = await db.pool.query<{ name: string; message: string }>(
+  const { rows } = await file.db.pool.query<{ name: string; message: string }>(
     'SELECT name, message FROM batch_signals WHERE ids && $1::bigint[]',
     [ids],
   );
@@ -134,7 +130,7 @@ describe('a batch call: timeout, lease, signal and progress', () => {
       [{ n: 7 }, { n: 8 }, { n: 9 }],
     );
     assert.ok(rows.every((j) => j.status === 'running'));
-    await db.pool.query("INSERT INTO batch_release VALUES ('progress')");
+    await file.db.pool.query("INSERT INTO batch_release VALUES ('progress')");
     const done = await untilJobs(ids, 'all done', (r) => r.every((j) => j.status === 'done'));
     assert.deepEqual(
       done.map((j) => j.progress),
@@ -149,8 +145,8 @@ describe('a batch call: timeout, lease, signal and progress', () => {
       () => callsOf(ids),
       (c) => c.length === 1,
     );
-    // Another supervisor took both jobs over (their leases had run out there).
-    await db.pool.query(
+    // Another file.supervisor took both jobs over (their leases had run out there).
+    await file.db.pool.query(
       "UPDATE jobvisor.jobs SET locked_by = 'elsewhere', lease_token = lease_token + 1000 WHERE id = ANY($1::bigint[])",
       [ids],
     );
@@ -166,7 +162,7 @@ describe('a batch call: timeout, lease, signal and progress', () => {
       assert.equal(j.locked_by, 'elsewhere');
       assert.equal(j.last_error, null, 'no outcome written');
     }
-    await db.pool.query("UPDATE jobvisor.jobs SET status = 'cancelled' WHERE id = ANY($1::bigint[])", [ids]);
+    await file.db.pool.query("UPDATE jobvisor.jobs SET status = 'cancelled' WHERE id = ANY($1::bigint[])", [ids]);
   });
 
   it('fires ctx.signal at shutdown after the grace, and hands every job back', async () => {
@@ -176,7 +172,7 @@ describe('a batch call: timeout, lease, signal and progress', () => {
       () => callsOf(ids),
       (c) => c.length === 1,
     );
-    await supervisor.stop();
+    await file.supervisor.stop();
     assert.deepEqual(await signalsOf(ids), [{ name: 'AbortError', message: 'supervisor shutting down' }]);
     const rows = await jobsOf(ids);
     for (const j of rows) assert.equal(j.status, 'pending', `job ${j.id} handed back`);

@@ -5,40 +5,34 @@
  * includes booting the thread, which a loaded machine makes long.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { enqueueMany } from '../../src/queue/enqueue.ts';
-import type { Supervisor } from '../../src/supervisor/supervisor.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
-import { nextEvent, startSupervisor } from '../helpers/inprocess.ts';
+import { nextEvent } from '../helpers/inprocess.ts';
 import { until } from '../helpers/poll.ts';
+import { supervisedFile } from '../helpers/supervised.ts';
 
-let db: TestDatabase;
-let supervisor: Supervisor;
-
-before(async () => {
-  db = await createTestDatabase('batch_shutdown');
-  await db.pool.query(`
-    CREATE TABLE batch_calls (call serial, kind text, ids bigint[], key text, at timestamptz DEFAULT clock_timestamp());
-    CREATE TABLE batch_release (name text);`);
-  supervisor = startSupervisor(db.url, {
+const file = supervisedFile(
+  'batch_shutdown',
+  {
     queues: { default: { concurrency: 20, jobsPerThread: 10 } },
     jobs: { timeout: '30s', lease: '5m' },
     pool: { maxThreads: 1 },
-  });
-  await supervisor.start();
-});
-
-after(async () => {
-  await supervisor.stop();
-  await db.drop();
-});
+  },
+  {
+    prepare: async (db) => {
+      await db.pool.query(`
+      CREATE TABLE batch_calls (call serial, kind text, ids bigint[], key text, at timestamptz DEFAULT clock_timestamp());
+      CREATE TABLE batch_release (name text);`);
+    },
+  },
+);
 
 describe('batch tasks at shutdown', () => {
   it('calls a gathering batch at once instead of waiting for maxWait', async () => {
-    const read = nextEvent(supervisor, 'task:read', ({ kind }) => kind === 'batch_slow', 30_000);
+    const read = nextEvent(file.supervisor, 'task:read', ({ kind }) => kind === 'batch_slow', 30_000);
     const ids = (
       await enqueueMany(
-        db.pool,
+        file.db.pool,
         [0, 1, 2].map((n) => ({ kind: 'batch_slow', payload: { n } })),
       )
     ).map((r) => r.id);
@@ -46,13 +40,13 @@ describe('batch tasks at shutdown', () => {
     await until(
       'all three claimed',
       async () =>
-        (await db.pool.query("SELECT count(*)::int AS n FROM jobvisor.jobs WHERE status = 'running'")).rows[0].n,
+        (await file.db.pool.query("SELECT count(*)::int AS n FROM jobvisor.jobs WHERE status = 'running'")).rows[0].n,
       (n) => n === 3,
     );
-    const called = nextEvent(supervisor, 'batch:called', ({ kind }) => kind === 'batch_slow', 30_000);
-    await supervisor.stop();
+    const called = nextEvent(file.supervisor, 'batch:called', ({ kind }) => kind === 'batch_slow', 30_000);
+    await file.supervisor.stop();
     const [{ size, fillMs }] = await called;
-    const { rows } = await db.pool.query<{ status: string }>(
+    const { rows } = await file.db.pool.query<{ status: string }>(
       'SELECT status FROM jobvisor.jobs WHERE id = ANY($1::bigint[])',
       [ids],
     );
@@ -60,7 +54,7 @@ describe('batch tasks at shutdown', () => {
       rows.map((r) => r.status),
       ['done', 'done', 'done'],
     );
-    const calls = await db.pool.query('SELECT ids FROM batch_calls WHERE ids && $1::bigint[]', [ids]);
+    const calls = await file.db.pool.query('SELECT ids FROM batch_calls WHERE ids && $1::bigint[]', [ids]);
     assert.equal(calls.rows.length, 1, 'one call');
     assert.equal(size, 3);
     assert.ok(fillMs < 3_000, `called at stop, before its maxWait of 3 s: after ${Math.round(fillMs)} ms`);

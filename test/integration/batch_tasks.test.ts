@@ -6,52 +6,45 @@
  * The fixture tasks (fixtures/lib/batch.js) record every call in batch_calls.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { batchCallOf, cancelJobs } from '../../src/queue/admin/index.ts';
 import { enqueue, enqueueMany } from '../../src/queue/enqueue.ts';
-import type { Store } from '../../src/queue/sql.ts';
-import type { Supervisor } from '../../src/supervisor/supervisor.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
-import { startSupervisor } from '../helpers/inprocess.ts';
 import { until } from '../helpers/poll.ts';
+import { supervisedFile } from '../helpers/supervised.ts';
 
-let db: TestDatabase;
-let supervisor: Supervisor;
-let store: Store;
 const calls: Array<{ kind: string; size: number; fillMs: number }> = [];
 
-before(async () => {
-  db = await createTestDatabase('batch_tasks');
-  store = { db: db.pool, schema: 'jobvisor' };
-  await db.pool.query(`
-    CREATE TABLE batch_calls (call serial, kind text, ids bigint[], key text, at timestamptz DEFAULT clock_timestamp());
-    CREATE TABLE batch_release (name text);`);
-  supervisor = startSupervisor(db.url, {
+const file = supervisedFile(
+  'batch_tasks',
+  {
     queues: { default: { concurrency: 20, jobsPerThread: 10 } },
     // A long lease: its heartbeat (a third of it) never runs before a call starts here.
     jobs: { timeout: '30s', lease: '5m' },
     backoff: { base: '60s', max: '60s', jitter: 0 },
     pool: { maxThreads: 2 },
-  });
-  supervisor.events.on('batch:called', ({ kind, size, fillMs }) => calls.push({ kind, size, fillMs }));
-  await supervisor.start();
-});
-
-after(async () => {
-  await supervisor.stop();
-  await db.drop();
-});
+  },
+  {
+    prepare: async (db) => {
+      await db.pool.query(`
+      CREATE TABLE batch_calls (call serial, kind text, ids bigint[], key text, at timestamptz DEFAULT clock_timestamp());
+      CREATE TABLE batch_release (name text);`);
+    },
+    beforeStart: (supervisor) => {
+      supervisor.events.on('batch:called', ({ kind, size, fillMs }) => calls.push({ kind, size, fillMs }));
+    },
+  },
+);
 
 type Payload = { n?: number; outcome?: 'ok' | 'fail' | 'permanent' | 'throw'; hold?: string; tenant?: string };
 
 async function add(kind: string, payloads: Payload[], maxAttempts = 3): Promise<string[]> {
   const jobs = payloads.map((payload) => ({ kind, payload, maxAttempts }));
-  return (await enqueueMany(db.pool, jobs)).map((r) => r.id);
+  return (await enqueueMany(file.db.pool, jobs)).map((r) => r.id);
 }
 
 /** The calls that passed any of `ids`, each as its ids (sorted) and key. */
 async function callsOf(ids: string[]): Promise<Array<{ ids: string[]; key: string | null; at: Date }>> {
-  const { rows } = await db.pool.query<{ ids: string[]; key: string | null; at: Date }>(
+  const { rows } = await file.db.pool.query<{ ids: string[]; key: string | null; at: Date }>(
     'SELECT ARRAY(SELECT x::text FROM unnest(ids) AS x ORDER BY x) AS ids, key, at FROM batch_calls WHERE ids && $1::bigint[] ORDER BY call',
     [ids],
   );
@@ -59,7 +52,7 @@ async function callsOf(ids: string[]): Promise<Array<{ ids: string[]; key: strin
 }
 
 async function jobsOf(ids: string[]) {
-  const { rows } = await db.pool.query<{
+  const { rows } = await file.db.pool.query<{
     id: string;
     status: string;
     attempt: number;
@@ -100,7 +93,7 @@ describe('batch tasks', () => {
       assert.equal(new Set(mine.map((j) => j.batch_id)).size, 1, 'the jobs of a call share its batch_id');
       assert.ok(mine[0]?.batch_id, 'batch_id is set');
       // The job page's list of the other jobs of its call.
-      const listed = await batchCallOf(store, c.ids[0] as string);
+      const listed = await batchCallOf(file.store, c.ids[0] as string);
       assert.equal(listed?.total, c.ids.length);
       assert.deepEqual(listed?.jobs.map((j) => j.id).sort(), [...c.ids].sort());
     }
@@ -164,7 +157,7 @@ describe('batch tasks', () => {
     const ids = await add('batch_slow', [{ n: 0 }, { n: 1 }]);
     await untilSettled(ids, (r) => r.every((j) => j.status === 'running'), 'both claimed');
     const [gone, kept] = ids as [string, string];
-    assert.deepEqual((await cancelJobs(store, { ids: [gone] })).ids, [gone]);
+    assert.deepEqual((await cancelJobs(file.store, { ids: [gone] })).ids, [gone]);
     const rows = await untilSettled(ids, (r) => r[1]?.status === 'done', 'the other job done');
     assert.equal(rows[0]?.status, 'cancelled');
     assert.deepEqual(
@@ -182,12 +175,12 @@ describe('batch tasks', () => {
       (c) => c.length === 1,
     );
     const [, taken] = ids as [string, string, string];
-    // Another supervisor took job `taken` over (its lease had run out there): a new claim.
-    await db.pool.query(
+    // Another file.supervisor took job `taken` over (its lease had run out there): a new claim.
+    await file.db.pool.query(
       "UPDATE jobvisor.jobs SET locked_by = 'elsewhere', lease_token = lease_token + 1000 WHERE id = $1",
       [taken],
     );
-    await db.pool.query("INSERT INTO batch_release VALUES ('lost')");
+    await file.db.pool.query("INSERT INTO batch_release VALUES ('lost')");
     const rows = await untilSettled(
       ids,
       (r) => r[0]?.status === 'done' && r[2]?.status === 'done',
@@ -200,8 +193,8 @@ describe('batch tasks', () => {
 
   it("starts a workflow child only on its own parent's outcome, not its call's", async () => {
     const [ok, bad] = await add('batch_call', [{ n: 0 }, { n: 1, outcome: 'permanent' }], 1);
-    const child = (await enqueue(db.pool, 'batch_call', { n: 2 }, { dependsOn: [ok as string] })).id;
-    const blocked = (await enqueue(db.pool, 'batch_call', { n: 3 }, { dependsOn: [bad as string] })).id;
+    const child = (await enqueue(file.db.pool, 'batch_call', { n: 2 }, { dependsOn: [ok as string] })).id;
+    const blocked = (await enqueue(file.db.pool, 'batch_call', { n: 3 }, { dependsOn: [bad as string] })).id;
     await untilSettled([child], (r) => r[0]?.status === 'done', 'the child of the done parent done');
     const [parentCall, childCall] = await callsOf([ok as string, child]);
     assert.ok(parentCall?.ids.includes(bad as string), 'both parents ran in one call');

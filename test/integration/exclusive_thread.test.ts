@@ -5,16 +5,12 @@
  * each thread for overlaps.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { enqueueMany } from '../../src/queue/enqueue.ts';
 import type { ResolvedTaskOptions } from '../../src/worker/task_options.ts';
-import type { Supervisor } from '../../src/supervisor/supervisor.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
-import { startSupervisor } from '../helpers/inprocess.ts';
 import { until } from '../helpers/poll.ts';
+import { supervisedFile } from '../helpers/supervised.ts';
 
-let db: TestDatabase;
-let supervisor: Supervisor;
 /** The options of each kind the supervisor has read (its `task:read` events). */
 const read = new Map<string, ResolvedTaskOptions | null>();
 
@@ -26,23 +22,25 @@ interface Span {
   finished: number;
 }
 
-before(async () => {
-  db = await createTestDatabase('exclusive_thread');
-  await db.pool.query('CREATE TABLE spans (job_id bigint, kind text, thread_id int, started float8, finished float8)');
-  supervisor = startSupervisor(db.url, {
+const file = supervisedFile(
+  'exclusive_thread',
+  {
     // A sharing queue: up to 8 jobs at once on one thread.
     queues: { default: { concurrency: 16, jobsPerThread: 8 }, cpu: { concurrency: 2, jobsPerThread: 1 } },
     pool: { maxThreads: 2 },
     jobs: { timeout: '30s' },
-  });
-  supervisor.events.on('task:read', ({ kind, options }) => read.set(kind, options));
-  await supervisor.start();
-});
-
-after(async () => {
-  await supervisor.stop();
-  await db.drop();
-});
+  },
+  {
+    prepare: async (db) => {
+      await db.pool.query(
+        'CREATE TABLE spans (job_id bigint, kind text, thread_id int, started float8, finished float8)',
+      );
+    },
+    beforeStart: (supervisor) => {
+      supervisor.events.on('task:read', ({ kind, options }) => read.set(kind, options));
+    },
+  },
+);
 
 function overlaps(a: Span, b: Span): boolean {
   return a.started < b.finished && b.started < a.finished;
@@ -56,14 +54,15 @@ describe('exclusiveThread', () => {
       jobs.push({ kind: 'shared_span', queue: 'default', payload: { ms: 250 } });
       jobs.push({ kind: 'shared_span', queue: 'default', payload: { ms: 250 } });
     }
-    await enqueueMany(db.pool, jobs);
+    await enqueueMany(file.db.pool, jobs);
     await until(
       'every job done',
-      async () => (await db.pool.query("SELECT count(*)::int AS n FROM jobvisor.jobs WHERE status = 'done'")).rows[0].n,
+      async () =>
+        (await file.db.pool.query("SELECT count(*)::int AS n FROM jobvisor.jobs WHERE status = 'done'")).rows[0].n,
       (n) => n === jobs.length,
       60_000,
     );
-    const spans = (await db.pool.query<Span>('SELECT * FROM spans')).rows;
+    const spans = (await file.db.pool.query<Span>('SELECT * FROM spans')).rows;
     assert.equal(spans.length, jobs.length, 'each job ran once');
 
     let sharedPairs = 0;

@@ -7,45 +7,35 @@
  * token, and the newer run starts only once the older one has ended.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { cancelJobs, retryJobs } from '../../src/queue/admin/index.ts';
 import { enqueue, enqueueMany } from '../../src/queue/enqueue.ts';
-import type { Store } from '../../src/queue/sql.ts';
-import type { Supervisor } from '../../src/supervisor/supervisor.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
-import { startSupervisor } from '../helpers/inprocess.ts';
 import { until } from '../helpers/poll.ts';
+import { supervisedFile } from '../helpers/supervised.ts';
 import { GATE_TABLES, gateRunsOf, tellGate } from '../helpers/gate.ts';
 
-let db: TestDatabase;
-let supervisor: Supervisor;
-let store: Store;
-
-before(async () => {
-  db = await createTestDatabase('hardening_fence');
-  store = { db: db.pool, schema: 'jobvisor' };
-  await db.pool.query(`${GATE_TABLES}
-    CREATE TABLE executions (job_id bigint, attempt int, pid int, finished boolean DEFAULT false, at timestamptz DEFAULT clock_timestamp());`);
-  supervisor = startSupervisor(db.url, {
+const file = supervisedFile(
+  'hardening_fence',
+  {
     queues: { default: { concurrency: 10, jobsPerThread: 10 } },
     jobs: { timeout: '30s', lease: '3s', maxPayloadBytes: 65_536 },
     backoff: { base: '10s', max: '10s', jitter: 0 },
     pool: { maxThreads: 1 },
-  });
-  await supervisor.start();
-});
-
-after(async () => {
-  await supervisor.stop();
-  await db.drop();
-});
+  },
+  {
+    prepare: async (db) => {
+      await db.pool.query(`${GATE_TABLES}
+      CREATE TABLE executions (job_id bigint, attempt int, pid int, finished boolean DEFAULT false, at timestamptz DEFAULT clock_timestamp());`);
+    },
+  },
+);
 
 // Never SELECT * here: one row's payload is 600 MB of JSON text.
 const job = async (id: string) =>
-  (await db.pool.query('SELECT id, status, attempts, last_error, errors FROM jobvisor.jobs WHERE id = $1', [id]))
+  (await file.db.pool.query('SELECT id, status, attempts, last_error, errors FROM jobvisor.jobs WHERE id = $1', [id]))
     .rows[0];
-const runsOf = (id: string) => gateRunsOf(db.pool, id);
-const tell = (run: number, action: 'done' | 'fail') => tellGate(db.pool, run, action);
+const runsOf = (id: string) => gateRunsOf(file.db.pool, id);
+const tell = (run: number, action: 'done' | 'fail') => tellGate(file.db.pool, run, action);
 
 /** Both runs of a re-queued job, once the second has started; they never overlap. */
 async function twoRuns(id: string) {
@@ -69,7 +59,7 @@ const settledAs = (id: string, status: string) =>
   );
 
 async function requeueWhileRunning(honourSignal: boolean, how: 'cancel-retry' | 'sql' = 'cancel-retry') {
-  const { id } = await enqueue(db.pool, 'gate', { honourSignal });
+  const { id } = await enqueue(file.db.pool, 'gate', { honourSignal });
   const [first] = await until(
     'first run started',
     () => runsOf(id),
@@ -78,11 +68,11 @@ async function requeueWhileRunning(honourSignal: boolean, how: 'cancel-retry' | 
   );
   if (how === 'cancel-retry') {
     // `jobs cancel ID && jobs retry ID`: the row is pending again with attempts = 0.
-    assert.deepEqual((await cancelJobs(store, { ids: [id] })).ids, [id]);
-    assert.deepEqual((await retryJobs(store, { ids: [id] })).ids, [id]);
+    assert.deepEqual((await cancelJobs(file.store, { ids: [id] })).ids, [id]);
+    assert.deepEqual((await retryJobs(file.store, { ids: [id] })).ids, [id]);
   } else {
     // The plain-SQL re-queue recipe of docs/guides/enqueueing.md, applied to a running job.
-    await db.pool.query("UPDATE jobvisor.jobs SET status = 'pending', attempts = 0 WHERE id = $1", [id]);
+    await file.db.pool.query("UPDATE jobvisor.jobs SET status = 'pending', attempts = 0 WHERE id = $1", [id]);
   }
   return { id: id, first };
 }
@@ -133,21 +123,21 @@ describe('rows that other producers write', () => {
   it('dead-letters an oversized plain-SQL payload alone; its co-claimed neighbours run', async () => {
     // 100 M characters that JSON escapes as \u0001: 600 MB of JSON text, about
     // 1 MB stored. Sent to the client it would overflow V8's string limit.
-    const { rows } = await db.pool.query(
+    const { rows } = await file.db.pool.query(
       `INSERT INTO jobvisor.jobs (kind, payload, run_at) VALUES ('record', jsonb_build_object('s', repeat(chr(1), 100000000)), now() + interval '1 hour') RETURNING id`,
     );
     const big = rows[0].id as string;
     // Over the limit too, but stored small enough that the claim measures its JSON text.
-    const { rows: middling } = await db.pool.query(
+    const { rows: middling } = await file.db.pool.query(
       `INSERT INTO jobvisor.jobs (kind, payload, run_at) VALUES ('record', jsonb_build_object('s', repeat('x', 100000)), now() + interval '1 hour') RETURNING id`,
     );
     const neighbours = await enqueueMany(
-      db.pool,
+      file.db.pool,
       Array.from({ length: 9 }, () => ({ kind: 'record', payload: {}, runAt: new Date(Date.now() + 3_600_000) })),
     );
     // All eleven come due in one statement, so one claim takes them together.
-    await db.pool.query("UPDATE jobvisor.jobs SET run_at = now() WHERE kind = 'record' AND status = 'pending'");
-    await db.pool.query("NOTIFY jobvisor_jobs, 'default'");
+    await file.db.pool.query("UPDATE jobvisor.jobs SET run_at = now() WHERE kind = 'record' AND status = 'pending'");
+    await file.db.pool.query("NOTIFY jobvisor_jobs, 'default'");
     const dead = await until(
       'oversized job dead-lettered',
       () => job(big),
@@ -174,22 +164,23 @@ describe('rows that other producers write', () => {
       'neighbours done',
       async () =>
         (
-          await db.pool.query("SELECT count(*)::int AS n FROM jobvisor.jobs WHERE id = ANY($1) AND status = 'done'", [
-            ids,
-          ])
+          await file.db.pool.query(
+            "SELECT count(*)::int AS n FROM jobvisor.jobs WHERE id = ANY($1) AND status = 'done'",
+            [ids],
+          )
         ).rows[0].n,
       (n) => n === 9,
       30_000,
     );
-    const attempts = await db.pool.query('SELECT DISTINCT attempts FROM jobvisor.jobs WHERE id = ANY($1)', [ids]);
+    const attempts = await file.db.pool.query('SELECT DISTINCT attempts FROM jobvisor.jobs WHERE id = ANY($1)', [ids]);
     assert.deepEqual(attempts.rows, [{ attempts: 1 }], 'no neighbour was charged an extra attempt');
   });
 
   it('a row with attempts = 2147483647 does not stall its queue', async () => {
-    const { rows } = await db.pool.query(
+    const { rows } = await file.db.pool.query(
       "INSERT INTO jobvisor.jobs (kind, payload, attempts) VALUES ('record', '{}', 2147483647) RETURNING id",
     );
-    const { id: after } = await enqueue(db.pool, 'record', {});
+    const { id: after } = await enqueue(file.db.pool, 'record', {});
     await until(
       'a later job ran',
       () => job(after),

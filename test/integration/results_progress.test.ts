@@ -6,52 +6,43 @@
  * under it -- can write no result, progress or snooze.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { completeJobs } from '../../src/queue/complete.ts';
 import { enqueue } from '../../src/queue/enqueue.ts';
 import { writeProgress } from '../../src/queue/progress.ts';
 import { snoozeJobs } from '../../src/queue/snooze.ts';
-import type { Store } from '../../src/queue/sql.ts';
-import type { Supervisor } from '../../src/supervisor/supervisor.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
-import { nextEvent, startSupervisor } from '../helpers/inprocess.ts';
+import { nextEvent } from '../helpers/inprocess.ts';
 import { until } from '../helpers/poll.ts';
+import { supervisedFile } from '../helpers/supervised.ts';
 import { runCli } from '../helpers/cli.ts';
 import { GATE_TABLES, gateRunsOf, tellGate } from '../helpers/gate.ts';
 
-let db: TestDatabase;
-let supervisor: Supervisor;
-let store: Store;
-
-before(async () => {
-  db = await createTestDatabase('results_progress');
-  store = { db: db.pool, schema: 'jobvisor' };
-  await db.pool.query(`
-    CREATE TABLE report_gate (job_id bigint);
-    ${GATE_TABLES}
-    -- Every write that changes a job's progress, whoever makes it.
-    CREATE TABLE progress_writes (job_id bigint, value jsonb, status text);
-    CREATE FUNCTION log_progress() RETURNS trigger LANGUAGE plpgsql AS $$
-    BEGIN INSERT INTO progress_writes VALUES (NEW.id, NEW.progress, NEW.status); RETURN NULL; END $$;
-    CREATE TRIGGER jobs_progress_log AFTER UPDATE OF progress ON jobvisor.jobs
-      FOR EACH ROW WHEN (NEW.progress IS DISTINCT FROM OLD.progress) EXECUTE FUNCTION log_progress();`);
-  supervisor = startSupervisor(db.url, {
+const file = supervisedFile(
+  'results_progress',
+  {
     queues: { default: { concurrency: 10, jobsPerThread: 10 } },
     jobs: { timeout: '30s', lease: '3s', maxResultBytes: 1000 },
     backoff: { base: '1h', max: '1h', jitter: 0 },
     pool: { maxThreads: 1 },
-  });
-  await supervisor.start();
-});
-
-after(async () => {
-  await supervisor.stop();
-  await db.drop();
-});
+  },
+  {
+    prepare: async (db) => {
+      await db.pool.query(`
+      CREATE TABLE report_gate (job_id bigint);
+      ${GATE_TABLES}
+      -- Every write that changes a job's progress, whoever makes it.
+      CREATE TABLE progress_writes (job_id bigint, value jsonb, status text);
+      CREATE FUNCTION log_progress() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN INSERT INTO progress_writes VALUES (NEW.id, NEW.progress, NEW.status); RETURN NULL; END $$;
+      CREATE TRIGGER jobs_progress_log AFTER UPDATE OF progress ON jobvisor.jobs
+        FOR EACH ROW WHEN (NEW.progress IS DISTINCT FROM OLD.progress) EXECUTE FUNCTION log_progress();`);
+    },
+  },
+);
 
 const job = async (id: string) =>
   (
-    await db.pool.query(
+    await file.db.pool.query(
       'SELECT id, status, attempts, snoozes, last_error, result, progress FROM jobvisor.jobs WHERE id = $1',
       [id],
     )
@@ -70,9 +61,9 @@ const failedOnce = (id: string) =>
     (r) => r.status === 'pending' && r.attempts === 1,
     15_000,
   );
-const run = async (kind: string, payload: unknown) => (await enqueue(db.pool, kind, payload)).id;
+const run = async (kind: string, payload: unknown) => (await enqueue(file.db.pool, kind, payload)).id;
 
-const cli = (args: string[]) => runCli(db.url, args);
+const cli = (args: string[]) => runCli(file.db.url, args);
 
 describe('a task result', () => {
   it('is stored as JSON and shown by jobs list --json, with progress and snoozes', async () => {
@@ -95,7 +86,7 @@ describe('a task result', () => {
     const nul = await run('report', { result: null });
     const num = await run('report', { result: 42 });
     for (const id of [none, nul, num]) await settledAs(id, 'done');
-    const rows = await db.pool.query(
+    const rows = await file.db.pool.query(
       'SELECT id, result IS NULL AS sql_null, result FROM jobvisor.jobs WHERE id = ANY($1) ORDER BY id',
       [[none, nul, num]],
     );
@@ -132,7 +123,7 @@ describe('a task result', () => {
 
 describe('ctx.progress', () => {
   const writes = async (id: string) =>
-    (await db.pool.query('SELECT value, status FROM progress_writes WHERE job_id = $1', [id])).rows;
+    (await file.db.pool.query('SELECT value, status FROM progress_writes WHERE job_id = $1', [id])).rows;
 
   it('is visible while the job runs', async () => {
     const id = await run('report', { progress: [{ step: 1 }], hold: true });
@@ -143,7 +134,7 @@ describe('ctx.progress', () => {
     );
     assert.equal(row.status, 'running');
     assert.deepEqual(row.progress, { step: 1 });
-    await db.pool.query('INSERT INTO report_gate VALUES ($1)', [id]);
+    await file.db.pool.query('INSERT INTO report_gate VALUES ($1)', [id]);
     await settledAs(id, 'done');
   });
 
@@ -157,24 +148,24 @@ describe('ctx.progress', () => {
     assert.deepEqual(w.at(-1), { value: { i: 99 }, status: 'done' }, 'the last value came with the done write');
   });
 
-  it('a failing progress write is dropped and reported; the job and the supervisor carry on', async () => {
+  it('a failing progress write is dropped and reported; the job and the file.supervisor carry on', async () => {
     // Refuses progress writes to running rows only: the done write (with the last value) passes.
-    await db.pool.query(`
+    await file.db.pool.query(`
       CREATE FUNCTION refuse_progress() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN RAISE EXCEPTION 'progress refused'; END $$;
       CREATE TRIGGER jobs_refuse_progress BEFORE UPDATE OF progress ON jobvisor.jobs
         FOR EACH ROW WHEN (NEW.status = 'running' AND NEW.progress @> '{"refuse": true}') EXECUTE FUNCTION refuse_progress();`);
     try {
-      const refused = nextEvent(supervisor, 'db:error', (e) => e.loop === 'progress');
+      const refused = nextEvent(file.supervisor, 'db:error', (e) => e.loop === 'progress');
       const id = await run('report', { progress: [{ refuse: true }], hold: true, result: 'fine' });
       const [event] = await refused;
       assert.match(String((event.err as Error).message), /progress refused/);
       assert.deepEqual((await job(id)).progress, null, 'nothing written');
-      await db.pool.query('INSERT INTO report_gate VALUES ($1)', [id]);
+      await file.db.pool.query('INSERT INTO report_gate VALUES ($1)', [id]);
       const row = await settledAs(id, 'done');
       assert.deepEqual([row.result, row.progress], ['fine', { refuse: true }], 'the done write carried the last value');
     } finally {
-      await db.pool.query('DROP TRIGGER jobs_refuse_progress ON jobvisor.jobs');
+      await file.db.pool.query('DROP TRIGGER jobs_refuse_progress ON jobvisor.jobs');
     }
   });
 
@@ -192,7 +183,7 @@ describe('ctx.progress', () => {
 describe('the fence', () => {
   /** A row as a claim leaves it: running, owned by sup-a under token 7. */
   async function claimed(): Promise<string> {
-    const { rows } = await db.pool.query(
+    const { rows } = await file.db.pool.query(
       `INSERT INTO jobvisor.jobs (kind, payload, run_at, status, attempts, locked_by, lease_token, locked_until)
        VALUES ('nobody', '{}', now() + interval '1 day', 'running', 1, 'sup-a', 7, now() + interval '1 day') RETURNING id`,
     );
@@ -206,29 +197,29 @@ describe('the fence', () => {
       ['sup-a', '6'],
       ['sup-b', '7'],
     ] as const) {
-      assert.deepEqual([...(await completeJobs(store, owner, [id], [token], null, reports))], [id]);
-      assert.deepEqual(await writeProgress(store, owner, [id], [token], ['{"p":2}']), []);
-      assert.deepEqual(await snoozeJobs(store, owner, { ids: [id], tokens: [token], delaysMs: [1000] }, 100), []);
+      assert.deepEqual([...(await completeJobs(file.store, owner, [id], [token], null, reports))], [id]);
+      assert.deepEqual(await writeProgress(file.store, owner, [id], [token], ['{"p":2}']), []);
+      assert.deepEqual(await snoozeJobs(file.store, owner, { ids: [id], tokens: [token], delaysMs: [1000] }, 100), []);
     }
     const row = await job(id);
     assert.deepEqual([row.status, row.attempts, row.snoozes, row.result, row.progress], ['running', 1, 0, null, null]);
     // The claim that holds the row writes.
-    assert.deepEqual(await writeProgress(store, 'sup-a', [id], ['7'], ['{"p":3}']), [id]);
-    assert.deepEqual([...(await completeJobs(store, 'sup-a', [id], ['7'], null, reports))], []);
+    assert.deepEqual(await writeProgress(file.store, 'sup-a', [id], ['7'], ['{"p":3}']), [id]);
+    assert.deepEqual([...(await completeJobs(file.store, 'sup-a', [id], ['7'], null, reports))], []);
     const done = await job(id);
     assert.deepEqual([done.status, done.result, done.progress], ['done', { r: 1 }, { p: 1 }]);
   });
 
   it('a snooze of a job that never ran leaves attempts at 0', async () => {
     const id = await claimed();
-    await db.pool.query('UPDATE jobvisor.jobs SET attempts = 0 WHERE id = $1', [id]);
-    const rows = await snoozeJobs(store, 'sup-a', { ids: [id], tokens: ['7'], delaysMs: [1000] }, 100);
+    await file.db.pool.query('UPDATE jobvisor.jobs SET attempts = 0 WHERE id = $1', [id]);
+    const rows = await snoozeJobs(file.store, 'sup-a', { ids: [id], tokens: ['7'], delaysMs: [1000] }, 100);
     assert.deepEqual(rows, [{ id, status: 'pending', error: null }]);
     assert.equal((await job(id)).attempts, 0);
   });
 
-  const runsOf = (id: string) => gateRunsOf(db.pool, id);
-  const tell = (gateRun: number, action: 'done' | 'snooze') => tellGate(db.pool, gateRun, action);
+  const runsOf = (id: string) => gateRunsOf(file.db.pool, id);
+  const tell = (gateRun: number, action: 'done' | 'snooze') => tellGate(file.db.pool, gateRun, action);
 
   for (const action of ['done', 'snooze'] as const) {
     it(`a run whose job was re-queued under it cannot ${action === 'done' ? 'store its result and progress' : 'snooze the new run'}`, async () => {
@@ -240,7 +231,7 @@ describe('the fence', () => {
       );
       // The plain-SQL re-queue of docs/guides/enqueueing.md, applied to the running job; the old run
       // ignores its signal and ends with `action` after the job was claimed again.
-      await db.pool.query("UPDATE jobvisor.jobs SET status = 'pending', attempts = 0 WHERE id = $1", [id]);
+      await file.db.pool.query("UPDATE jobvisor.jobs SET status = 'pending', attempts = 0 WHERE id = $1", [id]);
       await tell(first.run, action);
       const [old, second] = await until(
         'second run started',

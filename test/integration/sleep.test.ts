@@ -6,36 +6,30 @@
  * their records, and the same sleep returns at once.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { runJobsNow } from '../../src/queue/admin/actions.ts';
 import { enqueue } from '../../src/queue/enqueue.ts';
-import type { Supervisor } from '../../src/supervisor/supervisor.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
-import { nextEvent, startSupervisor } from '../helpers/inprocess.ts';
+import { nextEvent } from '../helpers/inprocess.ts';
 import { until } from '../helpers/poll.ts';
+import { supervisedFile } from '../helpers/supervised.ts';
 
-let db: TestDatabase;
-let supervisor: Supervisor;
-
-before(async () => {
-  db = await createTestDatabase('sleep');
-  await db.pool.query('CREATE TABLE step_calls (job_id bigint, name text, attempt int, key text)');
-  supervisor = startSupervisor(db.url, {
+const file = supervisedFile(
+  'sleep',
+  {
     queues: { default: { concurrency: 4, jobsPerThread: 4 } },
     jobs: { maxSnoozes: 0 },
     pool: { maxThreads: 1 },
-  });
-  await supervisor.start();
-});
-
-after(async () => {
-  await supervisor.stop();
-  await db.drop();
-});
+  },
+  {
+    prepare: async (db) => {
+      await db.pool.query('CREATE TABLE step_calls (job_id bigint, name text, attempt int, key text)');
+    },
+  },
+);
 
 const job = async (id: string) =>
   (
-    await db.pool.query(
+    await file.db.pool.query(
       `SELECT status, attempts, snoozes, last_error, result, run_at, finished_at, has_steps,
               extract(epoch FROM run_at - now()) AS due_in_s
          FROM jobvisor.jobs WHERE id = $1`,
@@ -45,20 +39,20 @@ const job = async (id: string) =>
 
 const sleepRecord = async (id: string, name: string) =>
   (
-    await db.pool.query(
+    await file.db.pool.query(
       `SELECT kind, attempt, wake_at, finished_at, started_at FROM jobvisor.job_steps WHERE job_id = $1 AND name = $2`,
       [id, name],
     )
   ).rows[0];
 
 const calls = async (id: string) =>
-  (await db.pool.query('SELECT name, attempt FROM step_calls WHERE job_id = $1 ORDER BY name', [id])).rows;
+  (await file.db.pool.query('SELECT name, attempt FROM step_calls WHERE job_id = $1 ORDER BY name', [id])).rows;
 
 describe('ctx.sleep', () => {
   it('puts the job back to pending at its wake time, using no attempt and no snooze, and records the sleep', async () => {
     let id: string | null = null;
-    const slept = nextEvent(supervisor, 'job:slept', (e) => e.jobs.some((j) => j.id === id));
-    ({ id } = await enqueue(db.pool, 'durable', {
+    const slept = nextEvent(file.supervisor, 'job:slept', (e) => e.jobs.some((j) => j.id === id));
+    ({ id } = await enqueue(file.db.pool, 'durable', {
       ops: [
         ['step', 'a'],
         ['sleep', 'nap', '1h'],
@@ -87,7 +81,7 @@ describe('ctx.sleep', () => {
   });
 
   it('runs the job again from the top once its time has passed: steps replay, the sleep returns at once', async () => {
-    const { id } = await enqueue(db.pool, 'durable', {
+    const { id } = await enqueue(file.db.pool, 'durable', {
       ops: [
         ['step', 'a'],
         ['sleep', 'nap', '300ms'],
@@ -115,17 +109,17 @@ describe('ctx.sleep', () => {
   });
 
   it('keeps the recorded wake time when the job runs again early (a run-now)', async () => {
-    const { id } = await enqueue(db.pool, 'durable', { ops: [['sleep', 'nap', '1h']] });
+    const { id } = await enqueue(file.db.pool, 'durable', { ops: [['sleep', 'nap', '1h']] });
     await until(
       `job ${id} sleeping`,
       () => job(id),
       (r) => r.status === 'pending' && r.has_steps,
     );
     const first = await sleepRecord(id, 'nap');
-    const slept = nextEvent(supervisor, 'job:slept', (e) => e.jobs.some((j) => j.id === id));
+    const slept = nextEvent(file.supervisor, 'job:slept', (e) => e.jobs.some((j) => j.id === id));
     // Due now by plain SQL (not `jobs run-now`, which ends the sleep): the run finds the sleep not yet over.
-    await db.pool.query(`UPDATE jobvisor.jobs SET run_at = now() WHERE id = $1`, [id]);
-    await db.pool.query(`NOTIFY jobvisor_jobs, 'default'`);
+    await file.db.pool.query(`UPDATE jobvisor.jobs SET run_at = now() WHERE id = $1`, [id]);
+    await file.db.pool.query(`NOTIFY jobvisor_jobs, 'default'`);
     await slept;
     const row = await until(
       `job ${id} asleep again`,
@@ -136,7 +130,7 @@ describe('ctx.sleep', () => {
   });
 
   it("ends the sleep now on `jobs run-now` (the dashboard's Run now): the job runs on and finishes", async () => {
-    const { id } = await enqueue(db.pool, 'durable', {
+    const { id } = await enqueue(file.db.pool, 'durable', {
       ops: [
         ['sleep', 'nap', '1h'],
         ['value', 'after', 1],
@@ -147,7 +141,7 @@ describe('ctx.sleep', () => {
       () => job(id),
       (r) => r.status === 'pending' && r.has_steps && r.due_in_s > 60,
     );
-    const r = await runJobsNow({ db: db.pool, schema: 'jobvisor' }, { ids: [id] });
+    const r = await runJobsNow({ db: file.db.pool, schema: 'jobvisor' }, { ids: [id] });
     assert.equal(r.changed, 1);
     const row = await until(
       `job ${id} done`,
@@ -161,7 +155,7 @@ describe('ctx.sleep', () => {
   });
 
   it('returns at once, recording nothing, for a time already past', async () => {
-    const { id } = await enqueue(db.pool, 'durable', {
+    const { id } = await enqueue(file.db.pool, 'durable', {
       ops: [
         ['sleep', 'past', '@2001-01-01T00:00:00Z'],
         ['sleep', 'zero', 0],
@@ -180,7 +174,7 @@ describe('ctx.sleep', () => {
 
   it('sleeps until a Date', async () => {
     const at = new Date(Date.now() + 3_600_000);
-    const { id } = await enqueue(db.pool, 'durable', { ops: [['sleep', 'until', `@${at.toISOString()}`]] });
+    const { id } = await enqueue(file.db.pool, 'durable', { ops: [['sleep', 'until', `@${at.toISOString()}`]] });
     const row = await until(
       `job ${id} sleeping`,
       () => job(id),
@@ -190,7 +184,7 @@ describe('ctx.sleep', () => {
   });
 
   it('fails the attempt (and only it) when the duration is not one', async () => {
-    const { id } = await enqueue(db.pool, 'durable', { ops: [['sleep', 'bad', 'soon']] });
+    const { id } = await enqueue(file.db.pool, 'durable', { ops: [['sleep', 'bad', 'soon']] });
     const row = await until(
       `job ${id} failed once`,
       () => job(id),

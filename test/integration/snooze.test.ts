@@ -7,36 +7,23 @@
  * reports (results_progress.test.ts).
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { retryJobs } from '../../src/queue/admin/index.ts';
 import { enqueue } from '../../src/queue/enqueue.ts';
-import type { Supervisor } from '../../src/supervisor/supervisor.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
-import { nextEvent, startSupervisor } from '../helpers/inprocess.ts';
+import { nextEvent } from '../helpers/inprocess.ts';
 import { until } from '../helpers/poll.ts';
+import { supervisedFile } from '../helpers/supervised.ts';
 
-let db: TestDatabase;
-let supervisor: Supervisor;
-
-before(async () => {
-  db = await createTestDatabase('snooze');
-  supervisor = startSupervisor(db.url, {
-    queues: { default: { concurrency: 4, jobsPerThread: 4 } },
-    jobs: { maxSnoozes: 3 },
-    backoff: { base: '1h', max: '1h', jitter: 0 },
-    pool: { maxThreads: 1 },
-  });
-  await supervisor.start();
-});
-
-after(async () => {
-  await supervisor.stop();
-  await db.drop();
+const file = supervisedFile('snooze', {
+  queues: { default: { concurrency: 4, jobsPerThread: 4 } },
+  jobs: { maxSnoozes: 3 },
+  backoff: { base: '1h', max: '1h', jitter: 0 },
+  pool: { maxThreads: 1 },
 });
 
 const job = async (id: string) =>
   (
-    await db.pool.query(
+    await file.db.pool.query(
       `SELECT status, attempts, snoozes, last_error, errors, finished_at, result,
               extract(epoch FROM run_at - now()) AS due_in_s
          FROM jobvisor.jobs WHERE id = $1`,
@@ -51,8 +38,8 @@ describe('a task that snoozes', () => {
   for (const how of ['ctx', 'throw'] as const) {
     it(`(${how === 'ctx' ? 'ctx.snooze' : 'throw SnoozeError'}) goes back to pending at now + delay, its attempt given back`, async () => {
       let id: string | null = null;
-      const snoozedEvent = nextEvent(supervisor, 'job:snoozed', (e) => e.jobs.some((j) => j.id === id));
-      ({ id } = await enqueue(db.pool, 'snooze', { how, delay: '1h' }));
+      const snoozedEvent = nextEvent(file.supervisor, 'job:snoozed', (e) => e.jobs.some((j) => j.id === id));
+      ({ id } = await enqueue(file.db.pool, 'snooze', { how, delay: '1h' }));
       const [event] = await snoozedEvent;
       assert.deepEqual(event.delaysMs, [3_600_000], 'job:snoozed (metrics, logs) after the write');
       const row = await settled(id, (r) => r.snoozes === 1, 'snoozed');
@@ -71,7 +58,7 @@ describe('a task that snoozes', () => {
   }
 
   it('runs again after its delay and finishes, attempts counting only the run that did not snooze', async () => {
-    const { id } = await enqueue(db.pool, 'snooze', { delay: 20, times: 2 });
+    const { id } = await enqueue(file.db.pool, 'snooze', { delay: 20, times: 2 });
     const row = await settled(id, (r) => r.status === 'done', 'done');
     assert.equal(row.snoozes, 2);
     assert.equal(row.attempts, 1);
@@ -80,7 +67,7 @@ describe('a task that snoozes', () => {
   });
 
   it('is dead-lettered past jobs.maxSnoozes, with an error naming the key', async () => {
-    const { id } = await enqueue(db.pool, 'snooze', { delay: 0 });
+    const { id } = await enqueue(file.db.pool, 'snooze', { delay: 0 });
     const row = await settled(id, (r) => r.status === 'failed', 'dead-lettered');
     assert.equal(row.snoozes, 3, 'three snoozes were allowed');
     assert.equal(row.attempts, 1, 'the refused snooze used its attempt');
@@ -89,14 +76,14 @@ describe('a task that snoozes', () => {
     const last = row.errors.at(-1);
     assert.equal(last.error, row.last_error, 'the dead letter is in the history');
     // `jobs retry` starts it afresh: it may snooze jobs.maxSnoozes times again.
-    await db.pool.query(`UPDATE jobvisor.jobs SET payload = '{"delay": "1h"}' WHERE id = $1`, [id]);
-    assert.equal((await retryJobs({ db: db.pool, schema: 'jobvisor' }, { ids: [id] })).changed, 1);
+    await file.db.pool.query(`UPDATE jobvisor.jobs SET payload = '{"delay": "1h"}' WHERE id = $1`, [id]);
+    assert.equal((await retryJobs({ db: file.db.pool, schema: 'jobvisor' }, { ids: [id] })).changed, 1);
     const again = await settled(id, (r) => r.status === 'pending' && r.snoozes === 1, 'snoozed afresh');
     assert.equal(again.attempts, 0);
   });
 
   it('fails the attempt (and only it) when the delay is not a duration', async () => {
-    const { id } = await enqueue(db.pool, 'snooze', { delay: 'soon' });
+    const { id } = await enqueue(file.db.pool, 'snooze', { delay: 'soon' });
     const row = await settled(id, (r) => r.status !== 'running' && r.attempts === 1, 'failed once');
     assert.equal(row.status, 'pending', 'an ordinary failed attempt: retried later');
     assert.equal(row.snoozes, 0);
@@ -104,7 +91,7 @@ describe('a task that snoozes', () => {
   });
 
   it('keeps failures in a full history: the oldest snooze gives way first', async () => {
-    const { rows } = await db.pool.query(
+    const { rows } = await file.db.pool.query(
       `INSERT INTO jobvisor.jobs (kind, payload, errors, snoozes)
        SELECT 'snooze', '{"delay": "1h"}', jsonb_build_array(jsonb_build_object('attempt', 1, 'at', now(), 'error', 'Error: first failure'))
               || (SELECT jsonb_agg(jsonb_build_object('attempt', 2, 'at', now(), 'snooze', true, 'until', now())) FROM generate_series(1, 19)),

@@ -7,37 +7,30 @@
  * of job_steps.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { enqueue } from '../../src/queue/enqueue.ts';
 import { recordStep } from '../../src/queue/steps.ts';
-import type { Supervisor } from '../../src/supervisor/supervisor.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
-import { startSupervisor } from '../helpers/inprocess.ts';
 import { until } from '../helpers/poll.ts';
+import { supervisedFile } from '../helpers/supervised.ts';
 
-let db: TestDatabase;
-let supervisor: Supervisor;
-
-before(async () => {
-  db = await createTestDatabase('steps');
-  await db.pool.query('CREATE TABLE step_calls (job_id bigint, name text, attempt int, key text)');
-  supervisor = startSupervisor(db.url, {
+const file = supervisedFile(
+  'steps',
+  {
     queues: { default: { concurrency: 4, jobsPerThread: 4 } },
     jobs: { maxSteps: 5, maxStepResultBytes: 1000 },
     backoff: { base: '10ms', max: '10ms', jitter: 0 },
     pool: { maxThreads: 1 },
-  });
-  await supervisor.start();
-});
-
-after(async () => {
-  await supervisor.stop();
-  await db.drop();
-});
+  },
+  {
+    prepare: async (db) => {
+      await db.pool.query('CREATE TABLE step_calls (job_id bigint, name text, attempt int, key text)');
+    },
+  },
+);
 
 const job = async (id: string) =>
   (
-    await db.pool.query(
+    await file.db.pool.query(
       `SELECT status, attempts, last_error, result, has_steps, snoozes FROM jobvisor.jobs WHERE id = $1`,
       [id],
     )
@@ -53,7 +46,7 @@ const finished = (id: string) =>
 
 const records = async (id: string) =>
   (
-    await db.pool.query(
+    await file.db.pool.query(
       `SELECT name, kind, result, attempt, started_at <= finished_at AS ordered
          FROM jobvisor.job_steps WHERE job_id = $1 ORDER BY attempt, name`,
       [id],
@@ -61,10 +54,11 @@ const records = async (id: string) =>
   ).rows;
 
 const calls = async (id: string) =>
-  (await db.pool.query('SELECT name, attempt FROM step_calls WHERE job_id = $1 ORDER BY name, attempt', [id])).rows;
+  (await file.db.pool.query('SELECT name, attempt FROM step_calls WHERE job_id = $1 ORDER BY name, attempt', [id]))
+    .rows;
 
 const run = async (ops: unknown[], log = true) => {
-  const { id } = await enqueue(db.pool, 'durable', { ops, log });
+  const { id } = await enqueue(file.db.pool, 'durable', { ops, log });
   return id;
 };
 
@@ -129,7 +123,7 @@ describe('ctx.step', () => {
       ],
     );
     const nulls = (
-      await db.pool.query(
+      await file.db.pool.query(
         `SELECT name, result IS NULL AS sql_null FROM jobvisor.job_steps WHERE job_id = $1 AND name IN ('u', 'n') ORDER BY name`,
         [id],
       )
@@ -199,7 +193,7 @@ describe('ctx.step', () => {
   });
 
   it('leaves a plain job alone: no flag, no records', async () => {
-    const { id } = await enqueue(db.pool, 'chaos_noop', {});
+    const { id } = await enqueue(file.db.pool, 'chaos_noop', {});
     const row = await finished(id);
     assert.equal(row.has_steps, null);
     assert.deepEqual(await records(id), []);
@@ -208,16 +202,16 @@ describe('ctx.step', () => {
 
 describe('the step record', () => {
   it('is written only while the run holds its claim (status running under its token)', async () => {
-    const { rows } = await db.pool.query(
+    const { rows } = await file.db.pool.query(
       `INSERT INTO jobvisor.jobs (kind, status, locked_by, lease_token, attempts, run_at)
        VALUES ('held', 'running', 'o', 42, 1, now() + interval '1 day') RETURNING id`,
     );
     const id = rows[0].id as string;
     const step = (token: string, name: string) =>
-      recordStep(db.pool, 'jobvisor', { id, token, name, result: '1', ms: 5 });
+      recordStep(file.db.pool, 'jobvisor', { id, token, name, result: '1', ms: 5 });
     assert.equal(await step('41', 'stale'), false, 'another claim of the job records nothing');
     assert.equal(await step('42', 'mine'), true);
-    await db.pool.query(`UPDATE jobvisor.jobs SET status = 'cancelled' WHERE id = $1`, [id]);
+    await file.db.pool.query(`UPDATE jobvisor.jobs SET status = 'cancelled' WHERE id = $1`, [id]);
     assert.equal(await step('42', 'after'), false, 'a cancelled run records nothing');
     assert.deepEqual(
       (await records(id)).map((r) => r.name),

@@ -7,22 +7,17 @@
  * Real worker threads, a real PostgreSQL.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { retryJobs } from '../../src/queue/admin/actions.ts';
 import { enqueue } from '../../src/queue/enqueue.ts';
 import { signal } from '../../src/queue/signal.ts';
-import type { Supervisor } from '../../src/supervisor/supervisor.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
-import { startSupervisor } from '../helpers/inprocess.ts';
 import { until } from '../helpers/poll.ts';
+import { startSupervisor } from '../helpers/inprocess.ts';
+import { supervisedFile } from '../helpers/supervised.ts';
 
-let db: TestDatabase;
-let supervisor: Supervisor;
-
-before(async () => {
-  db = await createTestDatabase('steps_contract');
-  await db.pool.query('CREATE TABLE step_calls (job_id bigint, name text, attempt int, key text)');
-  supervisor = startSupervisor(db.url, {
+const file = supervisedFile(
+  'steps_contract',
+  {
     queues: {
       default: { concurrency: 4, jobsPerThread: 4 },
       limited: { concurrency: 1, jobsPerThread: 1, globalConcurrency: 1 },
@@ -31,18 +26,17 @@ before(async () => {
     reaper: { interval: '200ms' },
     backoff: { base: '10ms', max: '10ms', jitter: 0 },
     pool: { maxThreads: 2 },
-  });
-  await supervisor.start();
-});
-
-after(async () => {
-  await supervisor.stop();
-  await db.drop();
-});
+  },
+  {
+    prepare: async (db) => {
+      await db.pool.query('CREATE TABLE step_calls (job_id bigint, name text, attempt int, key text)');
+    },
+  },
+);
 
 const job = async (id: string) =>
   (
-    await db.pool.query<{
+    await file.db.pool.query<{
       status: string;
       attempts: number;
       last_error: string | null;
@@ -59,15 +53,16 @@ const reaches = (id: string, status: string, timeoutMs = 20_000) =>
   );
 
 const calls = async (id: string) =>
-  (await db.pool.query('SELECT name, attempt FROM step_calls WHERE job_id = $1 ORDER BY name, attempt', [id])).rows;
+  (await file.db.pool.query('SELECT name, attempt FROM step_calls WHERE job_id = $1 ORDER BY name, attempt', [id]))
+    .rows;
 
 describe('what steps, sleeps and waits leave as it was', () => {
   it('a waiting job has not finished: its dependents stay blocked until it is done, then run', async () => {
-    const parent = await enqueue(db.pool, 'durable', { ops: [['wait', 'approved', '1h']] });
-    const child = await enqueue(db.pool, 'durable', { ops: [['step', 'c']] }, { dependsOn: [parent.id] });
+    const parent = await enqueue(file.db.pool, 'durable', { ops: [['wait', 'approved', '1h']] });
+    const child = await enqueue(file.db.pool, 'durable', { ops: [['step', 'c']] }, { dependsOn: [parent.id] });
     await reaches(parent.id, 'waiting');
     assert.equal((await job(child.id))?.status, 'blocked');
-    assert.equal(await signal(db.pool, parent.id, 'approved', { ok: true }), 'woke');
+    assert.equal(await signal(file.db.pool, parent.id, 'approved', { ok: true }), 'woke');
     await reaches(parent.id, 'done');
     await reaches(child.id, 'done');
   });
@@ -78,7 +73,7 @@ describe('what steps, sleeps and waits leave as it was', () => {
       ids.push(
         (
           await enqueue(
-            db.pool,
+            file.db.pool,
             'durable',
             {
               ops: [
@@ -91,13 +86,13 @@ describe('what steps, sleeps and waits leave as it was', () => {
         ).id,
       );
     for (const id of ids) await reaches(id, 'waiting');
-    for (const id of ids) assert.equal(await signal(db.pool, id, 'go'), 'woke');
+    for (const id of ids) assert.equal(await signal(file.db.pool, id, 'go'), 'woke');
     for (const id of ids) await reaches(id, 'done');
   });
 
   it('sleeps and waits use no attempt: a job of maxAttempts 1 sleeps twice, times a wait out, and is done', async () => {
     const { id } = await enqueue(
-      db.pool,
+      file.db.pool,
       'durable',
       {
         ops: [
@@ -117,7 +112,7 @@ describe('what steps, sleeps and waits leave as it was', () => {
   it("a queue's timeout bounds one run, not the sleep between runs", async () => {
     // 1.5 s of work, a 3 s sleep, 1.5 s more: 6 s in all, each run 1.5 s, under the queue's 4 s timeout.
     const { id } = await enqueue(
-      db.pool,
+      file.db.pool,
       'durable',
       {
         ops: [
@@ -136,7 +131,7 @@ describe('what steps, sleeps and waits leave as it was', () => {
     );
     assert.equal(row?.last_error, null);
     assert.equal(row?.status, 'done');
-    const { rows } = await db.pool.query<{ s: number }>(
+    const { rows } = await file.db.pool.query<{ s: number }>(
       'SELECT extract(epoch FROM finished_at - created_at)::float8 AS s FROM jobvisor.jobs WHERE id = $1',
       [id],
     );
@@ -145,18 +140,18 @@ describe('what steps, sleeps and waits leave as it was', () => {
 
   it('`jobs retry` of a dead letter, once fixed, replays its recorded steps without running them', async () => {
     const { id } = await enqueue(
-      db.pool,
+      file.db.pool,
       'durable',
       { ops: [['step', 'charge'], ['fail'], ['step', 'email']], log: true },
       { maxAttempts: 1 },
     );
     await reaches(id, 'failed');
     // The fix: the task no longer fails there.
-    await db.pool.query(
+    await file.db.pool.query(
       `UPDATE jobvisor.jobs SET payload = '{"ops": [["step", "charge"], ["step", "email"]], "log": true}' WHERE id = $1`,
       [id],
     );
-    const { changed } = await retryJobs({ db: db.pool, schema: 'jobvisor' }, { ids: [id] });
+    const { changed } = await retryJobs({ db: file.db.pool, schema: 'jobvisor' }, { ids: [id] });
     assert.equal(changed, 1);
     const row = await reaches(id, 'done');
     assert.deepEqual(
@@ -165,7 +160,7 @@ describe('what steps, sleeps and waits leave as it was', () => {
       "charge's fn ran once, in the run before the retry",
     );
     const charged = (
-      await db.pool.query('SELECT attempt FROM jobvisor.job_steps WHERE job_id = $1 AND name = $2', [id, 'charge'])
+      await file.db.pool.query('SELECT attempt FROM jobvisor.job_steps WHERE job_id = $1 AND name = $2', [id, 'charge'])
     ).rows;
     assert.deepEqual(charged, [{ attempt: 1 }]);
     assert.equal(row?.result.results.length, 2);
@@ -173,7 +168,7 @@ describe('what steps, sleeps and waits leave as it was', () => {
 
   it('shutdown inside a step hands the job back: the next run replays the steps before it, reruns that one', async () => {
     const serve = () =>
-      startSupervisor(db.url, {
+      startSupervisor(file.db.url, {
         queues: { shut: { concurrency: 1, jobsPerThread: 1 } },
         shutdown: { grace: '300ms' },
         pool: { maxThreads: 1 },
@@ -181,7 +176,7 @@ describe('what steps, sleeps and waits leave as it was', () => {
     const first = serve();
     await first.start();
     const { id } = await enqueue(
-      db.pool,
+      file.db.pool,
       'durable',
       {
         ops: [
@@ -217,7 +212,7 @@ describe('what steps, sleeps and waits leave as it was', () => {
       ['a', 'b', 'b', 'c'],
       'a ran once (recorded before the shutdown), b twice (interrupted), c once',
     );
-    const recorded = await db.pool.query<{ name: string }>(
+    const recorded = await file.db.pool.query<{ name: string }>(
       'SELECT name FROM jobvisor.job_steps WHERE job_id = $1 ORDER BY name',
       [id],
     );

@@ -6,41 +6,35 @@
  * wait until their own timeouts.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
+import { cancelJobs } from '../../src/queue/admin/index.ts';
 import { enqueueMany } from '../../src/queue/enqueue.ts';
-import type { Supervisor } from '../../src/supervisor/supervisor.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
-import { startSupervisor } from '../helpers/inprocess.ts';
 import { until } from '../helpers/poll.ts';
+import { supervisedFile } from '../helpers/supervised.ts';
 
-let db: TestDatabase;
-let supervisor: Supervisor;
-
-before(async () => {
-  db = await createTestDatabase('task_escapes');
-  await db.pool.query('CREATE TABLE naps (job_id bigint NOT NULL, attempt int NOT NULL)');
-  await db.pool.query('CREATE TABLE chaos_echo (job_id bigint NOT NULL, payload jsonb)');
-  supervisor = startSupervisor(db.url, {
+const file = supervisedFile(
+  'task_escapes',
+  {
     // One thread, shared by every job: a thread death would hit all of them.
     queues: { default: { concurrency: 24, jobsPerThread: 24 } },
     jobs: { timeout: '60s', lease: '30s' },
     backoff: { base: '50ms', max: '200ms', jitter: 0 },
     pool: { maxThreads: 1, dbPoolSize: 2 },
     poll: { interval: '200ms' },
-  });
-  await supervisor.start();
-});
-
-after(async () => {
-  await supervisor.stop();
-  await db.drop();
-});
+  },
+  {
+    prepare: async (db) => {
+      await db.pool.query('CREATE TABLE naps (job_id bigint NOT NULL, attempt int NOT NULL)');
+      await db.pool.query('CREATE TABLE chaos_echo (job_id bigint NOT NULL, payload jsonb)');
+    },
+  },
+);
 
 type Row = { id: string; kind: string; status: string; attempts: number; last_error: string | null };
 
 async function rows(ids: string[]): Promise<Row[]> {
   return (
-    await db.pool.query<Row>(
+    await file.db.pool.query<Row>(
       'SELECT id::text, kind, status, attempts, last_error FROM jobvisor.jobs WHERE id = ANY($1) ORDER BY id',
       [ids],
     )
@@ -51,7 +45,7 @@ async function rows(ids: string[]): Promise<Row[]> {
 async function amongNeighbours(culprits: Array<{ kind: string; payload?: unknown }>, napMs = 2500) {
   const neighbours = (
     await enqueueMany(
-      db.pool,
+      file.db.pool,
       Array.from({ length: 20 }, () => ({ kind: 'nap', payload: { ms: napMs }, maxAttempts: 3 })),
     )
   ).map((r) => r.id);
@@ -63,7 +57,7 @@ async function amongNeighbours(culprits: Array<{ kind: string; payload?: unknown
   );
   const bad = (
     await enqueueMany(
-      db.pool,
+      file.db.pool,
       culprits.map((c) => ({ ...c, maxAttempts: 1 })),
     )
   ).map((r) => r.id);
@@ -128,7 +122,7 @@ describe('errors escaping a task', () => {
 
 describe('payloads from plain SQL', () => {
   it('an integer beyond 2^53 dead-letters its job naming the path; it never reaches the task rounded', async () => {
-    const { rows: inserted } = await db.pool.query<{ id: string }>(
+    const { rows: inserted } = await file.db.pool.query<{ id: string }>(
       `INSERT INTO jobvisor.jobs (kind, payload) VALUES
          ('chaos_echo', '{"id": 9007199254740993}'),
          ('chaos_echo', '{"id": 9007199254740991, "big": "9007199254740993"}')
@@ -145,7 +139,7 @@ describe('payloads from plain SQL', () => {
     assert.equal(settled[0]?.attempts, 1, 'permanent: no retry');
     assert.match(settled[0]?.last_error ?? '', /^PayloadError: payload\.id is an integer beyond 2\^53 - 1/);
     assert.equal(settled[1]?.status, 'done');
-    const echoed = await db.pool.query<{ job_id: string; payload: unknown }>(
+    const echoed = await file.db.pool.query<{ job_id: string; payload: unknown }>(
       'SELECT job_id::text, payload FROM chaos_echo WHERE job_id = ANY($1)',
       [ids],
     );
@@ -156,7 +150,7 @@ describe('payloads from plain SQL', () => {
 describe('ctx.db', () => {
   it('a task that keeps every connection: a neighbour on its thread gets a clear error, not a hang', async () => {
     const [hog] = (
-      await enqueueMany(db.pool, [{ kind: 'db_hog', payload: { clients: 2, ms: 45_000 }, maxAttempts: 1 }])
+      await enqueueMany(file.db.pool, [{ kind: 'db_hog', payload: { clients: 2, ms: 45_000 }, maxAttempts: 1 }])
     ).map((r) => r.id);
     await until(
       'hog running',
@@ -172,14 +166,14 @@ describe('ctx.db', () => {
       'hog holding both ctx.db connections',
       async () =>
         (
-          await db.pool.query<{ n: number }>(
+          await file.db.pool.query<{ n: number }>(
             "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'jobvisor-task-hog'",
           )
         ).rows[0]?.n,
       (n) => n === 2,
       30_000,
     );
-    const [victim] = (await enqueueMany(db.pool, [{ kind: 'db_query', maxAttempts: 1 }])).map((r) => r.id);
+    const [victim] = (await enqueueMany(file.db.pool, [{ kind: 'db_query', maxAttempts: 1 }])).map((r) => r.id);
     const [row] = await until(
       'victim settled',
       () => rows([victim as string]),
@@ -190,5 +184,14 @@ describe('ctx.db', () => {
     assert.equal(row?.status, 'failed', 'the neighbour did not wait for the leak to end');
     assert.match(row?.last_error ?? '', /ctx\.db: no database connection within 10000 ms: all 2 connections/);
     assert.equal(hogRow?.status, 'running', 'it failed while the leak went on');
+    // Cancelled (its task ends on ctx.signal), so stopping the file.supervisor does not wait out the
+    // shutdown grace (25 s) for a 45 s leak.
+    assert.deepEqual((await cancelJobs({ db: file.db.pool, schema: 'jobvisor' }, { ids: [hog as string] })).ids, [hog]);
+    await until(
+      'hog ended by its cancel',
+      () => file.supervisor.inFlight(),
+      (n) => n === 0,
+      30_000,
+    );
   });
 });

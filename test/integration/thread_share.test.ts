@@ -4,49 +4,44 @@
  * the thread long before default's backlog is done.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { enqueue, enqueueMany } from '../../src/queue/enqueue.ts';
-import type { Supervisor } from '../../src/supervisor/supervisor.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
-import { startSupervisor } from '../helpers/inprocess.ts';
 import { until } from '../helpers/poll.ts';
+import { supervisedFile } from '../helpers/supervised.ts';
 
-let db: TestDatabase;
-let supervisor: Supervisor;
-
-before(async () => {
-  db = await createTestDatabase('thread_share');
-  await db.pool.query('CREATE TABLE spans (job_id bigint, kind text, thread_id int, started float8, finished float8)');
-  supervisor = startSupervisor(db.url, {
+const file = supervisedFile(
+  'thread_share',
+  {
     queues: {
       default: { concurrency: 4, jobsPerThread: 4, prefetch: 8 },
       cpu: { concurrency: 1, jobsPerThread: 1 },
     },
     pool: { maxThreads: 1 },
     jobs: { timeout: '30s' },
-  });
-  await supervisor.start();
-});
-
-after(async () => {
-  await supervisor.stop();
-  await db.drop();
-});
+  },
+  {
+    prepare: async (db) => {
+      await db.pool.query(
+        'CREATE TABLE spans (job_id bigint, kind text, thread_id int, started float8, finished float8)',
+      );
+    },
+  },
+);
 
 describe('queues sharing threads', () => {
   it('a busy queue gives a thread back to a queue that has none', async () => {
     const backlog = Array.from({ length: 40 }, () => ({ kind: 'shared_span', queue: 'default', payload: { ms: 200 } }));
-    await enqueueMany(db.pool, backlog);
+    await enqueueMany(file.db.pool, backlog);
     await until(
       'default under way',
-      async () => (await db.pool.query('SELECT count(*)::int AS n FROM spans')).rows[0].n as number,
+      async () => (await file.db.pool.query('SELECT count(*)::int AS n FROM spans')).rows[0].n as number,
       (n) => n >= 1,
       30_000,
     );
-    const cpu = await enqueue(db.pool, 'shared_span', { ms: 10 }, { queue: 'cpu' });
+    const cpu = await enqueue(file.db.pool, 'shared_span', { ms: 10 }, { queue: 'cpu' });
     const spans = await until(
       'every job recorded',
-      async () => (await db.pool.query('SELECT job_id::text, started FROM spans ORDER BY started')).rows,
+      async () => (await file.db.pool.query('SELECT job_id::text, started FROM spans ORDER BY started')).rows,
       (rows) => rows.length >= backlog.length + 1,
       60_000,
     );
@@ -54,12 +49,15 @@ describe('queues sharing threads', () => {
     await until(
       'every outcome written',
       async () =>
-        (await db.pool.query("SELECT count(*)::int AS n FROM jobvisor.jobs WHERE status IN ('pending', 'running')"))
-          .rows[0].n as number,
+        (
+          await file.db.pool.query(
+            "SELECT count(*)::int AS n FROM jobvisor.jobs WHERE status IN ('pending', 'running')",
+          )
+        ).rows[0].n as number,
       (n) => n === 0,
       30_000,
     );
-    const odd = await db.pool.query(
+    const odd = await file.db.pool.query(
       "SELECT id, status, attempts, last_error FROM jobvisor.jobs WHERE attempts > 1 OR status <> 'done' LIMIT 5",
     );
     assert.deepEqual(odd.rows, [], 'every job ran once and is done');

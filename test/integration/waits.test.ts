@@ -8,38 +8,32 @@
  * read, with a clear error, unless told to ignore it.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { enqueue } from '../../src/queue/enqueue.ts';
 import { signal, SignalError } from '../../src/queue/signal.ts';
 import { createReaper } from '../../src/supervisor/maintenance.ts';
-import type { Supervisor } from '../../src/supervisor/supervisor.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
-import { nextEvent, startSupervisor } from '../helpers/inprocess.ts';
+import { nextEvent } from '../helpers/inprocess.ts';
 import { until } from '../helpers/poll.ts';
+import { supervisedFile } from '../helpers/supervised.ts';
 
-let db: TestDatabase;
-let supervisor: Supervisor;
-
-before(async () => {
-  db = await createTestDatabase('waits');
-  await db.pool.query('CREATE TABLE step_calls (job_id bigint, name text, attempt int, key text)');
-  supervisor = startSupervisor(db.url, {
+const file = supervisedFile(
+  'waits',
+  {
     queues: { default: { concurrency: 4, jobsPerThread: 4 } },
     // The test drives the reaper's round itself (runOnce) when it wants a timeout noticed.
     reaper: { interval: '1h' },
     pool: { maxThreads: 1 },
-  });
-  await supervisor.start();
-});
-
-after(async () => {
-  await supervisor.stop();
-  await db.drop();
-});
+  },
+  {
+    prepare: async (db) => {
+      await db.pool.query('CREATE TABLE step_calls (job_id bigint, name text, attempt int, key text)');
+    },
+  },
+);
 
 const job = async (id: string) =>
   (
-    await db.pool.query(
+    await file.db.pool.query(
       `SELECT status, attempts, waiting_for, locked_until, result, last_error, run_at,
               extract(epoch FROM run_at - now()) AS due_in_s
          FROM jobvisor.jobs WHERE id = $1`,
@@ -49,20 +43,20 @@ const job = async (id: string) =>
 
 const waitRecord = async (id: string, name: string) =>
   (
-    await db.pool.query(
+    await file.db.pool.query(
       `SELECT kind, result, wake_at, finished_at FROM jobvisor.job_steps WHERE job_id = $1 AND name = $2`,
       [id, name],
     )
   ).rows[0];
 
 const calls = async (id: string) =>
-  (await db.pool.query('SELECT name, attempt FROM step_calls WHERE job_id = $1 ORDER BY name', [id])).rows;
+  (await file.db.pool.query('SELECT name, attempt FROM step_calls WHERE job_id = $1 ORDER BY name', [id])).rows;
 
 /** Enqueues a job that steps, waits for `approved` (timeout 1 h) and steps again; resolves once it waits. */
 async function parked(timeout: string | number = '1h'): Promise<string> {
   let id: string | null = null;
-  const waiting = nextEvent(supervisor, 'job:waiting', (e) => e.jobs.some((j) => j.id === id));
-  ({ id } = await enqueue(db.pool, 'durable', {
+  const waiting = nextEvent(file.supervisor, 'job:waiting', (e) => e.jobs.some((j) => j.id === id));
+  ({ id } = await enqueue(file.db.pool, 'durable', {
     ops: [
       ['step', 'a'],
       ['wait', 'approved', timeout],
@@ -92,7 +86,7 @@ describe('ctx.waitFor', () => {
 
   it('resumes once its signal commits, resolving to the payload; steps before it do not run again', async () => {
     const id = await parked();
-    assert.equal(await signal(db.pool, id, 'approved', { by: 'ann' }), 'woke');
+    assert.equal(await signal(file.db.pool, id, 'approved', { by: 'ann' }), 'woke');
     const row = await until(
       `job ${id} done`,
       () => job(id),
@@ -109,14 +103,14 @@ describe('ctx.waitFor', () => {
 
   it('takes a signal sent before the job got to its wait, without parking', async () => {
     const { id } = await enqueue(
-      db.pool,
+      file.db.pool,
       'durable',
       { ops: [['wait', 'early', '1h']] },
       { runAt: new Date(Date.now() + 3_600_000) },
     );
-    assert.equal(await signal(db.pool, id, 'early', 7), 'kept');
-    await db.pool.query(`UPDATE jobvisor.jobs SET run_at = now() WHERE id = $1`, [id]);
-    await db.pool.query(`NOTIFY jobvisor_jobs, 'default'`);
+    assert.equal(await signal(file.db.pool, id, 'early', 7), 'kept');
+    await file.db.pool.query(`UPDATE jobvisor.jobs SET run_at = now() WHERE id = $1`, [id]);
+    await file.db.pool.query(`NOTIFY jobvisor_jobs, 'default'`);
     const row = await until(
       `job ${id} done`,
       () => job(id),
@@ -133,12 +127,12 @@ describe('ctx.waitFor', () => {
       (r) => Number(r.due_in_s) < 0,
       5000,
     );
-    const timedOut = nextEvent(supervisor, 'wait:timedOut', (e) => e.jobs.some((j) => j.id === id));
-    // The reaper's round as the supervisor runs it, on the supervisor's events.
+    const timedOut = nextEvent(file.supervisor, 'wait:timedOut', (e) => e.jobs.some((j) => j.id === id));
+    // The reaper's round as the file.supervisor runs it, on the supervisor's events.
     await createReaper(
-      { db: db.pool, schema: 'jobvisor' },
+      { db: file.db.pool, schema: 'jobvisor' },
       { interval: 3_600_000, batchSize: 100 },
-      supervisor.events,
+      file.supervisor.events,
     ).runOnce();
     await timedOut;
     const row = await until(
@@ -147,14 +141,14 @@ describe('ctx.waitFor', () => {
       (r) => r.status === 'done',
     );
     assert.deepEqual(row.result.results[1], { received: false });
-    assert.equal(await signal(db.pool, id, 'approved', 1, { ignoreFinished: true }), 'ignored');
+    assert.equal(await signal(file.db.pool, id, 'approved', 1, { ignoreFinished: true }), 'ignored');
   });
 
   it('takes its deadline from the first park: a job that runs again early parks with the same one', async () => {
     const id = await parked();
     const first = await job(id);
-    const again = nextEvent(supervisor, 'job:waiting', (e) => e.jobs.some((j) => j.id === id));
-    await db.pool.query(`UPDATE jobvisor.jobs SET status = 'pending', run_at = now() WHERE id = $1`, [id]);
+    const again = nextEvent(file.supervisor, 'job:waiting', (e) => e.jobs.some((j) => j.id === id));
+    await file.db.pool.query(`UPDATE jobvisor.jobs SET status = 'pending', run_at = now() WHERE id = $1`, [id]);
     await again;
     const row = await job(id);
     assert.equal(row.status, 'waiting');
@@ -164,56 +158,56 @@ describe('ctx.waitFor', () => {
 
 describe('signal()', () => {
   it('refuses a finished, cancelled or missing job with a clear error, unless ignoreFinished', async () => {
-    const { rows } = await db.pool.query(
+    const { rows } = await file.db.pool.query(
       `INSERT INTO jobvisor.jobs (kind, status, finished_at) VALUES ('k', 'done', now()), ('k', 'cancelled', now()) RETURNING id`,
     );
     const [done, cancelled] = rows.map((r) => r.id as string) as [string, string];
-    await assert.rejects(signal(db.pool, done, 'x'), (err: SignalError) => {
+    await assert.rejects(signal(file.db.pool, done, 'x'), (err: SignalError) => {
       assert.ok(err instanceof SignalError);
       assert.equal(err.code, 'JOB_FINISHED');
       assert.equal(err.message, `job ${done} is done, so no wait of it can receive signal "x"`);
       return true;
     });
-    await assert.rejects(signal(db.pool, cancelled, 'x'), /job \d+ is cancelled/);
-    await assert.rejects(signal(db.pool, '999999999', 'x'), {
+    await assert.rejects(signal(file.db.pool, cancelled, 'x'), /job \d+ is cancelled/);
+    await assert.rejects(signal(file.db.pool, '999999999', 'x'), {
       code: 'JOB_NOT_FOUND',
       message: 'job 999999999 does not exist',
     });
-    assert.equal(await signal(db.pool, done, 'x', null, { ignoreFinished: true }), 'ignored');
-    assert.equal(await signal(db.pool, '999999999', 'x', null, { ignoreFinished: true }), 'ignored');
-    const { rows: sent } = await db.pool.query('SELECT job_id FROM jobvisor.job_signals WHERE job_id = ANY ($1)', [
+    assert.equal(await signal(file.db.pool, done, 'x', null, { ignoreFinished: true }), 'ignored');
+    assert.equal(await signal(file.db.pool, '999999999', 'x', null, { ignoreFinished: true }), 'ignored');
+    const { rows: sent } = await file.db.pool.query('SELECT job_id FROM jobvisor.job_signals WHERE job_id = ANY ($1)', [
       [done, cancelled],
     ]);
     assert.deepEqual(sent, [], 'nothing was stored');
   });
 
   it('checks its input before sending anything', async () => {
-    await assert.rejects(signal(db.pool, 'abc', 'x'), {
+    await assert.rejects(signal(file.db.pool, 'abc', 'x'), {
       code: 'INPUT_INVALID',
       message: /job id must be a positive integer/,
     });
-    await assert.rejects(signal(db.pool, 1, ''), {
+    await assert.rejects(signal(file.db.pool, 1, ''), {
       code: 'INPUT_INVALID',
       message: /signal name must be a string of 1 to 200/,
     });
-    await assert.rejects(signal(db.pool, 1, 'x', 'a'.repeat(70_000)), {
+    await assert.rejects(signal(file.db.pool, 1, 'x', 'a'.repeat(70_000)), {
       code: 'INPUT_INVALID',
       message: /signal payload is 70002 bytes of JSON; the limit is 65536/,
     });
-    await assert.rejects(signal(db.pool, 1, 'x', { n: 10n }), { code: 'INPUT_INVALID' });
+    await assert.rejects(signal(file.db.pool, 1, 'x', { n: 10n }), { code: 'INPUT_INVALID' });
   });
 
   it('keeps the first signal of a name: a repeat is a duplicate and changes nothing', async () => {
-    const { id } = await enqueue(db.pool, 'durable', { ops: [] }, { runAt: new Date(Date.now() + 3_600_000) });
-    assert.equal(await signal(db.pool, id, 'go', 1), 'kept');
-    assert.equal(await signal(db.pool, id, 'go', 2), 'duplicate');
-    const { rows } = await db.pool.query('SELECT payload FROM jobvisor.job_signals WHERE job_id = $1', [id]);
+    const { id } = await enqueue(file.db.pool, 'durable', { ops: [] }, { runAt: new Date(Date.now() + 3_600_000) });
+    assert.equal(await signal(file.db.pool, id, 'go', 1), 'kept');
+    assert.equal(await signal(file.db.pool, id, 'go', 2), 'duplicate');
+    const { rows } = await file.db.pool.query('SELECT payload FROM jobvisor.job_signals WHERE job_id = $1', [id]);
     assert.deepEqual(rows, [{ payload: 1 }]);
   });
 
   it("commits with the caller's transaction, and a rollback sends nothing", async () => {
     const id = await parked();
-    const client = await db.pool.connect();
+    const client = await file.db.pool.connect();
     try {
       await client.query('BEGIN');
       assert.equal(await signal(client, id, 'approved', 'no'), 'woke');
@@ -235,7 +229,9 @@ describe('signal()', () => {
 
   it('works from plain SQL', async () => {
     const id = await parked();
-    const { rows } = await db.pool.query(`SELECT jobvisor.signal($1, 'approved', '{"by": "sql"}') AS outcome`, [id]);
+    const { rows } = await file.db.pool.query(`SELECT jobvisor.signal($1, 'approved', '{"by": "sql"}') AS outcome`, [
+      id,
+    ]);
     assert.equal(rows[0].outcome, 'woke');
     const row = await until(
       `job ${id} done`,

@@ -38,19 +38,23 @@ describe('docs site in a real browser', { skip: skipUnless(CHROMIUM), timeout: 3
 
   before(async () => {
     const started = Date.now();
-    const build = await run(process.execPath, [
-      path.join(ROOT, 'node_modules/vitepress/bin/vitepress.js'),
-      'build',
-      'docs',
-      '--outDir',
-      out,
+    // The browser starts while VitePress builds.
+    const [build, launched] = await Promise.all([
+      run(process.execPath, [
+        path.join(ROOT, 'node_modules/vitepress/bin/vitepress.js'),
+        'build',
+        'docs',
+        '--outDir',
+        out,
+      ]),
+      launchChromium(),
     ]);
+    browser = launched;
     assert.equal(build.code, 0, `npm run docs:build failed:\n${build.output}`);
     process.stdout.write(`# docs site built in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
     server = serveStatic(out);
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   });
   after(async () => {
@@ -92,30 +96,53 @@ describe('docs site in a real browser', { skip: skipUnless(CHROMIUM), timeout: 3
     const origin = new URL(base).origin;
     const pages = new Map<string, { status: number; ids: Set<string> }>();
     const links: Array<{ from: string; to: string }> = [];
-    const queue = ['/'];
-    while (queue.length > 0) {
-      const at = queue.shift() as string;
-      if (pages.has(at)) continue;
-      const response = await page.goto(`${base}${at}`);
+    const seen = new Set(['/']);
+    /** Opens `at` in `tab`, records its ids and links; the pages it links to not seen yet. */
+    const visit = async (tab: Page, at: string): Promise<string[]> => {
+      const response = await tab.goto(`${base}${at}`);
       const status = response?.status() ?? 0;
       // A string, evaluated in the page (the tests' type-check has no DOM types).
-      const found = await page.evaluate<{ ids: string[]; hrefs: string[]; images: string[] }>(`({
+      const found = await tab.evaluate<{ ids: string[]; hrefs: string[]; images: string[] }>(`({
         ids: [...document.querySelectorAll('[id]')].map((e) => e.id),
         hrefs: [...document.querySelectorAll('a[href]')].map((a) => a.href),
         images: [...document.querySelectorAll('img[src]')].map((i) => i.src),
       })`);
       pages.set(at, { status, ids: new Set(found.ids) });
-      if (status !== 200) continue;
+      const next: string[] = [];
+      if (status !== 200) return next;
       for (const href of [...found.hrefs, ...found.images]) {
         const url = new URL(href);
         if (url.origin !== origin) continue;
         links.push({ from: at, to: url.pathname + url.hash });
         if (found.images.includes(href)) {
-          const image = await page.request.get(url.href);
+          const image = await tab.request.get(url.href);
           pages.set(url.pathname, { status: image.status(), ids: new Set() });
-        } else if (!pages.has(url.pathname)) queue.push(url.pathname);
+          seen.add(url.pathname);
+        } else if (!seen.has(url.pathname)) {
+          seen.add(url.pathname);
+          next.push(url.pathname);
+        }
       }
+      return next;
+    };
+    // The pages as served, without their scripts: VitePress renders every page whole on the
+    // server (nav, sidebar, content with its heading anchors, prev/next), so the links and ids
+    // are all in the HTML, and a page costs no hydration (with it, one tab took 30 s of a loaded
+    // machine for the ~40 pages). Breadth first, each level shared among a few tabs.
+    const context = await browser.newContext({ javaScriptEnabled: false });
+    const tabs = await Promise.all([1, 2, 3].map(() => context.newPage()));
+    for (let level = ['/']; level.length > 0;) {
+      const todo = [...level];
+      const found = await Promise.all(
+        tabs.map(async (tab) => {
+          const next: string[] = [];
+          for (let at = todo.shift(); at !== undefined; at = todo.shift()) next.push(...(await visit(tab, at)));
+          return next;
+        }),
+      );
+      level = found.flat();
     }
+    await context.close();
     assert.ok(pages.size >= 10, `only ${pages.size} pages reached from the home page`);
     const broken = links.filter(({ to }) => {
       const [pathname = '', fragment] = to.split('#');

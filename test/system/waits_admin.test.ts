@@ -10,48 +10,43 @@
  * real PostgreSQL, the real command as a child process.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { cancelJobs, deleteJobs, listJobs, runJobsNow } from '../../src/queue/admin/index.ts';
 import { enqueue } from '../../src/queue/enqueue.ts';
 import { countActiveJobs, oldestDueByQueue } from '../../src/queue/stats.ts';
-import type { Supervisor } from '../../src/supervisor/supervisor.ts';
 import { createMetrics } from '../../src/metrics/metrics.ts';
 import { observeEvents } from '../../src/metrics/observe.ts';
 import { runCli, runCliInProcess } from '../helpers/cli.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
-import { nextEvent, startSupervisor } from '../helpers/inprocess.ts';
+import { nextEvent } from '../helpers/inprocess.ts';
 import { until } from '../helpers/poll.ts';
+import { supervisedFile } from '../helpers/supervised.ts';
 
-let db: TestDatabase;
-let supervisor: Supervisor;
 const metrics = createMetrics({ defaultMetrics: false });
 
-before(async () => {
-  db = await createTestDatabase('waits_admin');
-  supervisor = startSupervisor(db.url, {
+const file = supervisedFile(
+  'waits_admin',
+  {
     queues: { default: { concurrency: 4, jobsPerThread: 4 } },
     reaper: { interval: '200ms' },
     pool: { maxThreads: 1 },
-  });
-  observeEvents(supervisor.events, metrics);
-  await supervisor.start();
-});
+  },
+  {
+    beforeStart: (supervisor) => {
+      observeEvents(supervisor.events, metrics);
+    },
+  },
+);
 
-after(async () => {
-  await supervisor.stop();
-  await db.drop();
-});
-
-const store = () => ({ db: db.pool, schema: 'jobvisor' });
+const store = () => ({ db: file.db.pool, schema: 'jobvisor' });
 
 const job = async (id: string) =>
-  (await db.pool.query('SELECT status, result, waiting_for FROM jobvisor.jobs WHERE id = $1', [id])).rows[0] as
+  (await file.db.pool.query('SELECT status, result, waiting_for FROM jobvisor.jobs WHERE id = $1', [id])).rows[0] as
     { status: string; result: { results: unknown[] } | null; waiting_for: string | null } | undefined;
 
 async function parked(): Promise<string> {
   let id: string | null = null;
-  const waiting = nextEvent(supervisor, 'job:waiting', (e) => e.jobs.some((j) => j.id === id), 60_000);
-  ({ id } = await enqueue(db.pool, 'durable', { ops: [['wait', 'approved', '1h']] }));
+  const waiting = nextEvent(file.supervisor, 'job:waiting', (e) => e.jobs.some((j) => j.id === id), 60_000);
+  ({ id } = await enqueue(file.db.pool, 'durable', { ops: [['wait', 'approved', '1h']] }));
   await waiting;
   return id;
 }
@@ -106,7 +101,7 @@ describe('a waiting job in the status contract', () => {
 describe('jobvisor jobs signal', () => {
   it('wakes a waiting job with its JSON payload', async () => {
     const id = await parked();
-    const out = await runCli(db.url, ['jobs', 'signal', id, 'approved', '{"by":"ann"}']);
+    const out = await runCli(file.db.url, ['jobs', 'signal', id, 'approved', '{"by":"ann"}']);
     assert.equal(out.code, 0, out.stderr);
     assert.match(out.stdout, new RegExp(`job ${id}: signal "approved" sent; the job was waiting for it`));
     const row = await finished(id);
@@ -114,20 +109,20 @@ describe('jobvisor jobs signal', () => {
   });
 
   it('refuses a finished job (exit 1) unless --ignore-finished, and bad JSON, sending nothing', async () => {
-    const { id } = await enqueue(db.pool, 'durable', { ops: [] });
+    const { id } = await enqueue(file.db.pool, 'durable', { ops: [] });
     await finished(id);
-    const refused = await runCliInProcess(db.url, ['jobs', 'signal', id, 'approved']);
+    const refused = await runCliInProcess(file.db.url, ['jobs', 'signal', id, 'approved']);
     assert.equal(refused.code, 1);
     assert.match(refused.stderr, new RegExp(`job ${id} is done`));
-    const ignored = await runCliInProcess(db.url, ['jobs', 'signal', id, 'approved', '--ignore-finished']);
+    const ignored = await runCliInProcess(file.db.url, ['jobs', 'signal', id, 'approved', '--ignore-finished']);
     assert.equal(ignored.code, 0, ignored.stderr);
     assert.match(ignored.stdout, /ignored: the job is finished/);
 
     const waiting = await parked();
-    const bad = await runCliInProcess(db.url, ['jobs', 'signal', waiting, 'approved', '{by: ann}']);
+    const bad = await runCliInProcess(file.db.url, ['jobs', 'signal', waiting, 'approved', '{by: ann}']);
     assert.notEqual(bad.code, 0);
     assert.match(bad.stderr, /the payload is not JSON/);
-    const signals = await db.pool.query('SELECT count(*)::int AS n FROM jobvisor.job_signals WHERE job_id = $1', [
+    const signals = await file.db.pool.query('SELECT count(*)::int AS n FROM jobvisor.job_signals WHERE job_id = $1', [
       waiting,
     ]);
     assert.equal(signals.rows[0].n, 0, 'nothing was sent');
@@ -138,8 +133,8 @@ describe('jobvisor jobs signal', () => {
 describe('jobvisor jobs show', () => {
   it('shows the steps (name, attempt, start, end, duration, folded result) and the current wait', async () => {
     let id: string | null = null;
-    const waiting = nextEvent(supervisor, 'job:waiting', (e) => e.jobs.some((j) => j.id === id), 60_000);
-    ({ id } = await enqueue(db.pool, 'durable', {
+    const waiting = nextEvent(file.supervisor, 'job:waiting', (e) => e.jobs.some((j) => j.id === id), 60_000);
+    ({ id } = await enqueue(file.db.pool, 'durable', {
       ops: [
         ['value', 'small', { a: 1 }],
         ['value', 'big', 'x'.repeat(500)],
@@ -147,14 +142,14 @@ describe('jobvisor jobs show', () => {
       ],
     }));
     await waiting;
-    const out = await runCliInProcess(db.url, ['jobs', 'show', id]);
+    const out = await runCliInProcess(file.db.url, ['jobs', 'show', id]);
     assert.equal(out.code, 0, out.stderr);
     const time = '\\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z';
     assert.match(out.stdout, new RegExp(`\\n  small  attempt 1  ${time} → ${time} \\(\\d+ ms\\)  = \\{"a": 1\\}\\n`));
     assert.match(out.stdout, new RegExp(`\\n  big  attempt 1  .*  = "x{199}…\\n`));
     assert.match(out.stdout, new RegExp(`\\n  approved  attempt 1  ${time} → -  wait, deadline ${time}\\n`));
     assert.match(out.stdout, new RegExp(`\\nwaiting for signal "approved" until ${time}\\n`));
-    const json = await runCliInProcess(db.url, ['jobs', 'show', id, '--json']);
+    const json = await runCliInProcess(file.db.url, ['jobs', 'show', id, '--json']);
     const steps = (JSON.parse(json.stdout) as { steps: Array<{ name: string; kind: string }> }).steps;
     assert.deepEqual(
       steps.map((x) => [x.name, x.kind]),
@@ -191,7 +186,7 @@ describe('the metrics of steps, sleeps and waits', () => {
       late: await value('jobvisor_wake_lateness_seconds_count', job),
     };
     assert.ok(base.late >= 1, 'the wait timed out by run-now was late by some amount');
-    const { id } = await enqueue(db.pool, 'durable', {
+    const { id } = await enqueue(file.db.pool, 'durable', {
       ops: [
         ['step', 'a'],
         ['sleep', 'nap', '100ms'],

@@ -20,6 +20,9 @@
  * Runs of a batch task gather and start as calls of many, whose outcomes leave
  * together (batch_dispatch.ts); the plain pump passes them by.
  *
+ * A session's messages (results, progress, a thread's death) are handled in
+ * thread_messages.ts.
+ *
  * Stopping a run (timeout, lost lease, shutdown) asks the task through
  * ctx.signal; one still going `abortGraceMs` later loses its thread (the only
  * way to stop `for(;;){}`), and the thread's other runs are handed back.
@@ -32,12 +35,12 @@ import { newRun, RunLedger, type Run } from './ledger.ts';
 import type { Outcome } from '../complete/outcome.ts';
 import { recordCall } from './batch_call.ts';
 import { BatchDispatch } from './batch_dispatch.ts';
-import { deathCause, decideOutcome, decideOversized, type RunResult, type StopReason } from './outcome.ts';
+import { decideOversized, type StopReason } from './outcome.ts';
 import { startBuffered, type PumpParts } from './pump.ts';
 import type { RunSession, SessionHandlers } from './run_session.ts';
-import { safeEmit } from '../safe_emit.ts';
 import { SessionSet } from './session_set.ts';
 import { DeadlineSweep, deadlineAt } from './sweep.ts';
+import { threadMessages } from './thread_messages.ts';
 
 export class Dispatcher {
   private readonly ledger: RunLedger;
@@ -58,31 +61,19 @@ export class Dispatcher {
     this.queueNames = Object.keys(options.queues);
     this.ledger = new RunLedger(this.queueNames);
     this.sessions = new SessionSet(options.sessions, options.events);
-    this.handlers = {
-      ready: (session) => this.onReady(session),
-      result: (token, result) => {
-        this.batching = true;
-        const run = this.ledger.get(token);
-        // Steps are written by the thread itself: reported here, for metrics only.
-        if (run && result.durable) safeEmit(this.options.events, 'job:steps', { job: run.job, report: result.durable });
-        if (run?.state === 'running') this.settle(run, decideOutcome(result, run));
-      },
-      progress: (tokens, values) => {
-        const report = this.options.progress;
-        if (!report) return;
-        for (let i = 0; i < tokens.length; i++) {
-          // A run asked to stop for a lost lease writes nothing; the write is fenced anyway.
-          const run = this.ledger.get(tokens[i] as string);
-          if (run?.state === 'running' && run.stop !== 'lease-lost') report(run.job, values[i] as string);
-        }
-      },
-      resultsEnd: () => {
+    this.handlers = threadMessages({
+      ledger: this.ledger,
+      sessions: this.sessions,
+      events: options.events,
+      ...(options.progress ? { progress: options.progress } : {}),
+      settle: (run, outcome) => this.settle(run, outcome),
+      beginSettling: () => (this.batching = true),
+      endSettling: () => {
         this.batching = false;
         this.capacityFreed();
-        this.pump();
       },
-      ended: (session, err) => this.sessionEnded(session, err),
-    };
+      pump: () => this.pump(),
+    });
     this.pumpParts = {
       ledger: this.ledger,
       sessions: this.sessions,
@@ -257,39 +248,6 @@ export class Dispatcher {
       if (this.ledger.get(run.job.token) === run) session.terminate(run.job.id, reason);
     }, this.options.abortGraceMs);
     grace.unref();
-  }
-
-  /** The session's thread has booted: its runs' timeouts count from now. */
-  private onReady(session: RunSession): void {
-    const now = performance.now();
-    for (const token of session.running) {
-      const run = this.ledger.get(token);
-      if (run && run.session === session && !run.stop) {
-        run.startedAt = now;
-        run.deadline = now + run.timeoutMs;
-      }
-    }
-  }
-
-  private sessionEnded(session: RunSession, err: unknown): void {
-    this.sessions.delete(session);
-    const victims = [...session.running]
-      .map((token) => this.ledger.get(token))
-      .filter((r): r is Run => r !== undefined && r.session === session);
-    if (victims.length > 0) {
-      this.batching = true;
-      const killedToStop = session.killedToStop;
-      if (!killedToStop)
-        this.options.events.emit('thread:died', { jobs: victims.map((r) => refOf(r.job)), error: deathCause(err) });
-      const now = performance.now();
-      for (const run of victims) {
-        const result: RunResult = { type: 'thread-died', runMs: now - run.startedAt, cause: err, killedToStop };
-        this.settle(run, decideOutcome(result, run));
-      }
-      this.batching = false;
-      this.capacityFreed();
-    }
-    this.pump();
   }
 
   /** Carries out an outcome, once per run: later calls for the same run do nothing. */

@@ -30,7 +30,7 @@ import {
   type JobFilter,
 } from '../src/queue/admin/index.ts';
 import type { Store } from '../src/queue/sql.ts';
-import { rollUpRound } from '../src/supervisor/maintenance.ts';
+import { rollUpRound } from '../src/supervisor/loops/maintenance.ts';
 
 const { values: args } = parseArgs({
   options: {

@@ -17,7 +17,7 @@ import { createBenchDatabase } from '../src/bench/database.ts';
 import { createDashboard } from '../src/dashboard/app.ts';
 import { createPool } from '../src/db/pool.ts';
 import { DASHBOARD_STATEMENT_TIMEOUT_MS } from '../src/dashboard/db.ts';
-import { rollUpRound } from '../src/supervisor/maintenance.ts';
+import { rollUpRound } from '../src/supervisor/loops/maintenance.ts';
 
 const { values: args } = parseArgs({
   options: {

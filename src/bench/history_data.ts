@@ -4,7 +4,7 @@
  * the day's rollup; the CHECKPOINT before each depth; blocks read so far.
  */
 import type { Store } from '../queue/sql.ts';
-import { rollUpRound } from '../supervisor/maintenance.ts';
+import { rollUpRound } from '../supervisor/loops/maintenance.ts';
 import type { BenchDatabase } from './database.ts';
 import { BENCH_QUEUE } from './harness.ts';
 

@@ -11,7 +11,7 @@
 import { InputError, messageOf } from '../errors.ts';
 import { loadConfig, type Settings } from '../config/index.ts';
 import { enqueue, validateJob, type DynamicKind, type EnqueueOptions } from '../queue/enqueue.ts';
-import { taskSources } from '../supervisor/task_sources.ts';
+import { taskSources } from '../supervisor/build/task_sources.ts';
 import { findTaskFile } from '../worker/loader.ts';
 import { readTaskOptions } from '../worker/task_options.ts';
 import { integer, parse } from './args.ts';

@@ -22,7 +22,7 @@ import type { ObservedSupervisor } from '../metrics/supervisor_http.ts';
 import { startRunner, type Runner, type RunnerSetup } from '../run/runner.ts';
 import { drainOnSignals } from '../run/shutdown.ts';
 import type { SupervisorEvents } from '../supervisor/events.ts';
-import { threadWatch } from '../supervisor/thread_watch.ts';
+import { threadWatch } from '../supervisor/loops/thread_watch.ts';
 import {
   CHILD_SLOT_ENV,
   isPrimaryMessage,

@@ -7,7 +7,7 @@ import type { Settings } from '../config/index.ts';
 import type { Logger } from '../log.ts';
 import { LoopHealth } from './loop_health.ts';
 import type { Supervisor } from '../supervisor/supervisor.ts';
-import { threadWatch } from '../supervisor/thread_watch.ts';
+import { threadWatch } from '../supervisor/loops/thread_watch.ts';
 import { createDatabaseGauges } from './database_gauges.ts';
 import { createLabelSet } from './labels.ts';
 import type { Metrics } from './metrics.ts';

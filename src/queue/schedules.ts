@@ -1,7 +1,7 @@
 /**
  * The runtime statement of the `schedules` table (migration 024): when each
  * schedule definition (name, cron, timezone) was first seen by a supervisor.
- * The scheduler never enqueues a fire time before it (supervisor/scheduler.ts).
+ * The scheduler never enqueues a fire time before it (supervisor/loops/scheduler.ts).
  */
 import { planned, run, type Now, type Store } from './sql.ts';
 

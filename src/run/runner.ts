@@ -36,7 +36,7 @@ import type { Readiness } from '../metrics/server.ts';
 import { observeSupervisor, serveSupervisor, type ObservedSupervisor } from '../metrics/supervisor_http.ts';
 import type { SupervisorEvents } from '../supervisor/events.ts';
 import { Supervisor } from '../supervisor/supervisor.ts';
-import { threadWatch } from '../supervisor/thread_watch.ts';
+import { threadWatch } from '../supervisor/loops/thread_watch.ts';
 import { startTracing, traceFlushBudgetMs, tracerRegistered, type StartResult } from '../tracing/sdk.ts';
 import { VERSION } from '../version.ts';
 import { logEvents } from './logging.ts';

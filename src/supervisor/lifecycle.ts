@@ -19,14 +19,14 @@ import type { Logger } from '../log.ts';
 import { within } from '../within.ts';
 import type { Completer } from './completer.ts';
 import type { Dispatcher } from './dispatch/dispatcher.ts';
-import { drainRuns } from './drain_runs.ts';
-import type { Fetcher } from './fetcher.ts';
-import type { Listener } from './listener.ts';
-import type { Loop } from './loop.ts';
-import type { OptionsReader } from './options_reader.ts';
-import type { PauseWatch } from './pause_watch.ts';
-import type { Presence } from './presence.ts';
-import type { PrimaryWatch } from './primary_watch.ts';
+import { drainRuns } from './leases/drain_runs.ts';
+import type { Fetcher } from './claim/fetcher.ts';
+import type { Listener } from './claim/listener.ts';
+import type { Loop } from './loops/loop.ts';
+import type { OptionsReader } from './build/options_reader.ts';
+import type { PauseWatch } from './loops/pause_watch.ts';
+import type { Presence } from './leases/presence.ts';
+import type { PrimaryWatch } from './loops/primary_watch.ts';
 import type { ProgressWriter } from './progress_writer.ts';
 
 /** How long aborted runs get to settle after the grace. */

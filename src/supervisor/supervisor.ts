@@ -19,18 +19,18 @@ import { Dispatcher } from './dispatch/dispatcher.ts';
 import { piscinaSessions } from './dispatch/session.ts';
 import { SupervisorEvents } from './events.ts';
 import { safeEmit } from './safe_emit.ts';
-import { Listener } from './listener.ts';
-import { buildHooks } from './build_hooks.ts';
+import { Listener } from './claim/listener.ts';
+import { buildHooks } from './build/build_hooks.ts';
 import type { Hooks } from './hooks.ts';
-import type { PauseWatch } from './pause_watch.ts';
-import { PrimaryWatch } from './primary_watch.ts';
-import type { Loop } from './loop.ts';
-import type { Presence } from './presence.ts';
+import type { PauseWatch } from './loops/pause_watch.ts';
+import { PrimaryWatch } from './loops/primary_watch.ts';
+import type { Loop } from './loops/loop.ts';
+import type { Presence } from './leases/presence.ts';
 import type { TaskCheck } from '../worker/check_task.ts';
-import { buildQuietStart, buildTasks } from './build_tasks.ts';
-import type { OptionsReader } from './options_reader.ts';
-import type { QuietStart } from './quiet_start.ts';
-import type { TaskCatalog } from './task_catalog.ts';
+import { buildQuietStart, buildTasks } from './build/build_tasks.ts';
+import type { OptionsReader } from './build/options_reader.ts';
+import type { QuietStart } from './claim/quiet_start.ts';
+import type { TaskCatalog } from './build/task_catalog.ts';
 import {
   buildFetchers,
   buildHeartbeat,
@@ -41,11 +41,11 @@ import {
   buildThreads,
   dispatcherSettings,
   supervisorId,
-} from './build.ts';
+} from './build/build.ts';
 import { ABORT_GRACE_MS, shutDown, startUp, type Parts } from './lifecycle.ts';
 import type { SupervisorOptions } from './supervisor_options.ts';
 import { batchCallStarter } from './batch_start.ts';
-import type { Fetcher } from './fetcher.ts';
+import type { Fetcher } from './claim/fetcher.ts';
 import type { HeldConnection } from '../db/held.ts';
 
 /**

@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { tracingStarted } from '../tracing/sdk.ts';
 import type { WorkerSetup } from '../worker/protocol.ts';
-import { threadWatch } from './thread_watch.ts';
+import { threadWatch } from './loops/thread_watch.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 

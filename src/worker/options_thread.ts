@@ -1,5 +1,5 @@
 /**
- * The thread that reads task options for the supervisor (supervisor/options_reader.ts).
+ * The thread that reads task options for the supervisor (supervisor/build/options_reader.ts).
  *
  * Reading a task's options means importing its module, and a module's top level
  * runs synchronously: sharp and the PDF libraries take 100–170 ms from dist/

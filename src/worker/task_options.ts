@@ -5,7 +5,7 @@
  * They are read by importing the module once in the reading process: the
  * supervisor reads a kind when its first job arrives (the dispatcher must know
  * a kind is exclusive before it places a job of it) and every kind shortly
- * after start (supervisor/task_catalog.ts); `jobvisor enqueue` reads the one
+ * after start (supervisor/build/task_catalog.ts); `jobvisor enqueue` reads the one
  * kind it enqueues. A module that cannot be
  * loaded or declares bad options is reported through `onProblem` and treated
  * as declaring nothing: its jobs still run (and fail) as they always did.

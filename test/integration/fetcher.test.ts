@@ -11,7 +11,7 @@ import { enqueueMany } from '../../src/queue/enqueue.ts';
 import type { ClaimedJob } from '../../src/queue/types.ts';
 import { claimStrategyFor } from '../../src/supervisor/claim/choose.ts';
 import { SupervisorEvents } from '../../src/supervisor/events.ts';
-import { Fetcher } from '../../src/supervisor/fetcher.ts';
+import { Fetcher } from '../../src/supervisor/claim/fetcher.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { until } from '../helpers/poll.ts';
 

@@ -13,7 +13,7 @@ import pg from 'pg';
 import { overview, throughput } from '../../src/queue/admin/index.ts';
 import { deleteOldMinutes, ROLLUP_CHUNK_MS, rollUpFinished } from '../../src/queue/finished_rollup.ts';
 import type { Store } from '../../src/queue/sql.ts';
-import { rollUpRound } from '../../src/supervisor/maintenance.ts';
+import { rollUpRound } from '../../src/supervisor/loops/maintenance.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { startSupervisor } from '../helpers/inprocess.ts';
 

@@ -25,7 +25,7 @@ import { clampDelay, MAX_RETRY_DELAY_MS, retryDelay } from '../../src/supervisor
 import { queueOutcomeStore } from '../../src/supervisor/complete/store.ts';
 import { Completer } from '../../src/supervisor/completer.ts';
 import { SupervisorEvents, type JobRef } from '../../src/supervisor/events.ts';
-import { cleanupBudgetMs, createCleanup, createReaper } from '../../src/supervisor/maintenance.ts';
+import { cleanupBudgetMs, createCleanup, createReaper } from '../../src/supervisor/loops/maintenance.ts';
 import { keepsBatch, writeSplitting } from '../../src/supervisor/complete/split_write.ts';
 import { runCliInProcess } from '../helpers/cli.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';

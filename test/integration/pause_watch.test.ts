@@ -9,7 +9,7 @@ import pg from 'pg';
 import { pauseQueue, resumeQueue } from '../../src/queue/pause.ts';
 import type { Store } from '../../src/queue/sql.ts';
 import { SupervisorEvents } from '../../src/supervisor/events.ts';
-import { PauseWatch } from '../../src/supervisor/pause_watch.ts';
+import { PauseWatch } from '../../src/supervisor/loops/pause_watch.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 
 let db: TestDatabase;

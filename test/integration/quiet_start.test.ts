@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { enqueue } from '../../src/queue/enqueue.ts';
-import { QuietStart } from '../../src/supervisor/quiet_start.ts';
+import { QuietStart } from '../../src/supervisor/claim/quiet_start.ts';
 import type { Supervisor } from '../../src/supervisor/supervisor.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { GATE_TABLES, gateRunsOf, tellGate } from '../helpers/gate.ts';

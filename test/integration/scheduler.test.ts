@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Schedule } from '../../src/config/index.ts';
 import { SupervisorEvents } from '../../src/supervisor/events.ts';
-import { createScheduler } from '../../src/supervisor/scheduler.ts';
+import { createScheduler } from '../../src/supervisor/loops/scheduler.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 
 const HOUR = 3_600_000;

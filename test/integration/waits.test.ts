@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { enqueue } from '../../src/queue/enqueue.ts';
 import { signal, SignalError } from '../../src/queue/signal.ts';
-import { createReaper } from '../../src/supervisor/maintenance.ts';
+import { createReaper } from '../../src/supervisor/loops/maintenance.ts';
 import { nextEvent } from '../helpers/inprocess.ts';
 import { until } from '../helpers/poll.ts';
 import { supervisedFile } from '../helpers/supervised.ts';

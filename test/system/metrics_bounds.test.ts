@@ -14,7 +14,7 @@ import { createLabelSet, OTHER, taskKindsIn, UNBOUNDED_LABELS } from '../../src/
 import { createMetrics } from '../../src/metrics/metrics.ts';
 import { observeEvents } from '../../src/metrics/observe.ts';
 import { SupervisorEvents } from '../../src/supervisor/events.ts';
-import { Loop } from '../../src/supervisor/loop.ts';
+import { Loop } from '../../src/supervisor/loops/loop.ts';
 import { isOutageError } from '../../src/errors.ts';
 import { failingLoops, LoopHealth } from '../../src/metrics/loop_health.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';

@@ -13,7 +13,7 @@ import pino from 'pino';
 import { listSupervisors, type SupervisorRow } from '../../src/queue/admin/index.ts';
 import { enqueueMany } from '../../src/queue/enqueue.ts';
 import type { Store } from '../../src/queue/sql.ts';
-import { createPresence } from '../../src/supervisor/presence.ts';
+import { createPresence } from '../../src/supervisor/leases/presence.ts';
 import { VERSION } from '../../src/version.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { FIXTURE_TASKS } from '../helpers/inprocess.ts';

@@ -14,7 +14,7 @@ import { loadConfig } from '../../src/config/index.ts';
 import { parseCron } from '../../src/config/cron.ts';
 import { ConfigError, run } from '../../src/index.ts';
 import { nextFireTimes } from '../../src/queue/admin/schedules.ts';
-import { fireTimes } from '../../src/supervisor/scheduler.ts';
+import { fireTimes } from '../../src/supervisor/loops/scheduler.ts';
 
 const schedule = (cron: string) => ({ name: 'every-5', cron, kind: 'report' });
 const emptyDir = mkdtempSync(path.join(tmpdir(), 'jobvisor-cron-'));

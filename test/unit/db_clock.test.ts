@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { DbClock } from '../../src/supervisor/db_clock.ts';
+import { DbClock } from '../../src/supervisor/claim/db_clock.ts';
 import { reachStartWindow } from '../../src/worker/start_window.ts';
 
 describe('DbClock', () => {

@@ -12,7 +12,7 @@ import type { QueueSettings } from '../../src/config/index.ts';
 import type { ClaimedJob } from '../../src/queue/types.ts';
 import type { ClaimResult, ClaimStrategy } from '../../src/supervisor/claim/strategy.ts';
 import { SupervisorEvents } from '../../src/supervisor/events.ts';
-import { Fetcher } from '../../src/supervisor/fetcher.ts';
+import { Fetcher } from '../../src/supervisor/claim/fetcher.ts';
 
 let nextId = 1;
 function jobs(n: number): ClaimedJob[] {

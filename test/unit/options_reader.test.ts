@@ -11,7 +11,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { OptionsReader } from '../../src/supervisor/options_reader.ts';
+import { OptionsReader } from '../../src/supervisor/build/options_reader.ts';
 import { FIXTURE_TASKS } from '../helpers/inprocess.ts';
 import { until } from '../helpers/poll.ts';
 

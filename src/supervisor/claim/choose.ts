@@ -1,7 +1,7 @@
 /** Which strategy a queue claims with: limited when any cluster-wide limit is set, plain otherwise. */
 import { isLimited, type QueueSettings } from '../../config/sections.ts';
 import type { ClaimedJob } from '../../queue/types.ts';
-import { DbClock } from '../db_clock.ts';
+import { DbClock } from './db_clock.ts';
 import { LimitedClaim } from './limited.ts';
 import { PlainClaim, type ClaimContext } from './plain.ts';
 import type { ClaimStrategy } from './strategy.ts';

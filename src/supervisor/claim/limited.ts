@@ -23,7 +23,7 @@ import type { QueueSettings } from '../../config/sections.ts';
 import { nextDueIn } from '../../queue/claim.ts';
 import { claimLimited } from '../../queue/claim_limited.ts';
 import type { ClaimedJob } from '../../queue/types.ts';
-import { DbClock } from '../db_clock.ts';
+import { DbClock } from './db_clock.ts';
 import type { ClaimContext } from './plain.ts';
 import type { ClaimResult, ClaimStrategy } from './strategy.ts';
 import { spentSlots } from './transfers.ts';

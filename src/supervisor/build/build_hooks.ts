@@ -3,12 +3,12 @@
  * bound to parts built later through the callbacks `p` gives: what each
  * internal signal does, in one place.
  */
-import type { QueueSettings } from '../config/sections.ts';
-import type { Store } from '../queue/sql.ts';
-import { cancelledRunsEnder } from './cancelled_runs.ts';
-import type { SupervisorEvents } from './events.ts';
-import { reportDbError, type Hooks } from './hooks.ts';
-import { limitedWake } from './limited_wake.ts';
+import type { QueueSettings } from '../../config/sections.ts';
+import type { Store } from '../../queue/sql.ts';
+import { cancelledRunsEnder } from '../leases/cancelled_runs.ts';
+import type { SupervisorEvents } from '../events.ts';
+import { reportDbError, type Hooks } from '../hooks.ts';
+import { limitedWake } from '../claim/limited_wake.ts';
 
 export function buildHooks(p: {
   store: Store;

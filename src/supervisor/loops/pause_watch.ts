@@ -15,10 +15,10 @@
  * off up to 30 s after failures): a pause committed as soon as the database
  * answers again is seen by the first claim after it, not seconds later.
  */
-import { pausedQueues } from '../queue/pause.ts';
-import type { Store } from '../queue/sql.ts';
-import type { SupervisorEvents } from './events.ts';
-import type { Hooks } from './hooks.ts';
+import { pausedQueues } from '../../queue/pause.ts';
+import type { Store } from '../../queue/sql.ts';
+import type { SupervisorEvents } from '../events.ts';
+import type { Hooks } from '../hooks.ts';
 import { Loop, reportedAs } from './loop.ts';
 
 export interface PauseWatchOptions {

@@ -6,11 +6,11 @@
  * database not yet migrated to the table costs one warning.
  */
 import { hostname } from 'node:os';
-import type { Logger } from '../log.ts';
-import type { QueueSettings } from '../config/index.ts';
-import { beatSupervisor, removeSupervisor, type QueueConfig } from '../queue/presence.ts';
-import type { Store } from '../queue/sql.ts';
-import { VERSION } from '../version.ts';
+import type { Logger } from '../../log.ts';
+import type { QueueSettings } from '../../config/index.ts';
+import { beatSupervisor, removeSupervisor, type QueueConfig } from '../../queue/presence.ts';
+import type { Store } from '../../queue/sql.ts';
+import { VERSION } from '../../version.ts';
 
 export interface Presence {
   beat(): Promise<void>;

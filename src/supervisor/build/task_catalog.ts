@@ -15,8 +15,8 @@ import {
   readOptionsOf,
   type OptionsRead,
   type ResolvedTaskOptions,
-} from '../worker/task_options.ts';
-import type { TaskPlaces } from '../worker/loader.ts';
+} from '../../worker/task_options.ts';
+import type { TaskPlaces } from '../../worker/loader.ts';
 
 /** Reads one kind's options; the default imports its module in this thread. */
 export type ReadOptions = (kind: string) => Promise<OptionsRead>;

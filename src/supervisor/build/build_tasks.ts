@@ -3,13 +3,13 @@
  * task's options (options_reader.ts), the catalog that keeps them by kind
  * (task_catalog.ts), and the quiet-start read of every task (quiet_start.ts).
  */
-import type { Settings } from '../config/index.ts';
-import type { Logger } from '../log.ts';
-import type { ResolvedTaskOptions } from '../worker/task_options.ts';
-import { batchSize } from './dispatch/batch_gather.ts';
-import type { SupervisorEvents } from './events.ts';
+import type { Settings } from '../../config/index.ts';
+import type { Logger } from '../../log.ts';
+import type { ResolvedTaskOptions } from '../../worker/task_options.ts';
+import { batchSize } from '../dispatch/batch_gather.ts';
+import type { SupervisorEvents } from '../events.ts';
 import { OptionsReader } from './options_reader.ts';
-import { QuietStart } from './quiet_start.ts';
+import { QuietStart } from '../claim/quiet_start.ts';
 import { TaskCatalog } from './task_catalog.ts';
 import { taskSources } from './task_sources.ts';
 

@@ -14,8 +14,8 @@
  * wrong) is handed back at once, like a slot already missed beyond its
  * tolerance; either is claimed again for a new slot, without using an attempt.
  */
-import { startToleranceMs } from '../queue/claim_limited.ts';
-import type { ClaimedJob, Fence } from '../queue/types.ts';
+import { startToleranceMs } from '../../queue/claim_limited.ts';
+import type { ClaimedJob, Fence } from '../../queue/types.ts';
 
 /**
  * A held job goes to the dispatcher this long before its slot, so that the

@@ -27,9 +27,9 @@
  * (start_holds.ts). Held jobs are claimed: the heartbeat renews their leases
  * (fences()) and a lost one is dropped (leaseLost()).
  */
-import type { ClaimedJob, Fence } from '../queue/types.ts';
+import type { ClaimedJob, Fence } from '../../queue/types.ts';
 import type { FetcherOptions } from './fetcher_options.ts';
-import { NO_HOOKS, reportDbError } from './hooks.ts';
+import { NO_HOOKS, reportDbError } from '../hooks.ts';
 import { StartHolds } from './start_holds.ts';
 
 export type { FetcherOptions } from './fetcher_options.ts';

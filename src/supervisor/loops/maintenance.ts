@@ -20,22 +20,22 @@
  * and last wakes waiting jobs whose deadline has passed (queue/wait.ts): a
  * ctx.waitFor timeout is noticed within one reaper.interval.
  */
-import type { Settings } from '../config/index.ts';
-import { finishStaleCancelled } from '../queue/cancelled_slot.ts';
-import { deleteOldJobs } from '../queue/cleanup.ts';
-import { deleteOldMinutes, rollUpFinished } from '../queue/finished_rollup.ts';
-import { settleStragglers } from '../queue/settle.ts';
-import { deadLetterExpired } from '../queue/fallback.ts';
-import { expireSupervisors } from '../queue/presence.ts';
-import { listExpiredLeases, reapExpiredLeases, reapLeases, type ReapedJob } from '../queue/reaper.ts';
-import type { Store } from '../queue/sql.ts';
-import { wakeTimedOutWaits } from '../queue/wait.ts';
-import type { SupervisorEvents } from './events.ts';
-import { NO_HOOKS, reportDbError, type Hooks } from './hooks.ts';
+import type { Settings } from '../../config/index.ts';
+import { finishStaleCancelled } from '../../queue/cancelled_slot.ts';
+import { deleteOldJobs } from '../../queue/cleanup.ts';
+import { deleteOldMinutes, rollUpFinished } from '../../queue/finished_rollup.ts';
+import { settleStragglers } from '../../queue/settle.ts';
+import { deadLetterExpired } from '../../queue/fallback.ts';
+import { expireSupervisors } from '../../queue/presence.ts';
+import { listExpiredLeases, reapExpiredLeases, reapLeases, type ReapedJob } from '../../queue/reaper.ts';
+import type { Store } from '../../queue/sql.ts';
+import { wakeTimedOutWaits } from '../../queue/wait.ts';
+import type { SupervisorEvents } from '../events.ts';
+import { NO_HOOKS, reportDbError, type Hooks } from '../hooks.ts';
 import { Loop, reportedAs } from './loop.ts';
-import { safeEmit } from './safe_emit.ts';
-import { shortMessageOf } from './complete/error_text.ts';
-import { keepsBatch, writeSplitting } from './complete/split_write.ts';
+import { safeEmit } from '../safe_emit.ts';
+import { shortMessageOf } from '../complete/error_text.ts';
+import { keepsBatch, writeSplitting } from '../complete/split_write.ts';
 
 const MAX_REAP_BATCHES_PER_ROUND = 20;
 /** Rows the reaper's split path has given up on, remembered at most. */

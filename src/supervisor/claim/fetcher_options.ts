@@ -1,9 +1,9 @@
 /** What a queue's fetcher (fetcher.ts) is given: its queue, limits, claim strategy and the parts it tells. */
-import type { QueueSettings } from '../config/sections.ts';
-import type { ClaimedJob } from '../queue/types.ts';
-import type { ClaimStrategy } from './claim/strategy.ts';
-import type { SupervisorEvents } from './events.ts';
-import type { Hooks } from './hooks.ts';
+import type { QueueSettings } from '../../config/sections.ts';
+import type { ClaimedJob } from '../../queue/types.ts';
+import type { ClaimStrategy } from './strategy.ts';
+import type { SupervisorEvents } from '../events.ts';
+import type { Hooks } from '../hooks.ts';
 
 export interface FetcherOptions {
   queue: string;

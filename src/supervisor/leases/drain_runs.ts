@@ -4,8 +4,8 @@
  * rest are then aborted and handed back without using an attempt, with
  * `abortGraceMs` (plus a second for their threads to let go) to settle.
  */
-import { within } from '../within.ts';
-import type { Dispatcher } from './dispatch/dispatcher.ts';
+import { within } from '../../within.ts';
+import type { Dispatcher } from '../dispatch/dispatcher.ts';
 
 export async function drainRuns(dispatcher: Dispatcher, graceMs: number, abortGraceMs: number): Promise<void> {
   dispatcher.drainBuffers();

@@ -20,7 +20,7 @@
  * Invariant: `errorMs` bounds how far toLocal() may be off (the kept sample's
  * bound, aged); without a sample the offset is 0 and errorMs Infinity.
  */
-import type { ClockSample } from '../queue/claim_limited.ts';
+import type { ClockSample } from '../../queue/claim_limited.ts';
 
 /** Uncertainty added per ms of a sample's age: 1 ms per 10 s, far above a real clock's drift. */
 const AGING_PER_MS = 1e-4;

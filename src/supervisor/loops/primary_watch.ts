@@ -23,12 +23,12 @@
  * `synchronous_standby_names`, read then and at start, says whether claims
  * must commit durably (`durableClaims`).
  */
-import { isOutageError, isReadOnlyDbError } from '../errors.ts';
-import { readServerRole } from '../queue/server_role.ts';
-import type { Db } from '../queue/sql.ts';
-import type { SupervisorEvents } from './events.ts';
-import type { Hooks } from './hooks.ts';
-import { safeEmit } from './safe_emit.ts';
+import { isOutageError, isReadOnlyDbError } from '../../errors.ts';
+import { readServerRole } from '../../queue/server_role.ts';
+import type { Db } from '../../queue/sql.ts';
+import type { SupervisorEvents } from '../events.ts';
+import type { Hooks } from '../hooks.ts';
+import { safeEmit } from '../safe_emit.ts';
 
 /** How often an unwritable supervisor asks whether the endpoint leads to a primary again. */
 export const PRIMARY_PROBE_MS = 250;

@@ -12,12 +12,12 @@
  * the loops' growing backoff: at 2 × lease/3 the next try would land on or past
  * the lease end, and the reapers would take back every long job in flight.
  */
-import { renewLeases } from '../queue/lease.ts';
-import type { Store } from '../queue/sql.ts';
-import type { Fence } from '../queue/types.ts';
-import { Loop, reportedAs } from './loop.ts';
-import type { SupervisorEvents } from './events.ts';
-import type { Hooks } from './hooks.ts';
+import { renewLeases } from '../../queue/lease.ts';
+import type { Store } from '../../queue/sql.ts';
+import type { Fence } from '../../queue/types.ts';
+import { Loop, reportedAs } from '../loops/loop.ts';
+import type { SupervisorEvents } from '../events.ts';
+import type { Hooks } from '../hooks.ts';
 
 /** Delay between heartbeat tries while the database is away. */
 const RETRY_MS = 1000;

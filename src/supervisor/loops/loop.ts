@@ -7,9 +7,9 @@
  * the next round comes after a jittered, growing delay (capped at
  * `maxBackoffMs`, default 30 s).
  */
-import type { SupervisorEvents } from './events.ts';
-import { NO_HOOKS, reportDbError, type Hooks } from './hooks.ts';
-import { safeEmit } from './safe_emit.ts';
+import type { SupervisorEvents } from '../events.ts';
+import { NO_HOOKS, reportDbError, type Hooks } from '../hooks.ts';
+import { safeEmit } from '../safe_emit.ts';
 
 export interface LoopOptions {
   name: string;

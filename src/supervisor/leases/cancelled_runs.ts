@@ -9,10 +9,10 @@
  * claims again. A write that fails leaves the slot to the lease, which the
  * heartbeat no longer renews. Unlimited queues cost a set lookup.
  */
-import { isLimited, type QueueSettings } from '../config/sections.ts';
-import { endCancelledRuns } from '../queue/cancelled_slot.ts';
-import type { Store } from '../queue/sql.ts';
-import type { Hooks } from './hooks.ts';
+import { isLimited, type QueueSettings } from '../../config/sections.ts';
+import { endCancelledRuns } from '../../queue/cancelled_slot.ts';
+import type { Store } from '../../queue/sql.ts';
+import type { Hooks } from '../hooks.ts';
 
 /** The `lostRunsEnded` hook: gives back the slots of these runs' rows if they were cancelled. */
 export function cancelledRunsEnder(options: {

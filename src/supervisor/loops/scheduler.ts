@@ -16,13 +16,13 @@
  * sightings this supervisor records, so no fire time slips before a sighting
  * by the difference between this clock and the database's.
  */
-import { parseCron } from '../config/cron.ts';
-import type { Schedule, Settings } from '../config/index.ts';
-import { enqueueMany, type JobSpec } from '../queue/enqueue.ts';
-import { seeSchedules } from '../queue/schedules.ts';
-import type { Store } from '../queue/sql.ts';
-import type { SupervisorEvents } from './events.ts';
-import type { Hooks } from './hooks.ts';
+import { parseCron } from '../../config/cron.ts';
+import type { Schedule, Settings } from '../../config/index.ts';
+import { enqueueMany, type JobSpec } from '../../queue/enqueue.ts';
+import { seeSchedules } from '../../queue/schedules.ts';
+import type { Store } from '../../queue/sql.ts';
+import type { SupervisorEvents } from '../events.ts';
+import type { Hooks } from '../hooks.ts';
 import { Loop, reportedAs } from './loop.ts';
 
 /** Fire times of `schedule` in (from, to]. */

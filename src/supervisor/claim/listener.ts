@@ -12,11 +12,11 @@
  */
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
-import type { Db } from '../db/pool.ts';
-import { isReadOnlyDbError } from '../errors.ts';
-import { jittered } from './loop.ts';
-import type { SupervisorEvents } from './events.ts';
-import type { Hooks } from './hooks.ts';
+import type { Db } from '../../db/pool.ts';
+import { isReadOnlyDbError } from '../../errors.ts';
+import { jittered } from '../loops/loop.ts';
+import type { SupervisorEvents } from '../events.ts';
+import type { Hooks } from '../hooks.ts';
 
 export const CHANNEL = 'jobvisor_jobs';
 /** Pause and resume (migration 006's trigger on jobvisor.queues); the payload is the queue. */

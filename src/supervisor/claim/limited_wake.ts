@@ -8,8 +8,8 @@
  * calls the hook per settled job, and each limited queue is woken once per
  * turn. Unlimited queues cost a set lookup.
  */
-import { isLimited, type QueueSettings } from '../config/sections.ts';
-import type { Hooks } from './hooks.ts';
+import { isLimited, type QueueSettings } from '../../config/sections.ts';
+import type { Hooks } from '../hooks.ts';
 
 /** The `outcomeSettled` hook: wakes (onFreed) each limited queue whose outcomes were written this turn. */
 export function limitedWake(

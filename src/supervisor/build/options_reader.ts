@@ -11,11 +11,11 @@
  * the jobs of such a kind still run, and fail, as they always did.
  */
 import { Worker } from 'node:worker_threads';
-import type { TaskCheck } from '../worker/check_task.ts';
-import { sourcesOf, type TaskPlaces } from '../worker/loader.ts';
-import type { OptionsRead } from '../worker/task_options.ts';
-import type { OptionsAnswer, OptionsRequest } from '../worker/options_thread.ts';
-import { threadModule } from './threads.ts';
+import type { TaskCheck } from '../../worker/check_task.ts';
+import { sourcesOf, type TaskPlaces } from '../../worker/loader.ts';
+import type { OptionsRead } from '../../worker/task_options.ts';
+import type { OptionsAnswer, OptionsRequest } from '../../worker/options_thread.ts';
+import { threadModule } from '../threads.ts';
 
 /** How long an idle options thread is kept. */
 export const IDLE_MS = 10_000;

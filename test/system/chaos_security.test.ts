@@ -44,7 +44,7 @@ const REVIEWED: Record<string, string> = {
     'a configured schema, validated as a lower-case SQL identifier by the configuration',
   'src/bench/database.ts: name': 'bench database name: a fixed prefix, a label reduced to [a-z0-9_], random hex',
   'src/bench/database.ts: sql': 'admin() helper; its callers are the two bench_… statements above',
-  'src/queue/copy.ts: copyFrom(copyStatement(schema))': 'COPY text from the COPY_JOBS constant, schema-qualified',
+  'src/queue/copy.ts: copyFrom(qualify(COPY_JOBS, schema))': 'COPY text from the COPY_JOBS constant, schema-qualified',
   'src/db/held.ts: config':
     "a pass-through for the heartbeat's statements: the query configs of src/queue, checked where they are written",
   'src/queue/claim_limited.ts: beginText':

@@ -13,7 +13,7 @@
  * and the rate above which the table grows: cleanup's rate while it deletes
  * (rows per second inside its rounds, from the spacing of full batches) times
  * the share of the time a round with a backlog deletes (its budget, half the
- * interval, then a tenth of the interval's pause: src/supervisor/maintenance.ts).
+ * interval, then a tenth of the interval's pause: src/supervisor/loops/maintenance.ts).
  */
 import type pg from 'pg';
 import { enqueueMany } from '../queue/enqueue.ts';

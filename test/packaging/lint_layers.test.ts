@@ -72,7 +72,11 @@ describe('layering lint rule', () => {
     const cases: Array<[file: string, code: string, to: string]> = [
       ['src/worker/loader.ts', `import type { SupervisorEvents } from '../supervisor/events.ts';`, 'supervisor'],
       ['src/tasks/welcome_email.ts', `export { Supervisor } from '../supervisor/supervisor.ts';`, 'supervisor'],
-      ['src/supervisor/presence.ts', `import { listSupervisors } from '../queue/admin/supervisors.ts';`, 'queue/admin'],
+      [
+        'src/supervisor/leases/presence.ts',
+        `import { listSupervisors } from '../queue/admin/supervisors.ts';`,
+        'queue/admin',
+      ],
       ['src/queue/claim.ts', `export * from './admin/index.ts';`, 'queue/admin'],
       ['src/db/migrate.ts', `const c = await import('../config/index.ts');`, 'config'],
       ['src/version.ts', `import { loadConfig } from './config/index.ts';`, 'config'],
@@ -87,7 +91,7 @@ describe('layering lint rule', () => {
 
   it('passes imports down the floors, within a part, and from the public entry', async () => {
     const cases: Array<[file: string, code: string]> = [
-      ['src/supervisor/presence.ts', `import { beatSupervisor } from '../queue/presence.ts';`],
+      ['src/supervisor/leases/presence.ts', `import { beatSupervisor } from '../queue/presence.ts';`],
       ['src/queue/admin/list.ts', `import { planned } from '../sql.ts';`],
       ['src/queue/claim.ts', `import { planned } from './sql.ts';\nimport { NAME } from '../names.ts';`],
       ['src/worker/task_options.ts', `import { checkQueue } from '../names.ts';`],

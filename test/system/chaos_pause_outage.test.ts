@@ -5,7 +5,7 @@
  * to back off, and starts again; `pauseQueue('mail')` commits as soon as a
  * connection succeeds. No job claimed after the pause committed may start:
  * the fetchers read the pause state again before their first claim once the
- * database answers (src/supervisor/pause_watch.ts beforeClaim). Jobs claimed
+ * database answers (src/supervisor/loops/pause_watch.ts beforeClaim). Jobs claimed
  * before it may still start.
  */
 import assert from 'node:assert/strict';

@@ -1,5 +1,5 @@
 /**
- * The database's clock as a supervisor measures it (src/supervisor/db_clock.ts)
+ * The database's clock as a supervisor measures it (src/supervisor/claim/db_clock.ts)
  * and the worker's start-window check (src/worker/start_window.ts), with
  * injected clocks: no database, no threads.
  */

@@ -74,7 +74,7 @@ describe('layering lint rule', () => {
       ['src/tasks/welcome_email.ts', `export { Supervisor } from '../supervisor/supervisor.ts';`, 'supervisor'],
       [
         'src/supervisor/leases/presence.ts',
-        `import { listSupervisors } from '../queue/admin/supervisors.ts';`,
+        `import { listSupervisors } from '../../queue/admin/supervisors.ts';`,
         'queue/admin',
       ],
       ['src/queue/claim.ts', `export * from './admin/index.ts';`, 'queue/admin'],
@@ -91,7 +91,7 @@ describe('layering lint rule', () => {
 
   it('passes imports down the floors, within a part, and from the public entry', async () => {
     const cases: Array<[file: string, code: string]> = [
-      ['src/supervisor/leases/presence.ts', `import { beatSupervisor } from '../queue/presence.ts';`],
+      ['src/supervisor/leases/presence.ts', `import { beatSupervisor } from '../../queue/presence.ts';`],
       ['src/queue/admin/list.ts', `import { planned } from '../sql.ts';`],
       ['src/queue/claim.ts', `import { planned } from './sql.ts';\nimport { NAME } from '../names.ts';`],
       ['src/worker/task_options.ts', `import { checkQueue } from '../names.ts';`],

@@ -11,6 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { enqueue } from '../../src/queue/enqueue.ts';
 import { renewLeases } from '../../src/queue/lease.ts';
 import type { Store } from '../../src/queue/sql.ts';
+import { within } from '../../src/within.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { markRunning } from '../helpers/workflow.ts';
 
@@ -31,15 +32,29 @@ const lockedUntil = async (id: string) =>
     await db.pool.query<{ t: Date }>('SELECT locked_until AS t FROM jobvisor.jobs WHERE id = $1', [id])
   ).rows[0]?.t.getTime() ?? NaN;
 
-/** Rejects if `p` takes longer than `ms`: a renewal waiting for the lock would. */
-function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([
-    p,
-    new Promise<T>(
-      (_, reject) => (timer = setTimeout(() => reject(new Error(`${what} still waits after ${ms} ms`)), ms)),
-    ),
-  ]).finally(() => clearTimeout(timer));
+/**
+ * Renews `fences` while another transaction holds row `locked` FOR UPDATE, and
+ * returns what the renewal kept; fails if the renewal waits 5 s (it must not
+ * wait for the lock at all). `whileHeld` runs before that transaction ends.
+ */
+async function renewBesideLock(
+  locked: string,
+  fences: Array<{ id: string; token: string }>,
+  whileHeld: (kept: Set<string>) => Promise<void> = async () => {},
+): Promise<Set<string>> {
+  const writer = await db.pool.connect();
+  try {
+    await writer.query('BEGIN');
+    await writer.query('SELECT id FROM jobvisor.jobs WHERE id = $1 FOR UPDATE', [locked]);
+    const renewal = renewLeases(store, 'sup', fences, 600_000);
+    assert.ok(await within(renewal, 5000), 'the renewal still waits after 5000 ms');
+    const kept = await renewal;
+    await whileHeld(kept);
+    await writer.query('COMMIT');
+    return kept;
+  } finally {
+    writer.release();
+  }
 }
 
 describe('renewing leases beside a row lock', () => {
@@ -50,30 +65,18 @@ describe('renewing leases beside a row lock', () => {
     await markRunning(db.pool, b, 'sup', '72');
     const before = { a: await lockedUntil(a), b: await lockedUntil(b) };
 
-    const writer = await db.pool.connect();
-    try {
-      await writer.query('BEGIN');
-      await writer.query('SELECT id FROM jobvisor.jobs WHERE id = $1 FOR UPDATE', [a]);
-      const kept = await within(
-        renewLeases(
-          store,
-          'sup',
-          [
-            { id: a, token: '71' },
-            { id: b, token: '72' },
-          ],
-          600_000,
-        ),
-        5000,
-        'the renewal',
-      );
-      assert.deepEqual([...kept].sort(), ['71', '72'], 'the locked lease is held, not lost');
-      assert.ok((await lockedUntil(b)) > before.b, 'the free lease is renewed');
-      assert.equal(await lockedUntil(a), before.a, 'the locked row is left for the next beat');
-      await writer.query('COMMIT');
-    } finally {
-      writer.release();
-    }
+    await renewBesideLock(
+      a,
+      [
+        { id: a, token: '71' },
+        { id: b, token: '72' },
+      ],
+      async (kept) => {
+        assert.deepEqual([...kept].sort(), ['71', '72'], 'the locked lease is held, not lost');
+        assert.ok((await lockedUntil(b)) > before.b, 'the free lease is renewed');
+        assert.equal(await lockedUntil(a), before.a, 'the locked row is left for the next beat');
+      },
+    );
     const kept = await renewLeases(store, 'sup', [{ id: a, token: '71' }], 600_000);
     assert.deepEqual([...kept], ['71']);
     assert.ok((await lockedUntil(a)) > before.a, 'renewed once the lock is gone');
@@ -87,28 +90,11 @@ describe('renewing leases beside a row lock', () => {
     await markRunning(db.pool, b, 'other', '82');
     await markRunning(db.pool, c, 'sup', '83');
     await db.pool.query('DELETE FROM jobvisor.jobs WHERE id = $1', [c]);
-    const writer = await db.pool.connect();
-    try {
-      await writer.query('BEGIN');
-      await writer.query('SELECT id FROM jobvisor.jobs WHERE id = $1 FOR UPDATE', [a]);
-      const kept = await within(
-        renewLeases(
-          store,
-          'sup',
-          [
-            { id: a, token: '81' },
-            { id: b, token: '82' },
-            { id: c, token: '83' },
-          ],
-          600_000,
-        ),
-        5000,
-        'the renewal',
-      );
-      assert.deepEqual([...kept], ['81'], 'the claim taken by another owner and the deleted job are lost');
-      await writer.query('COMMIT');
-    } finally {
-      writer.release();
-    }
+    const kept = await renewBesideLock(a, [
+      { id: a, token: '81' },
+      { id: b, token: '82' },
+      { id: c, token: '83' },
+    ]);
+    assert.deepEqual([...kept], ['81'], 'the claim taken by another owner and the deleted job are lost');
   });
 });

@@ -64,7 +64,11 @@ export function summary(root: string, report: DurationReport, name = ''): string
     `${report.files.length} files in ${s(report.wallMs)} (concurrency ${report.concurrency}, load ${report.loadStart.map((l) => l.toFixed(1)).join(' ')} → ${report.loadEnd.map((l) => l.toFixed(1)).join(' ')}); report: ${path.relative(root, reportPath(root, name))}`,
   ];
   const failed = report.files.filter((f) => f.status !== 0);
-  if (failed.length > 0) lines.push(`failed: ${failed.map((f) => f.file).join(' ')}`);
+  if (failed.length > 0) {
+    lines.push(`failed: ${failed.map((f) => f.file).join(' ')}`);
+    for (const f of failed)
+      lines.push(`why ${f.file} failed:`, ...(f.failures ?? '?').split('\n').map((l) => `  ${l}`));
+  }
   return `${lines.join('\n')}\n`;
 }
 

@@ -15,6 +15,8 @@ export interface FileRun {
   ms: number;
   /** The exit status of `node --test` (0: every test passed or was skipped). */
   status: number;
+  /** When it failed: the reporter's account of the failing tests, shortened (failureDetail). */
+  failures?: string;
 }
 
 export interface ScheduleOptions {
@@ -85,10 +87,33 @@ function runFile(opts: ScheduleOptions, file: string): Promise<FileRun> {
       const ms = Math.round(performance.now() - started);
       const status = code ?? (signal ? 1 : 0);
       const head = `${status === 0 ? '✔' : '✖'} ${file} (${(ms / 1000).toFixed(1)} s)\n`;
-      (opts.write ?? ((t: string) => process.stdout.write(t)))(head + indent(Buffer.concat(chunks).toString()));
-      resolve({ file, ms, status });
+      const output = Buffer.concat(chunks).toString();
+      (opts.write ?? ((t: string) => process.stdout.write(t)))(head + indent(output));
+      resolve(status === 0 ? { file, ms, status } : { file, ms, status, failures: failureDetail(output) });
     });
   });
+}
+
+const DETAIL_LINES = 40;
+
+/**
+ * The spec reporter's closing "failing tests" section of a file's output (its
+ * last lines when there is none: a crash, a timeout), at most DETAIL_LINES
+ * lines, so that a run's end says why next to which. Pure.
+ */
+export function failureDetail(output: string): string {
+  const lines = output.split('\n');
+  const at = lines.findLastIndex((l) => /^\s*✖ failing tests:/.test(l));
+  if (at < 0)
+    return lines
+      .filter((l) => l.trim() !== '')
+      .slice(-DETAIL_LINES)
+      .join('\n');
+  const part = lines.slice(at + 1);
+  while (part[0]?.trim() === '') part.shift();
+  const kept = part.slice(0, DETAIL_LINES);
+  const more = part.length - kept.length;
+  return [...kept, ...(more > 0 ? [`… ${more} more lines in the file's output above`] : [])].join('\n').trimEnd();
 }
 
 function indent(text: string): string {

@@ -7,17 +7,24 @@
  *
  * One lock per queue serializes the queue's claims across the cluster (not its
  * runs): each claim holds it while its statement runs, about a millisecond,
- * and takes a batch. A queue-wide claim is one round trip; a per-key claim
- * runs in a transaction that first sets its plan settings (with BEGIN, one
- * round trip), then the claim, then COMMIT. The lock's key is a parameter,
- * never spliced into the text.
+ * and takes a batch. Either claim is one round trip, its own transaction.
+ * The lock's key is a parameter, never spliced into the text.
+ *
+ * The per-key claim used to run in a transaction that first turned JIT off
+ * (BEGIN, SET LOCAL jit, the claim, COMMIT: three round trips): while the key
+ * walk was part of the statement, a large backlog costed it above
+ * jit_above_cost, and compiling took 40 ms of a 4-ms claim. The choice now
+ * runs in key_offers(), whose statements run with JIT off whatever the
+ * session says (migration 031), and what is left is costed at 55–87 (20,000
+ * pending jobs over 100 keys to 1,000,000 over 10,000, analyzed or not):
+ * three orders of magnitude below jit_above_cost (100,000), as the
+ * queue-wide claim always was. test/db/flow_claim.test.ts checks that cost.
  */
 import type { QueueSettings } from '../config/index.ts';
-import { withConnection } from '../db/borrow.ts';
 import { claimResult, clockSample, type ClaimedRow, type LimitedClaim } from './claim_limited_rows.ts';
 import { CLAIM_KEY_LIMITED, CLAIM_QUEUE_LIMITED } from './claim_limited_sql.ts';
 import { PACING_HORIZON_MS, RATE_START_DELAY_MS, rateWindowMs } from './rate_slots.ts';
-import { intArray, NO_JIT, type Now, type Store } from './sql.ts';
+import { intArray, type Now, type Store } from './sql.ts';
 
 export type { ClockSample, LimitedClaim } from './claim_limited_rows.ts';
 
@@ -33,16 +40,6 @@ const LOCK_SPACE = 0x6a76_0006;
  * row each: 1,000 rows cost 392 of the 2,200 pages a claim of 50 read.
  */
 export const KEYLESS_WINDOW = 1000;
-
-/**
- * The per-key claim runs with JIT off (SET LOCAL: until its COMMIT), set with
- * BEGIN in one round trip: a per-key claim over a large backlog was estimated
- * well above jit_above_cost, and compiling it took about 40 ms of a claim that
- * runs in 4, on every claim, under the queue's lock. Its choice (key_offers())
- * runs with JIT off whatever the session says; the statement that claims is
- * kept from it too, whatever it is costed at.
- */
-const BEGIN_KEYED = `BEGIN; ${NO_JIT}`;
 
 export interface LimitedClaimArgs {
   owner: string;
@@ -137,17 +134,7 @@ export async function claimLimited(store: Store, args: LimitedClaimArgs): Promis
     weights.other,
   );
   const { text } = CLAIM_KEY_LIMITED(store.schema);
-  const rows = await withConnection(store.db, async (client) => {
-    try {
-      await client.query(BEGIN_KEYED);
-      const result = await client.query<ClaimedRow>({ text, values });
-      await client.query('COMMIT');
-      return result.rows;
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => {});
-      throw err;
-    }
-  });
+  const { rows } = await store.db.query<ClaimedRow>({ text, values });
   return { ...claimResult(rows, args.limit, cursor, maxKeys), clock: clockSample(rows, sentMs, clock()) };
 }
 

@@ -6,6 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
+import pg from 'pg';
 import type { QueueSettings } from '../../src/config/index.ts';
 import { claimLimited, KEYLESS_WINDOW, RATE_START_DELAY_MS, rateWindowMs } from '../../src/queue/claim_limited.ts';
 import { enqueueMany, type JobSpec } from '../../src/queue/enqueue.ts';
@@ -213,16 +214,44 @@ describe('perKeyConcurrency', () => {
     assert.ok(large < small * 1.5, `${small} pages behind 2,000 delayed jobs of the key, ${large} behind 20,000`);
   });
 
-  it('claims without JIT compilation, whatever the statement is costed at', async () => {
-    await add(3, (i) => `k${i}`);
-    // Every statement of this connection would be compiled, and the settings a plan ran with are shown.
-    const warm = (s: Store) =>
-      s.db.query('SET jit_above_cost = 0; SET jit_inline_above_cost = 0; SET auto_explain.log_settings = on');
-    const once = (s: Store) => claimLimited(s, { ...claimArgs(10), limits: { perKeyConcurrency: 1 } });
-    const { value, plan } = await pagesRead(db.url, warm, once, /claim_key_limited/);
-    assert.equal(value.jobs.length, 3);
-    assert.match(plan, /Settings:[^\n]*jit = 'off'/, plan);
-    assert.doesNotMatch(plan, /JIT:/, plan);
+  it('claims in one round trip, costed far below jit_above_cost', async () => {
+    // A backlog that costed the claim above jit_above_cost while the key walk was part of
+    // the statement: it was sent with JIT off, in a transaction of three round trips.
+    await db.pool.query(
+      `INSERT INTO jobvisor.jobs (kind, queue, payload, concurrency_key)
+       SELECT 'k', 'q', '{}', 'k' || (i % 10000) FROM generate_series(1, 100000) AS i`,
+    );
+    for (const analyze of [false, true]) {
+      if (analyze) await db.pool.query('ANALYZE jobvisor.jobs');
+      const once = (s: Store) => claimLimited(s, { ...claimArgs(50), limits: { perKeyConcurrency: 1 } });
+      const { value, plan } = await pagesRead(db.url, () => Promise.resolve(), once, /claim_key_limited/);
+      assert.equal(value.jobs.length, 50);
+      const cost = Number(/\(cost=[\d.]+\.\.([\d.]+)/.exec(plan)?.[1]);
+      assert.ok(cost < 1000, `costed at ${cost} (jit_above_cost: 100,000): ${plan}`);
+      assert.doesNotMatch(plan, /JIT:/, plan);
+    }
+    const client = new pg.Client({ connectionString: db.url });
+    await client.connect();
+    try {
+      const sent: string[] = [];
+      const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+      (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+        const q = args[0];
+        sent.push(typeof q === 'string' ? q : (q as { text: string }).text);
+        return query(...args);
+      };
+      const got = await claimLimited(
+        { db: client, schema: 'jobvisor' },
+        {
+          ...claimArgs(50),
+          limits: { perKeyConcurrency: 1 },
+        },
+      );
+      assert.equal(got.jobs.length, 50);
+      assert.equal(sent.length, 1, sent.join('\n'));
+    } finally {
+      await client.end();
+    }
   });
 
   it('jobs without a key have no per-key limit', async () => {

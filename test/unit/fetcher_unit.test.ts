@@ -12,7 +12,7 @@ import type { QueueSettings } from '../../src/config/index.ts';
 import type { ClaimedJob } from '../../src/queue/types.ts';
 import type { ClaimResult, ClaimStrategy } from '../../src/supervisor/claim/strategy.ts';
 import { SupervisorEvents } from '../../src/supervisor/events.ts';
-import { AHEAD_PAUSE_MS, Fetcher } from '../../src/supervisor/claim/fetcher.ts';
+import { Fetcher } from '../../src/supervisor/claim/fetcher.ts';
 
 let nextId = 1;
 function jobs(n: number): ClaimedJob[] {
@@ -235,70 +235,6 @@ describe('fetcher loop (fake strategy)', () => {
     assert.deepEqual(handedBack, [{ ids: [claimed[1]?.id as string], reason: 'queue paused' }], 'the lost one is gone');
     mock.timers.tick(1000);
     assert.equal(delivered.length, 1);
-    await fetcher.stop();
-  });
-
-  it('a rate-limited fetcher far from its limit claims for its free places twice over, less what it holds', async () => {
-    const { fetcher, strategy, delivered, free } = rig({
-      rateLimit: { count: 100_000, periodMs: 1000, perKey: false },
-    });
-    const slotted = (n: number): ClaimResult => {
-      const at = Date.now() + 10;
-      return { jobs: jobs(n), retryInMs: null, slots: { atMs: Array.from({ length: n }, () => at), periodMs: 1000 } };
-    };
-    strategy.answers.push(slotted, slotted, slotted, slotted);
-    await fetcher.runOnce();
-    await fetcher.runOnce();
-    assert.deepEqual(strategy.asked, [4, 4], 'slots 10 ms ahead: 4 more to wait beside the 4 for the places');
-    assert.equal(await fetcher.runOnce(), 0, 'room taken: no claim while 8 wait');
-    assert.deepEqual(strategy.asked, [4, 4]);
-    mock.timers.tick(10);
-    assert.equal(
-      delivered.length,
-      8,
-      'the held jobs go to the dispatcher at their slot, 4 of them to wait for a place',
-    );
-    free.places = 2;
-    await fetcher.runOnce();
-    assert.deepEqual(strategy.asked, [4, 4, 2], 'held jobs found too few places: only the free places for a while');
-    mock.timers.tick(10 + AHEAD_PAUSE_MS);
-    free.places = 1; // 3 places still running long tasks
-    await fetcher.runOnce();
-    assert.deepEqual(strategy.asked, [4, 4, 2, 2], 'then ahead again, by the places free now');
-    await fetcher.stop();
-  });
-
-  it('a rate-limited fetcher whose slots are paced out claims only for its free places', async () => {
-    const { fetcher, strategy } = rig({ rateLimit: { count: 10, periodMs: 1000, perKey: false } });
-    const paced = (n: number): ClaimResult => {
-      const at = Date.now() + 10;
-      return {
-        jobs: jobs(n),
-        retryInMs: null,
-        slots: { atMs: Array.from({ length: n }, (_, k) => at + 100 * k), periodMs: 1000 },
-      };
-    };
-    strategy.answers.push(paced, paced);
-    await fetcher.runOnce();
-    await fetcher.runOnce();
-    assert.deepEqual(strategy.asked, [4, 4], 'held jobs do not take places; none are claimed to wait beside them');
-    await fetcher.stop();
-  });
-
-  it('a fetcher with a rate limit and a concurrency limit claims only for its free places', async () => {
-    const { fetcher, strategy, free } = rig({
-      globalConcurrency: 4,
-      rateLimit: { count: 100_000, periodMs: 1000, perKey: false },
-    });
-    const slotted = (n: number): ClaimResult => {
-      const at = Date.now() + 10;
-      return { jobs: jobs(n), retryInMs: null, slots: { atMs: Array.from({ length: n }, () => at), periodMs: 1000 } };
-    };
-    strategy.answers.push(slotted, slotted, slotted);
-    free.places = 2;
-    for (let i = 0; i < 3; i++) await fetcher.runOnce();
-    // Claiming ahead it would have asked for nothing the third time (2 free + 2 ahead - 4 held).
-    assert.deepEqual(strategy.asked, [2, 2, 2], 'held jobs hold concurrency slots: none claimed to wait beside them');
     await fetcher.stop();
   });
 

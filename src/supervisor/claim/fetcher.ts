@@ -22,7 +22,7 @@
  * A paused fetcher claims nothing; jobs of a claim that was under way when the
  * pause arrived are handed back, not started. A rate-limited claim names the
  * moment each job is to start (by the local clock, as its strategy converted
- * it): the jobs are held here until then (room() says how many may wait beside the runs),
+ * it): the jobs are held here until then, counted against the queue's places,
  * and handed back if the queue is paused or the fetcher stops
  * (start_holds.ts). Held jobs are claimed: the heartbeat renews their leases
  * (fences()) and a lost one is dropped (leaseLost()).
@@ -35,10 +35,6 @@ import { StartHolds } from './start_holds.ts';
 export type { FetcherOptions } from './fetcher_options.ts';
 
 export const MAX_CLAIM = 1000;
-/** How long a rate-limited fetcher claims only for its free places after held jobs found none free. */
-export const AHEAD_PAUSE_MS = 1000;
-/** A rate limit is far from reached while a claim's last slot lies at most this far ahead (room()). */
-export const AHEAD_SLOTS_WITHIN_MS = 25;
 
 export class Fetcher {
   private claiming: Promise<number> | undefined;
@@ -55,14 +51,6 @@ export class Fetcher {
   private nextDueAt: number | null = 0;
   /** Rate-limited jobs claimed and held until their start slot. */
   private readonly holds: StartHolds;
-  /** Whether claims name start slots (a rate limit): the jobs are held until then. */
-  private readonly holdsStarts: boolean;
-  /** A rate limit alone (a held job holds no concurrency slot): claims may take jobs to hold (room()). */
-  private readonly claimsAhead: boolean;
-  /** No claim takes jobs to hold ahead of the places before this moment (local clock, ms). */
-  private aheadAfter = 0;
-  /** The last claim's slots all lay within AHEAD_SLOTS_WITHIN_MS: its rate limit is far from reached. */
-  private slotsNear = false;
 
   constructor(private readonly options: FetcherOptions) {
     const { concurrency, prefetch } = options.settings;
@@ -71,19 +59,11 @@ export class Fetcher {
     this.holds = new StartHolds({
       now: options.clock ?? Date.now,
       leaseMs: options.leaseMs,
-      deliver: (jobs) => {
-        // Held jobs that find too few free places wait in the dispatcher, past their slots if the
-        // runs ahead of them are slow: stop claiming ahead for a while (room()).
-        if (this.claimsAhead && options.capacity() < jobs.length) this.aheadAfter = this.now() + AHEAD_PAUSE_MS;
-        options.deliver(jobs);
-      },
+      deliver: (jobs) => options.deliver(jobs),
       handBack,
       paused: () => this.paused,
     });
     this.minBatch = Math.max(1, Math.floor((concurrency + prefetch) / 4));
-    const { rateLimit, globalConcurrency, perKeyConcurrency } = options.settings;
-    this.holdsStarts = rateLimit !== undefined;
-    this.claimsAhead = this.holdsStarts && globalConcurrency === undefined && perKeyConcurrency === undefined;
   }
 
   /** Paused: claim nothing until resumed. Resuming claims at once. */
@@ -118,37 +98,7 @@ export class Fetcher {
 
   /** Capacity freed up: claim again only if there is a backlog and room for a batch. */
   onCapacity(): void {
-    if (this.backlog && this.room() >= this.minBatch) this.wake();
-  }
-
-  /**
-   * How many jobs a claim may take now. Jobs held for their start slot wait
-   * beside the running ones: counted as running, a 10 ms hold idled every
-   * place for 10 ms per claim. So a queue claims for its free places (the few
-   * it holds come off only beyond `concurrency`).
-   *
-   * A queue limited by a rate alone, far from reaching it, claims for its
-   * free places twice over, less what it holds: the jobs of one claim wait
-   * out their 10 ms while those of the last one run, and each claim carries a
-   * full batch (`rateLimit` 100,000/s, places of 50: claims carried 32–39
-   * jobs, the places coming back a held group at a time; BENCHMARKS.md).
-   * Bounded four ways, so that no job waits for a place past its slot's
-   * tolerance (it would be handed back, its slot spent): ahead only by the
-   * places free now (with every place busy on long tasks, nothing); only while
-   * the last claim's slots all lay within AHEAD_SLOTS_WITHIN_MS (a limit that
-   * paces its starts over the horizon gains nothing from jobs held longer);
-   * not for AHEAD_PAUSE_MS after held jobs reached the places and found too
-   * few free (slow runs, a starved machine); and never with a concurrency
-   * limit, where a held job's running row would hold a slot while it waits
-   * (the flow-control guide's "no claiming ahead").
-   */
-  private room(): number {
-    const { concurrency } = this.options.settings;
-    const free = this.options.capacity();
-    const held = this.holds.size;
-    const ahead = this.claimsAhead && this.slotsNear && this.now() >= this.aheadAfter;
-    const room = ahead ? free + Math.min(concurrency, free) - held : free - Math.max(0, held - concurrency);
-    return Math.min(MAX_CLAIM, room);
+    if (this.backlog && this.options.capacity() >= this.minBatch) this.wake();
   }
 
   /** Claims once and returns how many jobs it got (tests drive the fetcher with this). */
@@ -185,9 +135,12 @@ export class Fetcher {
       return 0;
     }
     if (this.paused || this.stopped) return 0;
+    // Jobs held for their start slot wait beside the running ones, up to `concurrency`
+    // of them: counted as running, a 10 ms hold idled every place for 10 ms per claim.
+    const heldOver = Math.max(0, this.holds.size - settings.concurrency);
     const capacity = this.options.capacity();
     const { concurrency, prefetch } = settings;
-    let limit = this.room();
+    let limit = Math.min(MAX_CLAIM, capacity - heldOver);
     // Holding nothing, as when a burst follows a quiet spell: the first claim is for the
     // places only, so the first jobs start after a claim of `concurrency` rows instead of
     // MAX_CLAIM, and the jobs claimed ahead follow in the next claim, at once.
@@ -218,10 +171,8 @@ export class Fetcher {
     if (jobs.length > 0) {
       (this.options.hooks ?? NO_HOOKS).claimed(this.options.queue);
       this.options.events.emit('job:claimed', { queue: this.options.queue, count: jobs.length });
-      if (claimed.slots) {
-        this.slotsNear = Math.max(...claimed.slots.atMs) - this.now() <= AHEAD_SLOTS_WITHIN_MS;
-        this.holds.add(jobs, claimed.slots.atMs, claimed.slots.periodMs);
-      } else this.options.deliver(jobs);
+      if (claimed.slots) this.holds.add(jobs, claimed.slots.atMs, claimed.slots.periodMs);
+      else this.options.deliver(jobs);
       // A claim that took every due job, with a delayed one (a sleeper, a backoff) known
       // to come due before the next poll: nothing else wakes the fetcher then, so the
       // poll did (sleepers due one after another woke up to poll.interval late). A queue

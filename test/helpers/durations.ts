@@ -2,7 +2,7 @@
  * The per-file duration report every test run writes (test/run.ts):
  * .test-report/durations.json, git-ignored. It says how long each file's
  * process took (wall clock, so files that ran side by side share the
- * machine), how the run was made (concurrency, load average) and in all; the
+ * machine) and the CPU its processes used, how the run was made (concurrency, load average) and in all; the
  * next run reads it back to start the slowest files first. A run on another
  * Node.js (`--node 22`) writes durations-node22.json, so that two such runs
  * side by side (.ci/run) keep a report each.
@@ -56,12 +56,20 @@ export function writeReport(root: string, report: DurationReport, name = ''): Du
 /** The closing lines: the ten slowest files, the total, failures, where the report is. */
 export function summary(root: string, report: DurationReport, name = ''): string {
   const s = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
+  const cpu = report.files.every((f) => f.cpuMs !== undefined)
+    ? report.files.reduce((sum, f) => sum + (f.cpuMs ?? 0), 0)
+    : undefined;
   const width = Math.max(...report.files.slice(0, 10).map((f) => f.file.length), 0);
   const lines = [
     '',
     'slowest test files:',
-    ...report.files.slice(0, 10).map((f) => `  ${s(f.ms).padStart(8)}  ${f.file.padEnd(width)}`),
-    `${report.files.length} files in ${s(report.wallMs)} (concurrency ${report.concurrency}, load ${report.loadStart.map((l) => l.toFixed(1)).join(' ')} → ${report.loadEnd.map((l) => l.toFixed(1)).join(' ')}); report: ${path.relative(root, reportPath(root, name))}`,
+    ...report.files
+      .slice(0, 10)
+      .map(
+        (f) =>
+          `  ${s(f.ms).padStart(8)}  ${f.file.padEnd(width)}${f.cpuMs === undefined ? '' : `  (CPU ${s(f.cpuMs)})`}`,
+      ),
+    `${report.files.length} files in ${s(report.wallMs)}${cpu === undefined ? '' : `, CPU ${s(cpu)} in their processes`} (concurrency ${report.concurrency}, load ${report.loadStart.map((l) => l.toFixed(1)).join(' ')} → ${report.loadEnd.map((l) => l.toFixed(1)).join(' ')}); report: ${path.relative(root, reportPath(root, name))}`,
   ];
   const failed = report.files.filter((f) => f.status !== 0);
   if (failed.length > 0) {

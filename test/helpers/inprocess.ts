@@ -51,3 +51,35 @@ export function nextEvent<K extends keyof Events>(
     supervisor.events.on(name, listener as never);
   });
 }
+
+/** Event names whose first argument lists the jobs it is about. */
+type JobsEventName = {
+  [K in keyof Events]: Events[K] extends [{ jobs: ReadonlyArray<{ id: string }> }, ...unknown[]] ? K : never;
+}[keyof Events];
+
+/**
+ * Enqueues through `enqueueIt` and resolves with the job's id and the first
+ * `name` event naming it. Events are gathered from before the enqueue: the
+ * supervisor can claim, run and report the job before the enqueue's own
+ * promise settles (on a loaded machine it did), while its id is not known yet.
+ */
+export async function enqueuedThen<K extends JobsEventName>(
+  supervisor: Supervisor,
+  name: K,
+  enqueueIt: () => Promise<{ id: string }>,
+  timeoutMs = 15_000,
+): Promise<{ id: string; event: Events[K] }> {
+  const seen: Array<Events[K]> = [];
+  const gather = (...args: Events[K]) => void seen.push(args);
+  supervisor.events.on(name, gather as never);
+  try {
+    const { id } = await enqueueIt();
+    const names = (args: Events[K]) =>
+      (args[0] as { jobs: ReadonlyArray<{ id: string }> }).jobs.some((j) => j.id === id);
+    // Checked and, when absent, awaited in one turn: no event can come in between.
+    const event = seen.find(names) ?? (await nextEvent(supervisor, name, (...args) => names(args), timeoutMs));
+    return { id, event };
+  } finally {
+    supervisor.events.off(name, gather as never);
+  }
+}

@@ -7,12 +7,19 @@
  * side by side do not interleave.
  */
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 
 /** One test file's process: how long it took and how it ended. */
 export interface FileRun {
   file: string;
   ms: number;
+  /**
+   * CPU time of the file's process and the processes it waited for (its
+   * supervisors, tools), user and system, in ms; absent off Linux. Not the
+   * shared PostgreSQL server's. Approximate when two files end together.
+   */
+  cpuMs?: number;
   /** The exit status of `node --test` (0: every test passed or was skipped). */
   status: number;
   /** When it failed: the reporter's account of the failing tests, shortened (failureDetail). */
@@ -42,6 +49,7 @@ export async function runFiles(opts: ScheduleOptions): Promise<FileRun[]> {
   const together = opts.files.filter((f) => !opts.alone(f)).sort(byCost);
   const alone = opts.files.filter((f) => opts.alone(f)).sort(byCost);
   const runs: FileRun[] = [];
+  reapedCpuMs(); // what ran before (the type-check, lint) is not a file's
   const next = async (): Promise<void> => {
     for (let file = together.shift(); file !== undefined; file = together.shift()) {
       runs.push(await runFile(opts, file));
@@ -89,9 +97,39 @@ function runFile(opts: ScheduleOptions, file: string): Promise<FileRun> {
       const head = `${status === 0 ? '✔' : '✖'} ${file} (${(ms / 1000).toFixed(1)} s)\n`;
       const output = Buffer.concat(chunks).toString();
       (opts.write ?? ((t: string) => process.stdout.write(t)))(head + indent(output));
-      resolve(status === 0 ? { file, ms, status } : { file, ms, status, failures: failureDetail(output) });
+      const cpu = reapedCpuMs();
+      resolve({
+        file,
+        ms,
+        ...(cpu === undefined ? {} : { cpuMs: cpu }),
+        status,
+        ...(status === 0 ? {} : { failures: failureDetail(output) }),
+      });
     });
   });
+}
+
+let reapedBefore: number | undefined;
+
+/**
+ * CPU ms of this process's reaped children since the last call: Linux counts
+ * a child's time, and that of the children it waited for, into its parent's
+ * cutime and cstime (/proc/self/stat fields 16 and 17, in clock ticks of
+ * 10 ms) once the parent reaps it. Undefined where /proc is not there.
+ */
+function reapedCpuMs(): number | undefined {
+  let now: number;
+  try {
+    // The command name (field 2) may hold spaces: count fields after its closing parenthesis.
+    const stat = readFileSync('/proc/self/stat', 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    now = (Number(fields[13]) + Number(fields[14])) * 10;
+  } catch {
+    return undefined;
+  }
+  const before = reapedBefore ?? 0;
+  reapedBefore = now;
+  return now - before;
 }
 
 const DETAIL_LINES = 40;

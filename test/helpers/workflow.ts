@@ -9,7 +9,7 @@
 import type pg from 'pg';
 
 export const WF_TABLES = `
-  CREATE TABLE wf_runs (run serial PRIMARY KEY, job_id bigint, started timestamptz DEFAULT clock_timestamp(), parents jsonb);
+  CREATE TABLE wf_runs (run serial PRIMARY KEY, job_id bigint, started timestamptz DEFAULT clock_timestamp(), ended timestamptz, parents jsonb);
   CREATE TABLE wf_release (job_id bigint PRIMARY KEY);`;
 
 export interface JobRow {

@@ -82,13 +82,19 @@ describe('QuietStart', () => {
   });
 
   it('runs at latestMs however busy, and only once', async () => {
-    const h = harness(5, 40, true);
+    const h = harness(5, 200, true);
+    const startedAt = performance.now();
     h.quiet.start();
     await h.ran;
+    const ranAfterMs = performance.now() - startedAt;
     h.state.busy = false;
     // Later checks, had any been left armed, would run at 5 ms intervals.
     await pastChecks();
-    assert.deepEqual(h.state, { busy: false, deferred: 1, runs: 1 });
+    assert.ok(ranAfterMs >= 199, `ran ${ranAfterMs.toFixed(1)} ms after start, before latestMs`);
+    // Deferred once, unless the first check itself came after latestMs (a timer late by 200 ms on a
+    // loaded machine; with latestMs 40, load 15 once did that).
+    assert.equal(h.state.runs, 1);
+    assert.ok(h.state.deferred <= 1, `deferred ${h.state.deferred} times`);
   });
 
   it('never runs once stopped', async () => {

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { runJobsNow } from '../../src/queue/admin/actions.ts';
 import { enqueue } from '../../src/queue/enqueue.ts';
-import { nextEvent } from '../helpers/inprocess.ts';
+import { enqueuedThen, nextEvent } from '../helpers/inprocess.ts';
 import { until } from '../helpers/poll.ts';
 import { supervisedFile } from '../helpers/supervised.ts';
 
@@ -50,17 +50,19 @@ const calls = async (id: string) =>
 
 describe('ctx.sleep', () => {
   it('puts the job back to pending at its wake time, using no attempt and no snooze, and records the sleep', async () => {
-    let id: string | null = null;
-    const slept = nextEvent(file.supervisor, 'job:slept', (e) => e.jobs.some((j) => j.id === id));
-    ({ id } = await enqueue(file.db.pool, 'durable', {
-      ops: [
-        ['step', 'a'],
-        ['sleep', 'nap', '1h'],
-        ['step', 'b'],
-      ],
-      log: true,
-    }));
-    const [event] = await slept;
+    const {
+      id,
+      event: [event],
+    } = await enqueuedThen(file.supervisor, 'job:slept', () =>
+      enqueue(file.db.pool, 'durable', {
+        ops: [
+          ['step', 'a'],
+          ['sleep', 'nap', '1h'],
+          ['step', 'b'],
+        ],
+        log: true,
+      }),
+    );
     const row = await until(
       `job ${id} sleeping`,
       () => job(id),

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { retryJobs } from '../../src/queue/admin/index.ts';
 import { enqueue } from '../../src/queue/enqueue.ts';
-import { nextEvent } from '../helpers/inprocess.ts';
+import { enqueuedThen } from '../helpers/inprocess.ts';
 import { until } from '../helpers/poll.ts';
 import { supervisedFile } from '../helpers/supervised.ts';
 
@@ -37,10 +37,12 @@ const settled = (id: string, check: (row: Awaited<ReturnType<typeof job>>) => bo
 describe('a task that snoozes', () => {
   for (const how of ['ctx', 'throw'] as const) {
     it(`(${how === 'ctx' ? 'ctx.snooze' : 'throw SnoozeError'}) goes back to pending at now + delay, its attempt given back`, async () => {
-      let id: string | null = null;
-      const snoozedEvent = nextEvent(file.supervisor, 'job:snoozed', (e) => e.jobs.some((j) => j.id === id));
-      ({ id } = await enqueue(file.db.pool, 'snooze', { how, delay: '1h' }));
-      const [event] = await snoozedEvent;
+      const {
+        id,
+        event: [event],
+      } = await enqueuedThen(file.supervisor, 'job:snoozed', () =>
+        enqueue(file.db.pool, 'snooze', { how, delay: '1h' }),
+      );
       assert.deepEqual(event.delaysMs, [3_600_000], 'job:snoozed (metrics, logs) after the write');
       const row = await settled(id, (r) => r.snoozes === 1, 'snoozed');
       assert.equal(row.status, 'pending');

@@ -12,7 +12,7 @@ import { describe, it } from 'node:test';
 import { enqueue } from '../../src/queue/enqueue.ts';
 import { signal, SignalError } from '../../src/queue/signal.ts';
 import { createReaper } from '../../src/supervisor/loops/maintenance.ts';
-import { nextEvent } from '../helpers/inprocess.ts';
+import { enqueuedThen, nextEvent } from '../helpers/inprocess.ts';
 import { until } from '../helpers/poll.ts';
 import { supervisedFile } from '../helpers/supervised.ts';
 
@@ -54,18 +54,17 @@ const calls = async (id: string) =>
 
 /** Enqueues a job that steps, waits for `approved` (timeout 1 h) and steps again; resolves once it waits. */
 async function parked(timeout: string | number = '1h'): Promise<string> {
-  let id: string | null = null;
-  const waiting = nextEvent(file.supervisor, 'job:waiting', (e) => e.jobs.some((j) => j.id === id));
-  ({ id } = await enqueue(file.db.pool, 'durable', {
-    ops: [
-      ['step', 'a'],
-      ['wait', 'approved', timeout],
-      ['step', 'b'],
-    ],
-    log: true,
-  }));
-  await waiting;
-  return id;
+  const waiting = await enqueuedThen(file.supervisor, 'job:waiting', () =>
+    enqueue(file.db.pool, 'durable', {
+      ops: [
+        ['step', 'a'],
+        ['wait', 'approved', timeout],
+        ['step', 'b'],
+      ],
+      log: true,
+    }),
+  );
+  return waiting.id;
 }
 
 describe('ctx.waitFor', () => {

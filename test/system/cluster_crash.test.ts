@@ -52,6 +52,20 @@ const enqueueRecords = (n: number) =>
     Array.from({ length: n }, (_, i) => ({ kind: 'record', payload: { ms: 50, i } })),
   );
 
+/**
+ * Runs of process `pid` after `sinceMs`. Work stays pending until there are some: a loaded machine
+ * once left the other process time to finish the whole backlog first, leaving nothing to claim.
+ */
+async function runsSince(pid: number, sinceMs: number): Promise<number> {
+  const ran = await count(
+    'SELECT count(*)::int AS n FROM executions WHERE pid = $1 AND at > to_timestamp($2 / 1000.0)',
+    [pid, sinceMs],
+  );
+  if (ran === 0 && (await count("SELECT count(*)::int AS n FROM jobvisor.jobs WHERE status = 'pending'")) < 200)
+    await enqueueRecords(500);
+  return ran;
+}
+
 async function crashOne(signal: 'SIGSEGV' | 'SIGABRT') {
   const restartsBefore = cluster.logs.filter((l) => /exited unexpectedly/.test(String(l.msg))).length;
   // The crash job first, then steady work on both processes: 50 ms jobs, more than both finish during the test.
@@ -105,17 +119,13 @@ async function crashOne(signal: 'SIGSEGV' | 'SIGABRT') {
   const restartMs = Number(started.time) - exitedAt;
   assert.ok(restartMs <= 2000, `a new process in slot ${String(slot)} ${restartMs} ms after the exit`);
 
-  // The survivor kept running jobs through it: executions in the second after the exit.
+  // The survivor kept running jobs through it: runs after the exit. Not within a fixed second: at
+  // load 15 that second once held none of its runs.
   const during = await until(
-    'the survivor runs jobs in the second after the crash',
-    () =>
-      count(
-        `SELECT count(*)::int AS n FROM executions WHERE pid = $1
-            AND at BETWEEN to_timestamp($2 / 1000.0) AND to_timestamp($2 / 1000.0) + interval '1 second'`,
-        [survivor, exitedAt],
-      ),
+    'the survivor runs jobs after the crash',
+    () => runsSince(survivor, exitedAt),
     (n) => n > 0,
-    10_000,
+    30_000,
   );
   assert.ok(during > 0);
   assert.ok(isAlive(survivor), 'only the crashing process died');
@@ -127,16 +137,9 @@ async function crashOne(signal: 'SIGSEGV' | 'SIGABRT') {
   assert.match(job.last_error, new RegExp(`exited \\(signal ${signal}\\)`));
 
   const newPid = Number(started.childPid);
-  // Work stays pending until it does: a start-up slowed by a loaded machine once left the survivor
-  // time to finish the whole backlog, and then there was nothing for the new process to claim.
   const ready = await until(
     'the new process claims',
-    async () => {
-      const ran = await count('SELECT count(*)::int AS n FROM executions WHERE pid = $1', [newPid]);
-      if (ran === 0 && (await count("SELECT count(*)::int AS n FROM jobvisor.jobs WHERE status = 'pending'")) < 200)
-        await enqueueRecords(500);
-      return ran;
-    },
+    () => runsSince(newPid, 0),
     (n) => n > 0,
     60_000,
   );

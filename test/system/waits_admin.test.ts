@@ -17,7 +17,7 @@ import { countActiveJobs, oldestDueByQueue } from '../../src/queue/stats.ts';
 import { createMetrics } from '../../src/metrics/metrics.ts';
 import { observeEvents } from '../../src/metrics/observe.ts';
 import { runCli, runCliInProcess } from '../helpers/cli.ts';
-import { nextEvent } from '../helpers/inprocess.ts';
+import { enqueuedThen } from '../helpers/inprocess.ts';
 import { until } from '../helpers/poll.ts';
 import { supervisedFile } from '../helpers/supervised.ts';
 
@@ -44,11 +44,13 @@ const job = async (id: string) =>
     { status: string; result: { results: unknown[] } | null; waiting_for: string | null } | undefined;
 
 async function parked(): Promise<string> {
-  let id: string | null = null;
-  const waiting = nextEvent(file.supervisor, 'job:waiting', (e) => e.jobs.some((j) => j.id === id), 60_000);
-  ({ id } = await enqueue(file.db.pool, 'durable', { ops: [['wait', 'approved', '1h']] }));
-  await waiting;
-  return id;
+  const waiting = await enqueuedThen(
+    file.supervisor,
+    'job:waiting',
+    () => enqueue(file.db.pool, 'durable', { ops: [['wait', 'approved', '1h']] }),
+    60_000,
+  );
+  return waiting.id;
 }
 
 const finished = async (id: string) =>
@@ -132,16 +134,19 @@ describe('jobvisor jobs signal', () => {
 
 describe('jobvisor jobs show', () => {
   it('shows the steps (name, attempt, start, end, duration, folded result) and the current wait', async () => {
-    let id: string | null = null;
-    const waiting = nextEvent(file.supervisor, 'job:waiting', (e) => e.jobs.some((j) => j.id === id), 60_000);
-    ({ id } = await enqueue(file.db.pool, 'durable', {
-      ops: [
-        ['value', 'small', { a: 1 }],
-        ['value', 'big', 'x'.repeat(500)],
-        ['wait', 'approved', '1h'],
-      ],
-    }));
-    await waiting;
+    const { id } = await enqueuedThen(
+      file.supervisor,
+      'job:waiting',
+      () =>
+        enqueue(file.db.pool, 'durable', {
+          ops: [
+            ['value', 'small', { a: 1 }],
+            ['value', 'big', 'x'.repeat(500)],
+            ['wait', 'approved', '1h'],
+          ],
+        }),
+      60_000,
+    );
     const out = await runCliInProcess(file.db.url, ['jobs', 'show', id]);
     assert.equal(out.code, 0, out.stderr);
     const time = '\\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z';

@@ -121,11 +121,12 @@ WITH claimed AS (
          started_at = coalesce($5::timestamptz, now())
    WHERE id = ANY ((SELECT jobvisor.due_job_ids($2, $4, coalesce($5::timestamptz, now())))::bigint[])
      AND (SELECT set_config('synchronous_commit', CASE WHEN $7::boolean THEN current_setting('synchronous_commit') ELSE 'off' END, true)) IS NOT NULL
-  RETURNING id, kind, queue, ${PAYLOAD_TEXT}, attempts, max_attempts, priority, run_at, lease_token, trace_context
+  RETURNING id, kind, queue, ${PAYLOAD_TEXT}, attempts, max_attempts, priority, run_at, lease_token, trace_context,
+            has_steps
 )
 SELECT c.id, c.kind, c.lease_token::text AS token, ${PAYLOAD_COLUMNS},
        c.attempts, c.max_attempts, extract(epoch FROM c.run_at) * 1000 AS run_at_ms,
-       c.trace_context::text AS trace_context
+       c.trace_context::text AS trace_context, c.has_steps
   FROM claimed AS c
  ORDER BY c.priority, c.run_at, c.id`,
 );
@@ -146,6 +147,7 @@ type ClaimColumns = [
   maxAttempts: number,
   runAtMs: string,
   traceContext: string | null,
+  hasSteps: boolean | null,
 ];
 
 /** A claimed row as the limited claim statements return it. */
@@ -164,6 +166,8 @@ export interface ClaimRow {
   max_attempts: number;
   run_at_ms: string;
   trace_context: string | null;
+  /** The job has durable-step records (jobs.has_steps). */
+  has_steps: boolean | null;
 }
 
 /**
@@ -212,6 +216,7 @@ export async function claimJobs(
     maxAttempts: r[8],
     runAtMs: Number(r[9]),
     traceContext: r[10] ?? undefined,
+    hasSteps: r[11] === true,
   }));
 }
 
@@ -230,6 +235,7 @@ export function claimedJob(r: ClaimRow): ClaimedJob {
     maxAttempts: r.max_attempts,
     runAtMs: Number(r.run_at_ms),
     traceContext: r.trace_context ?? undefined,
+    hasSteps: r.has_steps === true,
   };
 }
 

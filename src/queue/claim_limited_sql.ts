@@ -81,7 +81,7 @@ const CLAIM_TAIL = `
     FROM m
    WHERE j.id = ANY (ARRAY(SELECT x.o_id FROM o AS x WHERE x.o_id IS NOT NULL)) AND coalesce(j.status, '') = 'pending'
   RETURNING j.id, j.kind, j.queue, ${PAYLOAD_TEXT}, j.attempts, j.max_attempts, j.priority, j.run_at, j.lease_token,
-            j.trace_context, j.concurrency_key, j.started_at
+            j.trace_context, j.concurrency_key, j.started_at, j.has_steps
 ),
 recorded AS (
   INSERT INTO jobvisor.rate_starts (queue, key, started_at)
@@ -101,7 +101,7 @@ const RESULT = `m.n AS budget, extract(epoch FROM statement_timestamp()) * 1000 
        extract(epoch FROM clock_timestamp()) * 1000 AS db_replied_ms,
        c.id, c.kind, c.queue, c.lease_token::text AS token, ${PAYLOAD_COLUMNS}, c.attempts, c.max_attempts,
        extract(epoch FROM c.run_at) * 1000 AS run_at_ms, c.trace_context::text AS trace_context,
-       extract(epoch FROM c.started_at) * 1000 AS start_at_ms, c.concurrency_key AS key,
+       extract(epoch FROM c.started_at) * 1000 AS start_at_ms, c.concurrency_key AS key, c.has_steps,
        CASE WHEN row_number() OVER () = 1 THEN m.o_ended_tokens::text[] END AS ended_tokens,
        CASE WHEN row_number() OVER () = 1 THEN m.o_ended_keys END AS ended_keys`;
 

@@ -12,7 +12,7 @@
  * the running row a new version per step (its heartbeat waits a moment for a
  * step's commit instead).
  */
-import { intArray, planned, run, type Db, type Now } from './sql.ts';
+import { intArray, planned, run, type Db, type Now, type Store } from './sql.ts';
 
 // The records of a batch of runs, each read once per run on its first
 // ctx.step, sleep or waitFor: a worker thread gathers the runs that ask in one
@@ -29,6 +29,21 @@ import { intArray, planned, run, type Db, type Now } from './sql.ts';
 // batched write of this supervisor's rows (the completer's) is retried by the
 // caller. `id = ANY` and `lease_token = ANY` name each run exactly: a token is
 // drawn from a sequence, so it belongs to one claim of one job.
+//
+// The supervisor reads them too, right after a claim, for the claimed jobs
+// that have records (jobs.has_steps), and sends them to the thread with the
+// job (supervisor/claim/claimed_steps.ts): a resumed run then starts with its
+// records and sends no read of its own. There $4 caps what is sent: a job
+// with more than CARRIED_STEPS_MAX records, or whose results are stored in
+// more than $4 bytes, comes back held with `steps` NULL, and its run reads
+// them itself, so neither the supervisor's main thread nor the message to
+// the thread ever holds a job's large results (up to jobs.maxSteps ×
+// jobs.maxStepResultBytes). The size check reads only the records' stored
+// sizes (pg_column_size: a TOASTed value is not fetched). Runs read their own
+// with $4 NULL: no cap.
+/** Records of one job the supervisor sends its run at most (see LOAD_STEPS). */
+export const CARRIED_STEPS_MAX = 64;
+
 const LOAD_STEPS = planned(
   'load_steps',
   `
@@ -41,11 +56,14 @@ WITH held AS (
 )
 SELECT held.id::text AS id,
        extract(epoch FROM coalesce($3::timestamptz, now())) * 1000 AS now_ms,
-       (SELECT coalesce(json_agg(json_build_array(s.name, s.kind, s.result IS NOT NULL, s.result,
-                                                  s.finished_at IS NOT NULL, extract(epoch FROM s.wake_at) * 1000,
-                                                  extract(epoch FROM s.started_at) * 1000)), '[]')
-          FROM jobvisor.job_steps AS s
-         WHERE s.job_id = held.id)::text AS steps
+       CASE WHEN $4::bigint IS NULL
+              OR (SELECT count(*) <= ${CARRIED_STEPS_MAX} AND coalesce(sum(pg_column_size(s.result)), 0) <= $4::bigint
+                    FROM jobvisor.job_steps AS s WHERE s.job_id = held.id)
+       THEN (SELECT coalesce(json_agg(json_build_array(s.name, s.kind, s.result IS NOT NULL, s.result,
+                                                       s.finished_at IS NOT NULL, extract(epoch FROM s.wake_at) * 1000,
+                                                       extract(epoch FROM s.started_at) * 1000)), '[]')
+               FROM jobvisor.job_steps AS s
+              WHERE s.job_id = held.id)::text END AS steps
   FROM held`,
 );
 
@@ -77,35 +95,61 @@ export interface StepClaim {
   token: string;
 }
 
+/** A run's row of LOAD_STEPS: its id, the database's clock (ms) and its records as JSON text (null: not sent). */
+export interface StepsRow {
+  id: string;
+  now_ms: string;
+  steps: string | null;
+}
+
+/**
+ * The records of each run of `runs` that still holds its claim, as JSON text
+ * (parse with recordsOf), in one statement; a run missing from the result no
+ * longer holds its claim. With `capBytes`, a job whose records are more than
+ * CARRIED_STEPS_MAX or store results in more than `capBytes` bytes comes back
+ * with `steps` null.
+ */
+export async function loadStepsText(
+  store: Store,
+  runs: StepClaim[],
+  capBytes: number | null,
+  now: Now = null,
+): Promise<StepsRow[]> {
+  if (runs.length === 0) return [];
+  return run<StepsRow>(store, LOAD_STEPS, [
+    intArray(runs.map((r) => r.id)),
+    intArray(runs.map((r) => r.token)),
+    now,
+    capBytes,
+  ]);
+}
+
+/** The records of LOAD_STEPS' `steps` text. */
+export function recordsOf(text: string): StepRecord[] {
+  const tuples = JSON.parse(text) as RecordTuple[];
+  return tuples.map(([name, kind, has, result, finished, wakeMs, startedMs]) => ({
+    name,
+    kind,
+    result: has ? result : undefined,
+    finished,
+    wakeMs,
+    startedMs,
+  }));
+}
+
 /**
  * The records of each run in `runs` (in their order; `held` false and none
  * for a run that no longer holds its claim), in one statement.
  */
 export async function loadStepsOf(db: Db, schema: string, runs: StepClaim[], now: Now = null): Promise<LoadedSteps[]> {
   if (runs.length === 0) return [];
-  const rows = await run<{ id: string; now_ms: string; steps: string }>({ db, schema }, LOAD_STEPS, [
-    intArray(runs.map((r) => r.id)),
-    intArray(runs.map((r) => r.token)),
-    now,
-  ]);
+  const rows = await loadStepsText({ db, schema }, runs, null, now);
   const byId = new Map(rows.map((r) => [r.id, r]));
   const nowMs = rows.length > 0 ? Number(rows[0]?.now_ms) : Date.now();
   return runs.map((r) => {
     const row = byId.get(r.id);
     if (!row) return { held: false, nowMs, records: [] };
-    const tuples = JSON.parse(row.steps) as RecordTuple[];
-    return {
-      held: true,
-      nowMs: Number(row.now_ms),
-      records: tuples.map(([name, kind, has, result, finished, wakeMs, startedMs]) => ({
-        name,
-        kind,
-        result: has ? result : undefined,
-        finished,
-        wakeMs,
-        startedMs,
-      })),
-    };
+    return { held: true, nowMs: Number(row.now_ms), records: recordsOf(row.steps ?? '[]') };
   });
 }
 

@@ -46,6 +46,16 @@ export interface ClaimedJob {
   runAtMs: number;
   /** The job's trace_context as JSON text (W3C traceparent/tracestate), when it has one. */
   traceContext?: string;
+  /** The job has durable-step records (jobs.has_steps): a run of it resumes. */
+  hasSteps?: boolean;
+  /**
+   * Those records, read by the supervisor right after the claim
+   * (supervisor/claim/claimed_steps.ts) and sent to the run with the job, so
+   * that it reads none itself: JSON text (queue/steps.ts recordsOf), the
+   * database's clock at the read (ms since the epoch) and the supervisor's
+   * performance.now() when the read returned.
+   */
+  steps?: { text: string; nowMs: number; at: number };
   /**
    * A rate-limited job's start slot, by the local clock (ms since the epoch):
    * its task may start from notBeforeMs and no later than notAfterMs; a run

@@ -149,7 +149,7 @@ export default function session({ port, queue }: SessionTask): Promise<void> {
     maxResultBytes: setup.maxResultBytes,
     readPayload: (run, signal) => readPayload(run, signal),
   };
-  const hold = ({ ids, tokens, kinds, attempts, maxAttempts }: JobBatch): JobRun[] =>
+  const hold = ({ ids, tokens, kinds, attempts, maxAttempts, steps, stepsNowMs }: JobBatch): JobRun[] =>
     ids.map((id, i) => {
       const run = new JobRun(
         owner,
@@ -160,6 +160,8 @@ export default function session({ port, queue }: SessionTask): Promise<void> {
         attempts[i] as number,
         maxAttempts[i] as number,
       );
+      const text = steps?.[i];
+      if (text !== undefined) run.claimedSteps = { text, nowMs: stepsNowMs?.[i] as number, at: performance.now() };
       running.set(run.token, run);
       return run;
     });

@@ -8,7 +8,7 @@ import { eachParent, listParents, type ParentJob } from '../queue/parents.ts';
 import { SnoozeError } from './errors.ts';
 import type { TaskError } from './protocol.ts';
 import { encodeProgress } from './report.ts';
-import { DurableSteps, type StepEnv } from './steps.ts';
+import { DurableSteps, type ClaimedSteps, type StepEnv } from './steps.ts';
 import type { JobInfo, TaskConfig, TaskContext, WaitResult } from './types.ts';
 
 /** What a run reaches through its session: made once per session, shared by its runs. */
@@ -35,6 +35,7 @@ export class JobRun implements TaskContext {
   private info?: JobInfo;
   private childLog?: TaskContext['log'];
   durable?: DurableSteps; // made by the run's first ctx.step, sleep or waitFor (steps.ts)
+  claimedSteps?: ClaimedSteps; // the job's records, when the supervisor sent them (steps.ts)
   readonly started = performance.now();
 
   constructor(

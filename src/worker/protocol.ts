@@ -39,6 +39,14 @@ export interface JobBatch {
    */
   notBeforeMs?: Array<number | undefined>;
   notAfterMs?: Array<number | undefined>;
+  /**
+   * A resumed job's durable-step records as JSON text (queue/steps.ts
+   * recordsOf), read by the supervisor after the claim, and the database's
+   * clock when sent (ms since the epoch); sparse like traceContexts. A job
+   * without them reads its own on its first ctx.step, sleep or waitFor.
+   */
+  steps?: Array<string | undefined>;
+  stepsNowMs?: Array<number | undefined>;
 }
 
 /**

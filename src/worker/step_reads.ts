@@ -5,7 +5,8 @@
  * of the event loop (queue/steps.ts loadStepsOf, queue/take_wait.ts
  * takeWaits).
  *
- * Why: a resumed run needs its records before its first step. Read one run at
+ * Why: a run needs its records before its first step (a resumed job's
+ * usually come with it: supervisor/claim/claimed_steps.ts). Read one run at
  * a time through the thread's ctx.db pool (pool.dbPoolSize, 2 connections),
  * 10,000 sleepers waking together, or 10,000 waiters signalled in one commit,
  * queued on those connections: the last resumed 8–10 s after its wake time on

@@ -4,7 +4,8 @@
  * none makes none and reads nothing).
  *
  * States: fresh → loaded (the job's records, read once, on the first call;
- * calls made meanwhile share that read) → parked (a sleep or wait ended the
+ * calls made meanwhile share that read; a resumed job's come with it from the
+ * supervisor, read right after its claim, and the run reads none) → parked (a sleep or wait ended the
  * run: every later call throws the same ParkError). Names are unique within a
  * job across steps, sleeps and waits; a name used twice in one run is an
  * error, so is a name recorded by an earlier run as another kind.
@@ -24,7 +25,7 @@
  */
 import type pg from 'pg';
 import { parseDuration } from '../duration.ts';
-import { recordStep, type StepRecord } from '../queue/steps.ts';
+import { recordStep, recordsOf, type StepRecord } from '../queue/steps.ts';
 import { describe } from './convert.ts';
 import { jsonbRefusal } from './report.ts';
 import type { DurableReport, WorkerSetup } from './protocol.ts';
@@ -61,6 +62,19 @@ export interface StepRun {
   id: string;
   token: string;
   attempt: number;
+  /** The job's records as the supervisor read them after the claim: the run reads none itself. */
+  claimedSteps?: ClaimedSteps;
+}
+
+/**
+ * A job's records sent with it (supervisor/claim/claimed_steps.ts): JSON text,
+ * the database's clock when they were sent (ms since the epoch) and this
+ * thread's performance.now() when they arrived.
+ */
+export interface ClaimedSteps {
+  text: string;
+  nowMs: number;
+  at: number;
 }
 
 interface Loaded {
@@ -226,15 +240,22 @@ export class DurableSteps {
   }
 
   private load(): Promise<Loaded> {
-    this.loading ??= this.env.reads.load(this.run).then((l) => {
-      if (!l.held) throw lost('the job');
-      const records = new Map(l.records.map((r) => [r.name, r]));
-      this.count += records.size;
-      let resumed: StepRecord | undefined;
-      for (const r of l.records) if (r.kind !== 'step' && (!resumed || r.startedMs > resumed.startedMs)) resumed = r;
-      return { records, nowMs: l.nowMs, at: performance.now(), resumed };
-    });
+    const claimed = this.run.claimedSteps;
+    this.loading ??= claimed
+      ? Promise.resolve(this.loaded(recordsOf(claimed.text), claimed.nowMs, claimed.at))
+      : this.env.reads.load(this.run).then((l) => {
+          if (!l.held) throw lost('the job');
+          return this.loaded(l.records, l.nowMs, performance.now());
+        });
     return this.loading;
+  }
+
+  private loaded(list: StepRecord[], nowMs: number, at: number): Loaded {
+    const records = new Map(list.map((r) => [r.name, r]));
+    this.count += records.size;
+    let resumed: StepRecord | undefined;
+    for (const r of list) if (r.kind !== 'step' && (!resumed || r.startedMs > resumed.startedMs)) resumed = r;
+    return { records, nowMs, at, resumed };
   }
 
   private resumedFrom(loaded: Loaded, rec: StepRecord, now: number): void {

@@ -150,7 +150,8 @@ const EXPECTED: Record<string, Expectation> = {
   // Durable steps, sleeps, waits and signals (src/queue/steps.ts, sleep.ts, wait.ts, signal.ts).
   // Each reads or writes one job's records by job_steps_pkey (no whole read of job_steps: wholeTableRead).
   // load_steps and take_wait read a batch of a thread's runs (worker/step_reads.ts).
-  load_steps: { values: (f) => [f.runningIds, f.tokens, now], uses: /jobs_(pkey|running_idx)/ },
+  // With a cap ($4): the supervisor's read after a claim (supervisor/claim/claimed_steps.ts).
+  load_steps: { values: (f) => [f.runningIds, f.tokens, now, 8192], uses: /jobs_(pkey|running_idx)/ },
   record_step: { values: (f) => [f.someId, f.tokens[0], 's', '1', 5, now], uses: /jobs_(pkey|running_idx)/ },
   // `jobs show` and the dashboard's job page: one job's records by the job_steps primary key.
   admin_steps_of: { values: (f) => [f.someId], uses: /job_steps_pkey/ },

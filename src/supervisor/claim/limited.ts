@@ -23,6 +23,7 @@ import type { QueueSettings } from '../../config/sections.ts';
 import { nextDueIn } from '../../queue/claim.ts';
 import { claimLimited } from '../../queue/claim_limited.ts';
 import type { ClaimedJob } from '../../queue/types.ts';
+import { readClaimedSteps } from './claimed_steps.ts';
 import { DbClock } from './db_clock.ts';
 import type { ClaimContext } from './plain.ts';
 import type { ClaimResult, ClaimStrategy } from './strategy.ts';
@@ -124,6 +125,7 @@ export class LimitedClaim implements ClaimStrategy {
     const held = (!claim.full && claim.jobs.length >= claim.budget) || claim.keysWaiting;
     const nextFree = claim.nextFreeMs !== null && claim.nextFreeMs > 0 ? claim.nextFreeMs : LIMITED_RETRY_MS;
     const rate = this.limits.rateLimit;
+    await readClaimedSteps(c.store, claim.jobs);
     return {
       jobs: claim.jobs,
       retryInMs: held ? nextFree : null,

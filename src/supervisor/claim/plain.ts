@@ -5,6 +5,7 @@
  */
 import { claimJobs, nextDueIn } from '../../queue/claim.ts';
 import type { Store } from '../../queue/sql.ts';
+import { readClaimedSteps } from './claimed_steps.ts';
 import type { ClaimResult, ClaimStrategy } from './strategy.ts';
 
 export interface ClaimContext {
@@ -33,6 +34,7 @@ export class PlainClaim implements ClaimStrategy {
       maxPayloadBytes: c.maxPayloadBytes,
       durable: c.durable(),
     });
+    await readClaimedSteps(c.store, jobs);
     return { jobs, retryInMs: null };
   }
 

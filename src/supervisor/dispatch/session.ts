@@ -78,6 +78,12 @@ export class Session implements RunSession {
     out.maxAttempts.push(job.maxAttempts);
     // Sparse: a batch without trace contexts allocates nothing.
     if (job.traceContext !== undefined) (out.traceContexts ??= [])[out.ids.length - 1] = job.traceContext;
+    // The records the supervisor read after the claim (claim/claimed_steps.ts), with the
+    // database's clock then, advanced to now by this thread's monotonic clock.
+    if (job.steps !== undefined) {
+      (out.steps ??= [])[out.ids.length - 1] = job.steps.text;
+      (out.stepsNowMs ??= [])[out.ids.length - 1] = job.steps.nowMs + (performance.now() - job.steps.at);
+    }
     if (job.startWindow !== undefined) {
       (out.notBeforeMs ??= [])[out.ids.length - 1] = job.startWindow.notBeforeMs;
       (out.notAfterMs ??= [])[out.ids.length - 1] = job.startWindow.notAfterMs;

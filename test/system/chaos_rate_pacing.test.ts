@@ -101,9 +101,20 @@ async function measure(queue: string, n: number, count: number) {
       if (line.msg === 'jobs handed back' && String(line.reason).includes('rate-limit start slot'))
         missed += (line.jobIds as unknown[]).length;
   for (const s of [...plain.members, ...ahead.members]) s.logs.length = 0;
+  const busiest = maxStartsInWindow(starts, 1000);
+  if (busiest > count) {
+    // What a window over the limit held: each start (ms from the window's first) and its process,
+    // with the process's skew, to tell a clock's error from a late or early start.
+    const sorted = runs.map((r, i) => ({ at: starts[i] as number, pid: r.pid })).sort((a, b) => a.at - b.at);
+    const first = sorted.findIndex((s, i) => (sorted[i + busiest - 1]?.at ?? Infinity) - s.at < 1000);
+    const window = sorted.slice(first, first + busiest);
+    console.log(
+      `# the busiest window: ${window.map((s) => `+${s.at - (window[0]?.at ?? 0)} ms pid ${s.pid} (skew ${skewOf.get(s.pid) ?? 0})`).join(', ')}`,
+    );
+  }
   return {
     runs: runs.length,
-    busiest: maxStartsInWindow(starts, 1000),
+    busiest,
     perSecond: (runs.length / (span / 1000)).toFixed(1),
     supervisors: new Set(runs.map((r) => r.pid)).size,
     mostAttempts: rows[0]?.attempts ?? 0,

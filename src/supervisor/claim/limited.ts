@@ -8,7 +8,9 @@
  *     (src/cached.ts) from the last such claim and at least
  *     KEYLESS_FULL_MIN_MS apart;
  *   - the database's clock as the claims measure it (db_clock.ts), which turns
- *     a rate-limited job's start slot into a moment of the local clock.
+ *     a rate-limited job's start slot into a moment of the local clock; a
+ *     rate-limited claim is put off while it is too uncertain to place any
+ *     start (clock_gate.ts).
  *   - how many keys the last per-key walk visited for the jobs it took, so
  *     the next walk visits about as many as it needs (keysToVisit);
  *   - the runs whose slots it has lent (transfers.ts): this supervisor's runs
@@ -21,9 +23,10 @@
 import { costlyReadGap } from '../../cached.ts';
 import type { QueueSettings } from '../../config/sections.ts';
 import { nextDueIn } from '../../queue/claim.ts';
-import { claimLimited } from '../../queue/claim_limited.ts';
+import { claimLimited, rateWindowMs } from '../../queue/claim_limited.ts';
 import type { ClaimedJob } from '../../queue/types.ts';
 import { readClaimedSteps } from './claimed_steps.ts';
+import { clockReady, CLOCK_RETRY_MS } from './clock_gate.ts';
 import { DbClock } from './db_clock.ts';
 import type { ClaimContext } from './plain.ts';
 import type { ClaimResult, ClaimStrategy } from './strategy.ts';
@@ -88,6 +91,9 @@ export class LimitedClaim implements ClaimStrategy {
 
   async claim(limit: number): Promise<ClaimResult> {
     const c = this.context;
+    const rate = this.limits.rateLimit;
+    if (rate && !(await clockReady(c.store.db, this.dbClock, rate.periodMs, this.clock ?? Date.now)))
+      return { jobs: [], retryInMs: CLOCK_RETRY_MS };
     const started = performance.now();
     const keylessScan = this.keylessHidden && started >= this.keylessFullAt ? 'all' : 'window';
     const claim = await claimLimited(c.store, {
@@ -124,16 +130,19 @@ export class LimitedClaim implements ClaimStrategy {
     // no due-time timer (it would fire at once and spin); claim again later.
     const held = (!claim.full && claim.jobs.length >= claim.budget) || claim.keysWaiting;
     const nextFree = claim.nextFreeMs !== null && claim.nextFreeMs > 0 ? claim.nextFreeMs : LIMITED_RETRY_MS;
-    const rate = this.limits.rateLimit;
     await readClaimedSteps(c.store, claim.jobs);
     return {
       jobs: claim.jobs,
       retryInMs: held ? nextFree : null,
-      ...(rate &&
-        claim.startAtMs.length > 0 && {
-          slots: { atMs: claim.startAtMs.map((ms) => this.dbClock.toLocal(ms)), periodMs: rate.periodMs },
-        }),
+      ...(rate && claim.startAtMs.length > 0 && { slots: this.localSlots(claim.startAtMs, rate.periodMs) }),
     };
+  }
+
+  /** Start slots by the local clock, with the error they may have by the last of them (ClaimResult.slots). */
+  private localSlots(startAtMs: number[], periodMs: number): NonNullable<ClaimResult['slots']> {
+    const atMs = startAtMs.map((ms) => this.dbClock.toLocal(ms));
+    const errorMs = this.dbClock.errorAt(Math.max(...atMs) + rateWindowMs(periodMs) - periodMs);
+    return { atMs, periodMs, errorMs };
   }
 
   /** The ended runs whose slots no claim has spent yet; spent ones whose outcome is written are forgotten. */

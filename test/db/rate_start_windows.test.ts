@@ -181,10 +181,16 @@ describe('rate-limited start windows under clock error', () => {
     await add('foggy', 5);
     // Every exchange 30 ms long on one leg: ±16.5 ms, where 9 is the most a 1-s limit can place starts with.
     const fog = clocks(0, -30, 0);
-    const result = await limitedClaim('foggy', 'foggy', fog).claim(5);
+    const foggy = limitedClaim('foggy', 'foggy', fog);
+    const result = await foggy.claim(5);
     assert.equal(result.jobs.length, 0, 'nothing claimed');
     assert.equal(result.retryInMs, CLOCK_RETRY_MS, 'tried again a little later');
     assert.equal(fog.exchanges(), CLOCK_PROBES, 'the clock was read again, a few times, and no claim was sent');
+    // Woken again at once (a notification): no burst of reads, the same answer.
+    const again = await foggy.claim(5);
+    assert.equal(again.jobs.length, 0);
+    assert.ok(again.retryInMs !== null && again.retryInMs <= CLOCK_RETRY_MS, `retry in ${again.retryInMs} ms`);
+    assert.equal(fog.exchanges(), CLOCK_PROBES, 'not read again before CLOCK_RETRY_MS');
     const { rows } = await db.pool.query<{ pending: number; attempts: number }>(
       "SELECT count(*) FILTER (WHERE status = 'pending')::int AS pending, max(attempts)::int AS attempts FROM jobvisor.jobs WHERE queue = 'foggy'",
     );

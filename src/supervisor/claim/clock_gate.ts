@@ -21,18 +21,38 @@ export const CLOCK_PROBES = 3;
 export const CLOCK_RETRY_MS = 200;
 
 /**
- * Whether `dbClock` is good enough to place the starts of a rate limit of
+ * Whether a rate-limited claim may go ahead: the database's clock as the
+ * claims measure it is good enough to place the starts of a rate limit of
  * `periodMs` (slots up to PACING_HORIZON_MS ahead, the sample aged until
- * then), after reading it again up to CLOCK_PROBES times if it was not.
- * `clock` is the local clock the claims read it with.
- * @throws the database's error (nothing was claimed).
+ * then). If it is not, it is read again up to CLOCK_PROBES times, at most
+ * once per CLOCK_RETRY_MS however often the queue is woken (a notification
+ * per enqueued job must not become a burst of reads).
  */
-export async function clockReady(db: Db, dbClock: DbClock, periodMs: number, clock: () => number): Promise<boolean> {
-  const most = maxClockErrorMs(periodMs);
-  const uncertain = (): boolean => dbClock.errorAt(dbClock.now() + 2 * PACING_HORIZON_MS) > most;
-  for (let probes = 0; uncertain(); probes++) {
-    if (probes === CLOCK_PROBES) return false;
-    dbClock.observe(await readDbClock(db, clock));
+export class ClockGate {
+  /** When the clock may be read again after readings that left it too uncertain (local ms). */
+  private nextProbeAtMs = 0;
+
+  constructor(
+    private readonly dbClock: DbClock,
+    /** The local clock the claims read the database's against. */
+    private readonly clock: () => number,
+  ) {}
+
+  /**
+   * Null: go ahead. Else how many ms until the claim should be tried again.
+   * @throws the database's error (nothing was claimed).
+   */
+  async wait(db: Db, periodMs: number): Promise<number | null> {
+    const most = maxClockErrorMs(periodMs);
+    const uncertain = (): boolean => this.dbClock.errorAt(this.dbClock.now() + 2 * PACING_HORIZON_MS) > most;
+    if (!uncertain()) return null;
+    const now = this.dbClock.now();
+    if (now < this.nextProbeAtMs) return this.nextProbeAtMs - now;
+    for (let probes = 0; probes < CLOCK_PROBES; probes++) {
+      this.dbClock.observe(await readDbClock(db, this.clock));
+      if (!uncertain()) return null;
+    }
+    this.nextProbeAtMs = this.dbClock.now() + CLOCK_RETRY_MS;
+    return CLOCK_RETRY_MS;
   }
-  return true;
 }

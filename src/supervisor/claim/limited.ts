@@ -26,7 +26,7 @@ import { nextDueIn } from '../../queue/claim.ts';
 import { claimLimited, RATE_START_DELAY_MS, rateWindowMs } from '../../queue/claim_limited.ts';
 import type { ClaimedJob } from '../../queue/types.ts';
 import { readClaimedSteps } from './claimed_steps.ts';
-import { clockReady, CLOCK_RETRY_MS } from './clock_gate.ts';
+import { ClockGate } from './clock_gate.ts';
 import { DbClock } from './db_clock.ts';
 import type { ClaimContext } from './plain.ts';
 import type { ClaimResult, ClaimStrategy } from './strategy.ts';
@@ -66,6 +66,8 @@ export class LimitedClaim implements ClaimStrategy {
   private readonly lendsSlots: boolean;
   /** keyWeights as the claim takes them: named keys, their weights, every other key's. */
   private readonly weights: { keys: string[]; weights: number[]; other: number };
+  /** Rate limits: whether the clock is good enough to place starts. */
+  private readonly clockGate: ClockGate;
 
   constructor(
     private readonly context: ClaimContext,
@@ -80,6 +82,7 @@ export class LimitedClaim implements ClaimStrategy {
     /** This supervisor's runs of the queue that have ended, outcomes not yet written. */
     private readonly ended: () => readonly ClaimedJob[] = () => [],
   ) {
+    this.clockGate = new ClockGate(dbClock, clock ?? Date.now);
     this.lendsSlots = limits.globalConcurrency !== undefined || limits.perKeyConcurrency !== undefined;
     const named = Object.entries(limits.keyWeights ?? {}).filter(([key]) => key !== '*');
     this.weights = {
@@ -92,8 +95,8 @@ export class LimitedClaim implements ClaimStrategy {
   async claim(limit: number): Promise<ClaimResult> {
     const c = this.context;
     const rate = this.limits.rateLimit;
-    if (rate && !(await clockReady(c.store.db, this.dbClock, rate.periodMs, this.clock ?? Date.now)))
-      return { jobs: [], retryInMs: CLOCK_RETRY_MS };
+    const clockWait = rate ? await this.clockGate.wait(c.store.db, rate.periodMs) : null;
+    if (clockWait !== null) return { jobs: [], retryInMs: clockWait };
     const started = performance.now();
     const keylessScan = this.keylessHidden && started >= this.keylessFullAt ? 'all' : 'window';
     const claim = await claimLimited(c.store, {

@@ -78,15 +78,6 @@ export interface LimitedClaimArgs {
   durable?: boolean;
   /** The local clock the result's `clock` sample is read with (ms since the epoch; default Date.now). */
   clock?: () => number;
-  /**
-   * Rate limits: how far ahead of the claim the first start slot lies, at
-   * most RATE_START_DELAY_MS (the default). A supervisor opens a job's start
-   * window its clock error after the slot (rate_slots.ts, startWindow), so it
-   * asks for that much less: its jobs then wait about RATE_START_DELAY_MS, as
-   * before the windows were narrowed. Any delay keeps the limit: each slot is
-   * counted against the slots given out before it, wherever they lie.
-   */
-  startDelayMs?: number;
 }
 
 /**
@@ -124,7 +115,7 @@ export async function claimLimited(store: Store, args: LimitedClaimArgs): Promis
     rate?.count ?? null,
     rate ? rateWindowMs(rate.periodMs) : null,
     rate?.perKey ?? false,
-    rate ? Math.max(0, Math.min(RATE_START_DELAY_MS, args.startDelayMs ?? RATE_START_DELAY_MS)) : 0,
+    rate ? RATE_START_DELAY_MS : 0,
     rate ? Math.min(PACING_HORIZON_MS, rateWindowMs(rate.periodMs)) : 0,
     LOCK_SPACE,
     lockKey(store.schema, args.queue),

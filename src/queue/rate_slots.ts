@@ -15,10 +15,8 @@
  * although every 1-s window of claims held 200.
  *
  * So a rate-limited claim gives each job a start time at least
- * RATE_START_DELAY_MS ahead (less the supervisor's error on the database's
- * clock, since its start window opens that much after the slot:
- * claim_limited.ts, startDelayMs) and records that as its start; the
- * supervisor holds each job until its time (start_holds.ts). A queue-wide limit also paces
+ * RATE_START_DELAY_MS ahead and records that as its start; the supervisor
+ * holds each job until its time (fetcher.ts). A queue-wide limit also paces
  * the starts, one every (period + guard) / count, so a late timer moves one
  * start, not a window's worth; with a backlog, a claim's slots lie ahead of
  * the claim anyway, so the delay only matters to a queue that was idle. It is

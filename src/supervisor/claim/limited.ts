@@ -23,7 +23,7 @@
 import { costlyReadGap } from '../../cached.ts';
 import type { QueueSettings } from '../../config/sections.ts';
 import { nextDueIn } from '../../queue/claim.ts';
-import { claimLimited, RATE_START_DELAY_MS, rateWindowMs } from '../../queue/claim_limited.ts';
+import { claimLimited, rateWindowMs } from '../../queue/claim_limited.ts';
 import type { ClaimedJob } from '../../queue/types.ts';
 import { readClaimedSteps } from './claimed_steps.ts';
 import { ClockGate } from './clock_gate.ts';
@@ -113,8 +113,6 @@ export class LimitedClaim implements ClaimStrategy {
       weights: this.weights,
       durable: c.durable(),
       clock: this.clock,
-      // The start window opens the clock's error after the slot: the slot comes that much sooner.
-      ...(rate && { startDelayMs: RATE_START_DELAY_MS - this.dbClock.errorMs }),
     });
     if (claim.clock) this.dbClock.observe(claim.clock);
     this.cursor = claim.cursor;

@@ -25,7 +25,9 @@
  * Every `*.test.ts` under test/ runs, tier folder or not: a file left at the
  * top of test/ (say, added by a branch older than the tiers) still runs in
  * `npm test`, and the run says it belongs in a tier.
- * JOBVISOR_TEST_CONCURRENCY sets how many files run at once (default 2).
+ * JOBVISOR_TEST_CONCURRENCY sets how many files run at once (default 2), and
+ * JOBVISOR_TEST_MAX_CONCURRENCY how many may while the CPUs sit idle (default
+ * twice the cores); JOBVISOR_TEST_FILE_TIMEOUT_MS a file's time limit (10 min).
  *
  * promtool and the Prometheus server (test/packaging/grafana.test.ts, test/system/prometheus.test.ts)
  * come from Debian's `prometheus` package, chromium (test/system/dashboard_browser.test.ts)
@@ -35,6 +37,7 @@
  */
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
@@ -121,6 +124,11 @@ async function main(): Promise<number> {
       DATABASE_URL: '',
     };
     const concurrency = Number(process.env.JOBVISOR_TEST_CONCURRENCY) || (major === undefined ? 2 : 1);
+    // More files while the CPUs sit idle (test/helpers/schedule.ts); not in a --node slice, which
+    // .ci/run runs beside another.
+    const maxConcurrency =
+      Number(process.env.JOBVISOR_TEST_MAX_CONCURRENCY) ||
+      (major === undefined ? Math.max(concurrency, 2 * os.availableParallelism()) : concurrency);
     const loadStart = load();
     const started = performance.now();
     // Timing tests run alone, after the rest: event-loop delay with every thread busy, a rate
@@ -128,13 +136,15 @@ async function main(): Promise<number> {
     // so CPU taken by a neighbouring file costs slots: 75 % of 200/s beside other files, 95 %
     // alone), the exactness of rate-limited starts (a start's error grows with a claim's round
     // trip and the threads' wait for a core: 21 starts in a 1-s window of a 20/s limit once, at
-    // load 8), and thread hand-over order. So do the pack-and-install tests (npm pack's tsc
-    // build, npm installs, type-checks by TypeScript 5.9 and 7).
-    const runs = await runFiles({
+    // load 8), and thread hand-over order. The pack-and-install tests (npm pack's tsc build,
+    // npm installs, type-checks by TypeScript 5.9 and 7) run among the rest, one at a time.
+    const { runs, peak } = await runFiles({
       node,
       files: testFiles,
       concurrency,
+      maxConcurrency,
       alone: (f) => ALONE.test(path.basename(f)),
+      group: (f) => (PACKING.test(path.basename(f)) ? 'packing' : undefined),
       expected: lastDurations(root),
       env,
       cwd: root,
@@ -146,6 +156,8 @@ async function main(): Promise<number> {
         finishedAt: new Date().toISOString(),
         node: versionOf(node),
         concurrency,
+        maxConcurrency,
+        peak,
         loadStart,
         loadEnd: load(),
         wallMs: Math.round(performance.now() - started),
@@ -252,8 +264,9 @@ async function withAdmin<T>(serverUrl: string, fn: (admin: pg.Client) => Promise
   }
 }
 
-const ALONE =
-  /^(cpu_pool|package|package_types|package_entry_points|chaos_flow_limits|chaos_rate_pacing|thread_share)\.test\.ts$/;
+const ALONE = /^(cpu_pool|chaos_flow_limits|chaos_rate_pacing|thread_share)\.test\.ts$/;
+/** The files that pack and install the package: one at a time (each is most of a core for a minute). */
+const PACKING = /^(package|package_types|package_entry_points)\.test\.ts$/;
 
 /** Installs the programs the chosen tests need, or says once why their tests will be skipped. */
 function provideTools(testFiles: string[]): void {

@@ -1,8 +1,9 @@
 /**
  * The start slots of rate-limited queues: how far ahead a claim places a
  * job's start, the guard added to a rate window, and the readings of the local
- * clock at which a task may start around its slot. Pure arithmetic, shared by the claim (claim_limited.ts), the
- * supervisor that holds jobs until their slot and the worker thread's check.
+ * clock at which a task may start around its slot. Pure arithmetic, shared by
+ * the claim (claim_limited.ts), the supervisor that holds jobs until their
+ * slot and the worker thread's check.
  */
 
 /**

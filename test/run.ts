@@ -35,8 +35,6 @@
  * root with apt-get, it installs them; otherwise their tests are skipped with the
  * reason and the install command. JOBVISOR_TEST_INSTALL=0 forbids the install.
  */
-import { spawn } from 'node:child_process';
-import { existsSync, readdirSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -45,30 +43,18 @@ import { loadConfig } from '../src/config/index.ts';
 import { ensureEmbeddedPostgres } from '../src/db/embedded.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { createLogger } from '../src/log.ts';
+import { checks } from './helpers/checks.ts';
 import { compilePackage } from './helpers/compile.ts';
+import { busyBetween, readCpu } from './helpers/cpu_idle.ts';
 import { lastDurations, load, summary, writeReport } from './helpers/durations.ts';
-import { nodeBinary, versionOf } from './helpers/node_versions.ts';
+import { alsoOnNode, NODE_SLICE, nodeBinary, versionOf } from './helpers/node_versions.ts';
 import { runFiles } from './helpers/schedule.ts';
+import { expand, list } from './helpers/test_files.ts';
 import { findTool, installCommand, installMissing, TOOLS_BY_TEST } from './helpers/tools.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 /** One template per runner, so runs started together do not collide. */
 const TEMPLATE = `jobvisor_test_template_${process.pid}`;
-
-/**
- * What runs on every supported Node.js besides the one of `npm test` (.ci/run):
- * the packed tarball in separate apps, the library path (run()), compiled
- * jobvisor with .ts tasks (Node's own type stripping), worker threads and their
- * faults, the cluster, and a chaos case (supervisors killed mid-job).
- */
-const NODE_SLICE = [
-  'test/packaging/package.test.ts',
-  'test/integration/run_api.test.ts',
-  'test/packaging/run_compiled.test.ts',
-  'test/system/chaos_threads.test.ts',
-  'test/system/cluster_shutdown.test.ts',
-  'test/system/chaos_kill.test.ts',
-];
 
 /** `--node N` and the files, from the command line. */
 function parseArgs(argv: string[]): { node: string | undefined; files: string[] } {
@@ -81,13 +67,13 @@ function parseArgs(argv: string[]): { node: string | undefined; files: string[] 
 
 async function main(): Promise<number> {
   const argv = process.argv.slice(2);
-  if (argv[0] === '--list') return list(argv.slice(1));
+  if (argv[0] === '--list') return list(root, argv.slice(1));
   const { node: major, files } = parseArgs(argv);
   // Another Node.js: its binary runs the tests, and comes first in PATH for the npm and npx they spawn.
   const node = major === undefined ? process.execPath : nodeBinary(major);
   if (major !== undefined) process.stdout.write(`running on Node.js ${versionOf(node)} (${node})\n`);
-  if (files.length === 0 && !(await checks())) return 1;
-  const testFiles = expand(files.length > 0 ? files : ['test']);
+  if (files.length === 0 && !(await checks(root))) return 1;
+  const testFiles = expand(root, files.length > 0 ? files : ['test']);
   if (typeof testFiles === 'string') {
     process.stderr.write(`${testFiles}\n`);
     return 2;
@@ -108,6 +94,10 @@ async function main(): Promise<number> {
           dir: settings.database.embedded.dir,
           port: settings.database.embedded.port,
           log,
+          // No flush to disk (a commit took 0.8 ms with it, 0.35 without, on this 2-core
+          // machine): the tests' data outlives no machine crash, and a server killed with
+          // -9 still loses no commit. Tests of durability restart a PostgreSQL of their own.
+          settings: ['fsync=off', 'full_page_writes=off'],
         });
   const serverUrl = needsDatabase ? serverOf(given ?? (embedded?.url as string)) : '';
   // The package as users run it, compiled once for every child process of the run (test/helpers/compile.ts).
@@ -130,21 +120,28 @@ async function main(): Promise<number> {
       Number(process.env.JOBVISOR_TEST_MAX_CONCURRENCY) ||
       (major === undefined ? Math.max(concurrency, 2 * os.availableParallelism()) : concurrency);
     const loadStart = load();
+    const cpuStart = readCpu();
     const started = performance.now();
     // Timing tests run alone, after the rest: event-loop delay with every thread busy, a rate
     // limit's throughput (a start that reaches its thread past its slot's guard is re-paced,
     // so CPU taken by a neighbouring file costs slots: 75 % of 200/s beside other files, 95 %
     // alone), the exactness of rate-limited starts (a start's error grows with a claim's round
     // trip and the threads' wait for a core: 21 starts in a 1-s window of a 20/s limit once, at
-    // load 8), and thread hand-over order. The pack-and-install tests (npm pack's tsc build,
+    // load 8), a lone queue's start beside a busy one (p50 6 ms, p99 60 ms at load 15), and
+    // thread hand-over order. The pack-and-install tests (npm pack's tsc build,
     // npm installs, type-checks by TypeScript 5.9 and 7) run among the rest, one at a time.
+    // CI's other Node.js versions (JOBVISOR_TEST_ALSO_NODE) share this run's scheduler.
+    const also = major === undefined ? alsoOnNode(process.env.JOBVISOR_TEST_ALSO_NODE ?? '', testFiles, env) : [];
+    const launches = new Map(also.map((l) => [l.name, l]));
+    const base = (name: string): string => path.basename(launches.get(name)?.file ?? name);
     const { runs, peak } = await runFiles({
       node,
-      files: testFiles,
+      files: [...testFiles, ...launches.keys()],
+      launch: (name) => launches.get(name),
       concurrency,
       maxConcurrency,
-      alone: (f) => ALONE.test(path.basename(f)),
-      group: (f) => (PACKING.test(path.basename(f)) ? 'packing' : undefined),
+      alone: (f) => ALONE.test(base(f)),
+      group: (f) => (PACKING.test(base(f)) ? 'packing' : undefined),
       expected: lastDurations(root),
       env,
       cwd: root,
@@ -160,6 +157,7 @@ async function main(): Promise<number> {
         peak,
         loadStart,
         loadEnd: load(),
+        machineBusy: busyBetween(cpuStart, readCpu()),
         wallMs: Math.round(performance.now() - started),
         files: runs,
       },
@@ -173,71 +171,6 @@ async function main(): Promise<number> {
     // Another test run (or a developer's supervisor) may be using the server too.
     if (embedded?.startedHere && !(await othersConnected(serverUrl))) await embedded.stop();
   }
-}
-
-/**
- * The type-check and the lint (npm run lint), side by side: each is one
- * thread's work, so on two cores the pair takes about as long as the longer
- * one. Each one's output is printed whole when it ends; false when either failed.
- */
-async function checks(): Promise<boolean> {
-  process.stdout.write('type-checking src and test, and linting (npm run lint)…\n');
-  const tsc = path.join(root, 'node_modules/typescript/bin/tsc');
-  const results = await Promise.all([
-    runCheck('type-check', process.execPath, [tsc, '--noEmit', '-p', path.join(root, 'tsconfig.check.json')]),
-    runCheck('lint', 'npm', ['run', '--silent', 'lint']),
-  ]);
-  return results.every(Boolean);
-}
-
-/** Runs one check to its end, then prints its output and how long it took; whether it passed. */
-function runCheck(name: string, command: string, args: string[]): Promise<boolean> {
-  const started = performance.now();
-  const child = spawn(command, args, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
-  const chunks: Buffer[] = [];
-  child.stdout.on('data', (c: Buffer) => chunks.push(c));
-  child.stderr.on('data', (c: Buffer) => chunks.push(c));
-  return new Promise((resolve) =>
-    child.on('close', (code) => {
-      const s = ((performance.now() - started) / 1000).toFixed(1);
-      process.stdout.write(`${code === 0 ? '✔' : '✖'} ${name} (${s} s)\n${Buffer.concat(chunks).toString()}`);
-      resolve(code === 0);
-    }),
-  );
-}
-
-/** `--list [FILE|DIR...]`: the files a run would run (all under test/ by default), and how many. */
-function list(args: string[]): number {
-  const found = expand(args.length > 0 ? args : ['test']);
-  if (typeof found === 'string') {
-    process.stderr.write(`${found}\n`);
-    return 2;
-  }
-  const top = found.filter((f) => path.dirname(f) === 'test').length;
-  process.stdout.write(`${found.join('\n')}\n${found.length} test files${top > 0 ? ` (${top} not in a tier)` : ''}\n`);
-  return 0;
-}
-
-/**
- * The test files the arguments name: files as given, folders searched for
- * `*.test.ts` (fixtures and helpers excepted), sorted; or why not.
- */
-function expand(args: string[]): string[] | string {
-  const found: string[] = [];
-  for (const arg of args) {
-    const rel = path.relative(root, path.resolve(arg));
-    if (!existsSync(arg)) return `no such test file or folder: ${arg}`;
-    if (!statSync(arg).isDirectory()) {
-      found.push(rel);
-      continue;
-    }
-    const inside = readdirSync(arg, { recursive: true, encoding: 'utf8' })
-      .filter((f) => f.endsWith('.test.ts'))
-      .map((f) => path.join(rel, f))
-      .filter((f) => !/(^|\/)(fixtures|helpers|node_modules)\//.test(f));
-    found.push(...inside);
-  }
-  return [...new Set(found)].sort();
 }
 
 async function othersConnected(serverUrl: string): Promise<boolean> {
@@ -264,7 +197,7 @@ async function withAdmin<T>(serverUrl: string, fn: (admin: pg.Client) => Promise
   }
 }
 
-const ALONE = /^(cpu_pool|chaos_flow_limits|chaos_rate_pacing|thread_share)\.test\.ts$/;
+const ALONE = /^(cpu_pool|chaos_flow_limits|chaos_rate_pacing|flow_queues|thread_share)\.test\.ts$/;
 /** The files that pack and install the package: one at a time (each is most of a core for a minute). */
 const PACKING = /^(package|package_types|package_entry_points)\.test\.ts$/;
 

@@ -41,6 +41,11 @@ export async function ensureEmbeddedPostgres(options: {
   dir: string;
   port: number;
   log?: Logger;
+  /**
+   * Server settings (`name=value`) for a server started here, after the usual
+   * ones; a server already running keeps its own.
+   */
+  settings?: string[];
 }): Promise<EmbeddedServer> {
   const dir = path.resolve(options.dir);
   const url = `postgres://${USER}:${PASSWORD}@127.0.0.1:${options.port}/postgres`;
@@ -78,6 +83,7 @@ export async function ensureEmbeddedPostgres(options: {
     "-c unix_socket_directories=''",
     '-c max_connections=300',
     '-c shared_buffers=256MB',
+    ...(options.settings ?? []).map((setting) => `-c ${setting}`),
   ].join(' ');
   try {
     await run(bins.pg_ctl, ['start', '-w', '-t', '60', '-D', dir, '-l', logFile, '-o', serverOptions], {

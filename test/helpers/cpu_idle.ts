@@ -16,7 +16,7 @@ interface Sample {
 }
 
 /** The `cpu` line's idle + iowait and total jiffies, or undefined without /proc. */
-function readCpu(): Omit<Sample, 'atMs'> | undefined {
+export function readCpu(): Omit<Sample, 'atMs'> | undefined {
   try {
     const line = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0] ?? '';
     const [, ...fields] = line.trim().split(/\s+/);
@@ -26,6 +26,12 @@ function readCpu(): Omit<Sample, 'atMs'> | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** The busy share of every core between two readCpu() readings (0–1), or undefined. */
+export function busyBetween(a: ReturnType<typeof readCpu>, b: ReturnType<typeof readCpu>): number | undefined {
+  if (!a || !b || b.total === a.total) return undefined;
+  return 1 - (b.idle - a.idle) / (b.total - a.total);
 }
 
 export interface CpuIdle {

@@ -22,6 +22,8 @@ export interface DurationReport {
   /** os.loadavg() when the run started and when it ended (1, 5 and 15 minutes). */
   loadStart: number[];
   loadEnd: number[];
+  /** How busy every core of the machine was over the run (0–1; every process, PostgreSQL's too), where /proc/stat tells. */
+  machineBusy: number | undefined;
   wallMs: number;
   /** Slowest first. */
   files: FileRun[];
@@ -82,7 +84,7 @@ export function summary(root: string, report: DurationReport, name = ''): string
         (f) =>
           `  ${s(f.ms).padStart(8)}  ${f.file.padEnd(width)}${f.cpuMs === undefined ? '' : `  (CPU ${s(f.cpuMs)})`}`,
       ),
-    `${report.files.length} files in ${s(report.wallMs)}${cpu === undefined ? '' : `, CPU ${s(cpu)} in their processes`} (concurrency ${report.concurrency}, up to ${report.maxConcurrency} while CPUs sat idle, at most ${report.peak} at once; load ${report.loadStart.map((l) => l.toFixed(1)).join(' ')} → ${report.loadEnd.map((l) => l.toFixed(1)).join(' ')}); report: ${path.relative(root, reportPath(root, name))}`,
+    `${report.files.length} files in ${s(report.wallMs)}${cpu === undefined ? '' : `, CPU ${s(cpu)} in their processes`} (concurrency ${report.concurrency}, up to ${report.maxConcurrency} while CPUs sat idle, at most ${report.peak} at once; load ${report.loadStart.map((l) => l.toFixed(1)).join(' ')} → ${report.loadEnd.map((l) => l.toFixed(1)).join(' ')}${report.machineBusy === undefined ? '' : `; CPUs ${Math.round(report.machineBusy * 100)} % busy`}); report: ${path.relative(root, reportPath(root, name))}`,
   ];
   const failed = report.files.filter((f) => f.status !== 0);
   if (failed.length > 0) {

@@ -74,3 +74,44 @@ export function nodeBinary(major: string): string {
   if (!version.startsWith(`v${major}.`)) throw new Error(`${binary} is ${version}, not Node ${major}`);
   return binary;
 }
+
+/**
+ * What runs on every supported Node.js besides the one of `npm test` (.ci/run):
+ * the packed tarball in separate apps, the library path (run()), compiled
+ * jobvisor with .ts tasks (Node's own type stripping), worker threads and their
+ * faults, the cluster, and a chaos case (supervisors killed mid-job).
+ */
+export const NODE_SLICE = [
+  'test/packaging/package.test.ts',
+  'test/integration/run_api.test.ts',
+  'test/packaging/run_compiled.test.ts',
+  'test/system/chaos_threads.test.ts',
+  'test/system/cluster_shutdown.test.ts',
+  'test/system/chaos_kill.test.ts',
+];
+
+/** A test file to run on another Node.js: its name in the run's report, the file, the binary and the environment. */
+export interface Launch {
+  name: string;
+  file: string;
+  node: string;
+  env: NodeJS.ProcessEnv;
+}
+
+/**
+ * The files of NODE_SLICE among `files`, once for each Node.js major of
+ * `majors` (JOBVISOR_TEST_ALSO_NODE, e.g. "22 24"): named `FILE@nodeN`, run by
+ * that binary, which also comes first in PATH for the npm and npx they spawn.
+ * They share the run's scheduler with the other files (.ci/run).
+ */
+export function alsoOnNode(majors: string, files: string[], env: NodeJS.ProcessEnv): Launch[] {
+  const launches: Launch[] = [];
+  for (const major of majors.split(/[\s,]+/).filter(Boolean)) {
+    const node = nodeBinary(major);
+    process.stdout.write(`also on Node.js ${versionOf(node)} (${node}): the cross-version slice\n`);
+    const onPath = { ...env, PATH: `${path.dirname(node)}${path.delimiter}${env.PATH ?? ''}` };
+    for (const file of NODE_SLICE.filter((f) => files.includes(f)))
+      launches.push({ name: `${file}@node${major}`, file, node, env: onPath });
+  }
+  return launches;
+}

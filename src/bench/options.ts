@@ -58,6 +58,7 @@ const SCENARIOS = [
   'deep',
   'sustained',
   'limits',
+  'perkey',
   'fanin',
   'chain',
   'workflows',
@@ -74,6 +75,7 @@ export const BENCH_ARGS = {
   jobs: { type: 'string' },
   concurrency: { type: 'string' },
   processes: { type: 'string' },
+  keys: { type: 'string' },
   runs: { type: 'string' },
   threads: { type: 'string' },
   'jobs-per-thread': { type: 'string' },
@@ -128,6 +130,7 @@ export function benchOptions(argv: string[]) {
   const jobs = integer('--jobs', str('jobs'), 1, 10_000_000) ?? 20_000;
   const concurrency = integer('--concurrency', str('concurrency'), 1, 10_000) ?? 50;
   const processes = integer('--processes', str('processes'), 1, 64) ?? 3;
+  const keys = integer('--keys', str('keys'), 1, 1_000_000) ?? 1000;
   const runs = integer('--runs', str('runs'), 1, 100) ?? 3;
   const samples = integer('--samples', str('samples'), 1, 100_000) ?? 200;
   const shape: QueueShape = {
@@ -184,6 +187,7 @@ export function benchOptions(argv: string[]) {
     jobs,
     concurrency,
     processes,
+    keys,
     runs,
     samples,
     shape,

@@ -48,12 +48,14 @@ export interface PeerResult {
   p99Ms: number | null;
   config?: unknown;
   versions?: unknown;
+  /** What the runner checked after the run (done in the database, handler runs; perkey: keys, overlaps). */
+  verified?: unknown;
 }
 
 export async function runPeer(
   system: string,
   scenario: string,
-  args: { databaseUrl: string; jobs: number; concurrency: number; processes?: number },
+  args: { databaseUrl: string; jobs: number; concurrency: number; processes?: number; keys?: number },
 ): Promise<PeerResult> {
   const argv = [
     path.join(PEERS_DIR, 'run.mjs'),
@@ -69,6 +71,7 @@ export async function runPeer(
     args.databaseUrl,
   ];
   if (args.processes) argv.push('--processes', String(args.processes));
+  if (args.keys) argv.push('--keys', String(args.keys));
   const { stdout } = await run(process.execPath, argv, {
     cwd: PEERS_DIR,
     timeout: 600_000,

@@ -23,8 +23,11 @@ export function makeRow(
   return { scenario, system, runs: values.length, median: median(values), spread: spread(values), unit, values, extra };
 }
 
+/** Decimals shown for a unit: latencies and ratios (×) with two, counts and rates whole. */
+const digitsOf = (unit: string): number => (unit === 'ms' || unit === '×' ? 2 : 0);
+
 export function describeRow(row: Row): string {
-  const digits = row.unit === 'ms' ? 2 : 0;
+  const digits = digitsOf(row.unit);
   return `  ${row.scenario} ${row.system}: ${row.median.toFixed(digits)} ${row.unit} (runs ${row.values.map((v) => v.toFixed(digits)).join(', ')})${describeCost(row.extra?.perJob)}\n`;
 }
 
@@ -62,7 +65,7 @@ export function formatTable(rows: Row[]): string {
     lines.push([
       r.scenario,
       r.system,
-      r.median.toFixed(r.unit === 'ms' ? 2 : 0),
+      r.median.toFixed(digitsOf(r.unit)),
       r.unit,
       `${(r.spread * 100).toFixed(0)} %`,
       ratio === undefined ? '' : `${ratio.toFixed(2)}x`,

@@ -9,7 +9,7 @@
  * that load from anything else on the machine falls on all alike.
  *
  *   jobvisor bench [--scenario burst,cold,startup,pickup,enqueue,process,processes,deep,sustained,limits,
- *                               fanin,chain,workflows,history,steps,sleepers,signals]
+ *                               perkey,fanin,chain,workflows,history,steps,sleepers,signals] [--keys 1000]
  *                  [--burst-jobs 20000,100000] [--configs concurrency-only,tuned,tuned-keep-none]
  *                  [--jobs 20000] [--concurrency 50] [--processes 3] [--runs 3]
  *                  [--threads 1] [--jobs-per-thread 50] [--prefetch 2000] [--samples 200]
@@ -28,6 +28,7 @@ import { enqueueJobvisor, enqueueUnnest } from './enqueue.ts';
 import { runHistory, type AdminReads } from './history.ts';
 import { benchOptions } from './options.ts';
 import { runPeer } from './peers.ts';
+import { runPerKeyScenario } from './perkey.ts';
 import type { PerJobCost } from './pg_cost.ts';
 import { pickup } from './pickup.ts';
 import { processInProcess, processMulti } from './process.ts';
@@ -38,10 +39,9 @@ import { sustained } from './sustained.ts';
 import { runWorkflowScenario } from './workflow_rows.ts';
 import { messageOf } from '../errors.ts';
 
-type Measure = () => Promise<number>;
 interface Variant {
   system: string;
-  measure: Measure;
+  measure: () => Promise<number>;
   extra?: Record<string, unknown>;
 }
 
@@ -54,6 +54,7 @@ export async function runBench(argv: string[], admin: AdminReads): Promise<numbe
     jobs,
     concurrency,
     processes,
+    keys,
     runs,
     samples,
     shape,
@@ -160,6 +161,8 @@ export async function runBench(argv: string[], admin: AdminReads): Promise<numbe
             extra: { jobs, queue: variant.queue, keys: variant.keys },
           })),
         );
+      } else if (scenario === 'perkey') {
+        await runPerKeyScenario({ jobs, keys, concurrency, peers, fresh, roundRobin, emit, rows });
       } else if (scenario === 'cold') {
         const entry = entryAvailable('dist') ? 'dist' : 'checkout';
         await roundRobin(`cold ${jobs}`, 'jobs/s', [

@@ -209,7 +209,7 @@ export const COMMAND_SPECS: CommandSpec[] = [
       {
         flag: '--scenario LIST',
         meaning:
-          'comma-separated: burst, cold, startup, enqueue, process, processes, pickup, deep, sustained, limits, fanin, chain, workflows, history, steps, sleepers, signals',
+          'comma-separated: burst, cold, startup, enqueue, process, processes, pickup, deep, sustained, limits, perkey, fanin, chain, workflows, history, steps, sleepers, signals',
         default: 'burst,cold,startup,pickup',
       },
       { flag: '--burst-jobs LIST', meaning: 'jobs in each one-statement burst', default: '20000,100000' },
@@ -225,6 +225,11 @@ export const COMMAND_SPECS: CommandSpec[] = [
       { flag: '--jobs-per-thread N', meaning: 'jobs sharing a thread', default: 'the concurrency' },
       { flag: '--prefetch N', meaning: 'jobs claimed ahead', default: '2000' },
       { flag: '--processes N', meaning: 'supervisor processes in the processes scenario', default: '3' },
+      {
+        flag: '--keys N',
+        meaning: 'keys the perkey scenario spreads its jobs over, one at a time per key',
+        default: '1000',
+      },
       { flag: '--runs N', meaning: 'runs per scenario (the median is reported)', default: '3' },
       { flag: '--samples N', meaning: 'pickup samples', default: '200' },
       { flag: '--deep-pending N', meaning: 'pending rows in the deep scenario', default: '1000000' },

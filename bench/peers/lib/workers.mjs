@@ -3,7 +3,8 @@
 // "ready", and start consuming only when told, so module loading is never timed.
 //
 // States: prepared → started → stopped. Callbacks:
-//   onJob(payload, startedAtMs)  a handler started (in a child: sent over IPC)
+//   onJob(payload, startedAtMs)  a handler started (in a child: sent over IPC); in this
+//                                process its return value is the handler's (a promise or not)
 //   onCount(delta)               handlers started, possibly batched (children send
 //                                counts at most every 5 ms unless per-job reports are on)
 //   onError(err)                 a worker failed; the run is lost
@@ -25,8 +26,9 @@ function inProcess(adapter, { onJob, onCount, onError }) {
         onJob: (payload) => {
           const at = nowMs();
           handled++;
-          onJob?.(payload, at);
+          const handler = onJob?.(payload, at); // in-process, onJob may return the handler's promise (perkey)
           onCount?.(1);
+          return handler;
         },
         onError,
       });

@@ -4,7 +4,8 @@
 //   default — neither: every worker fetches and completes its own job.
 // Both run concurrentJobs = C with a pool of C + 2, as Graphile's docs recommend.
 // Bulk enqueue is WorkerUtils.addJobs (one add_jobs() call per chunk; chunks of 1000
-// measured faster than one call with all 20,000, see README).
+// measured faster than one call with all 20,000, see README). Keyed jobs (perkey) get
+// one named queue per key (`queueName`): Graphile runs a named queue's jobs one at a time.
 import { Logger, makeWorkerUtils, run } from 'graphile-worker';
 import { packageVersions } from '../lib/versions.mjs';
 import { describeChunks, inChunks } from '../lib/chunks.mjs';
@@ -70,6 +71,15 @@ export function create({ system, databaseUrl, concurrency, tune }) {
 
     async enqueueMany(n, { oneCall = false } = {}) {
       const specs = Array.from({ length: n }, () => ({ identifier: TASK, payload: {} }));
+      await inChunks(specs, oneCall ? 0 : tuned.addJobsChunk, tuned.addJobsParallel, (chunk) => utils.addJobs(chunk));
+    },
+
+    // perkey: job i goes to named queue k<i mod keys> (`queueName`: its jobs run one at a time).
+    async enqueueKeyed(n, keys, { oneCall = false } = {}) {
+      const specs = Array.from({ length: n }, (_, i) => {
+        const k = `k${i % keys}`;
+        return { identifier: TASK, payload: { k }, queueName: k };
+      });
       await inChunks(specs, oneCall ? 0 : tuned.addJobsChunk, tuned.addJobsParallel, (chunk) => utils.addJobs(chunk));
     },
 

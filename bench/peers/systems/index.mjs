@@ -3,6 +3,8 @@
 //   install(admin)                            create its schema (drops a leftover one first)
 //   openProducer() / closeProducer()          the enqueue side
 //   enqueueMany(n) / enqueueOne(payload)      bulk (the system's fastest way) / one job
+//   enqueueKeyed(n, keys)                     bulk, job i keyed k<i mod keys>, one job at a time
+//                                             per key (perkey; only the PERKEY_SYSTEMS have it)
 //   countJobs(admin)                          jobs present in its table, any state
 //   countDone(admin, enqueued)                finished jobs, read from the database
 //   startWorker({ onJob, onError })           starts consuming; resolves to { stop() }

@@ -28,7 +28,15 @@ import { intArray, type Now, type Store } from './sql.ts';
 
 export type { ClockSample, LimitedClaim } from './claim_limited_rows.ts';
 
-export { PACING_HORIZON_MS, RATE_START_DELAY_MS, rateWindowMs, startToleranceMs } from './rate_slots.ts';
+export {
+  maxClockErrorMs,
+  MIN_START_WINDOW_MS,
+  PACING_HORIZON_MS,
+  RATE_START_DELAY_MS,
+  rateWindowMs,
+  startWindow,
+  type StartWindow,
+} from './rate_slots.ts';
 
 /** Advisory lock namespace of limited claims (the first key of pg_advisory_xact_lock(int, int)). */
 const LOCK_SPACE = 0x6a76_0006;

@@ -1,10 +1,14 @@
 /**
  * A rate-limited job's start window, kept in the thread that runs it: the
  * last point before its task is called, so the start the task sees is the
- * start the limit counted (claim_limited.ts, startToleranceMs). A job that
- * arrives early waits for its slot; one that arrives late (a starved event
- * loop, a busy thread, a late timer) is not started: a late start would
- * bunch with the on-time ones and put more than `count` starts in a window.
+ * start the limit counted. The window is the readings of Date.now(), both
+ * ends included, at which the task starts within [slot, slot + guard] by the
+ * database's clock, the supervisor's error on that clock already taken off
+ * both ends (queue/rate_slots.ts, startWindow, says why that keeps the limit).
+ * A job that arrives early waits for its window; one that arrives late (a
+ * starved event loop, a busy thread, a late timer) is not started: a late
+ * start would bunch with the on-time ones and put more than `count` starts in
+ * a window.
  */
 import type { TaskError } from './protocol.ts';
 

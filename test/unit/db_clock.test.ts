@@ -17,7 +17,8 @@ describe('DbClock', () => {
     assert.equal(clock.offset, 20_000);
     assert.equal(clock.toLocal(now + 20_500), now + 500);
     now += 10;
-    assert.ok(clock.errorMs <= 1.01, `error bound ${clock.errorMs}`);
+    // Half the 2-ms round trip left once the statement's 8 ms are taken out, plus 1.5 ms for whole-ms readings.
+    assert.ok(clock.errorMs <= 2.51, `error bound ${clock.errorMs}`);
   });
 
   it('keeps the reading with the smallest error bound, aged, and takes a better one', () => {

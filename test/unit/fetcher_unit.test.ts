@@ -218,7 +218,7 @@ describe('fetcher loop (fake strategy)', () => {
     strategy.answers.push({
       jobs: claimed,
       retryInMs: null,
-      slots: { atMs: [now + 50, now + 150, now + 250], periodMs: 1000 },
+      slots: { atMs: [now + 50, now + 150, now + 250], periodMs: 1000, errorMs: 1 },
     });
     await fetcher.runOnce();
     assert.equal(delivered.length, 0);
@@ -230,11 +230,38 @@ describe('fetcher loop (fake strategy)', () => {
       [claimed[0]?.id],
       'handed to the dispatcher a few ms before its slot',
     );
-    assert.deepEqual(delivered[0]?.startWindow, { notBeforeMs: now + 50, notAfterMs: now + 50 + 20 });
+    // Within [slot, slot + 25 ms] by the database's clock whatever the 1-ms error: [slot + 1, slot + 25 - 1 - 1].
+    assert.deepEqual(delivered[0]?.startWindow, { notBeforeMs: now + 51, notAfterMs: now + 73 });
     fetcher.setPaused(true);
     assert.deepEqual(handedBack, [{ ids: [claimed[1]?.id as string], reason: 'queue paused' }], 'the lost one is gone');
     mock.timers.tick(1000);
     assert.equal(delivered.length, 1);
+    await fetcher.stop();
+  });
+
+  it('a rate-limited job whose slot the clock is too uncertain to place is handed back, not held', async () => {
+    const { fetcher, strategy, delivered, handedBack } = rig({
+      rateLimit: { count: 10, periodMs: 1000, perKey: false },
+    });
+    const now = Date.now();
+    const claimed = jobs(2);
+    // ±11 ms leaves 25 - 22 - 1 = 2 ms: under MIN_START_WINDOW_MS.
+    strategy.answers.push({
+      jobs: claimed,
+      retryInMs: null,
+      slots: { atMs: [now + 50, now + 100], periodMs: 1000, errorMs: 11 },
+    });
+    await fetcher.runOnce();
+    assert.equal(delivered.length, 0);
+    assert.equal(fetcher.fences().length, 0, 'nothing is held');
+    assert.deepEqual(
+      handedBack.map((h) => h.ids),
+      [claimed.map((j) => j.id)],
+    );
+    assert.match(
+      handedBack[0]?.reason ?? '',
+      /database clock too uncertain \(±11\.0 ms\) for its rate-limit start slot/,
+    );
     await fetcher.stop();
   });
 
@@ -252,7 +279,11 @@ describe('fetcher loop (fake strategy)', () => {
 
   it('stop() waits for the claim in flight and hands back what it holds; it is idempotent', async () => {
     const { fetcher, strategy, handedBack } = rig({ rateLimit: { count: 10, periodMs: 1000, perKey: false } });
-    strategy.answers.push({ jobs: jobs(1), retryInMs: null, slots: { atMs: [Date.now() + 500], periodMs: 1000 } });
+    strategy.answers.push({
+      jobs: jobs(1),
+      retryInMs: null,
+      slots: { atMs: [Date.now() + 500], periodMs: 1000, errorMs: 1 },
+    });
     fetcher.wake();
     await settle();
     await fetcher.stop();

@@ -17,13 +17,26 @@
  * so a slow answer (a starved event loop) never replaces a good reading with a
  * worse one, and a new good one always wins.
  *
- * Invariant: `errorMs` bounds how far toLocal() may be off (the kept sample's
- * bound, aged); without a sample the offset is 0 and errorMs Infinity.
+ * Invariant: `errorMs` bounds how far toLocal() may be off: the kept sample's
+ * half round trip, aged, plus READING_MS for the local clock's whole-ms
+ * readings; without a sample the offset is 0 and errorMs Infinity. A start
+ * placed by it lands within ± errorMs of its slot, so a rate-limited job's
+ * window narrows by 2 × errorMs (queue/rate_slots.ts, startWindow), and a claim
+ * finding errorMs too large for any window measures the clock again before it
+ * claims (clock_gate.ts).
  */
 import type { ClockSample } from '../../queue/claim_limited.ts';
 
 /** Uncertainty added per ms of a sample's age: 1 ms per 10 s, far above a real clock's drift. */
 const AGING_PER_MS = 1e-4;
+
+/**
+ * What whole-ms readings add to the bound. A reading n means a moment in
+ * [n, n + 1): the round trip may be up to 1 ms longer than read, and the
+ * offset, read from two such readings, up to 1 ms higher. The true offset lies
+ * in (offset − half − 1.5, offset + half + 0.5), so ± (half + 1.5) bounds it.
+ */
+const READING_MS = 1.5;
 
 export class DbClock {
   private offsetMs = 0;
@@ -39,7 +52,7 @@ export class DbClock {
 
   observe(s: ClockSample): void {
     const half = Math.max(0, s.receivedMs - s.sentMs - Math.max(0, s.dbRepliedMs - s.dbReceivedMs)) / 2;
-    if (half > this.errorAt(s.receivedMs)) return;
+    if (half + READING_MS > this.errorAt(s.receivedMs)) return;
     this.offsetMs = (s.dbReceivedMs - s.sentMs + (s.dbRepliedMs - s.receivedMs)) / 2;
     this.halfRoundTripMs = half;
     this.takenAtMs = s.receivedMs;
@@ -50,6 +63,11 @@ export class DbClock {
     return this.errorAt(this.clock());
   }
 
+  /** How far toLocal() may be off at `localMs` (later than now: the sample will have aged), in ms. */
+  errorAt(localMs: number): number {
+    return this.halfRoundTripMs + READING_MS + Math.max(0, localMs - this.takenAtMs) * AGING_PER_MS;
+  }
+
   /** A moment by the database's clock, by the local clock (ms since the epoch). */
   toLocal(dbMs: number): number {
     return dbMs - this.offsetMs;
@@ -58,9 +76,5 @@ export class DbClock {
   /** The database's clock minus the local one, in ms. */
   get offset(): number {
     return this.offsetMs;
-  }
-
-  private errorAt(atMs: number): number {
-    return this.halfRoundTripMs + Math.max(0, atMs - this.takenAtMs) * AGING_PER_MS;
   }
 }

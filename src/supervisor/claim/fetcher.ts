@@ -171,7 +171,7 @@ export class Fetcher {
     if (jobs.length > 0) {
       (this.options.hooks ?? NO_HOOKS).claimed(this.options.queue);
       this.options.events.emit('job:claimed', { queue: this.options.queue, count: jobs.length });
-      if (claimed.slots) this.holds.add(jobs, claimed.slots.atMs, claimed.slots.periodMs);
+      if (claimed.slots) this.holds.add(jobs, claimed.slots);
       else this.options.deliver(jobs);
       // A claim that took every due job, with a delayed one (a sleeper, a backoff) known
       // to come due before the next poll: nothing else wakes the fetcher then, so the

@@ -8,7 +8,9 @@
  *     (src/cached.ts) from the last such claim and at least
  *     KEYLESS_FULL_MIN_MS apart;
  *   - the database's clock as the claims measure it (db_clock.ts), which turns
- *     a rate-limited job's start slot into a moment of the local clock.
+ *     a rate-limited job's start slot into a moment of the local clock; a
+ *     rate-limited claim is put off while it is too uncertain to place any
+ *     start (clock_gate.ts).
  *   - how many keys the last per-key walk visited for the jobs it took, so
  *     the next walk visits about as many as it needs (keysToVisit);
  *   - the runs whose slots it has lent (transfers.ts): this supervisor's runs
@@ -21,9 +23,10 @@
 import { costlyReadGap } from '../../cached.ts';
 import type { QueueSettings } from '../../config/sections.ts';
 import { nextDueIn } from '../../queue/claim.ts';
-import { claimLimited } from '../../queue/claim_limited.ts';
+import { claimLimited, rateWindowMs } from '../../queue/claim_limited.ts';
 import type { ClaimedJob } from '../../queue/types.ts';
 import { readClaimedSteps } from './claimed_steps.ts';
+import { ClockGate } from './clock_gate.ts';
 import { DbClock } from './db_clock.ts';
 import type { ClaimContext } from './plain.ts';
 import type { ClaimResult, ClaimStrategy } from './strategy.ts';
@@ -63,6 +66,8 @@ export class LimitedClaim implements ClaimStrategy {
   private readonly lendsSlots: boolean;
   /** keyWeights as the claim takes them: named keys, their weights, every other key's. */
   private readonly weights: { keys: string[]; weights: number[]; other: number };
+  /** Rate limits: whether the clock is good enough to place starts. */
+  private readonly clockGate: ClockGate;
 
   constructor(
     private readonly context: ClaimContext,
@@ -77,6 +82,7 @@ export class LimitedClaim implements ClaimStrategy {
     /** This supervisor's runs of the queue that have ended, outcomes not yet written. */
     private readonly ended: () => readonly ClaimedJob[] = () => [],
   ) {
+    this.clockGate = new ClockGate(dbClock, clock ?? Date.now);
     this.lendsSlots = limits.globalConcurrency !== undefined || limits.perKeyConcurrency !== undefined;
     const named = Object.entries(limits.keyWeights ?? {}).filter(([key]) => key !== '*');
     this.weights = {
@@ -88,6 +94,9 @@ export class LimitedClaim implements ClaimStrategy {
 
   async claim(limit: number): Promise<ClaimResult> {
     const c = this.context;
+    const rate = this.limits.rateLimit;
+    const clockWait = rate ? await this.clockGate.wait(c.store.db, rate.periodMs) : null;
+    if (clockWait !== null) return { jobs: [], retryInMs: clockWait };
     const started = performance.now();
     const keylessScan = this.keylessHidden && started >= this.keylessFullAt ? 'all' : 'window';
     const claim = await claimLimited(c.store, {
@@ -124,16 +133,19 @@ export class LimitedClaim implements ClaimStrategy {
     // no due-time timer (it would fire at once and spin); claim again later.
     const held = (!claim.full && claim.jobs.length >= claim.budget) || claim.keysWaiting;
     const nextFree = claim.nextFreeMs !== null && claim.nextFreeMs > 0 ? claim.nextFreeMs : LIMITED_RETRY_MS;
-    const rate = this.limits.rateLimit;
     await readClaimedSteps(c.store, claim.jobs);
     return {
       jobs: claim.jobs,
       retryInMs: held ? nextFree : null,
-      ...(rate &&
-        claim.startAtMs.length > 0 && {
-          slots: { atMs: claim.startAtMs.map((ms) => this.dbClock.toLocal(ms)), periodMs: rate.periodMs },
-        }),
+      ...(rate && claim.startAtMs.length > 0 && { slots: this.localSlots(claim.startAtMs, rate.periodMs) }),
     };
+  }
+
+  /** Start slots by the local clock, with the error they may have by the last of them (ClaimResult.slots). */
+  private localSlots(startAtMs: number[], periodMs: number): NonNullable<ClaimResult['slots']> {
+    const atMs = startAtMs.map((ms) => this.dbClock.toLocal(ms));
+    const errorMs = this.dbClock.errorAt(Math.max(...atMs) + rateWindowMs(periodMs) - periodMs);
+    return { atMs, periodMs, errorMs };
   }
 
   /** The ended runs whose slots no claim has spent yet; spent ones whose outcome is written are forgotten. */

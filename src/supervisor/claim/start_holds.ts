@@ -3,23 +3,28 @@
  *
  * A claim names each job's slot by the database's clock (claim_limited.ts);
  * the claim strategy converts it to the local clock with the offset the claims
- * measure (db_clock.ts, claim/limited.ts), and the job is given the window its task may start in
- * (ClaimedJob.startWindow, checked in the worker thread just before the task).
- * Jobs leave in groups by their wait, DISPATCH_LEAD_MS before the slot, for
- * `deliver` (or `handBack` while paused).
+ * measure, and says how far that may be off (db_clock.ts, claim/limited.ts).
+ * The job is given the window its task may start in (ClaimedJob.startWindow,
+ * checked in the worker thread just before the task): the local readings at
+ * which it starts within [slot, slot + guard] by the database's clock whatever
+ * that error (queue/rate_slots.ts, startWindow, says why that keeps the limit
+ * on the starts tasks see). Jobs leave in groups by their wait,
+ * DISPATCH_LEAD_MS before their window opens, for `deliver` (or `handBack`
+ * while paused).
  *
  * Held jobs are claimed: fences() gives them to the heartbeat, whose renewals
  * keep their leases, and leaseLost() drops those it found gone. No hold may
  * outlive its lease: a slot further ahead than half a lease (a clock gone
- * wrong) is handed back at once, like a slot already missed beyond its
- * tolerance; either is claimed again for a new slot, without using an attempt.
+ * wrong) is handed back at once, like a window already missed and a slot the
+ * clock's error leaves no window for (the next claim measures the clock first:
+ * clock_gate.ts); each is claimed again for a new slot, without using an attempt.
  */
-import { startToleranceMs } from '../../queue/claim_limited.ts';
+import { startWindow } from '../../queue/claim_limited.ts';
 import type { ClaimedJob, Fence } from '../../queue/types.ts';
 
 /**
  * A held job goes to the dispatcher this long before its slot, so that the
- * hand-off to its thread does not eat into its start tolerance; the thread
+ * hand-off to its thread does not eat into its start window; the thread
  * waits for the slot itself (worker/start_window.ts).
  */
 export const DISPATCH_LEAD_MS = 5;
@@ -45,26 +50,36 @@ export class StartHolds {
   }
 
   /**
-   * Holds each job until its slot (`slotsMs`, same order, by the local clock)
-   * of a limit whose period is `periodMs`.
+   * Holds each job until its start window (ClaimResult.slots: slots by the
+   * local clock, same order, of a limit of `periodMs`, off by up to `errorMs`).
    */
-  add(jobs: ClaimedJob[], slotsMs: number[], periodMs: number): void {
+  add(jobs: ClaimedJob[], slots: { atMs: number[]; periodMs: number; errorMs: number }): void {
     const { leaseMs } = this.options;
-    const tolerance = startToleranceMs(periodMs);
     const now = this.options.now();
     const byWait = new Map<number, ClaimedJob[]>();
     const missed: ClaimedJob[] = [];
     const tooFar: ClaimedJob[] = [];
+    const uncertain: ClaimedJob[] = [];
     jobs.forEach((job, i) => {
-      const slot = slotsMs[i] ?? now;
-      job.startWindow = { notBeforeMs: slot, notAfterMs: slot + tolerance };
-      const wait = Math.max(0, Math.round(slot - DISPATCH_LEAD_MS - now));
-      if (slot + tolerance < now) missed.push(job);
+      const window = startWindow(slots.atMs[i] ?? now, slots.errorMs, slots.periodMs);
+      if (window === null) {
+        uncertain.push(job);
+        return;
+      }
+      job.startWindow = window;
+      const wait = Math.max(0, Math.round(window.notBeforeMs - DISPATCH_LEAD_MS - now));
+      if (window.notAfterMs < now) missed.push(job);
       else if (wait > leaseMs / 2) tooFar.push(job);
       else byWait.set(wait, [...(byWait.get(wait) ?? []), job]);
     });
-    if (missed.length > 0) this.options.handBack(missed, 'missed its rate-limit start slot before dispatch');
-    if (tooFar.length > 0) this.options.handBack(tooFar, 'rate-limit start slot further ahead than half a lease');
+    const { handBack } = this.options;
+    if (missed.length > 0) handBack(missed, 'missed its rate-limit start slot before dispatch');
+    if (tooFar.length > 0) handBack(tooFar, 'rate-limit start slot further ahead than half a lease');
+    if (uncertain.length > 0)
+      handBack(
+        uncertain,
+        `database clock too uncertain (±${slots.errorMs.toFixed(1)} ms) for its rate-limit start slot`,
+      );
     for (const [wait, group] of byWait) this.hold(group, wait);
   }
 

@@ -11,9 +11,10 @@ export interface ClaimResult {
   jobs: ClaimedJob[];
   /**
    * Rate limits: each job's start slot (same order) by the local clock, ms
-   * since the epoch, and the limit's period. Absent: the jobs start at once.
+   * since the epoch, the limit's period, and how far the slots may be off
+   * (DbClock.errorMs, aged until the last start). Absent: the jobs start at once.
    */
-  slots?: { atMs: number[]; periodMs: number };
+  slots?: { atMs: number[]; periodMs: number; errorMs: number };
   /**
    * Cut short by a limit rather than by a lack of due jobs: claim again in
    * this many ms (a slot freed elsewhere is not announced). Null: not held

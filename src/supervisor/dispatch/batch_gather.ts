@@ -49,9 +49,9 @@ export function batchSize(batch: ResolvedBatch, queue: QueueSettings): number {
 
 /**
  * Whether `g` holds a rate-limited run: such a run reaches its gathering just
- * before its start slot and may start at most startToleranceMs (20 ms at 1 s)
- * after it, so its gathering is due at once, not after maxWait: a call takes
- * the jobs whose slots came together. (Waiting maxWait made every such job
+ * before its start window opens, and the window is a few ms wide (at most
+ * 21 ms at 1 s: queue/rate_slots.ts, startWindow), so its gathering is due at
+ * once, not after maxWait: a call takes the jobs whose slots came together. (Waiting maxWait made every such job
  * miss its slot: handed back, claimed again, missed again, never run.)
  */
 function paced(g: Gathering): boolean {

@@ -20,7 +20,7 @@ import { configuredSupervisor, jobCounter } from './harness.ts';
 import { LIMITS_VARIANTS } from './limits.ts';
 import { runPeer } from './peers.ts';
 import { waitAllDone, WARM_UP } from './process.ts';
-import { makeRow, type Row } from './report.ts';
+import { makeRow, type RoundRobin, type Row } from './report.ts';
 
 /** The peers with a per-key limit of one (bench/peers/lib/args.mjs PERKEY_SYSTEMS); the others have none. */
 export const PERKEY_PEERS: readonly string[] = ['graphile-fast', 'graphile-default', 'pgboss'];
@@ -84,11 +84,7 @@ export interface PerKeyBench {
   concurrency: number;
   peers: readonly string[];
   fresh<T>(label: string, fn: (db: BenchDatabase) => Promise<T>, migrate?: boolean): Promise<T>;
-  roundRobin(
-    scenario: string,
-    unit: string,
-    variants: Array<{ system: string; measure: () => Promise<number>; extra?: Record<string, unknown> }>,
-  ): Promise<void>;
+  roundRobin: RoundRobin;
   emit(row: Row): void;
   /** The rows emitted so far (the ratio row reads this scenario's). */
   rows: readonly Row[];

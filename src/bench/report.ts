@@ -84,3 +84,13 @@ export function formatTable(rows: Row[]): string {
     "\nratio: how many times better the scenario's first row is than that row (throughput ÷, latency ÷ inverted)\n"
   );
 }
+
+/** One system's side of a scenario: measure() gives one run's figure. */
+export interface Variant {
+  system: string;
+  measure: () => Promise<number>;
+  extra?: Record<string, unknown>;
+}
+
+/** Runs a scenario's variants round-robin (run 1 of each, then run 2, …) and emits their rows. */
+export type RoundRobin = (scenario: string, unit: string, variants: Variant[]) => Promise<void>;

@@ -32,18 +32,12 @@ import { runPerKeyScenario } from './perkey.ts';
 import type { PerJobCost } from './pg_cost.ts';
 import { pickup } from './pickup.ts';
 import { processInProcess, processMulti } from './process.ts';
-import { describeRow, formatTable, makeRow, type Row } from './report.ts';
+import { describeRow, formatTable, makeRow, type RoundRobin, type Row, type Variant } from './report.ts';
 import { loadAverage, openBenchServer, serverVersion } from './server.ts';
 import { cold, ENTRIES, entryAvailable, startup } from './startup.ts';
 import { sustained } from './sustained.ts';
 import { runWorkflowScenario } from './workflow_rows.ts';
 import { messageOf } from '../errors.ts';
-
-interface Variant {
-  system: string;
-  measure: () => Promise<number>;
-  extra?: Record<string, unknown>;
-}
 
 /** `admin`: the operator's reads the history scenario times, which the bench may not import (history.ts). */
 export async function runBench(argv: string[], admin: AdminReads): Promise<number> {
@@ -102,7 +96,7 @@ export async function runBench(argv: string[], admin: AdminReads): Promise<numbe
    * variant. A variant that fails (a peer with "too many clients", say) is
    * reported on stderr and dropped; the rest go on.
    */
-  const roundRobin = async (scenario: string, unit: string, variants: Variant[]) => {
+  const roundRobin: RoundRobin = async (scenario, unit, variants) => {
     const results = new Map(variants.map((v) => [v.system, [] as number[]]));
     const failed = new Set<string>();
     for (let r = 0; r < runs; r++)

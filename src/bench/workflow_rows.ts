@@ -5,7 +5,7 @@
  */
 import type { BenchDatabase } from './database.ts';
 import type { QueueShape } from './harness.ts';
-import { makeRow, type Row } from './report.ts';
+import { makeRow, type RoundRobin, type Row } from './report.ts';
 import { chain, fanIn, smallWorkflows } from './workflows.ts';
 
 export interface WorkflowBench {
@@ -15,11 +15,7 @@ export interface WorkflowBench {
   chainLength: number;
   workflows: number;
   fresh<T>(label: string, fn: (db: BenchDatabase) => Promise<T>): Promise<T>;
-  roundRobin(
-    scenario: string,
-    unit: string,
-    variants: Array<{ system: string; measure: () => Promise<number>; extra?: Record<string, unknown> }>,
-  ): Promise<void>;
+  roundRobin: RoundRobin;
   emit(row: Row): void;
 }
 

@@ -8,7 +8,23 @@ import { prepareWorkers } from '../lib/workers.mjs';
 
 export const WARM_UP = 2000;
 
-export async function burst({ options, adapter, admin, failed, track }) {
+export async function burst(context) {
+  const { adapter } = context;
+  const n = context.options.jobs;
+  const { seconds, done, handled } = await measureBurst(context, {
+    enqueue: (count, opts) => adapter.enqueueMany(count, opts),
+  });
+  return { seconds, jobsPerSec: n / seconds, verified: { doneInDb: done - WARM_UP, handlerRuns: handled - WARM_UP } };
+}
+
+/**
+ * The burst's measurement, shared by the scenarios clocked like it (burst, perkey):
+ * workers started, WARM_UP jobs run, then options.jobs jobs enqueued in one call
+ * (`enqueue(count, { oneCall })`), timed until the database says all are done.
+ * `onJob` is the handler's own work (in-process runs). Throws when the database
+ * or the handlers account for fewer jobs than were enqueued.
+ */
+export async function measureBurst({ options, adapter, admin, failed, track }, { enqueue, onJob }) {
   const n = options.jobs;
   await adapter.install(admin);
   await adapter.openProducer();
@@ -21,6 +37,7 @@ export async function burst({ options, adapter, admin, failed, track }) {
     });
   const workers = track(
     await prepareWorkers(options, adapter, {
+      onJob,
       onCount: (delta) => {
         started += delta;
         if (waiter && started >= waiter.target) (waiter.resolve(), (waiter = null));
@@ -36,10 +53,10 @@ export async function burst({ options, adapter, admin, failed, track }) {
     while ((done = await adapter.countDone(admin, total)) < total) await Promise.race([sleep(2), failed.promise]);
     return done;
   };
-  await adapter.enqueueMany(WARM_UP);
+  await enqueue(WARM_UP);
   await allDone(WARM_UP);
 
-  await adapter.enqueueMany(n, { oneCall: true }); // the burst: one call, one statement
+  await enqueue(n, { oneCall: true }); // the burst: one call, one statement
   const t0 = nowMs();
   const done = await allDone(WARM_UP + n);
   const seconds = (nowMs() - t0) / 1000;
@@ -47,5 +64,5 @@ export async function burst({ options, adapter, admin, failed, track }) {
   const { handled } = await workers.stop();
   if (done !== WARM_UP + n) throw new Error(`database reports ${done} jobs finished, expected ${WARM_UP + n}`);
   if (handled < WARM_UP + n) throw new Error(`only ${handled} handler runs for ${WARM_UP + n} finished jobs`);
-  return { seconds, jobsPerSec: n / seconds, verified: { doneInDb: done - WARM_UP, handlerRuns: handled - WARM_UP } };
+  return { seconds, done, handled };
 }

@@ -11,62 +11,27 @@
 // job of the same key handed out at the same time would start meanwhile), and clears
 // it. A handler that starts while its key is in flight is an overlap; any overlap
 // fails the run. jobvisor's side (src/bench/perkey.ts) runs the same check.
-import { nowMs, sleep } from '../lib/clock.mjs';
-import { prepareWorkers } from '../lib/workers.mjs';
-import { WARM_UP } from './burst.mjs';
+import { measureBurst, WARM_UP } from './burst.mjs';
 
-export async function perkey({ options, adapter, admin, failed, track }) {
-  const n = options.jobs;
-  const keys = options.keys;
-  await adapter.install(admin);
-  await adapter.openProducer();
-  let started = 0;
-  let waiter = null;
-  const reached = (target) =>
-    new Promise((resolve) => {
-      if (started >= target) resolve();
-      else waiter = { target, resolve };
-    });
+export async function perkey(context) {
+  const { adapter } = context;
+  const n = context.options.jobs;
+  const keys = context.options.keys;
   const inFlight = new Set();
   const seenKeys = new Set();
   let overlaps = 0;
-  const workers = track(
-    await prepareWorkers(options, adapter, {
-      onJob: async (payload) => {
-        const k = payload?.k;
-        if (typeof k !== 'string') throw new Error(`a job without its key ran: ${JSON.stringify(payload)}`);
-        seenKeys.add(k);
-        if (inFlight.has(k)) overlaps++;
-        inFlight.add(k);
-        await new Promise((resolve) => setImmediate(resolve));
-        inFlight.delete(k);
-      },
-      onCount: (delta) => {
-        started += delta;
-        if (waiter && started >= waiter.target) (waiter.resolve(), (waiter = null));
-      },
-      onError: failed.fail,
-    }),
-  );
-  await Promise.race([workers.start(), failed.promise]);
-
-  const allDone = async (total) => {
-    await Promise.race([reached(total), failed.promise]);
-    let done;
-    while ((done = await adapter.countDone(admin, total)) < total) await Promise.race([sleep(2), failed.promise]);
-    return done;
-  };
-  await adapter.enqueueKeyed(WARM_UP, keys);
-  await allDone(WARM_UP);
-
-  await adapter.enqueueKeyed(n, keys, { oneCall: true }); // the burst: one call, one statement
-  const t0 = nowMs();
-  const done = await allDone(WARM_UP + n);
-  const seconds = (nowMs() - t0) / 1000;
-
-  const { handled } = await workers.stop();
-  if (done !== WARM_UP + n) throw new Error(`database reports ${done} jobs finished, expected ${WARM_UP + n}`);
-  if (handled < WARM_UP + n) throw new Error(`only ${handled} handler runs for ${WARM_UP + n} finished jobs`);
+  const { seconds, done, handled } = await measureBurst(context, {
+    enqueue: (count, opts) => adapter.enqueueKeyed(count, keys, opts),
+    onJob: async (payload) => {
+      const k = payload?.k;
+      if (typeof k !== 'string') throw new Error(`a job without its key ran: ${JSON.stringify(payload)}`);
+      seenKeys.add(k);
+      if (inFlight.has(k)) overlaps++;
+      inFlight.add(k);
+      await new Promise((resolve) => setImmediate(resolve));
+      inFlight.delete(k);
+    },
+  });
   if (overlaps > 0) throw new Error(`${overlaps} jobs started while another job of their key was running`);
   const expectedKeys = Math.min(keys, Math.max(n, WARM_UP));
   if (seenKeys.size !== expectedKeys) throw new Error(`jobs of ${seenKeys.size} keys ran, expected ${expectedKeys}`);

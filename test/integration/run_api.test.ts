@@ -2,10 +2,12 @@
  * run(): a supervisor started from an app's code, with the app's tasks given
  * as a map of kind → module. The tasks live in a temporary folder outside the
  * repository and import a module beside them, as an app's tasks import the
- * app's code. Real PostgreSQL, real worker threads.
+ * app's code. The app has tsx among its dependencies (a link to the
+ * checkout's), as an app with .ts tasks on Node.js 20 needs: the threads load
+ * it for the .ts task. Real PostgreSQL, real worker threads.
  */
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -13,6 +15,7 @@ import { pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { ConfigError, enqueue, enqueueMany, run, TaskSetupError, type Runner } from '../../src/index.ts';
 import { FIXTURE_TASKS } from '../helpers/inprocess.ts';
+import { ROOT } from '../helpers/packed.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 
 let db: TestDatabase;
@@ -24,6 +27,8 @@ before(async () => {
   app = mkdtempSync(path.join(tmpdir(), 'jobvisor-app-'));
   mkdirSync(path.join(app, 'lib'));
   mkdirSync(path.join(app, 'tasks'));
+  mkdirSync(path.join(app, 'node_modules'));
+  symlinkSync(path.join(ROOT, 'node_modules/tsx'), path.join(app, 'node_modules/tsx'));
   writeFileSync(path.join(app, 'lib/format.mjs'), 'export const greeting = (name) => `hello ${name}`;\n');
   writeFileSync(path.join(app, 'lib/format.cjs'), 'exports.shout = (s) => s.toUpperCase();\n');
   writeFileSync(

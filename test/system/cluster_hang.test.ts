@@ -1,6 +1,6 @@
 /**
- * Cluster mode, a hung supervisor process: its main thread in a busy loop that
- * never ends (an instrumentation module preloaded with --import, as APM agents
+ * Cluster mode, a hung supervisor process: its main thread in a synchronous
+ * call that never returns (an instrumentation module preloaded with --import, as APM agents
  * are, with a bug SIGUSR2 triggers: fixtures/hang-preload.mjs), while its task
  * threads run on. With a lease of 10 s the bound is 5 s (hang_watch.ts): the
  * primary's /healthz names the silent process within seconds, the primary
@@ -8,8 +8,8 @@
  * its exit (the reaper runs once a minute: only the hand-back can do that) and
  * run again elsewhere, and a new process takes its slot.
  *
- * Long synchronous task set-up is not a hang: a task module whose top level is
- * busy for longer than the bound runs in threads (the options thread at start,
+ * Long synchronous task set-up is not a hang: a task module whose top level
+ * blocks for longer than the bound runs in threads (the options thread at start,
  * a worker thread at its first job), never on the main thread.
  */
 import assert from 'node:assert/strict';
@@ -69,7 +69,7 @@ afterEach(async () => {
 after(() => db.drop());
 
 describe('cluster: a hung supervisor process', () => {
-  it('a busy loop on its main thread: /healthz names it, killed at the bound, its jobs back at once, replaced', async () => {
+  it('a main thread that never returns: /healthz names it, killed at the bound, its jobs back at once, replaced', async () => {
     assert.equal(LIMIT_MS, 5000);
     const c = (cluster = await spawnCluster(2, {
       databaseUrl: db.url,
@@ -213,7 +213,7 @@ describe('cluster: a hung supervisor process', () => {
     );
   });
 
-  it('long synchronous task set-up (a top level busy past the bound) runs in threads: nothing is killed', async () => {
+  it('long synchronous task set-up (a top level blocked past the bound) runs in threads: nothing is killed', async () => {
     const importLog = path.join(tmpdir(), `jobvisor-sync-import-${process.pid}-${Date.now()}`);
     const busyMs = LIMIT_MS + 3000;
     const c = (cluster = await spawnCluster(2, {

@@ -111,6 +111,8 @@ async function main(): Promise<number> {
       JOBVISOR_TEST_DATABASE_URL: serverUrl,
       JOBVISOR_TEST_TEMPLATE: needsDatabase ? TEMPLATE : '',
       JOBVISOR_TEST_COMPILED: compiled.root,
+      // Set in a run on another Node.js (--node): what does not depend on the version may skip.
+      JOBVISOR_TEST_SLICE: major === undefined ? '' : `node${major}`,
       DATABASE_URL: '',
     };
     const concurrency = Number(process.env.JOBVISOR_TEST_CONCURRENCY) || (major === undefined ? 2 : 1);

@@ -101,7 +101,9 @@ export interface Launch {
 /**
  * The files of NODE_SLICE among `files`, once for each Node.js major of
  * `majors` (JOBVISOR_TEST_ALSO_NODE, e.g. "22 24"): named `FILE@nodeN`, run by
- * that binary, which also comes first in PATH for the npm and npx they spawn.
+ * that binary, which also comes first in PATH for the npm and npx they spawn,
+ * with JOBVISOR_TEST_SLICE set to `nodeN` (a file may skip what does not
+ * depend on the Node.js version, such as TypeScript's checks).
  * They share the run's scheduler with the other files (.ci/run).
  */
 export function alsoOnNode(majors: string, files: string[], env: NodeJS.ProcessEnv): Launch[] {
@@ -109,7 +111,11 @@ export function alsoOnNode(majors: string, files: string[], env: NodeJS.ProcessE
   for (const major of majors.split(/[\s,]+/).filter(Boolean)) {
     const node = nodeBinary(major);
     process.stdout.write(`also on Node.js ${versionOf(node)} (${node}): the cross-version slice\n`);
-    const onPath = { ...env, PATH: `${path.dirname(node)}${path.delimiter}${env.PATH ?? ''}` };
+    const onPath = {
+      ...env,
+      PATH: `${path.dirname(node)}${path.delimiter}${env.PATH ?? ''}`,
+      JOBVISOR_TEST_SLICE: `node${major}`,
+    };
     for (const file of NODE_SLICE.filter((f) => files.includes(f)))
       launches.push({ name: `${file}@node${major}`, file, node, env: onPath });
   }

@@ -8,7 +8,7 @@
  *     and a .js task importing an app module and slugify, run by run(); then the
  *     same tasks by `npx jobvisor start` reading the app's jobvisor.config.json;
  *     /metrics answering, SIGTERM drains and exits 0; its types checked by the
- *     project's tsc under moduleResolution node16, nodenext and bundler;
+ *     project's tsc under moduleResolution node16 (not in a cross-version slice);
  *   - a CommonJS app: require('jobvisor') (ESM loaded through require), the
  *     same transaction and a CommonJS task through run().
  * (Apps that declare their kinds, under each module setting and TypeScript 5.9
@@ -441,25 +441,22 @@ describe('installed into an ES module app in TypeScript', () => {
     }
   });
 
-  for (const [moduleResolution, module] of [
-    ['node16', 'node16'],
-    ['nodenext', 'nodenext'],
-    ['bundler', 'esnext'],
-  ] as const) {
-    test(`its types resolve under moduleResolution ${moduleResolution}`, (t) => {
-      if (skipReason) return t.skip(skipReason);
-      const config = `tsconfig.${moduleResolution}.json`;
-      writeFileSync(
-        path.join(esmApp, config),
-        JSON.stringify({
-          compilerOptions: { module, moduleResolution, target: 'es2022', strict: true, noEmit: true, types: ['node'] },
-          files: ['types.ts', 'main.ts', 'tasks/greet.ts'],
-        }),
-      );
-      const r = exec(process.execPath, [TSC, '-p', config], esmApp);
-      assert.equal(r.status, 0, r.stdout + r.stderr);
-    });
-  }
+  // ES module files under nodenext and bundler, by TypeScript 5.9 and 7: test/packaging/package_types.test.ts.
+  test('its types resolve under moduleResolution node16', (t) => {
+    if (skipReason) return t.skip(skipReason);
+    // tsc's verdict does not depend on the Node.js that runs it: the run's own Node.js checks it.
+    const slice = process.env.JOBVISOR_TEST_SLICE;
+    if (slice) return t.skip(`types are checked by npm test's own Node.js, not in the ${slice} slice`);
+    writeFileSync(
+      path.join(esmApp, 'tsconfig.node16.json'),
+      JSON.stringify({
+        compilerOptions: { module: 'node16', target: 'es2022', strict: true, noEmit: true, types: ['node'] },
+        files: ['types.ts', 'main.ts', 'tasks/greet.ts'],
+      }),
+    );
+    const r = exec(process.execPath, [TSC, '-p', 'tsconfig.node16.json'], esmApp);
+    assert.equal(r.status, 0, r.stdout + r.stderr);
+  });
 });
 
 describe('installed into a CommonJS app', () => {

@@ -145,19 +145,13 @@ after(async () => {
 describe('an app that declares its kinds, with the packed package', { concurrency: 4 }, () => {
   test('CommonJS, module node16: tsc 5.9 and 7 pass on its declared kinds and fail on a mistyped kind', async (t) => {
     if (skipReason) return t.skip(skipReason);
-    const files = (names: string[]) => names.map((f) => `types/${f}`);
-    const pairs = await Promise.all(
-      (['5.9', '7'] as const).map((v) =>
-        Promise.all([
-          typeCheck(v, { module: 'node16' }, files(REGISTRY)),
-          typeCheck(v, { module: 'node16' }, files(WITH_TYPOS)),
-        ]),
-      ),
-    );
-    for (const [right, wrong] of pairs) {
-      assert.equal(right.status, 0, right.output);
+    // One run each: its errors are exactly the lines marked in typo.ts, so the declared kinds'
+    // files (jobs.ts, usage.ts) pass in the same program.
+    const files = WITH_TYPOS.map((f) => `types/${f}`);
+    const runs = await Promise.all((['5.9', '7'] as const).map((v) => typeCheck(v, { module: 'node16' }, files)));
+    for (const wrong of runs) {
       assert.notEqual(wrong.status, 0, wrong.output);
-      assert.deepEqual(wrong.errors, markedErrors(app, files(WITH_TYPOS)), wrong.output);
+      assert.deepEqual(wrong.errors, markedErrors(app, files), wrong.output);
       assert.match(
         wrong.stdout,
         /typo\.ts\(7,\d+\): error TS2345: Argument of type '"welcom_email"' is not assignable/,

@@ -1,0 +1,36 @@
+/**
+ * One supervisor against two on one limited queue (`globalConcurrency` 50,
+ * the `limits` scenario's variants of src/bench/limits.ts), in interleaved
+ * rounds (one, two; then two, one; …), each on a fresh database, with the
+ * ratio of each round: issue 48 asks that two supervisors are not slower than
+ * one. Both supervisors of a round run in this process, as the scenario's do.
+ *
+ *   DATABASE_URL=postgres://… npx tsx bench/limits_pair.ts [--rounds 11] [--jobs 20000]
+ */
+import { parseArgs } from 'node:util';
+import { createBenchDatabase } from '../src/bench/database.ts';
+import { LIMITS_VARIANTS, limitsBurst } from '../src/bench/limits.ts';
+import { median } from '../src/bench/stats.ts';
+
+const { values: args } = parseArgs({
+  options: { rounds: { type: 'string', default: '11' }, jobs: { type: 'string', default: '20000' } },
+});
+const server = process.env.DATABASE_URL;
+if (!server) throw new Error('set DATABASE_URL to a PostgreSQL server (a database is created there and dropped)');
+const [one, two] = ['globalConcurrency 50', 'globalConcurrency 50, two supervisors'] as const;
+const results: Record<string, number[]> = { [one]: [], [two]: [] };
+for (let r = 0; r < Number(args.rounds); r++)
+  for (const name of r % 2 === 0 ? [one, two] : [two, one]) {
+    const db = await createBenchDatabase(server, 'limits_pair');
+    try {
+      (results[name] as number[]).push(await limitsBurst(db, Number(args.jobs), LIMITS_VARIANTS[name]!));
+    } finally {
+      await db.drop();
+    }
+  }
+const ratios = (results[two] as number[]).map((v, i) => v / (results[one] as number[])[i]!);
+for (const name of [one, two])
+  console.log(
+    `${name}: median ${Math.round(median(results[name]!))} jobs/s (${results[name]!.map(Math.round).join(', ')})`,
+  );
+console.log(`two ÷ one, per round: ${ratios.map((x) => x.toFixed(2)).join(', ')}; median ${median(ratios).toFixed(2)}`);

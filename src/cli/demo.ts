@@ -15,6 +15,7 @@ import { createPool } from '../db/pool.ts';
 import { createLogger } from '../log.ts';
 import { enqueue } from '../queue/enqueue.ts';
 import { logEvents } from '../run/logging.ts';
+import type { SupervisorEvents } from '../supervisor/events.ts';
 import { Supervisor } from '../supervisor/supervisor.ts';
 import { parseFlags } from './args.ts';
 import { ensureDatabase, openContext } from './context.ts';
@@ -23,6 +24,23 @@ const USERS = 20;
 const DUPLICATES = 3;
 const DEMO_DATABASE = 'jobvisor_demo';
 const TIME_LIMIT_MS = 55_000;
+
+/**
+ * Resolves at the next job:completed or after `ms`, whichever comes first; the
+ * other is removed, so seconds without a completion leave no listener behind
+ * (they piled up into a MaxListenersExceededWarning on a slow demo).
+ */
+export function nextCompletion(events: SupervisorEvents, ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const wake = () => {
+      clearTimeout(timer);
+      events.off('job:completed', wake);
+      resolve();
+    };
+    const timer = setTimeout(wake, ms);
+    events.once('job:completed', wake);
+  });
+}
 
 export async function demoCommand(argv: string[]): Promise<number> {
   parseFlags(argv, {}, 'demo');
@@ -93,11 +111,7 @@ export async function demoCommand(argv: string[]): Promise<number> {
       const line = `progress: ${completed}/${total} done, ${retried} failed attempts retried, ${dead} dead`;
       if (line !== last) out(line);
       last = line;
-      await new Promise<void>((resolve) => {
-        const wake = () => resolve();
-        supervisor.events.once('job:completed', wake);
-        setTimeout(wake, 1000);
-      });
+      await nextCompletion(supervisor.events, 1000);
     }
     await supervisor.stop('demo finished');
     const jobs = (

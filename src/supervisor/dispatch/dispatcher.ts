@@ -53,6 +53,8 @@ export class Dispatcher {
   private closing = false;
   private readonly idleWaiters: Array<() => void> = [];
   private nextQueue = 0;
+  /** When each queue last started a run (performance.now()). */
+  private readonly lastStartAt = new Map<string, number>();
   /** Settling a batch of results: capacity is announced once, at its end. */
   private batching = false;
   private readonly freed = new Set<string>();
@@ -215,13 +217,27 @@ export class Dispatcher {
     await this.sessions.settled();
   }
 
-  /** Sends buffered runs to threads, queue by queue, starting one further each time. */
+  /**
+   * Sends buffered runs to threads, queue by queue, starting one further each
+   * time; queues that hold no thread go first, the one that started a run
+   * least recently first of all. A thread another queue gave back for a
+   * starved one (placement.ts) is then the starved queue's: in plain rotation
+   * the giver, pumped first half the time, took it again, cycle after cycle (a
+   * cpu job waited out 36 of 40 default jobs in one run of eight).
+   */
   private pump(): void {
     if (this.closing) return;
     const names = this.queueNames;
+    const holding = new Set<string>();
+    for (const session of this.sessions) holding.add(session.queue);
+    const last = (q: string) => this.lastStartAt.get(q) ?? -1;
+    const order = names.map((_, i) => names[(this.nextQueue + i) % names.length] as string);
+    // Stable: queues that hold a thread keep their rotation.
+    order.sort((a, b) =>
+      holding.has(a) !== holding.has(b) ? (holding.has(a) ? 1 : -1) : holding.has(a) ? 0 : last(a) - last(b),
+    );
     let starved = false;
-    for (let i = 0; i < names.length; i++) {
-      const queue = names[(this.nextQueue + i) % names.length] as string;
+    for (const queue of order) {
       if (this.batches.start(queue)) starved = true;
       if (startBuffered(this.pumpParts, queue)) starved = true;
     }
@@ -231,6 +247,7 @@ export class Dispatcher {
   }
 
   private start(run: Run, session: RunSession, now: number): void {
+    this.lastStartAt.set(run.job.queue, now);
     this.ledger.started(run, session);
     run.startedAt = now;
     run.deadline = deadlineAt(now, run.timeoutMs, session.ready);

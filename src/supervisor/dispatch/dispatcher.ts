@@ -230,14 +230,11 @@ export class Dispatcher {
     const names = this.queueNames;
     const holding = new Set<string>();
     for (const session of this.sessions) holding.add(session.queue);
+    const rotation = names.map((_, i) => names[(this.nextQueue + i) % names.length] as string);
     const last = (q: string) => this.lastStartAt.get(q) ?? -1;
-    const order = names.map((_, i) => names[(this.nextQueue + i) % names.length] as string);
-    // Stable: queues that hold a thread keep their rotation.
-    order.sort((a, b) =>
-      holding.has(a) !== holding.has(b) ? (holding.has(a) ? 1 : -1) : holding.has(a) ? 0 : last(a) - last(b),
-    );
+    const threadless = rotation.filter((q) => !holding.has(q)).sort((a, b) => last(a) - last(b));
     let starved = false;
-    for (const queue of order) {
+    for (const queue of [...threadless, ...rotation.filter((q) => holding.has(q))]) {
       if (this.batches.start(queue)) starved = true;
       if (startBuffered(this.pumpParts, queue)) starved = true;
     }

@@ -15,7 +15,7 @@
  * is taken from PostgreSQL.
  */
 import { QUEUE_DEFAULTS, type QueueInput, type QueueSettings } from './schema.ts';
-import { isLimited, type RateLimit, type RateLimitInput } from './sections.ts';
+import { claimsAhead, type RateLimit, type RateLimitInput } from './sections.ts';
 import { parseDuration } from '../duration.ts';
 
 export interface QueueLimits {
@@ -71,9 +71,10 @@ export function effectiveQueueLimits(settings: {
     if (given.perKeyConcurrency != null) resolved.perKeyConcurrency = given.perKeyConcurrency;
     if (given.rateLimit != null) resolved.rateLimit = rateLimitOf(given.rateLimit);
     if (given.keyWeights != null) resolved.keyWeights = { ...given.keyWeights };
-    // A limited queue claims only what it can start now: a job claimed ahead
-    // would hold a cluster-wide slot (or a rate-limit start) while it waits here.
-    resolved.prefetch = isLimited(resolved) ? 0 : (given.prefetch ?? defaultPrefetch(concurrency, jobsPerThread));
+    // A queue limited queue-wide claims only what it can start now: a job claimed
+    // ahead would hold a cluster-wide slot (or a rate-limit start) while it waits
+    // here. One limited per key alone claims ahead, by time (claim/ahead.ts).
+    resolved.prefetch = claimsAhead(resolved) ? (given.prefetch ?? defaultPrefetch(concurrency, jobsPerThread)) : 0;
     queues[name] = resolved;
     const limit = Math.min(concurrency, threads * jobsPerThread);
     limits[name] = limit;

@@ -57,6 +57,16 @@ export function isLimited(q: QueueSettings): boolean {
 }
 
 /**
+ * Whether the queue may claim jobs ahead of its places (`prefetch`): unlimited
+ * queues, and queues limited per key alone (a job claimed ahead holds only its
+ * own key's slot). Not with globalConcurrency or a rate limit: it would hold a
+ * cluster-wide slot, or a start, while it waits in one supervisor's buffer.
+ */
+export function claimsAhead(q: Omit<QueueSettings, 'prefetch'>): boolean {
+  return q.globalConcurrency === undefined && q.rateLimit === undefined;
+}
+
+/**
  * The one set of queue defaults, for `default` and every other queue.
  * `jobsPerThread` and `prefetch` have none: unset, they are derived from
  * `concurrency` (see limits.ts).

@@ -68,8 +68,11 @@ export const QUEUE_FIELDS = {
   perKeyConcurrency: nullOr(intIn(1, 1_000_000)),
 } as const;
 
-/** Keys that make a queue limited: its claimed jobs hold cluster-wide slots, so none are claimed ahead. */
-const LIMIT_KEYS = ['globalConcurrency', 'perKeyConcurrency', 'rateLimit'] as const;
+/**
+ * Limits under which a claimed job holds a queue-wide slot or start, so none
+ * are claimed ahead (config/sections.ts claimsAhead; per-key limits alone allow it).
+ */
+const QUEUE_WIDE_LIMITS = ['globalConcurrency', 'rateLimit'] as const;
 
 function nullOr(check: (v: unknown) => void) {
   return (v: unknown): void => (v === null ? undefined : check(v));
@@ -135,7 +138,7 @@ export function validateQueues(value: unknown): void {
       if (q[key] !== undefined) guard(`queues.${name}.${key}`, () => check(q[key]));
     checkRateLimit(`queues.${name}.rateLimit`, q.rateLimit);
     checkKeyWeights(`queues.${name}.keyWeights`, q.keyWeights, q);
-    const limit = LIMIT_KEYS.find((k) => q[k] !== undefined && q[k] !== null);
+    const limit = QUEUE_WIDE_LIMITS.find((k) => q[k] !== undefined && q[k] !== null);
     if (limit && typeof q.prefetch === 'number' && q.prefetch > 0)
       throw new Error(
         `queues.${name}.prefetch must be 0 (or unset) when queues.${name}.${limit} is set: a job claimed ahead holds a cluster-wide slot while it waits`,

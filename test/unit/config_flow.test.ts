@@ -1,7 +1,8 @@
 /**
  * Flow-control keys of a queue: loaded with durations in ms, absent when
  * unset (an unlimited queue's settings are what they always were), no
- * prefetch for a limited queue, and every bad value refused with its key named.
+ * prefetch for a queue limited queue-wide (a queue limited per key alone keeps
+ * it), and every bad value refused with its key named.
  * Also the enqueue option concurrencyKey.
  */
 import assert from 'node:assert/strict';
@@ -38,6 +39,23 @@ describe('flow-control configuration', () => {
     assert.ok(!('rateLimit' in (s.queues.plain ?? {})) && !('globalConcurrency' in (s.queues.plain ?? {})));
     assert.equal(isLimited(s.queues.plain), false);
     assert.equal(isLimited(s.queues.crm), true);
+  });
+
+  it('a queue limited per key alone claims ahead (its prefetch as if unlimited, or as set); one with a queue-wide limit does not', () => {
+    const s = load({
+      keyed: { concurrency: 50, jobsPerThread: 50, perKeyConcurrency: 1 },
+      keyedSet: { concurrency: 10, perKeyConcurrency: 2, prefetch: 30 },
+      keyedGlobal: { concurrency: 10, perKeyConcurrency: 1, globalConcurrency: 20 },
+      keyedRate: { concurrency: 10, rateLimit: { count: 5, period: '1s', perKey: true } },
+    });
+    assert.equal(s.queues.keyed?.prefetch, 2000);
+    assert.equal(s.queues.keyedSet?.prefetch, 30);
+    assert.equal(s.queues.keyedGlobal?.prefetch, 0);
+    assert.equal(s.queues.keyedRate?.prefetch, 0);
+    assert.throws(
+      () => load({ q: { perKeyConcurrency: 1, rateLimit: { count: 5, period: '1s' }, prefetch: 5 } }),
+      /queues\.q\.prefetch must be 0 .* queues\.q\.rateLimit is set/,
+    );
   });
 
   const bad: Array<[string, Record<string, unknown>, RegExp]> = [

@@ -30,6 +30,8 @@
 import type { ClaimedJob, Fence } from '../../queue/types.ts';
 import type { FetcherOptions } from './fetcher_options.ts';
 import { NO_HOOKS, reportDbError } from '../hooks.ts';
+import { isLimited } from '../../config/sections.ts';
+import { ClaimAhead } from './ahead.ts';
 import { StartHolds } from './start_holds.ts';
 
 export type { FetcherOptions } from './fetcher_options.ts';
@@ -43,6 +45,8 @@ export class Fetcher {
   private stopped = false;
   private dueTimer: NodeJS.Timeout | undefined;
   private readonly minBatch: number;
+  /** A queue limited per key claims ahead by time, not its whole prefetch (ahead.ts); null: others. */
+  private readonly ahead: ClaimAhead | null;
   private paused = false;
   /**
    * When the next pending job is due (local clock, ms), as last read; null: none
@@ -63,7 +67,14 @@ export class Fetcher {
       handBack,
       paused: () => this.paused,
     });
-    this.minBatch = Math.max(1, Math.floor((concurrency + prefetch) / 4));
+    this.ahead = isLimited(options.settings) && prefetch > 0 ? new ClaimAhead(prefetch) : null;
+    this.minBatch = Math.max(1, Math.floor((concurrency + (this.ahead ? 0 : prefetch)) / 4));
+  }
+
+  /** Room for a claim: the queue's free capacity, or for a per-key queue what ahead.ts allows of it. */
+  private room(): number {
+    const capacity = this.options.capacity();
+    return this.ahead ? this.ahead.room(capacity) : capacity;
   }
 
   /** Paused: claim nothing until resumed. Resuming claims at once. */
@@ -98,7 +109,7 @@ export class Fetcher {
 
   /** Capacity freed up: claim again only if there is a backlog and room for a batch. */
   onCapacity(): void {
-    if (this.backlog && this.options.capacity() >= this.minBatch) this.wake();
+    if (this.backlog && this.room() >= this.minBatch) this.wake();
   }
 
   /** Claims once and returns how many jobs it got (tests drive the fetcher with this). */
@@ -139,8 +150,9 @@ export class Fetcher {
     // of them: counted as running, a 10 ms hold idled every place for 10 ms per claim.
     const heldOver = Math.max(0, this.holds.size - settings.concurrency);
     const capacity = this.options.capacity();
+    const room = this.ahead ? this.ahead.room(capacity) : capacity;
     const { concurrency, prefetch } = settings;
-    let limit = Math.min(MAX_CLAIM, capacity - heldOver);
+    let limit = Math.min(MAX_CLAIM, room - heldOver);
     // Holding nothing, as when a burst follows a quiet spell: the first claim is for the
     // places only, so the first jobs start after a claim of `concurrency` rows instead of
     // MAX_CLAIM, and the jobs claimed ahead follow in the next claim, at once.
@@ -157,6 +169,7 @@ export class Fetcher {
       return 0;
     }
     const { jobs, retryInMs } = claimed;
+    this.ahead?.claimed(jobs.length);
     const held = retryInMs !== null;
     if (held) this.retryIn(retryInMs);
     if (this.paused && jobs.length > 0) {

@@ -34,6 +34,11 @@ export const LIMITS_VARIANTS: Record<string, LimitsVariant> = {
   'perKeyConcurrency 1, 1,000 keys': { queue: { ...PER_KEY, perKeyConcurrency: 1 }, keys: 1000 },
   'perKeyConcurrency 1, 10,000 keys': { queue: { ...PER_KEY, perKeyConcurrency: 1 }, keys: 10_000 },
   'globalConcurrency 50, two supervisors': { queue: { ...BASE, globalConcurrency: 50 }, keys: 0, supervisors: 2 },
+  'perKeyConcurrency 1, 1,000 keys, two supervisors': {
+    queue: { ...PER_KEY, perKeyConcurrency: 1 },
+    keys: 1000,
+    supervisors: 2,
+  },
   'rateLimit 100,000/s (its cost)': { queue: { ...BASE, rateLimit: { count: 100_000, period: '1s' } }, keys: 0 },
   'rateLimit 2,000/s': { queue: { ...BASE, rateLimit: { count: 2000, period: '1s' } }, keys: 0 },
 };

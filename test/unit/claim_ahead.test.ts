@@ -58,6 +58,18 @@ describe('claiming ahead by time (per-key queues)', () => {
     assert.equal(ahead.room(places + most), places + 1);
   });
 
+  it('finishes seen close together count in full', () => {
+    const { ahead, at } = rig();
+    const capacity = places + most;
+    ahead.room(capacity);
+    for (let t = 1; t <= 25; t++) {
+      at(t);
+      ahead.claimed(10);
+      // 10 claimed, then 10 finished, seen at the next look: 25 looks within 10-ms buckets, 100 ms of span.
+      assert.equal(ahead.room(capacity), places + 10 * t);
+    }
+  });
+
   it('a claim that took nothing leaves the count of finishes as it was', () => {
     const { ahead, at } = rig();
     ahead.room(places + most);

@@ -25,9 +25,13 @@ export const AHEAD_HORIZON_MS = 100;
 /** The span over which the finishing rate is measured. */
 export const RATE_WINDOW_MS = 1000;
 
+/** Finishes seen within this long of each other are counted together (the window holds ≤ 100 entries). */
+const BUCKET_MS = 10;
+
 export class ClaimAhead {
-  /** Places freed (runs finished) since the last claim, with when they were seen. */
+  /** Places freed (runs finished), with when they were seen, oldest first; `sum` is their total. */
   private readonly freed: Array<{ at: number; n: number }> = [];
+  private sum = 0;
   /** The capacity last seen, less what claims took since (null: none seen yet). */
   private lastCapacity: number | null = null;
 
@@ -44,10 +48,12 @@ export class ClaimAhead {
    */
   room(capacity: number): number {
     const t = this.now();
-    if (this.lastCapacity !== null && capacity > this.lastCapacity)
-      this.freed.push({ at: t, n: capacity - this.lastCapacity });
+    if (this.lastCapacity !== null && capacity > this.lastCapacity) this.add(t, capacity - this.lastCapacity);
     this.lastCapacity = capacity;
-    while (this.freed.length > 0 && (this.freed[0] as { at: number }).at < t - RATE_WINDOW_MS) this.freed.shift();
+    for (let first = this.freed[0]; first !== undefined && first.at < t - RATE_WINDOW_MS; first = this.freed[0]) {
+      this.sum -= first.n;
+      this.freed.shift();
+    }
     return capacity - this.most + this.ahead(t);
   }
 
@@ -56,12 +62,18 @@ export class ClaimAhead {
     if (this.lastCapacity !== null) this.lastCapacity -= n;
   }
 
+  private add(t: number, n: number): void {
+    const last = this.freed[this.freed.length - 1];
+    if (last !== undefined && t - last.at < BUCKET_MS) last.n += n;
+    else this.freed.push({ at: t, n });
+    this.sum += n;
+  }
+
   /** Jobs to hold ahead of the places: the finishing rate × AHEAD_HORIZON_MS, at most `most`. */
   private ahead(t: number): number {
     const first = this.freed[0];
     if (first === undefined) return 0;
-    const n = this.freed.reduce((sum, f) => sum + f.n, 0);
     const spanMs = Math.max(AHEAD_HORIZON_MS, t - first.at);
-    return Math.min(this.most, Math.ceil((n * AHEAD_HORIZON_MS) / spanMs));
+    return Math.min(this.most, Math.ceil((this.sum * AHEAD_HORIZON_MS) / spanMs));
   }
 }

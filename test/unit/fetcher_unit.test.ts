@@ -13,6 +13,7 @@ import type { ClaimedJob } from '../../src/queue/types.ts';
 import type { ClaimResult, ClaimStrategy } from '../../src/supervisor/claim/strategy.ts';
 import { SupervisorEvents } from '../../src/supervisor/events.ts';
 import { Fetcher } from '../../src/supervisor/claim/fetcher.ts';
+import { DISPATCH_LEAD_MS } from '../../src/supervisor/claim/start_holds.ts';
 
 let nextId = 1;
 function jobs(n: number): ClaimedJob[] {
@@ -224,7 +225,8 @@ describe('fetcher loop (fake strategy)', () => {
     assert.equal(delivered.length, 0);
     assert.equal(fetcher.fences().length, 3, 'held jobs are in the heartbeat fences');
     fetcher.leaseLost([claimed[2]?.token as string]);
-    mock.timers.tick(46);
+    // The window opens at slot + 1 ms (the clock's error); the job leaves DISPATCH_LEAD_MS before.
+    mock.timers.tick(51 - DISPATCH_LEAD_MS);
     assert.deepEqual(
       delivered.map((j) => j.id),
       [claimed[0]?.id],
@@ -236,6 +238,25 @@ describe('fetcher loop (fake strategy)', () => {
     assert.deepEqual(handedBack, [{ ids: [claimed[1]?.id as string], reason: 'queue paused' }], 'the lost one is gone');
     mock.timers.tick(1000);
     assert.equal(delivered.length, 1);
+    await fetcher.stop();
+  });
+
+  it('a rate-limited queue holds for their slots, beyond its places, what went to its places in the last 100 ms', async () => {
+    const { fetcher, strategy, delivered, free } = rig({ rateLimit: { count: 1000, periodMs: 1000, perKey: false } });
+    const slotsAt = (ms: number, n: number) => ({ atMs: Array(n).fill(Date.now() + ms), periodMs: 1000, errorMs: 0 });
+    strategy.answers.push({ jobs: jobs(4), retryInMs: null, slots: slotsAt(10, 4) });
+    await fetcher.runOnce();
+    mock.timers.tick(10);
+    assert.equal(delivered.length, 4, 'the first four went to the places at their slot');
+    free.places = 4; // and finished
+    // Eight held for slots further ahead: four beside the places, four more for what went to them.
+    strategy.answers.push({ jobs: jobs(8), retryInMs: null, slots: slotsAt(500, 8) });
+    await fetcher.runOnce();
+    strategy.answers.push({ jobs: jobs(1), retryInMs: null, slots: slotsAt(500, 1) });
+    await fetcher.runOnce();
+    assert.deepEqual(strategy.asked, [4, 4, 4], 'holding 8, it still claims for its 4 free places');
+    await fetcher.runOnce();
+    assert.deepEqual(strategy.asked, [4, 4, 4, 3], 'holding 9, the one past that takes a place');
     await fetcher.stop();
   });
 

@@ -17,7 +17,16 @@
  * claimed before it. So the buffer is sized by time, not by a count: about
  * 100 ms of this supervisor's work. Slow jobs get a few (50 places of 1-s jobs:
  * 5 ahead), no-op bursts hundreds, and a supervisor holding nothing claims for
- * its places alone until it has finished something. Pure but for the clock.
+ * its places alone until it has finished something.
+ *
+ * The same measure sizes what a rate-limited queue holds for its start slots
+ * (fetcher.ts): each claimed job starts at least RATE_START_DELAY_MS after its
+ * claim, so to keep its places busy a queue must hold about its finishing rate
+ * × that delay, and with holds capped at `concurrency` a generous limit cost
+ * 60 % of the queue's speed. Holding more than the places can start in time
+ * would only make jobs miss their windows, so the extra follows the rate at
+ * which held jobs went to the places (record()), at most 3 × `concurrency`.
+ * Pure but for the clock.
  */
 
 /** How much work, in time, a per-key queue holds claimed ahead of its places. */
@@ -42,38 +51,48 @@ export class ClaimAhead {
   ) {}
 
   /**
-   * Room for a claim, given the queue's free capacity (places + prefetch − what
-   * it holds): the places free, plus what may be claimed ahead now. Also notes
-   * what finished since the last claim: capacity only grows by runs leaving.
+   * Room for a claim of a per-key queue, given its free capacity (places +
+   * prefetch − what it holds): the places free, plus what may be claimed ahead now.
    */
   room(capacity: number): number {
-    const t = this.now();
-    if (this.lastCapacity !== null && capacity > this.lastCapacity) this.add(t, capacity - this.lastCapacity);
+    return capacity - this.most + this.look(capacity);
+  }
+
+  /**
+   * How many jobs to hold ahead now (at most `most`), given the queue's free
+   * capacity. Notes what finished since the last look: capacity only grows by
+   * runs leaving, and shrinks by claims (claimed()).
+   */
+  look(capacity: number): number {
+    if (this.lastCapacity !== null && capacity > this.lastCapacity) this.record(capacity - this.lastCapacity);
     this.lastCapacity = capacity;
-    for (let first = this.freed[0]; first !== undefined && first.at < t - RATE_WINDOW_MS; first = this.freed[0]) {
-      this.sum -= first.n;
-      this.freed.shift();
-    }
-    return capacity - this.most + this.ahead(t);
+    return this.extra();
   }
 
-  /** A claim took `n` jobs out of the capacity last passed to room(). */
-  claimed(n: number): void {
-    if (this.lastCapacity !== null) this.lastCapacity -= n;
-  }
-
-  private add(t: number, n: number): void {
+  /** `n` jobs finished (or started: a rate-limited queue counts its starts) just now. */
+  record(n: number): void {
+    const t = this.now();
     const last = this.freed[this.freed.length - 1];
     if (last !== undefined && t - last.at < BUCKET_MS) last.n += n;
     else this.freed.push({ at: t, n });
     this.sum += n;
   }
 
-  /** Jobs to hold ahead of the places: the finishing rate × AHEAD_HORIZON_MS, at most `most`. */
-  private ahead(t: number): number {
+  /** Jobs to hold ahead: the rate of the last RATE_WINDOW_MS × AHEAD_HORIZON_MS, at most `most`. */
+  extra(): number {
+    const t = this.now();
+    for (let first = this.freed[0]; first !== undefined && first.at < t - RATE_WINDOW_MS; first = this.freed[0]) {
+      this.sum -= first.n;
+      this.freed.shift();
+    }
     const first = this.freed[0];
     if (first === undefined) return 0;
     const spanMs = Math.max(AHEAD_HORIZON_MS, t - first.at);
     return Math.min(this.most, Math.ceil((this.sum * AHEAD_HORIZON_MS) / spanMs));
+  }
+
+  /** A claim took `n` jobs out of the capacity last passed to look(). */
+  claimed(n: number): void {
+    if (this.lastCapacity !== null) this.lastCapacity -= n;
   }
 }

@@ -37,6 +37,8 @@ import { StartHolds } from './start_holds.ts';
 export type { FetcherOptions } from './fetcher_options.ts';
 
 export const MAX_CLAIM = 1000;
+/** A rate-limited queue holds at most this many × `concurrency` jobs for their slots beyond `concurrency`. */
+export const HOLDS_AHEAD_MOST = 3;
 
 export class Fetcher {
   private claiming: Promise<number> | undefined;
@@ -47,6 +49,8 @@ export class Fetcher {
   private readonly minBatch: number;
   /** A queue limited per key claims ahead by time, not its whole prefetch (ahead.ts); null: others. */
   private readonly ahead: ClaimAhead | null;
+  /** A rate-limited queue holds jobs for their slots by the same measure (ahead.ts); null: others. */
+  private readonly holdsAhead: ClaimAhead | null;
   private paused = false;
   /**
    * When the next pending job is due (local clock, ms), as last read; null: none
@@ -63,11 +67,16 @@ export class Fetcher {
     this.holds = new StartHolds({
       now: options.clock ?? Date.now,
       leaseMs: options.leaseMs,
-      deliver: (jobs) => options.deliver(jobs),
+      deliver: (jobs) => {
+        this.holdsAhead?.record(jobs.length);
+        options.deliver(jobs);
+      },
       handBack,
       paused: () => this.paused,
     });
     this.ahead = isLimited(options.settings) && prefetch > 0 ? new ClaimAhead(prefetch) : null;
+    const clock = options.clock ?? Date.now;
+    this.holdsAhead = options.settings.rateLimit ? new ClaimAhead(HOLDS_AHEAD_MOST * concurrency, clock) : null;
     this.minBatch = Math.max(1, Math.floor((concurrency + (this.ahead ? 0 : prefetch)) / 4));
   }
 
@@ -75,6 +84,12 @@ export class Fetcher {
   private room(): number {
     const capacity = this.options.capacity();
     return this.ahead ? this.ahead.room(capacity) : capacity;
+  }
+
+  /** Jobs held for their start slot beyond what may wait beside the running ones. */
+  private heldOver(): number {
+    const allowed = this.options.settings.concurrency + (this.holdsAhead?.extra() ?? 0);
+    return Math.max(0, this.holds.size - allowed);
   }
 
   /** Paused: claim nothing until resumed. Resuming claims at once. */
@@ -147,9 +162,10 @@ export class Fetcher {
     }
     if (this.paused || this.stopped) return 0;
     // Jobs held for their start slot wait beside the running ones, up to `concurrency`
-    // of them: counted as running, a 10 ms hold idled every place for 10 ms per claim.
-    const heldOver = Math.max(0, this.holds.size - settings.concurrency);
+    // of them and what the queue finishes in 100 ms (ahead.ts): counted as running, a
+    // 10 ms hold idled every place for 10 ms per claim.
     const capacity = this.options.capacity();
+    const heldOver = this.heldOver();
     const room = this.ahead ? this.ahead.room(capacity) : capacity;
     const { concurrency, prefetch } = settings;
     let limit = Math.min(MAX_CLAIM, room - heldOver);

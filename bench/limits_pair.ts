@@ -1,11 +1,12 @@
 /**
- * One supervisor against two on one limited queue (`globalConcurrency` 50,
- * the `limits` scenario's variants of src/bench/limits.ts), in interleaved
- * rounds (one, two; then two, one; …), each on a fresh database, with the
- * ratio of each round: issue 48 asks that two supervisors are not slower than
- * one. Both supervisors of a round run in this process, as the scenario's do.
+ * One supervisor against two on one limited queue (`globalConcurrency` 50, or
+ * with `--per-key` `perKeyConcurrency` 1 over 1,000 keys: the `limits`
+ * scenario's variants of src/bench/limits.ts), in interleaved rounds (one,
+ * two; then two, one; …), each on a fresh database, with the ratio of each
+ * round: issue 48 asks that two supervisors are not slower than one. Both
+ * supervisors of a round run in this process, as the scenario's do.
  *
- *   DATABASE_URL=postgres://… npx tsx bench/limits_pair.ts [--rounds 11] [--jobs 20000]
+ *   DATABASE_URL=postgres://… npx tsx bench/limits_pair.ts [--rounds 11] [--jobs 20000] [--per-key]
  */
 import { parseArgs } from 'node:util';
 import { createBenchDatabase } from '../src/bench/database.ts';
@@ -13,11 +14,16 @@ import { LIMITS_VARIANTS, limitsBurst } from '../src/bench/limits.ts';
 import { median } from '../src/bench/stats.ts';
 
 const { values: args } = parseArgs({
-  options: { rounds: { type: 'string', default: '11' }, jobs: { type: 'string', default: '20000' } },
+  options: {
+    rounds: { type: 'string', default: '11' },
+    jobs: { type: 'string', default: '20000' },
+    'per-key': { type: 'boolean', default: false },
+  },
 });
 const server = process.env.DATABASE_URL;
 if (!server) throw new Error('set DATABASE_URL to a PostgreSQL server (a database is created there and dropped)');
-const [one, two] = ['globalConcurrency 50', 'globalConcurrency 50, two supervisors'] as const;
+const one = args['per-key'] ? 'perKeyConcurrency 1, 1,000 keys' : 'globalConcurrency 50';
+const two = `${one}, two supervisors`;
 const results: Record<string, number[]> = { [one]: [], [two]: [] };
 for (let r = 0; r < Number(args.rounds); r++)
   for (const name of r % 2 === 0 ? [one, two] : [two, one]) {

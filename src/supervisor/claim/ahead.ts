@@ -47,7 +47,8 @@ export class ClaimAhead {
   constructor(
     /** The most to claim ahead (the queue's prefetch). */
     private readonly most: number,
-    private readonly now: () => number = () => performance.now(),
+    /** The clock, in ms (the fetcher's local clock). */
+    private readonly now: () => number = Date.now,
   ) {}
 
   /**
@@ -55,18 +56,10 @@ export class ClaimAhead {
    * prefetch − what it holds): the places free, plus what may be claimed ahead now.
    */
   room(capacity: number): number {
-    return capacity - this.most + this.look(capacity);
-  }
-
-  /**
-   * How many jobs to hold ahead now (at most `most`), given the queue's free
-   * capacity. Notes what finished since the last look: capacity only grows by
-   * runs leaving, and shrinks by claims (claimed()).
-   */
-  look(capacity: number): number {
+    // What finished since the last look: capacity only grows by runs leaving, and shrinks by claims (claimed()).
     if (this.lastCapacity !== null && capacity > this.lastCapacity) this.record(capacity - this.lastCapacity);
     this.lastCapacity = capacity;
-    return this.extra();
+    return capacity - this.most + this.extra();
   }
 
   /** `n` jobs finished (or started: a rate-limited queue counts its starts) just now. */
@@ -91,7 +84,7 @@ export class ClaimAhead {
     return Math.min(this.most, Math.ceil((this.sum * AHEAD_HORIZON_MS) / spanMs));
   }
 
-  /** A claim took `n` jobs out of the capacity last passed to look(). */
+  /** A claim took `n` jobs out of the capacity last passed to room(). */
   claimed(n: number): void {
     if (this.lastCapacity !== null) this.lastCapacity -= n;
   }

@@ -74,15 +74,14 @@ export class Fetcher {
       handBack,
       paused: () => this.paused,
     });
-    this.ahead = isLimited(options.settings) && prefetch > 0 ? new ClaimAhead(prefetch) : null;
     const clock = options.clock ?? Date.now;
+    this.ahead = isLimited(options.settings) && prefetch > 0 ? new ClaimAhead(prefetch, clock) : null;
     this.holdsAhead = options.settings.rateLimit ? new ClaimAhead(HOLDS_AHEAD_MOST * concurrency, clock) : null;
     this.minBatch = Math.max(1, Math.floor((concurrency + (this.ahead ? 0 : prefetch)) / 4));
   }
 
   /** Room for a claim: the queue's free capacity, or for a per-key queue what ahead.ts allows of it. */
-  private room(): number {
-    const capacity = this.options.capacity();
+  private room(capacity = this.options.capacity()): number {
     return this.ahead ? this.ahead.room(capacity) : capacity;
   }
 
@@ -166,9 +165,8 @@ export class Fetcher {
     // 10 ms hold idled every place for 10 ms per claim.
     const capacity = this.options.capacity();
     const heldOver = this.heldOver();
-    const room = this.ahead ? this.ahead.room(capacity) : capacity;
     const { concurrency, prefetch } = settings;
-    let limit = Math.min(MAX_CLAIM, room - heldOver);
+    let limit = Math.min(MAX_CLAIM, this.room(capacity) - heldOver);
     // Holding nothing, as when a burst follows a quiet spell: the first claim is for the
     // places only, so the first jobs start after a claim of `concurrency` rows instead of
     // MAX_CLAIM, and the jobs claimed ahead follow in the next claim, at once.

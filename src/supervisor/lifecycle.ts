@@ -20,6 +20,7 @@ import { within } from '../within.ts';
 import type { Completer } from './completer.ts';
 import type { Dispatcher } from './dispatch/dispatcher.ts';
 import { drainRuns } from './leases/drain_runs.ts';
+import { threadsLoaded } from './threads.ts';
 import type { Fetcher } from './claim/fetcher.ts';
 import type { Listener } from './claim/listener.ts';
 import type { Loop } from './loops/loop.ts';
@@ -33,6 +34,8 @@ import type { ProgressWriter } from './progress_writer.ts';
 export const ABORT_GRACE_MS = 1000;
 const FLUSH_DEADLINE_MS = 5000;
 const PRESENCE_REMOVE_MS = 2000;
+/** How long the end waits for threads still loading their module (threads.ts says why). */
+const THREAD_LOAD_WAIT_MS = 5000;
 
 /** A supervisor's parts, as startUp and shutDown see them. */
 export interface Parts {
@@ -99,6 +102,7 @@ export async function shutDown(p: Parts, graceMs: number, firstBeat: Promise<voi
     );
   p.beatConnection?.close();
   await p.dispatcher.close();
+  await threadsLoaded(p.threads, THREAD_LOAD_WAIT_MS);
   await p.threads.close({ force: true }).catch(() => {});
   await p.optionsReader.close();
   await p.ownPool?.end().catch(() => {});

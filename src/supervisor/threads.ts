@@ -9,7 +9,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { tracingStarted } from '../tracing/sdk.ts';
-import type { WorkerSetup } from '../worker/protocol.ts';
+import type { ThreadLoaded, WorkerSetup } from '../worker/protocol.ts';
 import { threadWatch } from './loops/thread_watch.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -65,5 +65,47 @@ export function createThreadPool(options: {
   });
   // Terminated threads that do not die are counted (jobvisor_threads_stuck) and waited for on exit.
   threadWatch.watch(pool);
+  const loaded = new Set<number>();
+  pool.on('message', (message: Partial<ThreadLoaded> | null) => {
+    if (typeof message?.jobvisorThreadLoaded === 'number') loaded.add(message.jobvisorThreadLoaded);
+  });
+  loadedThreads.set(pool, loaded);
   return pool;
+}
+
+/** Per pool, the threads that said their module has loaded (worker/entry.ts). */
+const loadedThreads = new WeakMap<Piscina, Set<number>>();
+
+/**
+ * Resolves once every live thread of the pool has loaded its module, or after
+ * `withinMs`. Node 20 aborts the whole process (a V8 fatal error, "IsGraphAsync
+ * must be used on an instantiated module", seen once in CI) when a thread is
+ * terminated while its require() instantiates an ES module, which is where a
+ * pool's first thread is when a supervisor stops at once (a failed task check,
+ * a signal during start-up). So the pool is closed only after this. A thread
+ * that never finishes loading (a hung preload) costs `withinMs` and is then
+ * terminated as before.
+ */
+export function threadsLoaded(pool: Piscina, withinMs: number): Promise<void> {
+  const loaded = loadedThreads.get(pool);
+  if (!loaded) return Promise.resolve();
+  return new Promise((resolve) => {
+    const settled = () => pool.threads.every((thread) => loaded.has(thread.threadId));
+    const finish = () => {
+      clearTimeout(timer);
+      pool.off('message', check);
+      pool.off('workerDestroy', checkLater);
+      resolve();
+    };
+    // Listeners run in order: the one above has recorded the message before this reads it.
+    const check = () => {
+      if (settled()) finish();
+    };
+    // A thread that died while loading is gone from pool.threads by the next turn.
+    const checkLater = () => setImmediate(check);
+    const timer = setTimeout(finish, withinMs);
+    pool.on('message', check);
+    pool.on('workerDestroy', checkLater);
+    check();
+  });
 }

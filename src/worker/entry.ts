@@ -7,6 +7,7 @@
  * job; one that kills the thread (process.exit, an uncaught error, out of
  * memory) ends the session, and the supervisor fails the jobs it held.
  */
+import { parentPort, threadId } from 'node:worker_threads';
 import { workerData } from 'piscina';
 import type pg from 'pg';
 import { runCall, type CallHost } from './batch_run.ts';
@@ -31,6 +32,7 @@ import type {
   ResultBatch,
   SessionTask,
   TaskError,
+  ThreadLoaded,
   ToWorker,
   WorkerSetup,
 } from './protocol.ts';
@@ -232,3 +234,6 @@ export default function session({ port, queue }: SessionTask): Promise<void> {
 function emptyBatch(): ResultBatch {
   return { type: 'results', tokens: [], runMs: [] };
 }
+
+// After the require() that loads this module has returned (supervisor/threads.ts says why).
+setImmediate(() => parentPort?.postMessage({ jobvisorThreadLoaded: threadId } satisfies ThreadLoaded));

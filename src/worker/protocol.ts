@@ -139,6 +139,15 @@ export interface SessionReady {
 
 export type FromWorker = ResultBatch | ProgressBatch | SessionReady;
 
+/**
+ * Posted on a thread's parentPort once its module has loaded (Piscina hands it
+ * on as the pool's 'message'): supervisor/threads.ts waits for it before it ends
+ * the pool.
+ */
+export interface ThreadLoaded {
+  jobvisorThreadLoaded: number;
+}
+
 /** What the Piscina task receives: the session's port and queue. */
 export interface SessionTask {
   port: MessagePort;

@@ -22,6 +22,7 @@
  */
 import type { QueueSettings } from '../config/index.ts';
 import { claimResult, clockSample, type ClaimedRow, type LimitedClaim } from './claim_limited_rows.ts';
+import { INLINE_PAYLOAD_BYTES } from './claim.ts';
 import { CLAIM_KEY_LIMITED, CLAIM_QUEUE_LIMITED } from './claim_limited_sql.ts';
 import { PACING_HORIZON_MS, RATE_START_DELAY_MS, rateWindowMs } from './rate_slots.ts';
 import { intArray, type Now, type Store } from './sql.ts';
@@ -103,33 +104,34 @@ export async function claimLimited(store: Store, args: LimitedClaimArgs): Promis
     };
   const { limits } = args;
   const rate = limits.rateLimit;
-  const values: unknown[] = [
-    args.owner,
-    args.queue,
-    args.leaseMs,
-    args.limit,
-    args.now ?? null,
-    args.maxPayloadBytes,
-    limits.globalConcurrency ?? null,
-    limits.perKeyConcurrency ?? null,
-    rate?.count ?? null,
-    rate ? rateWindowMs(rate.periodMs) : null,
-    rate?.perKey ?? false,
-    rate ? RATE_START_DELAY_MS : 0,
-    rate ? Math.min(PACING_HORIZON_MS, rateWindowMs(rate.periodMs)) : 0,
-    LOCK_SPACE,
-    lockKey(store.schema, args.queue),
-    intArray((args.ended ?? []).map((e) => e.id)),
-    intArray((args.ended ?? []).map((e) => e.token)),
-    args.durable === true,
-  ];
+  const rateWindow = rate ? rateWindowMs(rate.periodMs) : null;
+  const startDelay = rate ? RATE_START_DELAY_MS : 0;
+  const horizon = rate ? Math.min(PACING_HORIZON_MS, rateWindowMs(rate.periodMs)) : 0;
+  const lock = [LOCK_SPACE, lockKey(store.schema, args.queue)];
+  const ended = [intArray((args.ended ?? []).map((e) => e.id)), intArray((args.ended ?? []).map((e) => e.token))];
   const clock = args.clock ?? Date.now;
   const sentMs = clock();
   if (!perKey(limits)) {
+    // In the order of jobvisor.claim_queue_limited()'s parameters (claim_limited_sql.ts).
+    const values = [
+      ...[args.owner, args.queue, args.leaseMs, args.limit, args.now ?? null, args.maxPayloadBytes],
+      ...[INLINE_PAYLOAD_BYTES, limits.globalConcurrency ?? null, rate?.count ?? null, rateWindow, startDelay, horizon],
+      ...lock,
+      ...ended,
+      args.durable === true,
+    ];
     const { text } = CLAIM_QUEUE_LIMITED(store.schema);
     const { rows } = await store.db.query<ClaimedRow>({ text, values });
     return { ...claimResult(rows, args.limit, null, 0), clock: clockSample(rows, sentMs, clock()) };
   }
+  const values: unknown[] = [
+    ...[args.owner, args.queue, args.leaseMs, args.limit, args.now ?? null, args.maxPayloadBytes],
+    ...[limits.globalConcurrency ?? null, limits.perKeyConcurrency ?? null, rate?.count ?? null, rateWindow],
+    ...[rate?.perKey ?? false, startDelay, horizon],
+    ...lock,
+    ...ended,
+    args.durable === true,
+  ];
   const maxKeys = args.maxKeys ?? Math.min(5000, 4 * args.limit + 100);
   const cursor = args.cursor ?? null;
   const weights = args.weights ?? { keys: [], weights: [], other: 1 };

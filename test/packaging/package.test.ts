@@ -548,7 +548,7 @@ const runner = await run({
 });
 await new Promise((resolve, reject) => {
   runner.events.once('schedule:fired', resolve);
-  setTimeout(() => reject(new Error('no fire within 20 s')), 20_000);
+  setTimeout(() => reject(new Error('no fire within 20 s')), 20_000).unref();
 });
 await runner.stop();
 const stoppedAt = new Date();

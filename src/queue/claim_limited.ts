@@ -124,25 +124,20 @@ export async function claimLimited(store: Store, args: LimitedClaimArgs): Promis
     const { rows } = await store.db.query<ClaimedRow>({ text, values });
     return { ...claimResult(rows, args.limit, null, 0), clock: clockSample(rows, sentMs, clock()) };
   }
-  const values: unknown[] = [
-    ...[args.owner, args.queue, args.leaseMs, args.limit, args.now ?? null, args.maxPayloadBytes],
-    ...[limits.globalConcurrency ?? null, limits.perKeyConcurrency ?? null, rate?.count ?? null, rateWindow],
-    ...[rate?.perKey ?? false, startDelay, horizon],
-    ...lock,
-    ...ended,
-    args.durable === true,
-  ];
   const maxKeys = args.maxKeys ?? Math.min(5000, 4 * args.limit + 100);
   const cursor = args.cursor ?? null;
   const weights = args.weights ?? { keys: [], weights: [], other: 1 };
-  values.push(
-    cursor,
-    maxKeys,
-    args.keylessScan === 'window' ? Math.min(KEYLESS_WINDOW, 4 * args.limit + 100) : null,
-    weights.keys,
-    weights.weights,
-    weights.other,
-  );
+  // In the order of jobvisor.claim_key_limited()'s parameters (claim_limited_sql.ts).
+  const values = [
+    ...[args.owner, args.queue, args.leaseMs, args.limit, args.now ?? null, args.maxPayloadBytes],
+    ...[INLINE_PAYLOAD_BYTES, limits.globalConcurrency ?? null, limits.perKeyConcurrency ?? null],
+    ...[rate?.count ?? null, rateWindow, rate?.perKey ?? false, startDelay],
+    ...lock,
+    ...ended,
+    args.durable === true,
+    ...[cursor, maxKeys, args.keylessScan === 'window' ? Math.min(KEYLESS_WINDOW, 4 * args.limit + 100) : null],
+    ...[weights.keys, weights.weights, weights.other],
+  ];
   const { text } = CLAIM_KEY_LIMITED(store.schema);
   const { rows } = await store.db.query<ClaimedRow>({ text, values });
   return { ...claimResult(rows, args.limit, cursor, maxKeys), clock: clockSample(rows, sentMs, clock()) };

@@ -196,9 +196,9 @@ describe('perKeyConcurrency', () => {
       const warm = (s: Store) =>
         claimLimited(s, { ...claimArgs(5), queue: 'elsewhere', limits: { perKeyConcurrency: 5 } });
       const once = (s: Store) => claimLimited(s, { ...claimArgs(5), limits: { perKeyConcurrency: 5 } });
-      const { value, pages, plan } = await pagesRead(db.url, warm, once, /claim_key_limited/);
+      const { value, pages, plan } = await pagesRead(db.url, warm, once, /claim_key_limited/, true);
       assert.equal(value.jobs.length, 1, 'the due job');
-      // The claimed row is found by its id, not by reading every pending job.
+      // The claimed row is found by its id, not by reading every pending job (inside jobvisor.claim_key_limited()).
       assert.match(plan, /jobs_pkey[^\n]*\n[^\n]*Index Cond: \(id = ANY/, plan);
       await db.pool.query("UPDATE jobvisor.jobs SET status = 'done' WHERE status = 'running'");
       return pages;

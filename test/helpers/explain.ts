@@ -10,13 +10,16 @@ import type { Store } from '../../src/queue/sql.ts';
  * What `measure` read: the shared pages (hit or read) of the top plan node of
  * the first statement whose plan matches `statement` (default: any). `warm`
  * runs first on the same connection (loading and planning what it needs),
- * unmeasured.
+ * unmeasured. With `nested`, the statements run inside functions are explained
+ * too, and `plan` is every plan `measure` made, the nested ones first (the
+ * pages are still the matching statement's, which include its functions').
  */
 export async function pagesRead<T>(
   url: string,
   warm: (s: Store) => Promise<unknown>,
   measure: (s: Store) => Promise<T>,
   statement = /./,
+  nested = false,
 ) {
   const pool = new pg.Pool({ connectionString: url, max: 1 });
   const plans: string[] = [];
@@ -28,16 +31,17 @@ export async function pagesRead<T>(
       'SET auto_explain.log_analyze = on',
       'SET auto_explain.log_buffers = on',
       'SET auto_explain.log_level = notice',
+      `SET auto_explain.log_nested_statements = ${nested ? 'on' : 'off'}`,
     ])
       await pool.query(setting);
     const s = { db: pool, schema: 'jobvisor' };
     await warm(s);
     plans.length = 0;
     const value = await measure(s);
-    const plan = plans.find((p) => statement.test(p) && /Buffers: shared/.test(p)) ?? plans.join('\n');
-    const top = /Buffers: shared hit=(\d+)(?: read=(\d+))?/.exec(plan);
-    assert.ok(top, plan);
-    return { value, pages: Number(top[1]) + Number(top[2] ?? 0), plan };
+    const found = plans.find((p) => statement.test(p) && /Buffers: shared/.test(p)) ?? plans.join('\n');
+    const top = /Buffers: shared hit=(\d+)(?: read=(\d+))?/.exec(found);
+    assert.ok(top, found);
+    return { value, pages: Number(top[1]) + Number(top[2] ?? 0), plan: nested ? plans.join('\n') : found };
   } finally {
     await pool.end();
   }

@@ -38,7 +38,7 @@
  * "Bitmap Index Scan on X", "Index Only Scan using X on jobs"); `wholeTable` and
  * `sorts` say why a statement may read the table whole or sort its rows.
  * Statements inside PL/pgSQL functions (jobvisor.due_job_ids, and the limited
- * claims' jobvisor.claim_queue_limited, queue_offers, key_offers and limit_state) are not visible
+ * claims' jobvisor.claim_queue_limited, claim_key_limited, queue_offers, key_offers and limit_state) are not visible
  * to EXPLAIN; test/plans/plans.test.ts checks them through auto_explain.
  */
 import assert from 'node:assert/strict';
@@ -97,8 +97,8 @@ const EXPECTED: Record<string, Expectation> = {
   // Claims and outcomes (src/queue/claim.ts, claim_limited_sql.ts, complete.ts, …).
   claim_jobs: { values: () => ['o', 'default', 60_000, 50, now, 1 << 20, true], uses: /jobs_pkey/ },
   next_due: { values: () => ['default', now], uses: /Index (Only )?Scan using jobs_pending_idx/ },
-  // The whole claim is jobvisor.claim_queue_limited() (migration 032); plans.test.ts checks its plan.
-  // … $13/$14 the queue's lock, $15/$16 ended runs (ids, tokens), $17 durable.
+  // Each limited claim is a function of migration 032 (claim_limited_sql.ts lists the parameters);
+  // plans.test.ts checks their plans through auto_explain.
   claim_queue_limited: {
     values: (f) => [
       ...['o', 'q1', 60_000, 20, now, 1 << 20, 2048, 1000, 5, 1025, 10, 1000, 1, 2],
@@ -106,15 +106,13 @@ const EXPECTED: Record<string, Expectation> = {
     ],
     uses: /^Function Scan/,
   },
-  // Shared with the per-key claim: … $14/$15 the queue's lock, $16/$17 ended runs (ids, tokens), $18 durable.
-  // Per key: … $19 cursor, $20 keys to visit, $21 keyless window, $22/$23 weighted keys, $24 other keys' weight.
   claim_key_limited: {
     values: (f) => [
-      ...['o', 'q3', 60_000, 20, now, 1 << 20, null, 2, null, null, false, 0, 0, 1, 2],
+      ...['o', 'q3', 60_000, 20, now, 1 << 20, 2048, null, 2, null, null, false, 0, 1, 2],
       ...[`{${f.runningIds.join(',')}}`, `{${f.tokens.join(',')}}`, false],
       ...[null, 50, null, ['key3'], [3], 1],
     ],
-    uses: /jobs_pkey/,
+    uses: /^Function Scan/,
   },
   complete_jobs: { values: (f) => [f.runningIds, f.tokens, 'o', now], uses: /jobs_(pkey|running_idx)/ },
   delete_done_jobs: { values: (f) => [f.runningIds, f.tokens, 'o'], uses: /jobs_(pkey|running_idx)/ },

@@ -25,8 +25,8 @@
  * with the reason when neither answers.
  */
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -34,54 +34,14 @@ import { fileURLToPath } from 'node:url';
 import { enqueue } from '../../src/queue/enqueue.ts';
 import { report } from '../helpers/chaos/measure.ts';
 import { createLoginRole, createTestDatabase, type TestDatabase } from '../helpers/db.ts';
-import { packedTarball } from '../helpers/packed.ts';
+import { cleanEnv, depVersion, exec, npmInstall, packedTarball, write, type Ran } from '../helpers/packed.ts';
 import { until } from '../helpers/poll.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const work = mkdtempSync(path.join(tmpdir(), 'jobvisor-package-'));
-const version = (name: string) =>
-  (JSON.parse(readFileSync(path.join(root, 'node_modules', name, 'package.json'), 'utf8')) as { version: string })
-    .version;
 /** The apps' own dependency, which jobvisor does not have. */
 const APP_DEPENDENCY = 'slugify@1.6.9';
 const TSC = path.join(root, 'node_modules/typescript/bin/tsc');
-
-/** A child environment without npm's own variables (npm test sets npm_config_*) or jobvisor's. */
-function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env))
-    if (!/^(npm_|JOBVISOR_|OTEL_|DATABASE_URL|NODE_ENV$|METRICS_PORT$)/.test(k)) env[k] = v;
-  return { ...env, ...extra };
-}
-
-interface Ran {
-  status: number | null;
-  stdout: string;
-  stderr: string;
-  ms: number;
-}
-
-function exec(command: string, args: string[], cwd: string, env = cleanEnv(), timeout = 240_000): Ran {
-  const t0 = Date.now();
-  const r = spawnSync(command, args, { cwd, env, encoding: 'utf8', timeout });
-  return { status: r.status, stdout: r.stdout ?? '', stderr: r.stderr ?? '', ms: Date.now() - t0 };
-}
-
-/** `npm install` into an app; the reason to skip when the registry (and npm's cache) cannot serve it. */
-function npmInstall(app: string, packages: string[]): Ran & { offline?: string } {
-  const r = exec('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', ...packages], app);
-  if (r.status !== 0 && /ENOTFOUND|EAI_AGAIN|ECONNREFUSED|ETIMEDOUT|ENETUNREACH|ECONNRESET/.test(r.stderr))
-    return { ...r, offline: `the npm registry is unreachable and npm's cache lacks a package: ${r.stderr.trim()}` };
-  assert.equal(r.status, 0, `npm install in ${app} failed:\n${r.stderr}`);
-  return r;
-}
-
-function write(dir: string, files: Record<string, string>): void {
-  for (const [name, text] of Object.entries(files)) {
-    mkdirSync(path.dirname(path.join(dir, name)), { recursive: true });
-    writeFileSync(path.join(dir, name), text);
-  }
-}
 
 function duBytes(dir: string): number {
   return Number(exec('du', ['-sb', dir], work).stdout.split('\t')[0]);
@@ -250,10 +210,10 @@ before(async () => {
   const esm = npmInstall(esmApp, [
     tarball,
     APP_DEPENDENCY,
-    `pg@${version('pg')}`,
-    `tsx@${version('tsx')}`,
-    `@types/node@${version('@types/node')}`,
-    `@types/pg@${version('@types/pg')}`,
+    `pg@${depVersion('pg')}`,
+    `tsx@${depVersion('tsx')}`,
+    `@types/node@${depVersion('@types/node')}`,
+    `@types/pg@${depVersion('@types/pg')}`,
   ]);
   if (esm.offline) {
     skipReason = esm.offline;
@@ -261,7 +221,7 @@ before(async () => {
   }
   timings.installStart = t0;
   timings.esmInstallMs = esm.ms;
-  cjsInstall = npmInstall(cjsApp, [tarball, APP_DEPENDENCY, `pg@${version('pg')}`]);
+  cjsInstall = npmInstall(cjsApp, [tarball, APP_DEPENDENCY, `pg@${depVersion('pg')}`]);
 });
 
 after(async () => {

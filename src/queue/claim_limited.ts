@@ -106,20 +106,23 @@ export async function claimLimited(store: Store, args: LimitedClaimArgs): Promis
   const rate = limits.rateLimit;
   const rateWindow = rate ? rateWindowMs(rate.periodMs) : null;
   const startDelay = rate ? RATE_START_DELAY_MS : 0;
-  const horizon = rate ? Math.min(PACING_HORIZON_MS, rateWindowMs(rate.periodMs)) : 0;
-  const lock = [LOCK_SPACE, lockKey(store.schema, args.queue)];
-  const ended = [intArray((args.ended ?? []).map((e) => e.id)), intArray((args.ended ?? []).map((e) => e.token))];
+  // $1–$8 of both functions (claim_limited_sql.ts).
+  const head = [
+    ...[args.owner, args.queue, args.leaseMs, args.limit, args.now ?? null, args.maxPayloadBytes],
+    ...[INLINE_PAYLOAD_BYTES, limits.globalConcurrency ?? null],
+  ];
+  const lockAndEnded = [
+    LOCK_SPACE,
+    lockKey(store.schema, args.queue),
+    intArray((args.ended ?? []).map((e) => e.id)),
+    intArray((args.ended ?? []).map((e) => e.token)),
+    args.durable === true,
+  ];
   const clock = args.clock ?? Date.now;
   const sentMs = clock();
   if (!perKey(limits)) {
-    // In the order of jobvisor.claim_queue_limited()'s parameters (claim_limited_sql.ts).
-    const values = [
-      ...[args.owner, args.queue, args.leaseMs, args.limit, args.now ?? null, args.maxPayloadBytes],
-      ...[INLINE_PAYLOAD_BYTES, limits.globalConcurrency ?? null, rate?.count ?? null, rateWindow, startDelay, horizon],
-      ...lock,
-      ...ended,
-      args.durable === true,
-    ];
+    const horizon = rateWindow === null ? 0 : Math.min(PACING_HORIZON_MS, rateWindow);
+    const values = [...head, rate?.count ?? null, rateWindow, startDelay, horizon, ...lockAndEnded];
     const { text } = CLAIM_QUEUE_LIMITED(store.schema);
     const { rows } = await store.db.query<ClaimedRow>({ text, values });
     return { ...claimResult(rows, args.limit, null, 0), clock: clockSample(rows, sentMs, clock()) };
@@ -127,14 +130,9 @@ export async function claimLimited(store: Store, args: LimitedClaimArgs): Promis
   const maxKeys = args.maxKeys ?? Math.min(5000, 4 * args.limit + 100);
   const cursor = args.cursor ?? null;
   const weights = args.weights ?? { keys: [], weights: [], other: 1 };
-  // In the order of jobvisor.claim_key_limited()'s parameters (claim_limited_sql.ts).
   const values = [
-    ...[args.owner, args.queue, args.leaseMs, args.limit, args.now ?? null, args.maxPayloadBytes],
-    ...[INLINE_PAYLOAD_BYTES, limits.globalConcurrency ?? null, limits.perKeyConcurrency ?? null],
-    ...[rate?.count ?? null, rateWindow, rate?.perKey ?? false, startDelay],
-    ...lock,
-    ...ended,
-    args.durable === true,
+    ...[...head, limits.perKeyConcurrency ?? null, rate?.count ?? null, rateWindow, rate?.perKey ?? false, startDelay],
+    ...lockAndEnded,
     ...[cursor, maxKeys, args.keylessScan === 'window' ? Math.min(KEYLESS_WINDOW, 4 * args.limit + 100) : null],
     ...[weights.keys, weights.weights, weights.other],
   ];

@@ -60,8 +60,9 @@ import { planned } from './sql.ts';
  * the largest payload carried inline (INLINE_PAYLOAD_BYTES), $8
  * globalConcurrency, $9 rate count, $10 rate window ms, $11 start delay ms,
  * $12 pacing horizon ms, $13 and $14 the queue's lock, $15 and $16 the ended
- * runs, $17 durable. The rows are the per-key statement's columns, and
- * next_free_ms.
+ * runs, $17 durable. Each row: budget, db_received_ms and db_replied_ms, a
+ * claimed job's columns (id to has_steps; none when nothing was claimed),
+ * ended_tokens and ended_keys on the first row, next_free_ms.
  */
 export const CLAIM_QUEUE_LIMITED = planned(
   'claim_queue_limited',
@@ -83,8 +84,8 @@ SELECT * FROM jobvisor.claim_queue_limited($1::text, $2::text, $3::float8, $4::i
  * the first), $20 how many keys to visit at most, $21 how many of the queue's
  * first due jobs (any key, claim order) to look among for jobs without a key
  * (null: all of them), $22 and $23 keys with a weight of their own and their
- * weights, $24 every other key's weight. The rows are CLAIM_QUEUE_LIMITED's
- * columns (next_free_ms null), and key_index, last_key, keys_visited and
+ * weights, $24 every other key's weight. Its rows have CLAIM_QUEUE_LIMITED's
+ * columns (next_free_ms null), then key_index, last_key, keys_visited and
  * keyless_hidden.
  */
 export const CLAIM_KEY_LIMITED = planned(

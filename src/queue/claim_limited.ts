@@ -1,7 +1,7 @@
 /**
  * Claiming from a limited queue: one statement of claim_limited_sql.ts, which
- * takes the queue's advisory lock itself (through jobvisor.limit_state(),
- * migration 031) and counts held slots with a snapshot taken after it. The
+ * takes the queue's advisory lock itself (migrations 031 and 033) and counts
+ * held slots with a snapshot taken after it. The
  * lock is transaction-scoped: a supervisor killed mid-claim loses it with its
  * connection, and its claim rolls back.
  *

@@ -1,14 +1,14 @@
 /**
  * The claim statements of a limited queue (globalConcurrency, perKeyConcurrency
  * or rateLimit): one statement each, one round trip, and each a call of a
- * PL/pgSQL function of migration 032 that claims (jobvisor.claim_queue_limited()
- * and jobvisor.claim_key_limited()). A function of migration 031 chooses the
- * jobs, jobvisor.queue_offers() for queue-wide limits and
- * jobvisor.key_offers() for per-key ones: it takes the queue's advisory lock,
- * counts what the limits count with a snapshot taken after it (so two
- * supervisors can never both take the last free slot), and returns the ids to
- * claim in claim order, with one row (o_id NULL) of what the claim needs
- * besides; the claiming function takes them by primary key. Both are in
+ * PL/pgSQL function that claims (jobvisor.claim_queue_limited() of migration
+ * 033, jobvisor.claim_key_limited() of 032). Each takes the queue's advisory
+ * lock, counts what the limits count with a snapshot taken after it (so two
+ * supervisors can never both take the last free slot), chooses the jobs to
+ * claim in claim order and takes them by primary key. The queue-wide claim
+ * does all of that in its own body; the per-key one has
+ * jobvisor.key_offers() (migration 031) choose them, which returns the ids
+ * with one row (o_id NULL) of what the claim needs besides. Both are in
  * PL/pgSQL because its plans are kept per connection, where a statement sent
  * unnamed is planned on every claim (sql.ts says why): planning the per-key
  * choice cost more than running it (migration 031 has the figures), and
@@ -51,10 +51,9 @@ import { planned } from './sql.ts';
 
 /**
  * Queue-wide limits only (globalConcurrency and/or a queue-wide rate limit):
- * the plain claim's candidates, as many as the limits leave
- * (jobvisor.queue_offers()), claimed by jobvisor.claim_queue_limited() of
- * migration 032, whose plan is kept (that migration says why and has the
- * figures). A rate limit's k-th job starts at the first free slot + (k - 1) ×
+ * the plain claim's candidates, as many as the limits leave, claimed by
+ * jobvisor.claim_queue_limited() of migration 033, whose plans are kept
+ * (migrations 032 and 033 say why and have the figures). A rate limit's k-th job starts at the first free slot + (k - 1) ×
  * window/count. Its own parameters, in this order: $1 owner, $2 queue, $3
  * lease ms, $4 free local places, $5 pinned now, $6 largest payload sent, $7
  * the largest payload carried inline (INLINE_PAYLOAD_BYTES), $8

@@ -38,7 +38,7 @@
  * "Bitmap Index Scan on X", "Index Only Scan using X on jobs"); `wholeTable` and
  * `sorts` say why a statement may read the table whole or sort its rows.
  * Statements inside PL/pgSQL functions (jobvisor.due_job_ids, and the limited
- * claims' jobvisor.claim_queue_limited, claim_key_limited, queue_offers, key_offers and limit_state) are not visible
+ * claims' jobvisor.claim_queue_limited, claim_key_limited, key_offers and limit_state) are not visible
  * to EXPLAIN; test/plans/plans.test.ts checks them through auto_explain.
  */
 import assert from 'node:assert/strict';
@@ -97,7 +97,7 @@ const EXPECTED: Record<string, Expectation> = {
   // Claims and outcomes (src/queue/claim.ts, claim_limited_sql.ts, complete.ts, …).
   claim_jobs: { values: () => ['o', 'default', 60_000, 50, now, 1 << 20, true], uses: /jobs_pkey/ },
   next_due: { values: () => ['default', now], uses: /Index (Only )?Scan using jobs_pending_idx/ },
-  // Each limited claim is a function of migration 032 (claim_limited_sql.ts lists the parameters);
+  // Each limited claim is a function (migrations 032 and 033; claim_limited_sql.ts lists the parameters);
   // plans.test.ts checks their plans through auto_explain.
   claim_queue_limited: {
     values: (f) => [

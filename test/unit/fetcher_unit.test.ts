@@ -241,7 +241,7 @@ describe('fetcher loop (fake strategy)', () => {
     await fetcher.stop();
   });
 
-  it('a rate-limited queue holds for their slots, beyond its places, what went to its places in the last 100 ms', async () => {
+  it('a rate-limited queue claims to hold, beyond its places, what went to its places in the last 100 ms, and no more', async () => {
     const { fetcher, strategy, delivered, free } = rig({ rateLimit: { count: 1000, periodMs: 1000, perKey: false } });
     const slotsAt = (ms: number, n: number) => ({ atMs: Array(n).fill(Date.now() + ms), periodMs: 1000, errorMs: 0 });
     strategy.answers.push({ jobs: jobs(4), retryInMs: null, slots: slotsAt(10, 4) });
@@ -249,14 +249,37 @@ describe('fetcher loop (fake strategy)', () => {
     mock.timers.tick(10);
     assert.equal(delivered.length, 4, 'the first four went to the places at their slot');
     free.places = 4; // and finished
-    // Eight held for slots further ahead: four beside the places, four more for what went to them.
+    // Holding nothing, with four gone to the places in the last 100 ms: it claims for its
+    // four free places and four more to hold. Eight held for slots further ahead: four
+    // beside the places, four more for what went to them.
     strategy.answers.push({ jobs: jobs(8), retryInMs: null, slots: slotsAt(500, 8) });
     await fetcher.runOnce();
     strategy.answers.push({ jobs: jobs(1), retryInMs: null, slots: slotsAt(500, 1) });
     await fetcher.runOnce();
-    assert.deepEqual(strategy.asked, [4, 4, 4], 'holding 8, it still claims for its 4 free places');
+    assert.deepEqual(strategy.asked, [4, 8, 4], 'holding 8, it claims for its 4 free places only');
     await fetcher.runOnce();
-    assert.deepEqual(strategy.asked, [4, 4, 4, 3], 'holding 9, the one past that takes a place');
+    assert.deepEqual(strategy.asked, [4, 8, 4, 3], 'holding 9, the one past that takes a place');
+    await fetcher.stop();
+  });
+
+  it('a rate-limited queue holding more than it may does not claim for each place that frees', async () => {
+    const { fetcher, strategy, free } = rig({
+      concurrency: 8,
+      jobsPerThread: 8,
+      rateLimit: { count: 1000, periodMs: 1000, perKey: false },
+    });
+    const slotsAt = (ms: number, n: number) => ({ atMs: Array(n).fill(Date.now() + ms), periodMs: 1000, errorMs: 0 });
+    strategy.answers.push({ jobs: jobs(8), retryInMs: null, slots: slotsAt(500, 8) });
+    await fetcher.runOnce();
+    free.places = 7;
+    strategy.answers.push({ jobs: jobs(7), retryInMs: null, slots: slotsAt(500, 7) });
+    await fetcher.runOnce();
+    assert.deepEqual(strategy.asked, [8, 7], 'a backlog: each claim was full');
+    // Holding 15 where 8 may wait: 8 free places leave room for 1, less than a batch (2).
+    free.places = 8;
+    fetcher.onCapacity();
+    await settle();
+    assert.deepEqual(strategy.asked, [8, 7], 'no claim of a single job');
     await fetcher.stop();
   });
 

@@ -1,9 +1,9 @@
 /**
  * Claiming from a limited queue: one statement of claim_limited_sql.ts, which
  * takes the queue's advisory lock itself (migrations 031 and 033) and counts
- * held slots with a snapshot taken after it. The
- * lock is transaction-scoped: a supervisor killed mid-claim loses it with its
- * connection, and its claim rolls back.
+ * held slots with a snapshot taken after it. The lock is transaction-scoped:
+ * a supervisor killed mid-claim loses it with its connection, and its claim
+ * rolls back.
  *
  * One lock per queue serializes the queue's claims across the cluster (not its
  * runs): each claim holds it while its statement runs, about a millisecond,

@@ -53,11 +53,12 @@ import { planned } from './sql.ts';
  * Queue-wide limits only (globalConcurrency and/or a queue-wide rate limit):
  * the plain claim's candidates, as many as the limits leave, claimed by
  * jobvisor.claim_queue_limited() of migration 033, whose plans are kept
- * (migrations 032 and 033 say why and have the figures). A rate limit's k-th job starts at the first free slot + (k - 1) ×
- * window/count. Its own parameters, in this order: $1 owner, $2 queue, $3
- * lease ms, $4 free local places, $5 pinned now, $6 largest payload sent, $7
- * the largest payload carried inline (INLINE_PAYLOAD_BYTES), $8
- * globalConcurrency, $9 rate count, $10 rate window ms, $11 start delay ms,
+ * (migrations 032 and 033 say why and have the figures). A rate limit's k-th
+ * job starts at the first free slot + (k - 1) × window/count. Its own
+ * parameters, in this order: $1 owner, $2 queue, $3 lease ms, $4 free local
+ * places, $5 pinned now, $6 largest payload sent, $7 the largest payload
+ * carried inline (INLINE_PAYLOAD_BYTES), $8 globalConcurrency, $9 rate
+ * count, $10 rate window ms, $11 start delay ms,
  * $12 pacing horizon ms, $13 and $14 the queue's lock, $15 and $16 the ended
  * runs, $17 durable. Each row: budget, db_received_ms and db_replied_ms, a
  * claimed job's columns (id to has_steps; none when nothing was claimed),

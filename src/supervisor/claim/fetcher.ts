@@ -24,8 +24,8 @@
  * moment each job is to start (by the local clock, as its strategy converted
  * it): the jobs are held here until then, beside the queue's places (how many
  * may wait: holdsShift()), and handed back if the queue is paused or the
- * fetcher stops (start_holds.ts). Held jobs are claimed: the heartbeat renews their leases
- * (fences()) and a lost one is dropped (leaseLost()).
+ * fetcher stops (start_holds.ts). Held jobs are claimed: the heartbeat renews
+ * their leases (fences()) and a lost one is dropped (leaseLost()).
  */
 import type { ClaimedJob, Fence } from '../../queue/types.ts';
 import type { FetcherOptions } from './fetcher_options.ts';

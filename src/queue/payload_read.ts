@@ -9,6 +9,11 @@
  * rules as a claim's: a payload stored in more than 8 × the limit is not
  * converted at all, and text over the limit is not sent, only measured.
  * One row by primary key; sent unnamed like every statement (see sql.ts).
+ *
+ * The text is built once, in the inner SELECT: `OFFSET 0` keeps the planner
+ * from folding it into the outer one, which would convert the payload (and
+ * decompress it) once for each of the four references to `p.text`. For a
+ * 900 KB payload that was 80 ms of the server's CPU per read instead of 19.
  */
 import { planned, run, type Db } from './sql.ts';
 
@@ -21,7 +26,8 @@ SELECT CASE WHEN octet_length(p.text) <= $3 THEN p.text END AS text,
   FROM (SELECT CASE WHEN pg_column_size(payload) <= $3::bigint * 8 THEN payload::text END AS text,
                pg_column_size(payload) AS stored
           FROM jobvisor.jobs
-         WHERE id = $1::bigint AND lease_token = $2::bigint AND status = 'running') AS p`,
+         WHERE id = $1::bigint AND lease_token = $2::bigint AND status = 'running'
+        OFFSET 0) AS p`,
 );
 
 /** What a run's payload read found. */

@@ -89,12 +89,24 @@ let tsxReady: Promise<void> | undefined;
 
 /**
  * Registers tsx in this thread, resolved from the task's folder: the app's own
- * tsx, as any of the app's dependencies (jobvisor does not ship one).
+ * tsx, as any of the app's dependencies (jobvisor does not ship one). Its
+ * CommonJS hooks too, as `--import tsx` registers both: to tsx, a .ts file in
+ * a folder without `"type": "module"` is CommonJS, compiled for require(), and
+ * without those hooks Node.js ≥ 20.19 require()s it as the ES module its
+ * syntax says it is, and fails ("Cannot require() ES Module … not yet fully
+ * loaded"). A tsx without `tsx/cjs/api` (before 4) still serves ES module folders.
  */
 function registerTsx(file: string): Promise<void> {
   tsxReady ??= (async () => {
     const api = (await import(pathToFileURL(tsxEsmApi(file)).href)) as { register: () => unknown };
     api.register();
+    let cjs: { register: () => unknown } | undefined;
+    try {
+      cjs = createRequire(path.resolve(file))('tsx/cjs/api') as { register: () => unknown };
+    } catch {
+      // tsx before 4: its ES module hooks alone
+    }
+    cjs?.register();
   })();
   return tsxReady;
 }

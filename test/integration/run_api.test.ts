@@ -3,10 +3,10 @@
  * as a map of kind → module. The tasks live in a temporary folder outside the
  * repository and import a module beside them, as an app's tasks import the
  * app's code. The app has tsx among its dependencies (a link to the
- * checkout's), and runs under tsx: this test process does, and its threads
- * keep the process's `--import tsx` (JOBVISOR_TEST_THREAD_TSX; other test
- * files start threads without it, src/supervisor/threads.ts). Real
- * PostgreSQL, real worker threads.
+ * checkout's), as an app with .ts tasks on Node.js 20 needs: the threads load
+ * it for the .ts task (they start without this test process's own tsx,
+ * src/supervisor/threads.ts), and the folder is CommonJS to it (no
+ * package.json), as a NestJS app's is. Real PostgreSQL, real worker threads.
  */
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -19,9 +19,6 @@ import { ConfigError, enqueue, enqueueMany, run, TaskSetupError, type Runner } f
 import { FIXTURE_TASKS } from '../helpers/inprocess.ts';
 import { ROOT } from '../helpers/packed.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
-
-// An app run by tsx: its threads inherit the loader, as Node.js passes on its options.
-process.env.JOBVISOR_TEST_THREAD_TSX = '1';
 
 let db: TestDatabase;
 let app: string;

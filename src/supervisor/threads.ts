@@ -38,12 +38,12 @@ export function threadModule(compiled: string, bootstrap: string): string {
  * installed package's threads start under `jobvisor start`: tsx in a thread
  * runs a hooks thread of its own that compiles every module the thread loads,
  * about 0.4 s of CPU each time an in-process supervisor of a test starts (the
- * integration tier: 193 s of CPU with it, 164 s without). A test of an app
- * that runs under tsx sets JOBVISOR_TEST_THREAD_TSX to keep it.
+ * integration tier: 193 s of CPU with it, 164 s without). A .ts task brings
+ * tsx into its thread itself (worker/loader.ts), as in the package.
  */
 function threadExecArgv(file: string): string[] | undefined {
   const copy = process.env.JOBVISOR_TEST_COMPILED;
-  if (!copy || !file.startsWith(copy) || process.env.JOBVISOR_TEST_THREAD_TSX) return undefined;
+  if (!copy || !file.startsWith(copy)) return undefined;
   return process.execArgv.filter(
     (arg, i, all) => !(arg === '--import' && all[i + 1] === 'tsx') && !(arg === 'tsx' && all[i - 1] === '--import'),
   );

@@ -1,10 +1,38 @@
 /**
- * How many pages a statement read, as auto_explain reports it on a connection
- * of its own: for tests that a read stays small however large the table.
+ * Plans as auto_explain reports them on a connection of its own: how many
+ * pages a statement read, for tests that a read stays small however large the
+ * table, and what its plan computes.
  */
 import assert from 'node:assert/strict';
 import pg from 'pg';
 import type { Store } from '../../src/queue/sql.ts';
+
+/**
+ * Runs `fn` on a connection of its own on which auto_explain prints the plan
+ * of every statement, with `settings` besides (`SET auto_explain.…`); `plans`
+ * holds those plans as they come.
+ */
+export async function withPlans<T>(
+  url: string,
+  settings: string[],
+  fn: (s: Store, plans: string[]) => Promise<T>,
+): Promise<T> {
+  const pool = new pg.Pool({ connectionString: url, max: 1 });
+  const plans: string[] = [];
+  pool.on('connect', (client) => client.on('notice', (n) => plans.push(n.message ?? '')));
+  try {
+    for (const setting of [
+      `LOAD 'auto_explain'`,
+      'SET auto_explain.log_min_duration = 0',
+      'SET auto_explain.log_level = notice',
+      ...settings,
+    ])
+      await pool.query(setting);
+    return await fn({ db: pool, schema: 'jobvisor' }, plans);
+  } finally {
+    await pool.end();
+  }
+}
 
 /**
  * What `measure` read: the shared pages (hit or read) of the top plan node of
@@ -21,20 +49,12 @@ export async function pagesRead<T>(
   statement = /./,
   nested = false,
 ) {
-  const pool = new pg.Pool({ connectionString: url, max: 1 });
-  const plans: string[] = [];
-  pool.on('connect', (client) => client.on('notice', (n) => plans.push(n.message ?? '')));
-  try {
-    for (const setting of [
-      `LOAD 'auto_explain'`,
-      'SET auto_explain.log_min_duration = 0',
-      'SET auto_explain.log_analyze = on',
-      'SET auto_explain.log_buffers = on',
-      'SET auto_explain.log_level = notice',
-      `SET auto_explain.log_nested_statements = ${nested ? 'on' : 'off'}`,
-    ])
-      await pool.query(setting);
-    const s = { db: pool, schema: 'jobvisor' };
+  const settings = [
+    'SET auto_explain.log_analyze = on',
+    'SET auto_explain.log_buffers = on',
+    `SET auto_explain.log_nested_statements = ${nested ? 'on' : 'off'}`,
+  ];
+  return withPlans(url, settings, async (s, plans) => {
     await warm(s);
     plans.length = 0;
     const value = await measure(s);
@@ -42,9 +62,7 @@ export async function pagesRead<T>(
     const top = /Buffers: shared hit=(\d+)(?: read=(\d+))?/.exec(found);
     assert.ok(top, found);
     return { value, pages: Number(top[1]) + Number(top[2] ?? 0), plan: nested ? plans.join('\n') : found };
-  } finally {
-    await pool.end();
-  }
+  });
 }
 
 /** One node of an EXPLAIN (FORMAT JSON) plan, with the fields the plan tests read. */

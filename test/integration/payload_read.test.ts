@@ -8,13 +8,13 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import pg from 'pg';
 import { claimJobs, INLINE_PAYLOAD_BYTES } from '../../src/queue/claim.ts';
 import { claimLimited } from '../../src/queue/claim_limited.ts';
 import { readClaimedPayload } from '../../src/queue/payload_read.ts';
 import type { Store } from '../../src/queue/sql.ts';
 import type { Supervisor } from '../../src/supervisor/supervisor.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { withPlans } from '../helpers/explain.ts';
 import { startSupervisor } from '../helpers/inprocess.ts';
 import { until } from '../helpers/poll.ts';
 
@@ -102,23 +102,11 @@ describe('a read', () => {
     assert.equal(job?.id, id);
     // The plan's output expressions, as auto_explain prints them with VERBOSE: every
     // `(jobs.payload)::text` in them is a conversion (and a decompression) of the payload.
-    const client = new pg.Client({ connectionString: db.url });
-    await client.connect();
-    const plans: string[] = [];
-    client.on('notice', (n) => plans.push(n.message ?? ''));
-    try {
-      for (const setting of [
-        `LOAD 'auto_explain'`,
-        'SET auto_explain.log_min_duration = 0',
-        'SET auto_explain.log_verbose = on',
-        'SET auto_explain.log_level = notice',
-      ])
-        await client.query(setting);
-      const read = await readClaimedPayload(client, 'jobvisor', job as never, 1 << 20);
+    const plans = await withPlans(db.url, ['SET auto_explain.log_verbose = on'], async (s, seen) => {
+      const read = await readClaimedPayload(s.db, 'jobvisor', job as never, 1 << 20);
       assert.equal(read.type, 'text');
-    } finally {
-      await client.end();
-    }
+      return seen;
+    });
     const plan = plans.find((p) => p.includes('jobvisor_read_payload'));
     assert.ok(plan, `no plan of the read among ${plans.length} notices`);
     assert.equal(plan.match(/\(jobs\.payload\)::text/g)?.length, 1, plan);

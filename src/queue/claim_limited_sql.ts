@@ -58,11 +58,11 @@ import { planned } from './sql.ts';
  * parameters, in this order: $1 owner, $2 queue, $3 lease ms, $4 free local
  * places, $5 pinned now, $6 largest payload sent, $7 the largest payload
  * carried inline (INLINE_PAYLOAD_BYTES), $8 globalConcurrency, $9 rate
- * count, $10 rate window ms, $11 start delay ms,
- * $12 pacing horizon ms, $13 and $14 the queue's lock, $15 and $16 the ended
- * runs, $17 durable. Each row: budget, db_received_ms and db_replied_ms, a
- * claimed job's columns (id to has_steps; none when nothing was claimed),
- * ended_tokens and ended_keys on the first row, next_free_ms.
+ * count, $10 rate window ms, $11 start delay ms, $12 pacing horizon ms, $13
+ * and $14 the queue's lock, $15 and $16 the ended runs, $17 durable. Each
+ * row: budget, db_received_ms and db_replied_ms, a claimed job's columns (id
+ * to has_steps; none when nothing was claimed), ended_tokens and ended_keys on
+ * the first row, next_free_ms.
  */
 export const CLAIM_QUEUE_LIMITED = planned(
   'claim_queue_limited',

@@ -37,19 +37,37 @@ export async function adminQuery(sql: string, values: unknown[] = []): Promise<p
   }
 }
 
-export async function createTestDatabase(
-  label = path.basename(process.argv[1] ?? 'test', '.test.ts'),
-): Promise<TestDatabase> {
+const fileLabel = () => path.basename(process.argv[1] ?? 'test', '.test.ts');
+
+export async function createTestDatabase(label = fileLabel()): Promise<TestDatabase> {
   const template = process.env.JOBVISOR_TEST_TEMPLATE;
   if (!template)
     throw new Error('JOBVISOR_TEST_TEMPLATE is not set: run tests with `npm test` or `npx tsx test/run.ts FILE`');
+  return databaseFrom(label, `TEMPLATE ${template}`);
+}
+
+/**
+ * A fresh database that `jobvisor migrate` has not prepared (no jobvisor
+ * schema), for the tests of what happens before migrating.
+ */
+export async function createEmptyDatabase(label = fileLabel(), max = 5): Promise<TestDatabase> {
+  return databaseFrom(label, '', max);
+}
+
+/**
+ * `drop()` waits for the pool's connections to leave pg_stat_activity before
+ * DROP … WITH (FORCE): pool.end() resolves before the server has read each
+ * connection's Terminate, and a backend terminated in that moment sends a
+ * FATAL that pg-pool re-emits as the pool's 'error' after the test has ended.
+ */
+async function databaseFrom(label: string, clause: string, max = 5): Promise<TestDatabase> {
   const name = `t_${label
     .replace(/[^a-z0-9_]/gi, '_')
     .toLowerCase()
     .slice(0, 30)}_${randomBytes(4).toString('hex')}`;
-  await adminQuery(`CREATE DATABASE ${name} TEMPLATE ${template}`);
+  await adminQuery(`CREATE DATABASE ${name} ${clause}`);
   const url = urlOf(name);
-  const pool = new pg.Pool({ connectionString: url, max: 5, application_name: 'test' });
+  const pool = new pg.Pool({ connectionString: url, max, application_name: 'test' });
   pool.on('error', () => {});
   return {
     name,

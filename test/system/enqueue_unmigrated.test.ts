@@ -5,26 +5,19 @@
  * pg's `relation "jobvisor.jobs" does not exist`.
  */
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import pg from 'pg';
 import { NotMigratedError, notMigrated } from '../../src/errors.ts';
 import { COPY_THRESHOLD, enqueue, enqueueMany } from '../../src/queue/enqueue.ts';
 import { runCli } from '../helpers/cli.ts';
-import { adminQuery, urlOf } from '../helpers/db.ts';
+import { createEmptyDatabase, type TestDatabase } from '../helpers/db.ts';
 
-const name = `t_unmigrated_${randomBytes(4).toString('hex')}`;
-let pool: pg.Pool;
+let db: TestDatabase;
 
 before(async () => {
-  await adminQuery(`CREATE DATABASE ${name}`);
-  pool = new pg.Pool({ connectionString: urlOf(name), max: 2 });
+  db = await createEmptyDatabase();
 });
 
-after(async () => {
-  await pool.end();
-  await adminQuery(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-});
+after(() => db.drop());
 
 function saysMigrate(err: unknown): boolean {
   assert.ok(err instanceof NotMigratedError, `a NotMigratedError, got ${String(err)}`);
@@ -37,8 +30,8 @@ function saysMigrate(err: unknown): boolean {
 
 describe('enqueue before migrate', () => {
   it('enqueue, in a transaction too, says to run jobvisor migrate', async () => {
-    await assert.rejects(enqueue(pool, 'welcome_email', { user_id: 1 }), saysMigrate);
-    const client = await pool.connect();
+    await assert.rejects(enqueue(db.pool, 'welcome_email', { user_id: 1 }), saysMigrate);
+    const client = await db.pool.connect();
     try {
       await client.query('BEGIN');
       await assert.rejects(enqueue(client, 'welcome_email', { user_id: 1 }), saysMigrate);
@@ -49,13 +42,13 @@ describe('enqueue before migrate', () => {
   });
 
   it('enqueueMany, by INSERT and by COPY, says the same', async () => {
-    await assert.rejects(enqueueMany(pool, [{ kind: 'a', payload: {} }]), saysMigrate);
+    await assert.rejects(enqueueMany(db.pool, [{ kind: 'a', payload: {} }]), saysMigrate);
     const many = Array.from({ length: COPY_THRESHOLD }, () => ({ kind: 'a', payload: {} }));
-    await assert.rejects(enqueueMany(pool, many), saysMigrate);
+    await assert.rejects(enqueueMany(db.pool, many), saysMigrate);
   });
 
   it('jobvisor enqueue prints one line with the hint and exits 1', async () => {
-    const r = await runCli(urlOf(name), ['enqueue', 'welcome_email', '{"user_id":1}']);
+    const r = await runCli(db.url, ['enqueue', 'welcome_email', '{"user_id":1}']);
     assert.equal(r.code, 1, r.stderr);
     const lines = r.stderr.trim().split('\n');
     assert.equal(lines.length, 1, r.stderr);

@@ -6,14 +6,11 @@
  * `relation "jobvisor.jobs" does not exist (42P01)`.
  */
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import pg from 'pg';
 import { runCli, runCliInProcess } from '../helpers/cli.ts';
 import { serveTestDashboard, TEST_TOKEN, type ServedDashboard } from '../helpers/dashboard.ts';
-import { adminQuery, urlOf } from '../helpers/db.ts';
+import { createEmptyDatabase, type TestDatabase } from '../helpers/db.ts';
 
-const name = `t_unmigrated_cli_${randomBytes(4).toString('hex')}`;
 const HINT =
   /^jobvisor: jobvisor's tables are missing or out of date in schema "jobvisor" of this database: run `jobvisor migrate` \(or migrate\(\) from the API\) first \(SCHEMA_NOT_MIGRATED\)$/;
 
@@ -35,29 +32,27 @@ const COMMANDS = [
   ['queues', 'resume', 'default'],
 ];
 
-let pool: pg.Pool;
+let db: TestDatabase;
 let dashboard: ServedDashboard;
 
 before(async () => {
-  await adminQuery(`CREATE DATABASE ${name}`);
-  pool = new pg.Pool({ connectionString: urlOf(name), max: 4 });
+  db = await createEmptyDatabase();
   // A schedule, so that /schedules reads its last fire from the database.
   const schedules = [
     { name: 'nightly', cron: '0 2 * * *', kind: 'report', payload: {}, queue: 'default', priority: 0, timezone: null },
   ];
-  dashboard = await serveTestDashboard({ pool, schedules });
+  dashboard = await serveTestDashboard({ pool: db.pool, schedules });
 });
 
 after(async () => {
   await dashboard.close();
-  await pool.end();
-  await adminQuery(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  await db.drop();
 });
 
 describe('the command line before jobvisor migrate', () => {
   for (const args of COMMANDS)
     it(`jobvisor ${args.join(' ')} says to run jobvisor migrate, in one line, exit 1`, async () => {
-      const r = await runCliInProcess(urlOf(name), args);
+      const r = await runCliInProcess(db.url, args);
       assert.equal(r.code, 1, r.stderr);
       assert.equal(r.stdout, '');
       const lines = r.stderr.trim().split('\n');
@@ -66,7 +61,7 @@ describe('the command line before jobvisor migrate', () => {
     });
 
   it('the same from a process of its own', async () => {
-    const r = await runCli(urlOf(name), ['jobs', 'list']);
+    const r = await runCli(db.url, ['jobs', 'list']);
     assert.equal(r.code, 1, r.stderr);
     assert.match(r.stderr.trim(), HINT);
   });

@@ -25,6 +25,7 @@ import { clockPasses, httpGet, prng, summary, until } from '../test/helpers/chao
 import { createMigratedDatabase, startChaosPostgres, type ChaosPostgres } from '../test/helpers/chaos/postgres.ts';
 import { startProxy, type Proxy } from '../test/helpers/chaos/proxy.ts';
 import { FIXTURE_TASKS } from '../test/helpers/inprocess.ts';
+import { checkPromise } from './soak_checks.ts';
 import { spawnSupervisor, type SpawnedSupervisor } from '../test/helpers/supervisor.ts';
 
 const { values: args } = parseArgs({
@@ -255,52 +256,20 @@ async function main(): Promise<number> {
     );
     for (const m of [...members]) await leave(m, 'SIGTERM');
 
-    const statuses = Object.fromEntries(
-      (
-        await db.query<{ kind: string; status: string; n: number }>(
-          'SELECT kind, status, count(*)::int AS n FROM jobvisor.jobs GROUP BY 1, 2',
-        )
-      ).rows.map((r) => [`${r.kind}:${r.status}`, r.n]),
-    );
-    const lost = Number(
-      (
-        await db.query(
-          "SELECT count(*) AS n FROM jobvisor.jobs WHERE (kind <> 'chaos_fail' AND status <> 'done') OR (kind = 'chaos_fail' AND (status <> 'failed' OR attempts <> 2))",
-        )
-      ).rows[0].n,
-    );
-    const notRun = Number(
-      (
-        await db.query(
-          "SELECT count(*) AS n FROM jobvisor.jobs j WHERE kind = 'chaos_run' AND NOT EXISTS (SELECT 1 FROM chaos_runs r WHERE r.job_id = j.id)",
-        )
-      ).rows[0].n,
-    );
-    const reruns = (
-      await db.query<{ pids: number[] }>(
-        'SELECT array_agg(pid) AS pids FROM chaos_runs GROUP BY job_id HAVING count(*) > 1',
-      )
-    ).rows;
-    const unexplained = reruns.filter((r) => !r.pids.some((p) => faulted.has(p))).length;
-    const emails = Number((await db.query('SELECT count(*) AS n FROM public.emails_sent')).rows[0].n);
+    const checked = await checkPromise(db, faulted);
     const result = {
       seed: SEED,
       minutes: MINUTES,
       supervisors: SUPERVISORS,
       enqueued,
-      statuses,
-      lostOrWrong: lost,
-      chaosRunNeverRan: notRun,
-      reRuns: reruns.length,
-      reRunsWithoutAFaultedProcess: unexplained,
+      ...checked.figures,
       users,
-      emailsSent: emails,
       faults: Object.entries(
         faults.reduce<Record<string, number[]>>((acc, f) => ((acc[f.kind] ??= []).push(f.recoveredMs ?? -1), acc), {}),
       ).map(([kind, ms]) => ({ kind, count: ms.length, recoveredMs: summary(ms) })),
       pickupMs: summary(pickups),
     };
-    const ok = lost === 0 && notRun === 0 && unexplained === 0 && emails === users;
+    const ok = checked.ok && checked.figures.emailsSent === users;
     if (args.json) process.stdout.write(`${JSON.stringify({ ok, ...result })}\n`);
     else process.stdout.write(`${JSON.stringify(result, null, 2)}\nsoak: ${ok ? 'ok' : 'FAILED'}\n`);
     return ok ? 0 : 1;

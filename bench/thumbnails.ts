@@ -29,11 +29,10 @@
  * A benchmark reports; it asserts nothing.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
-import { availableParallelism, cpus, tmpdir, totalmem } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
-import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
+import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
-import sharp from 'sharp';
 import { openContext, type CommandContext } from '../src/cli/context.ts';
 import { loadConfig } from '../src/config/index.ts';
 import { migrate } from '../src/db/migrate.ts';
@@ -41,6 +40,7 @@ import { enqueueMany } from '../src/queue/enqueue.ts';
 import { Supervisor } from '../src/supervisor/supervisor.ts';
 import thumbnail from '../src/tasks/thumbnail.ts';
 import type { TaskContext } from '../src/worker/types.ts';
+import { faster, machine, makeSource, positive, withDelay, type Run } from './thumbnails_kit.ts';
 
 const QUEUE = 'bench_thumbnails';
 
@@ -66,64 +66,6 @@ const MAX_THREADS = Math.max(...THREADS);
 const [SOURCE_WIDTH, SOURCE_HEIGHT] = args.size.split('x').map((n) => positive('size', n)) as [number, number];
 const UNQUEUED = args.unqueued;
 const WARMUP = 2;
-
-function positive(name: string, text: string, min = 1): number {
-  const n = Number(text);
-  if (!Number.isInteger(n) || n < min) {
-    process.stderr.write(
-      `--${name} must be ${min === 1 ? 'positive integers' : `integers from ${min}`}, got ${JSON.stringify(text)}\n`,
-    );
-    process.exit(2);
-  }
-  return n;
-}
-
-/** A photo-like JPEG (--size, default 2400x1600): soft shapes on a gradient, with grain. */
-async function makeSource(file: string): Promise<void> {
-  const width = SOURCE_WIDTH;
-  const height = SOURCE_HEIGHT;
-  const shapes = Array.from(
-    { length: 40 },
-    (_, i) =>
-      `<circle cx="${(i * 397) % width}" cy="${(i * 211) % height}" r="${60 + ((i * 37) % 220)}" fill="hsl(${(i * 47) % 360},70%,55%)" fill-opacity="0.6"/>`,
-  ).join('');
-  const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}"><defs><linearGradient id="g" x1="0" y1="0" x2="1" y2="1"><stop offset="0" stop-color="#1d3557"/><stop offset="1" stop-color="#f1faee"/></linearGradient></defs><rect width="100%" height="100%" fill="url(#g)"/>${shapes}</svg>`;
-  const grain = await sharp({
-    create: { width, height, channels: 3, background: '#808080', noise: { type: 'gaussian', mean: 128, sigma: 12 } },
-  })
-    .png()
-    .toBuffer();
-  await sharp(Buffer.from(svg))
-    .blur(1.5)
-    .composite([{ input: grain, blend: 'soft-light' }])
-    .jpeg({ quality: 88 })
-    .toFile(file);
-}
-
-interface Delay {
-  p50Ms: number;
-  p99Ms: number;
-  maxMs: number;
-}
-
-/** Runs `fn` while recording this thread's event-loop delay. */
-async function withDelay<T>(fn: () => Promise<T>): Promise<{ result: T; delay: Delay }> {
-  const h = monitorEventLoopDelay({ resolution: 1 });
-  h.enable();
-  try {
-    const result = await fn();
-    return { result, delay: { p50Ms: h.percentile(50) / 1e6, p99Ms: h.percentile(99) / 1e6, maxMs: h.max / 1e6 } };
-  } finally {
-    h.disable();
-  }
-}
-
-type Run = { seconds: number; delay: Delay };
-
-/** Keeps the faster of two runs. */
-function faster(a: Run | undefined, b: Run): Run {
-  return a && a.seconds <= b.seconds ? a : b;
-}
 
 function payloads(source: string, outRoot: string, count: number) {
   return Array.from({ length: count }, (_, i) => ({ source, widths: WIDTHS, outDir: path.join(outRoot, String(i)) }));
@@ -222,11 +164,6 @@ async function throughJobvisor(db: CommandContext, threads: number, source: stri
   }
 }
 
-function machine(): string {
-  const cpu = cpus()[0]?.model ?? 'unknown CPU';
-  return `${availableParallelism()} cores (${cpu}), ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}, sharp ${sharp.versions.sharp} / libvips ${sharp.versions.vips}`;
-}
-
 async function main(): Promise<void> {
   const work = await mkdtemp(path.join(tmpdir(), 'jobvisor-bench-thumbnails-'));
   const db = await openContext({
@@ -237,7 +174,7 @@ async function main(): Promise<void> {
   try {
     await migrate(db.pool, { schema: db.settings.database.schema });
     const source = path.join(work, 'photo.jpg');
-    await makeSource(source);
+    await makeSource(SOURCE_WIDTH, SOURCE_HEIGHT, source);
 
     const ctx: TaskContext = {
       job: { id: '0', kind: 'thumbnail', queue: QUEUE, attempt: 1, maxAttempts: 1 },

@@ -8,6 +8,7 @@
  * it, the server-wide difference, and `scope` says so.
  */
 import type pg from 'pg';
+import { messageOf } from '../errors.ts';
 
 export interface DatabaseWal {
   bytes: number;
@@ -49,7 +50,7 @@ export async function startDatabaseWal(pool: pg.Pool): Promise<{ stop(): Promise
           return { bytes: Number(rows[0]?.bytes ?? 0), scope: 'database' };
         } catch (err) {
           // Not readable (WAL recycled, or no rights): fall back to the server's.
-          note = (err as Error).message;
+          note = messageOf(err);
         }
       }
       const { rows } = await pool.query<{ d: string }>('SELECT ($2::pg_lsn - $1::pg_lsn)::text AS d', [from, to]);

@@ -169,7 +169,7 @@ export function benchOptions(argv: string[]) {
     try {
       sleepMs = parseDuration(str('sleep') as string);
     } catch (err) {
-      throw new InputError(`bench: --sleep ${(err as Error).message}`);
+      throw new InputError(`bench: --sleep ${messageOf(err)}`);
     }
   }
   const peerArg = str('peers') ?? 'none';

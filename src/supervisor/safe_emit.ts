@@ -7,6 +7,7 @@
  * reports a listener's error as a process warning (code
  * JOBVISOR_LISTENER_FAILED) and returns normally.
  */
+import { messageOf } from '../errors.ts';
 import type { Events, SupervisorEvents } from './events.ts';
 
 export function safeEmit<K extends keyof Events>(events: SupervisorEvents, name: K, ...args: Events[K]): void {
@@ -15,7 +16,7 @@ export function safeEmit<K extends keyof Events>(events: SupervisorEvents, name:
     (events.emit as (n: K, ...a: Events[K]) => boolean)(name, ...args);
   } catch (err) {
     try {
-      process.emitWarning(`a listener of ${String(name)} threw: ${String((err as Error)?.message ?? err)}`, {
+      process.emitWarning(`a listener of ${String(name)} threw: ${messageOf(err)}`, {
         code: 'JOBVISOR_LISTENER_FAILED',
       });
     } catch {

@@ -238,8 +238,9 @@ export async function startRunner(setup: RunnerSetup): Promise<Runner> {
     await stop('start-up failed');
     throw refused;
   }
-  if (!stopping) {
-    await supervisor.start();
+  if (!stopping) await supervisor.start();
+  // A stop during supervisor.start() waited for it and drained: nothing is ready then.
+  if (!stopping)
     log.info(
       {
         database: safeUrl(setup.databaseUrl),
@@ -253,7 +254,6 @@ export async function startRunner(setup: RunnerSetup): Promise<Runner> {
       },
       'ready',
     );
-  }
   return { id: supervisor.id, events: supervisor.events, metricsPort: served?.port, stopped, stop };
 }
 

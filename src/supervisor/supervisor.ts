@@ -6,7 +6,8 @@
  * stop() follows the shutdown rule: stop claiming; hand back buffered jobs at
  * once; let running jobs finish within `shutdown.grace`; then abort them and
  * hand them back without using an attempt; flush outcomes; release threads and
- * connections. It is idempotent, safe before start(), and resolves when done.
+ * connections. It is idempotent, safe before start(), and resolves when done;
+ * during start() it lets the start-up finish first, then drains.
  */
 import type pg from 'pg';
 import type { Piscina } from 'piscina';
@@ -54,14 +55,13 @@ import type { HeldConnection } from '../db/held.ts';
  * the heartbeat, reaper, cleanup and scheduler. Most apps call run(), which adds
  * the start-up checks, signals and the metrics server; construct this only to
  * wire the parts yourself. `start()` begins claiming; `stop()` drains (stop
- * claiming, let running jobs finish within `shutdown.grace`, hand back the rest)
- * and is idempotent and safe before `start()`.
+ * claiming, let running jobs finish within `shutdown.grace`, hand back the rest),
+ * at any time: it is idempotent and safe before or during `start()`.
  *
  * @example
  * ```ts
  * const supervisor = new Supervisor({ settings: loadConfig(), databaseUrl, log: pino() });
- * await supervisor.start();
- * // …
+ * await supervisor.start(); // …
  * await supervisor.stop();
  * ```
  */
@@ -94,6 +94,7 @@ export class Supervisor {
   private claimedAt: () => void = () => {};
   private state: 'created' | 'running' | 'draining' | 'stopped' = 'created';
   private stopping: Promise<void> | undefined;
+  private starting: Promise<void> | undefined;
 
   constructor(private readonly options: SupervisorOptions) {
     const { settings, log } = options;
@@ -217,18 +218,16 @@ export class Supervisor {
   }
 
   /**
-   * Starts every loop. Resolves once listening (or once the first attempt to
-   * listen failed). A task's options are read when the first job of its kind
-   * arrives (task_catalog.ts); every task's, for the queue defaults and
-   * warnings, at the first quiet moment after start (quiet_start.ts), so that
-   * importing heavy task modules neither delays a new pod's first jobs nor
-   * competes with its first burst.
+   * Starts every loop; resolves once listening (or once the first attempt to listen failed). A task's
+   * options are read at its kind's first job (task_catalog.ts), every task's at the first quiet moment
+   * (quiet_start.ts): heavy task imports neither delay a new pod's first jobs nor compete with its first burst.
    */
   async start(): Promise<void> {
     if (this.state !== 'created') return;
     this.state = 'running';
     this.firstBeat = this.presence.beat();
-    await startUp(this.parts());
+    await (this.starting = startUp(this.parts()));
+    if (this.state !== 'running') return; // stopped meanwhile: drain() stops what startUp() started
     this.pollTimer = setInterval(() => this.wakeAll(), this.options.settings.poll.interval).unref();
     this.readAll.start();
     this.events.emit('supervisor:started', { supervisor: this.id, queues: [...this.fetchers.keys()] });
@@ -263,14 +262,14 @@ export class Supervisor {
 
   /** Graceful shutdown; see the file comment. */
   stop(reason = 'stop requested'): Promise<void> {
-    this.stopping ??= this.drain(reason);
-    return this.stopping;
+    return (this.stopping ??= this.drain(reason));
   }
 
   private async drain(reason: string): Promise<void> {
     const wasRunning = this.state === 'running';
     this.state = 'draining';
     if (wasRunning) this.events.emit('supervisor:draining', { supervisor: this.id, reason });
+    await this.starting?.catch(() => {}); // what start-up opens after shutDown() would stay open
     clearInterval(this.pollTimer);
     this.readAll.stop();
     await shutDown(this.parts(), this.options.settings.shutdown.grace, wasRunning ? this.firstBeat : undefined);

@@ -196,10 +196,15 @@ export async function importTaskModule(file: string): Promise<Record<string, unk
   }
 }
 
+/** What Node.js says when it reads ES module syntax as CommonJS (a folder whose package.json says so). */
+const ESM_AS_COMMONJS = /Cannot use import statement outside a module|Unexpected token 'export'/;
+
 function loadFailed(file: string, err: unknown, why = ''): TaskLoadError {
-  const hint = file.endsWith('.js')
-    ? ' (an ES module task needs the .mjs extension or a package.json with "type": "module" in its folder)'
-    : why;
+  // Only for that error: a task that throws while it loads gets its own message alone.
+  const hint =
+    file.endsWith('.js') && err instanceof SyntaxError && ESM_AS_COMMONJS.test(err.message)
+      ? ' (an ES module task needs the .mjs extension or a package.json with "type": "module" in its folder)'
+      : why;
   return new TaskLoadError(`task ${file} could not be loaded: ${messageOf(err)}${hint}`, false, {
     cause: err,
     reason: 'import-failed',

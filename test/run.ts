@@ -2,8 +2,9 @@
  * `npm test`: lints and type-checks src and test (side by side), prepares a
  * PostgreSQL (the one DATABASE_URL names, or the embedded server), migrates a
  * template database once, compiles src once for the child processes the tests
- * spawn (test/helpers/compile.ts), and runs every test file with node:test, each in its own process
- * (test/helpers/schedule.ts). Each file clones its own database from the
+ * spawn (test/helpers/compile.ts) and test/ for the test processes
+ * (test/helpers/test_mirror.ts), and runs every test file with node:test, each in its own process
+ * on plain node (test/helpers/schedule.ts). Each file clones its own database from the
  * template (test/helpers/db.ts). Every run writes .test-report/durations.json
  * and prints the ten slowest files (test/helpers/durations.ts).
  *
@@ -25,6 +26,7 @@
  * Every `*.test.ts` under test/ runs, tier folder or not: a file left at the
  * top of test/ (say, added by a branch older than the tiers) still runs in
  * `npm test`, and the run says it belongs in a tier.
+ * JOBVISOR_TEST_TSX=1 runs every file under tsx instead of its compiled copy.
  * JOBVISOR_TEST_CONCURRENCY sets how many files run at once (default 2), and
  * JOBVISOR_TEST_MAX_CONCURRENCY how many may while the CPUs sit idle (default
  * twice the cores); JOBVISOR_TEST_FILE_TIMEOUT_MS a file's time limit (10 min).
@@ -45,6 +47,7 @@ import { migrate } from '../src/db/migrate.ts';
 import { createLogger } from '../src/log.ts';
 import { checks } from './helpers/checks.ts';
 import { compilePackage } from './helpers/compile.ts';
+import { compileTests } from './helpers/test_mirror.ts';
 import { busyBetween, readCpu } from './helpers/cpu_idle.ts';
 import { lastDurations, load, summary, writeReport } from './helpers/durations.ts';
 import { alsoOnNode, NODE_SLICE, nodeBinary, versionOf } from './helpers/node_versions.ts';
@@ -102,6 +105,8 @@ async function main(): Promise<number> {
   const serverUrl = needsDatabase ? serverOf(given ?? (embedded?.url as string)) : '';
   // The package as users run it, compiled once for every child process of the run (test/helpers/compile.ts).
   const compiled = compilePackage('run');
+  // The test files as JavaScript on it, run without tsx (test/helpers/test_mirror.ts); JOBVISOR_TEST_TSX=1 runs them under tsx.
+  const mirror = process.env.JOBVISOR_TEST_TSX === '1' ? undefined : compileTests(compiled, 'run');
   try {
     if (needsDatabase) await prepareTemplate(serverUrl);
     provideTools(testFiles);
@@ -140,6 +145,7 @@ async function main(): Promise<number> {
       node,
       files: [...testFiles, ...launches.keys()],
       launch: (name) => launches.get(name),
+      mirror: mirror && ((file) => mirror.fileOf(file)),
       concurrency,
       maxConcurrency,
       alone: (f) => ALONE.test(base(f)),
@@ -168,6 +174,7 @@ async function main(): Promise<number> {
     process.stdout.write(summary(root, report, reportName));
     return Math.max(0, ...runs.map((r) => r.status));
   } finally {
+    mirror?.remove();
     compiled.remove();
     if (needsDatabase) await dropTemplate(serverUrl).catch(() => {});
     // Another test run (or a developer's supervisor) may be using the server too.

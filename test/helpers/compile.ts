@@ -40,7 +40,7 @@ function sources(dir: string): string[] {
 }
 
 /** A relative import of a .ts file, in esbuild's output (double quotes): static, dynamic or re-export. */
-const RELATIVE_TS = /((?:\bfrom|\bimport)\s*\(?\s*)"(\.{1,2}\/[^"]*?)\.ts"/g;
+export const RELATIVE_TS = /((?:\bfrom|\bimport)\s*\(?\s*)"(\.{1,2}\/[^"]*?)\.ts"/g;
 
 /** Whether a process with this id is alive. */
 function alive(pid: number): boolean {
@@ -61,7 +61,7 @@ function removeStale(): void {
     return;
   }
   for (const name of names) {
-    const pid = Number(/^compiled-.+-(\d+)$/.exec(name)?.[1]);
+    const pid = Number(/^(?:compiled|tests)-.+-(\d+)$/.exec(name)?.[1]);
     if (pid > 0 && !alive(pid)) rmSync(path.join(ROOT, '.jobvisor', name), { recursive: true, force: true });
   }
 }

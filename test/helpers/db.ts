@@ -37,7 +37,8 @@ export async function adminQuery(sql: string, values: unknown[] = []): Promise<p
   }
 }
 
-const fileLabel = () => path.basename(process.argv[1] ?? 'test', '.test.ts');
+/** The test file's name without `.test.ts` (or `.test.js`, its compiled copy: test/helpers/test_mirror.ts). */
+const fileLabel = () => path.basename(process.argv[1] ?? 'test').replace(/\.test\.[jt]s$/, '');
 
 export async function createTestDatabase(label = fileLabel()): Promise<TestDatabase> {
   const template = process.env.JOBVISOR_TEST_TEMPLATE;

@@ -45,6 +45,8 @@ export interface ScheduleOptions {
   maxConcurrency: number;
   /** For a name of `files` that is not a file of its own: the file, binary and environment to run. */
   launch?: (name: string) => { file: string; node: string; env: NodeJS.ProcessEnv } | undefined;
+  /** The compiled copy of a test file to run on plain node; undefined: run the file under tsx. */
+  mirror?: (file: string) => string | undefined;
   /** Files that run with nothing beside them (timing tests). */
   alone: (file: string) => boolean;
   /** Files of one group never run side by side (undefined: no group). */
@@ -168,17 +170,21 @@ const TIMEOUT_MS: Record<string, number> = {
 };
 
 /**
- * Runs one file as `node --import tsx FILE`: node:test runs a file's tests in
- * the process that imports it, and reports with the reporter named. Not under
- * `node --test`, whose runner would be a second process loading tsx for every
- * file (0.2 s of CPU each, and as long before the file's first line).
+ * Runs one file as `node FILE.js`, its compiled copy (test/helpers/test_mirror.ts),
+ * or as `node --import tsx FILE` when it has none: node:test runs a file's tests
+ * in the process that imports it, and reports with the reporter named. Not
+ * under `node --test`, whose runner would be a second process for every file.
  */
 function runFile(opts: ScheduleOptions, name: string): Promise<FileRun> {
   stopGroupsOnSignal();
   const started = performance.now();
   const { file, node, env } = opts.launch?.(name) ?? { file: name, node: opts.node, env: opts.env };
   const timeout = Number(env.JOBVISOR_TEST_FILE_TIMEOUT_MS) || (TIMEOUT_MS[path.basename(file)] ?? DEFAULT_TIMEOUT_MS);
-  const args = ['--import', 'tsx', '--test-reporter=spec', file];
+  // The compiled copy on plain node (test/helpers/test_mirror.ts), else the file under tsx.
+  const compiled = opts.mirror?.(file);
+  const args = compiled
+    ? ['--enable-source-maps', '--test-reporter=spec', compiled]
+    : ['--import', 'tsx', '--test-reporter=spec', file];
   const child = spawn(node, args, {
     cwd: opts.cwd,
     env,

@@ -31,24 +31,6 @@ export function threadModule(compiled: string, bootstrap: string): string {
   return copied && existsSync(copied) ? copied : path.join(here, '../worker', bootstrap);
 }
 
-/**
- * The Node.js options of a thread whose module is `file`: none given (Node
- * passes on this process's), except for a module of the test run's compiled
- * copy, whose threads start without the test process's `--import tsx`, as an
- * installed package's threads start under `jobvisor start`: tsx in a thread
- * runs a hooks thread of its own that compiles every module the thread loads,
- * about 0.4 s of CPU each time an in-process supervisor of a test starts (the
- * integration tier: 193 s of CPU with it, 164 s without). A .ts task brings
- * tsx into its thread itself (worker/loader.ts), as in the package.
- */
-function threadExecArgv(file: string): string[] | undefined {
-  const copy = process.env.JOBVISOR_TEST_COMPILED;
-  if (!copy || !file.startsWith(copy)) return undefined;
-  return process.execArgv.filter(
-    (arg, i, all) => !(arg === '--import' && all[i + 1] === 'tsx') && !(arg === 'tsx' && all[i - 1] === '--import'),
-  );
-}
-
 /** The worker entry. With `traced`, the one that starts the OpenTelemetry SDK in the thread first. */
 export function workerFilename(traced = false): string {
   return traced ? threadModule('traced_entry.js', 'tsx_traced_entry.mjs') : threadModule('entry.js', 'tsx_entry.mjs');
@@ -68,11 +50,8 @@ export function createThreadPool(options: {
   if (options.stackSizeMb > 0) resourceLimits.stackSizeMb = options.stackSizeMb;
   // Threads start their own SDK when this process started one (jobvisor start).
   const traced = tracingStarted();
-  const filename = workerFilename(traced);
-  const execArgv = threadExecArgv(filename);
   const pool = new Piscina({
-    filename,
-    ...(execArgv && { execArgv }),
+    filename: workerFilename(traced),
     minThreads: 1,
     maxThreads: options.maxThreads,
     idleTimeout: options.idleTimeoutMs,

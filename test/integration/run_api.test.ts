@@ -4,8 +4,9 @@
  * repository and import a module beside them, as an app's tasks import the
  * app's code. The app has tsx among its dependencies (a link to the
  * checkout's), as an app with .ts tasks on Node.js 20 needs: the threads load
- * it for the .ts task (they start without this test process's own tsx,
- * src/supervisor/threads.ts), and the folder is CommonJS to it (no
+ * it for the .ts task (this test process runs compiled on plain node,
+ * test/helpers/test_mirror.ts, so its threads have no tsx of their own; it
+ * must not fall back to tsx), and the folder is CommonJS to it (no
  * package.json), as a NestJS app's is. Real PostgreSQL, real worker threads.
  */
 import assert from 'node:assert/strict';

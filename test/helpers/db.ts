@@ -44,7 +44,7 @@ export async function createTestDatabase(label = fileLabel()): Promise<TestDatab
   const template = process.env.JOBVISOR_TEST_TEMPLATE;
   if (!template)
     throw new Error('JOBVISOR_TEST_TEMPLATE is not set: run tests with `npm test` or `npx tsx test/run.ts FILE`');
-  return databaseFrom(label, `TEMPLATE ${template}`);
+  return databaseFrom(label, `TEMPLATE ${template} ${process.env.JOBVISOR_TEST_TEMPLATE_COPY ?? ''}`);
 }
 
 /**

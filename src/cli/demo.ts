@@ -7,7 +7,14 @@
  * short backoff until all are done. Three signups are delivered twice (a
  * second job for the same user): the task's emails_sent record makes the
  * second send a no-op. At the end: 20/20 sent, attempts, retries, duplicates.
+ *
+ * Ctrl-C (SIGINT) or SIGTERM stops it cleanly: the attempts running finish,
+ * the embedded server the demo started is stopped, and it exits 130 or 143. A
+ * second signal ends it at once. Without this, Node's default exit left the
+ * embedded server running in the checkout after a Ctrl-C.
  */
+import { constants } from 'node:os';
+import type pg from 'pg';
 import { loadConfig } from '../config/index.ts';
 import { withClient } from '../db/borrow.ts';
 import { migrate } from '../db/migrate.ts';
@@ -42,14 +49,69 @@ export function nextCompletion(events: SupervisorEvents, ms: number): Promise<vo
   });
 }
 
+/** A signal the demo was stopped by, thrown from its next step. */
+class Interrupted extends Error {
+  constructor(readonly signal: NodeJS.Signals) {
+    super(`interrupted by ${signal}`);
+  }
+}
+
+/**
+ * Notes the first SIGINT or SIGTERM (`wait` resolves, `check()` throws
+ * Interrupted from then on); a second one exits at once, 128 + its number.
+ */
+function watchSignals() {
+  let signal: NodeJS.Signals | undefined;
+  let resolve: (s: NodeJS.Signals) => void = () => {};
+  const wait = new Promise<NodeJS.Signals>((r) => (resolve = r));
+  const on = (s: NodeJS.Signals) => {
+    if (signal) process.exit(128 + constants.signals[s]);
+    signal = s;
+    resolve(s);
+  };
+  process.on('SIGINT', on);
+  process.on('SIGTERM', on);
+  return {
+    wait,
+    check() {
+      if (signal) throw new Interrupted(signal);
+    },
+    dispose() {
+      process.off('SIGINT', on);
+      process.off('SIGTERM', on);
+    },
+  };
+}
+
 export async function demoCommand(argv: string[]): Promise<number> {
   parseFlags(argv, {}, 'demo');
   process.env.WELCOME_EMAIL_FAILURE_RATE ??= '0.5';
   const base = loadConfig();
+  const out = (line: string) => process.stdout.write(`${line}\n`);
+  const signals = watchSignals();
+  try {
+    return await runDemo(base, signals, out);
+  } catch (err) {
+    if (!(err instanceof Interrupted)) throw err;
+    out(`demo: stopped by ${err.signal}`);
+    return 128 + constants.signals[err.signal];
+  } finally {
+    signals.dispose();
+  }
+}
+
+async function runDemo(
+  base: ReturnType<typeof loadConfig>,
+  signals: ReturnType<typeof watchSignals>,
+  out: (line: string) => void,
+): Promise<number> {
+  // A signal while the embedded server starts is acted on once it is up, so that it is stopped again.
   const ctx = await openContext({ logTo: 2, logLevel: 'warn', settings: base });
   const started = Date.now();
-  const out = (line: string) => process.stdout.write(`${line}\n`);
+  let supervisor: Supervisor | undefined;
+  let pool: pg.Pool | undefined;
   try {
+    signals.check();
     // A fresh database each run, so the summary counts this run only.
     const serverUrl = new URL(ctx.databaseUrl);
     serverUrl.pathname = '/postgres';
@@ -69,14 +131,15 @@ export async function demoCommand(argv: string[]): Promise<number> {
       },
     });
     const log = createLogger({ level: 'warn', fd: 2 });
-    const pool = createPool(url, { max: 5, log });
+    pool = createPool(url, { max: 5, log });
     await migrate(pool, { schema: settings.database.schema });
+    signals.check();
     await pool.query('CREATE TABLE demo_users (id bigint PRIMARY KEY, email text NOT NULL)');
     out(
       `demo: database ${DEMO_DATABASE} ready; ${USERS} users sign up, each signup enqueues welcome_email in its own transaction`,
     );
 
-    const supervisor = new Supervisor({ settings, databaseUrl: url, log, pool });
+    supervisor = new Supervisor({ settings, databaseUrl: url, log, pool });
     logEvents(supervisor.events, log);
     let completed = 0;
     let retried = 0;
@@ -87,6 +150,7 @@ export async function demoCommand(argv: string[]): Promise<number> {
     await supervisor.start();
 
     for (let id = 1; id <= USERS; id++) {
+      signals.check();
       await withClient(pool, async (client) => {
         try {
           await client.query('BEGIN');
@@ -111,7 +175,8 @@ export async function demoCommand(argv: string[]): Promise<number> {
       const line = `progress: ${completed}/${total} done, ${retried} failed attempts retried, ${dead} dead`;
       if (line !== last) out(line);
       last = line;
-      await nextCompletion(supervisor.events, 1000);
+      await Promise.race([nextCompletion(supervisor.events, 1000), signals.wait]);
+      signals.check();
     }
     await supervisor.stop('demo finished');
     const jobs = (
@@ -120,7 +185,6 @@ export async function demoCommand(argv: string[]): Promise<number> {
       )
     ).rows;
     const sent = (await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM public.emails_sent')).rows[0]?.n ?? 0;
-    await pool.end();
     const done = jobs.find((j) => j.status === 'done')?.n ?? 0;
     const attempts = jobs.reduce((n, j) => n + j.attempts, 0);
     out('');
@@ -133,7 +197,15 @@ export async function demoCommand(argv: string[]): Promise<number> {
     const ok = sent === USERS && done === total;
     out(ok ? 'demo: ok' : 'demo: NOT all jobs finished');
     return ok ? 0 : 1;
+  } catch (err) {
+    if (err instanceof Interrupted) {
+      const server = ctx.embedded?.startedHere ? ', then stopping the database server it started' : '';
+      out(`demo: ${err.signal}: letting the running attempts finish${server}`);
+      await supervisor?.stop(`demo stopped by ${err.signal}`);
+    }
+    throw err;
   } finally {
+    await pool?.end();
     await ctx.close();
   }
 }

@@ -8,9 +8,14 @@
  * called process.exit(128 + signal) at once (src/db/embedded.ts): the drain
  * was cut off, the job left running, the exit was 143 or 130 and the server
  * kept running.
+ *
+ * `jobvisor demo` (npm run demo, the first thing a new user runs) is stopped
+ * by Ctrl-C as cleanly: it exits 130 and stops the server it started, where
+ * Node's default exit used to leave the server running in the checkout.
  */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -19,7 +24,7 @@ import pg from 'pg';
 import { freePort } from '../helpers/chaos/postgres.ts';
 import { FIXTURE_TASKS } from '../helpers/inprocess.ts';
 import { until } from '../helpers/poll.ts';
-import { spawnSupervisor, type SpawnedSupervisor } from '../helpers/supervisor.ts';
+import { BIN, spawnSupervisor, type SpawnedSupervisor } from '../helpers/supervisor.ts';
 
 let dir: string;
 let port: number;
@@ -117,4 +122,41 @@ describe('jobvisor start on the embedded server', { timeout: 180_000 }, () => {
       }
     });
   }
+});
+
+describe('jobvisor demo on the embedded server', { timeout: 180_000 }, () => {
+  it('Ctrl-C (SIGINT) mid-demo: exits 130 and stops the server it started', async () => {
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      JOBVISOR_CONFIG: '',
+      JOBVISOR_EMBEDDED_DIR: path.join(dir, 'postgres'),
+      JOBVISOR_EMBEDDED_PORT: String(port),
+      // Every attempt fails: the demo would otherwise be over before the signal.
+      WELCOME_EMAIL_FAILURE_RATE: '1',
+    };
+    delete env.DATABASE_URL;
+    const demo = spawn(process.execPath, [BIN, 'demo'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    demo.stderr.on('data', (d) => (stderr += d));
+    const exited = once(demo, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
+    try {
+      await new Promise<void>((resolve, reject) => {
+        demo.stdout.on('data', (d) => {
+          stdout += d;
+          if (stdout.includes('\nprogress: ')) resolve();
+        });
+        demo.once('exit', () => reject(new Error(`demo exited before its jobs ran:\n${stdout}\n${stderr}`)));
+      });
+      assert.equal(await serverUp(), true, 'the demo runs on the embedded server');
+      demo.kill('SIGINT');
+      const [code] = await exited;
+      assert.equal(code, 130, `exit code; stdout:\n${stdout}\nstderr:\n${stderr.slice(-2000)}`);
+      assert.match(stdout, /demo: stopped by SIGINT/);
+      assert.doesNotMatch(stdout, /demo: ok/);
+      assert.equal(await serverUp(), false, 'the server the demo started is stopped');
+    } finally {
+      demo.kill('SIGKILL');
+    }
+  });
 });

@@ -40,7 +40,7 @@ import { threadWatch } from '../supervisor/loops/thread_watch.ts';
 import { startTracing, traceFlushBudgetMs, tracerRegistered, type StartResult } from '../tracing/sdk.ts';
 import { VERSION } from '../version.ts';
 import { logEvents } from './logging.ts';
-import { drainOnSignals } from './shutdown.ts';
+import { drainFromStartup } from './shutdown.ts';
 import { checkTaskModules, checkTaskPaths } from './task_setup.ts';
 import { traceEvents } from './trace_events.ts';
 
@@ -117,6 +117,11 @@ async function tracingFor(setup: RunnerSetup): Promise<StartResult> {
  */
 export async function startRunner(setup: RunnerSetup): Promise<Runner> {
   const { settings, log } = setup;
+  const signals = setup.handleSignals
+    ? drainFromStartup({ log, graceMs: settings.shutdown.grace, threadsAlive: (ms) => threadWatch.end(ms) })
+    : undefined;
+  // Aborted by the caller's signal or, with handleSignals, by SIGTERM/SIGINT.
+  const cancelled = signals ? AbortSignal.any([signals.signal, ...(setup.signal ? [setup.signal] : [])]) : setup.signal;
   // A queue whose concurrency the threads cannot reach: one line each, naming the limit and the key.
   for (const warning of effectiveQueueLimits(settings).warnings) log.warn(warning);
   checkTaskPaths(settings.tasks.dir, setup.taskFiles);
@@ -131,7 +136,7 @@ export async function startRunner(setup: RunnerSetup): Promise<Runner> {
   });
   setup.onSupervisor?.(supervisor.id, supervisor.events);
   // Stopped before it claims: the task checks (imports in the options thread) answer at once.
-  const cancelChecks = whenAborted(setup.signal, () => void supervisor.stop('start-up cancelled'));
+  const cancelChecks = whenAborted(cancelled, () => void supervisor.stop('start-up cancelled'));
   let stopAskedAt = 0;
   // Best-effort: a collector that never answers gets what is left of the grace, at most 1 s.
   const endTracing = async () => {
@@ -145,12 +150,19 @@ export async function startRunner(setup: RunnerSetup): Promise<Runner> {
     kinds = await checkTaskModules(settings.tasks.dir, setup.taskFiles, (kind) => supervisor.checkTask(kind));
     // Imported already: their options (queue defaults for enqueue in this process) are known before run() resolves.
     await supervisor.readTasks(kinds);
-    if (setup.migrate) await migrate(setup.migratePool ?? setup.pool, { schema: settings.database.schema, log });
+    if (setup.migrate)
+      await migrate(setup.migratePool ?? setup.pool, { schema: settings.database.schema, log, signal: cancelled });
   } catch (err) {
     await supervisor.stop('start-up failed');
     if (setup.ownsPool) await setup.pool.end().catch(() => {});
     await endTracing();
     await setup.close?.();
+    // Given up for a signal: its drain exits the process now.
+    if (signals?.signal.aborted) {
+      signals.settle();
+      return new Promise<never>(() => {});
+    }
+    signals?.remove();
     // The migrations' connection may be the first one refused (a wrong password).
     throw accessRefused(err) ?? err;
   }
@@ -173,8 +185,6 @@ export async function startRunner(setup: RunnerSetup): Promise<Runner> {
   let stopping: Promise<void> | undefined;
   let resolveStopped!: () => void;
   const stopped = new Promise<void>((resolve) => (resolveStopped = resolve));
-  let removeSignals: (() => void) | undefined;
-  let bySignal = false;
   const stop = (reason = 'stop requested'): Promise<void> => {
     stopping ??= (async () => {
       unwatchPool?.();
@@ -188,7 +198,7 @@ export async function startRunner(setup: RunnerSetup): Promise<Runner> {
       await endTracing();
       await setup.close?.();
       // A signal's drain ends in process.exit (shutdown.ts), which needs its handlers to stay.
-      if (!bySignal) removeSignals?.();
+      if (!signals?.signal.aborted) signals?.remove();
       resolveStopped();
     })();
     return stopping;
@@ -205,17 +215,8 @@ export async function startRunner(setup: RunnerSetup): Promise<Runner> {
         void stop(POOL_ENDED);
       });
   // After everything stop() reads is declared: an abort that came during start-up stops at once.
-  whenAborted(setup.signal, (reason) => void stop(reason));
-  if (setup.handleSignals)
-    removeSignals = drainOnSignals({
-      log,
-      graceMs: settings.shutdown.grace,
-      threadsAlive: (ms) => threadWatch.end(ms),
-      stop: (signal) => {
-        bySignal = true;
-        return stop(signal);
-      },
-    });
+  whenAborted(cancelled, (reason) => void stop(reason));
+  signals?.settle(stop);
 
   // Wait for the database and the schema before claiming anything.
   let warned = false;

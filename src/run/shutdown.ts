@@ -18,7 +18,7 @@ import { exitHard as defaultExitHard, killChildProcesses } from './hard_exit.ts'
 export const SHUTDOWN_MARGIN_MS = 10_000;
 const THREAD_WAIT_MS = 1000;
 
-export function drainOnSignals(options: {
+interface DrainOptions {
   stop: (reason: string) => Promise<void>;
   log: Logger;
   exit?: (code: number) => void;
@@ -29,7 +29,9 @@ export function drainOnSignals(options: {
   threadsAlive?: (ms: number) => Promise<number>;
   exitHard?: () => void;
   killChildren?: () => number[];
-}): () => void {
+}
+
+export function drainOnSignals(options: DrainOptions): () => void {
   const exit = options.exit ?? ((code: number) => process.exit(code));
   const exitHard = options.exitHard ?? defaultExitHard;
   const { log } = options;
@@ -83,5 +85,46 @@ export function drainOnSignals(options: {
     clearTimeout(watchdog);
     process.off('SIGTERM', onSignal);
     process.off('SIGINT', onSignal);
+  };
+}
+
+export interface StartupSignals {
+  /** Aborted by the first SIGTERM or SIGINT. */
+  readonly signal: AbortSignal;
+  /** The start-up is over: `stop` is the runner's, or undefined when it was given up. */
+  settle(stop?: (reason: string) => Promise<void>): void;
+  /** Takes the handlers off (a stop not caused by a signal, a failed start-up). */
+  remove(): void;
+}
+
+/**
+ * drainOnSignals() from the first moment of a start-up, before the runner's
+ * stop() exists: a signal then aborts `signal` (the task checks and the
+ * migrations end at once) and its drain waits for settle(): with the runner's
+ * stop() once it exists, or with nothing when the start-up was given up. Then
+ * the process exits 0 as after any drain, having closed what it opened (the
+ * embedded server it started, too). Before, such a signal met Node's default
+ * handler: exit 143 or 130 with the embedded server left running.
+ */
+export function drainFromStartup(options: Omit<DrainOptions, 'stop'>): StartupSignals {
+  const cancel = new AbortController();
+  let stop: ((reason: string) => Promise<void>) | undefined;
+  let settle: () => void = () => {};
+  const settled = new Promise<void>((resolve) => (settle = resolve));
+  const remove = drainOnSignals({
+    ...options,
+    stop: async (signal) => {
+      cancel.abort(signal);
+      await settled;
+      await stop?.(signal);
+    },
+  });
+  return {
+    signal: cancel.signal,
+    settle(runnerStop) {
+      stop = runnerStop;
+      settle();
+    },
+    remove,
   };
 }

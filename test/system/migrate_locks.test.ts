@@ -2,7 +2,9 @@
  * Migrations behind an open application transaction (issue 15, item 5): the
  * migration's lock request must not queue every enqueue and claim behind it for
  * longer than about its lock timeout; it retries until the transaction ends;
- * and SIGTERM / abort frees its place in the lock queue at once.
+ * and SIGTERM / abort frees its place in the lock queue at once, also when
+ * the migration is `jobvisor start --migrate`'s (which then exits 0, as after
+ * any drain; before, the signal met Node's default handler: exit 143).
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -154,22 +156,28 @@ describe('migrations and open transactions', () => {
     assert.equal(cols.rowCount, 0, 'the aborted migration was rolled back');
   });
 
-  it('SIGTERM to `jobvisor migrate` frees the lock queue', async () => {
+  /**
+   * Runs `jobvisor ...args` until it queues for the migrations' lock behind an open
+   * transaction, sends SIGTERM, and returns its exit code and output once the lock queue is
+   * empty again; then checks that nothing was recorded and that migrate() applies it after.
+   */
+  async function signalWhileMigrating(args: string[], env: Record<string, string>) {
     // Forget 002 (idempotent storage settings: SHARE UPDATE EXCLUSIVE on jobs) so the CLI re-applies it.
     await db.pool.query('DELETE FROM jobvisor.migrations WHERE version = 2');
     const holder = await openHolder('LOCK TABLE jobvisor.jobs IN SHARE UPDATE EXCLUSIVE MODE');
-    const child = spawn(process.execPath, [BIN, 'migrate'], {
+    const child = spawn(process.execPath, [BIN, ...args], {
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, DATABASE_URL: db.url, NODE_ENV: 'test', LOG_LEVEL: 'warn' },
+      env: { ...process.env, DATABASE_URL: db.url, NODE_ENV: 'test', ...env },
     });
-    let stderr = '';
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    let output = '';
+    child.stdout.on('data', (c: Buffer) => (output += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (output += c.toString()));
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    let code: number | null;
     try {
-      await until(async () => (await waitingLocks()) > 0, 10_000, 'jobvisor migrate to queue for its lock');
+      await until(async () => (await waitingLocks()) > 0, 15_000, `jobvisor ${args[0]} to queue for its lock`);
       child.kill('SIGTERM');
-      const code = await exited;
-      assert.equal(code, 1, stderr);
+      code = await exited;
       // The backend is cancelled, not left waiting until the server next writes to a closed socket.
       await until(async () => (await waitingLocks()) === 0, 1000, 'the lock queue to empty after SIGTERM');
     } finally {
@@ -180,5 +188,21 @@ describe('migrations and open transactions', () => {
     const r = await db.pool.query('SELECT 1 FROM jobvisor.migrations WHERE version = 2');
     assert.equal(r.rowCount, 0, 'nothing recorded by the interrupted run');
     assert.deepEqual(await migrate(db.pool), ['002_storage']);
+    return { code, output };
+  }
+
+  it('SIGTERM to `jobvisor migrate` frees the lock queue', async () => {
+    const { code, output } = await signalWhileMigrating(['migrate'], { LOG_LEVEL: 'warn' });
+    assert.equal(code, 1, output);
+  });
+
+  it('SIGTERM to `jobvisor start --migrate` while it migrates: the lock queue is freed and it exits 0', async () => {
+    const { code, output } = await signalWhileMigrating(['start', '--migrate'], {
+      METRICS_PORT: '0',
+      JOBVISOR_CONFIG: '',
+    });
+    assert.equal(code, 0, output);
+    assert.match(output, /"msg":"draining"/);
+    assert.doesNotMatch(output, /"msg":"ready"/);
   });
 });

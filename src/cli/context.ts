@@ -2,6 +2,7 @@
  * What every command needs: validated settings, a logger, and a database URL
  * (the configured one, or the embedded development server, started on demand).
  */
+import { constants } from 'node:os';
 import pg from 'pg';
 import { loadConfig, type Settings } from '../config/index.ts';
 import { accessRefused, ConfigError, notMigrated } from '../errors.ts';
@@ -45,11 +46,10 @@ export async function openContext(options: ContextOptions): Promise<CommandConte
     // on the development port.
     if (process.env.NODE_ENV === 'production')
       throw new ConfigError('invalid configuration: DATABASE_URL (database.url) is required when NODE_ENV=production');
-    embedded = await ensureEmbeddedPostgres({
-      dir: settings.database.embedded.dir,
-      port: settings.database.embedded.port,
-      log,
-    });
+    embedded = await holdingSignals(
+      () => ensureEmbeddedPostgres({ dir: settings.database.embedded.dir, port: settings.database.embedded.port, log }),
+      (server) => (server.startedHere ? server.stop() : Promise.resolve()),
+    );
     databaseUrl = await ensureDatabase(embedded.url, EMBEDDED_DATABASE);
   }
   const pool = createPool(databaseUrl, { max: settings.database.poolSize, log });
@@ -71,6 +71,28 @@ export async function openContext(options: ContextOptions): Promise<CommandConte
       if (embedded?.startedHere && !options.keepEmbedded) await embedded.stop();
     },
   };
+}
+
+/**
+ * Runs `start` (the embedded server's start: initdb, pg_ctl) with SIGINT and
+ * SIGTERM held: one that comes meanwhile undoes what `start` made (stops the
+ * server it started) and then exits 128 + the signal's number, as Node's
+ * default would have done at once, leaving the server running.
+ */
+async function holdingSignals<T>(start: () => Promise<T>, undo: (made: T) => Promise<void>): Promise<T> {
+  let signal: NodeJS.Signals | undefined;
+  const hold = (s: NodeJS.Signals) => (signal ??= s);
+  process.on('SIGINT', hold);
+  process.on('SIGTERM', hold);
+  try {
+    const made = await start();
+    if (signal) await undo(made);
+    return made;
+  } finally {
+    process.off('SIGINT', hold);
+    process.off('SIGTERM', hold);
+    if (signal) process.exit(128 + constants.signals[signal]);
+  }
 }
 
 /**

@@ -11,7 +11,8 @@
  *
  * `jobvisor demo` (npm run demo, the first thing a new user runs) is stopped
  * by Ctrl-C as cleanly: it exits 130 and stops the server it started, where
- * Node's default exit used to leave the server running in the checkout.
+ * Node's default exit used to leave the server running in the checkout. So is
+ * any command whose Ctrl-C comes while it starts the server.
  */
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
@@ -124,39 +125,62 @@ describe('jobvisor start on the embedded server', { timeout: 180_000 }, () => {
   }
 });
 
+/** `jobvisor ...args` on the embedded server of this file, as a child process, its output gathered. */
+function spawnEmbedded(args: string[], extra: NodeJS.ProcessEnv = {}) {
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    JOBVISOR_CONFIG: '',
+    JOBVISOR_EMBEDDED_DIR: path.join(dir, 'postgres'),
+    JOBVISOR_EMBEDDED_PORT: String(port),
+    ...extra,
+  };
+  delete env.DATABASE_URL;
+  const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const out = { stdout: '', stderr: '' };
+  child.stdout.on('data', (d) => (out.stdout += d));
+  child.stderr.on('data', (d) => (out.stderr += d));
+  const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
+  /** Resolves once stdout holds `text`; rejects if the process exits first. */
+  const printed = (text: string) =>
+    new Promise<void>((resolve, reject) => {
+      const look = () => out.stdout.includes(text) && resolve();
+      child.stdout.on('data', look);
+      look();
+      child.once('exit', () => reject(new Error(`exited before printing ${text}:\n${out.stdout}\n${out.stderr}`)));
+    });
+  return { child, out, exited, printed };
+}
+
+describe('a signal while a command starts the embedded server', { timeout: 180_000 }, () => {
+  it('Ctrl-C (SIGINT) during pg_ctl start: exits 130 and the server is stopped again', async () => {
+    const start = spawnEmbedded(['start']);
+    try {
+      await start.printed('starting embedded postgresql');
+      start.child.kill('SIGINT');
+      const [code] = await start.exited;
+      assert.equal(code, 130, `exit code; stdout:\n${start.out.stdout}\nstderr:\n${start.out.stderr.slice(-2000)}`);
+      assert.equal(await serverUp(), false, 'the server the command started is stopped');
+    } finally {
+      start.child.kill('SIGKILL');
+    }
+  });
+});
+
 describe('jobvisor demo on the embedded server', { timeout: 180_000 }, () => {
   it('Ctrl-C (SIGINT) mid-demo: exits 130 and stops the server it started', async () => {
-    const env: NodeJS.ProcessEnv = {
-      ...process.env,
-      JOBVISOR_CONFIG: '',
-      JOBVISOR_EMBEDDED_DIR: path.join(dir, 'postgres'),
-      JOBVISOR_EMBEDDED_PORT: String(port),
-      // Every attempt fails: the demo would otherwise be over before the signal.
-      WELCOME_EMAIL_FAILURE_RATE: '1',
-    };
-    delete env.DATABASE_URL;
-    const demo = spawn(process.execPath, [BIN, 'demo'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    demo.stderr.on('data', (d) => (stderr += d));
-    const exited = once(demo, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
+    // Every attempt fails: the demo would otherwise be over before the signal.
+    const demo = spawnEmbedded(['demo'], { WELCOME_EMAIL_FAILURE_RATE: '1' });
     try {
-      await new Promise<void>((resolve, reject) => {
-        demo.stdout.on('data', (d) => {
-          stdout += d;
-          if (stdout.includes('\nprogress: ')) resolve();
-        });
-        demo.once('exit', () => reject(new Error(`demo exited before its jobs ran:\n${stdout}\n${stderr}`)));
-      });
+      await demo.printed('\nprogress: ');
       assert.equal(await serverUp(), true, 'the demo runs on the embedded server');
-      demo.kill('SIGINT');
-      const [code] = await exited;
-      assert.equal(code, 130, `exit code; stdout:\n${stdout}\nstderr:\n${stderr.slice(-2000)}`);
-      assert.match(stdout, /demo: stopped by SIGINT/);
-      assert.doesNotMatch(stdout, /demo: ok/);
+      demo.child.kill('SIGINT');
+      const [code] = await demo.exited;
+      assert.equal(code, 130, `exit code; stdout:\n${demo.out.stdout}\nstderr:\n${demo.out.stderr.slice(-2000)}`);
+      assert.match(demo.out.stdout, /demo: stopped by SIGINT/);
+      assert.doesNotMatch(demo.out.stdout, /demo: ok/);
       assert.equal(await serverUp(), false, 'the server the demo started is stopped');
     } finally {
-      demo.kill('SIGKILL');
+      demo.child.kill('SIGKILL');
     }
   });
 });

@@ -345,6 +345,9 @@ describe('hot statements on a table that grew from tiny to a million rows withou
       assert.doesNotMatch(plan, /Seq Scan/, plan);
       // The choice: keys walked through jobs_pending_key_idx, held slots read once from the running rows.
       if ('perKeyConcurrency' in limits) assert.match(plan, /Index Only Scan using jobs_pending_key_idx/, plan);
+      // Held slots of the visited keys through jobs_running_key_idx, not every running row (migration 034).
+      if ('perKeyConcurrency' in limits)
+        assert.match(plan, /jobs_running_key_idx on jobs[^\n]*\n[^\n]*Index Cond: [^\n]*concurrency_key = ANY/, plan);
       // The walk resumes at its cursor through the index, not by filtering the index from its start.
       assert.doesNotMatch(plan, /Filter: [^\n]*OR \(concurrency_key > /, plan);
       // A volatile function called per row (due_job_ids as a filter, say) runs once per row it filters.

@@ -117,11 +117,6 @@ async function tracingFor(setup: RunnerSetup): Promise<StartResult> {
  */
 export async function startRunner(setup: RunnerSetup): Promise<Runner> {
   const { settings, log } = setup;
-  const signals = setup.handleSignals
-    ? drainFromStartup({ log, graceMs: settings.shutdown.grace, threadsAlive: (ms) => threadWatch.end(ms) })
-    : undefined;
-  // Aborted by the caller's signal or, with handleSignals, by SIGTERM/SIGINT.
-  const cancelled = signals ? AbortSignal.any([signals.signal, ...(setup.signal ? [setup.signal] : [])]) : setup.signal;
   // A queue whose concurrency the threads cannot reach: one line each, naming the limit and the key.
   for (const warning of effectiveQueueLimits(settings).warnings) log.warn(warning);
   checkTaskPaths(settings.tasks.dir, setup.taskFiles);
@@ -135,6 +130,12 @@ export async function startRunner(setup: RunnerSetup): Promise<Runner> {
     cluster: setup.cluster,
   });
   setup.onSupervisor?.(supervisor.id, supervisor.events);
+  // From here every way out takes these handlers off again or exits through them.
+  const signals = setup.handleSignals
+    ? drainFromStartup({ log, graceMs: settings.shutdown.grace, threadsAlive: (ms) => threadWatch.end(ms) })
+    : undefined;
+  // Aborted by the caller's signal or, with handleSignals, by SIGTERM/SIGINT.
+  const cancelled = signals ? AbortSignal.any([signals.signal, ...(setup.signal ? [setup.signal] : [])]) : setup.signal;
   // Stopped before it claims: the task checks (imports in the options thread) answer at once.
   const cancelChecks = whenAborted(cancelled, () => void supervisor.stop('start-up cancelled'));
   let stopAskedAt = 0;
@@ -170,7 +171,12 @@ export async function startRunner(setup: RunnerSetup): Promise<Runner> {
   servedKinds(setup, kinds);
   logEvents(supervisor.events, log.child({ supervisor: supervisor.id }));
   if (otel.state === 'started' || otel.state === 'own-sdk') traceEvents(supervisor.events, supervisor.id);
-  const served = setup.serveMetrics ? await serve(setup, supervisor) : undefined;
+  const served = setup.serveMetrics
+    ? await serve(setup, supervisor).catch((err: unknown) => {
+        signals?.remove();
+        throw err;
+      })
+    : undefined;
   const probe = served ? undefined : new DatabaseProbe({ url: setup.databaseUrl, schema: settings.database.schema });
   const readiness = served?.readiness ?? (() => probe?.check() as Promise<Readiness>);
 

@@ -199,6 +199,8 @@ describe('run()', () => {
       [{ conectionString: db.url }, /did you mean "connectionString"/],
       [{ jobs: { lease: 'soon' } }, /jobs.lease/],
       [{ queues: { default: { concurency: 2 } } }, /did you mean "queues.default.concurrency"/],
+      [{ database: db.url }, /run\(\) takes the database as connectionString or pool, not database$/],
+      [{ database: { url: db.url } }, /run\(\) takes the database as connectionString or pool, not database\.url$/],
     ];
     for (const [options, message] of cases) {
       await assert.rejects(
@@ -219,9 +221,10 @@ describe('run()', () => {
       [{ tasks: { broken: path.join(app, 'tasks/broken.mjs') } }, 'TASK_IMPORT_FAILED', /"broken".*no SMTP_HOST set/],
       [{ tasksDir: path.join(app, 'tasks') }, 'TASK_IMPORT_FAILED', /"broken".*no SMTP_HOST set/],
     ];
+    const listeners = process.listenerCount('SIGTERM');
     for (const [options, code, message] of cases) {
       await assert.rejects(
-        run({ connectionString: db.url, ...quiet, ...options }),
+        run({ connectionString: db.url, handleSignals: true, ...quiet, ...options }),
         (err: unknown) =>
           err instanceof TaskSetupError &&
           err.code === code &&
@@ -230,5 +233,6 @@ describe('run()', () => {
       );
     }
     // Nothing claimed: the database's connections are checked by db.drop() in after().
+    assert.equal(process.listenerCount('SIGTERM'), listeners, 'no signal handler left behind');
   });
 });

@@ -123,10 +123,11 @@ export function resolveRunOptions(options: RunOptions, cwd = process.cwd()): Res
     }
     if (value !== undefined) sections[key] = value;
   }
-  const database = sections.database as Record<string, unknown> | undefined;
-  if (database && 'url' in database)
+  const database = sections.database;
+  // A URL given as `database` (or `database.url`, the file's key) is refused naming the option that takes it.
+  if (database !== undefined && (typeof database !== 'object' || database === null || 'url' in database))
     throw new ConfigError(
-      'invalid configuration: run() takes the database as connectionString or pool, not database.url',
+      `invalid configuration: run() takes the database as connectionString or pool, not ${typeof database === 'object' && database !== null ? 'database.url' : 'database'}`,
     );
   const pool = isPgPool(options.pool) ? options.pool : undefined;
   if (!options.connectionString && !pool)

@@ -2,13 +2,13 @@
  * What every command needs: validated settings, a logger, and a database URL
  * (the configured one, or the embedded development server, started on demand).
  */
-import { constants } from 'node:os';
 import pg from 'pg';
 import { loadConfig, type Settings } from '../config/index.ts';
 import { accessRefused, ConfigError, notMigrated } from '../errors.ts';
 import { ensureEmbeddedPostgres, type EmbeddedServer } from '../db/embedded.ts';
 import { createPool } from '../db/pool.ts';
 import { createLogger, type Logger } from '../log.ts';
+import { exitCodeOf, watchSignals } from './signals.ts';
 
 export interface CommandContext {
   settings: Settings;
@@ -75,23 +75,20 @@ export async function openContext(options: ContextOptions): Promise<CommandConte
 
 /**
  * Runs `start` (the embedded server's start: initdb, pg_ctl) with SIGINT and
- * SIGTERM held: one that comes meanwhile undoes what `start` made (stops the
- * server it started) and then exits 128 + the signal's number, as Node's
- * default would have done at once, leaving the server running.
+ * SIGTERM noted (signals.ts): one that comes meanwhile undoes what `start`
+ * made (stops the server it started) and then exits 128 + the signal's
+ * number, where Node's default would have exited at once and left the server
+ * running. A second signal exits at once.
  */
 async function holdingSignals<T>(start: () => Promise<T>, undo: (made: T) => Promise<void>): Promise<T> {
-  let signal: NodeJS.Signals | undefined;
-  const hold = (s: NodeJS.Signals) => (signal ??= s);
-  process.on('SIGINT', hold);
-  process.on('SIGTERM', hold);
+  const signals = watchSignals();
   try {
     const made = await start();
-    if (signal) await undo(made);
+    if (signals.received) await undo(made);
     return made;
   } finally {
-    process.off('SIGINT', hold);
-    process.off('SIGTERM', hold);
-    if (signal) process.exit(128 + constants.signals[signal]);
+    signals.dispose();
+    if (signals.received) process.exit(exitCodeOf(signals.received));
   }
 }
 

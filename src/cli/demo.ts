@@ -8,12 +8,11 @@
  * second job for the same user): the task's emails_sent record makes the
  * second send a no-op. At the end: 20/20 sent, attempts, retries, duplicates.
  *
- * Ctrl-C (SIGINT) or SIGTERM stops it cleanly: the attempts running finish,
- * the embedded server the demo started is stopped, and it exits 130 or 143. A
- * second signal ends it at once. Without this, Node's default exit left the
- * embedded server running in the checkout after a Ctrl-C.
+ * Ctrl-C (SIGINT) or SIGTERM stops it cleanly (signals.ts): the attempts
+ * running finish, the embedded server the demo started is stopped, and it
+ * exits 130 or 143. A second signal ends it at once. Without this, Node's
+ * default exit left the embedded server running in the checkout after a Ctrl-C.
  */
-import { constants } from 'node:os';
 import type pg from 'pg';
 import { loadConfig } from '../config/index.ts';
 import { withClient } from '../db/borrow.ts';
@@ -26,6 +25,7 @@ import type { SupervisorEvents } from '../supervisor/events.ts';
 import { Supervisor } from '../supervisor/supervisor.ts';
 import { parseFlags } from './args.ts';
 import { ensureDatabase, openContext } from './context.ts';
+import { exitCodeOf, Interrupted, watchSignals, type Signals } from './signals.ts';
 
 const USERS = 20;
 const DUPLICATES = 3;
@@ -49,40 +49,6 @@ export function nextCompletion(events: SupervisorEvents, ms: number): Promise<vo
   });
 }
 
-/** A signal the demo was stopped by, thrown from its next step. */
-class Interrupted extends Error {
-  constructor(readonly signal: NodeJS.Signals) {
-    super(`interrupted by ${signal}`);
-  }
-}
-
-/**
- * Notes the first SIGINT or SIGTERM (`wait` resolves, `check()` throws
- * Interrupted from then on); a second one exits at once, 128 + its number.
- */
-function watchSignals() {
-  let signal: NodeJS.Signals | undefined;
-  let resolve: (s: NodeJS.Signals) => void = () => {};
-  const wait = new Promise<NodeJS.Signals>((r) => (resolve = r));
-  const on = (s: NodeJS.Signals) => {
-    if (signal) process.exit(128 + constants.signals[s]);
-    signal = s;
-    resolve(s);
-  };
-  process.on('SIGINT', on);
-  process.on('SIGTERM', on);
-  return {
-    wait,
-    check() {
-      if (signal) throw new Interrupted(signal);
-    },
-    dispose() {
-      process.off('SIGINT', on);
-      process.off('SIGTERM', on);
-    },
-  };
-}
-
 export async function demoCommand(argv: string[]): Promise<number> {
   parseFlags(argv, {}, 'demo');
   process.env.WELCOME_EMAIL_FAILURE_RATE ??= '0.5';
@@ -94,7 +60,7 @@ export async function demoCommand(argv: string[]): Promise<number> {
   } catch (err) {
     if (!(err instanceof Interrupted)) throw err;
     out(`demo: stopped by ${err.signal}`);
-    return 128 + constants.signals[err.signal];
+    return exitCodeOf(err.signal);
   } finally {
     signals.dispose();
   }
@@ -102,7 +68,7 @@ export async function demoCommand(argv: string[]): Promise<number> {
 
 async function runDemo(
   base: ReturnType<typeof loadConfig>,
-  signals: ReturnType<typeof watchSignals>,
+  signals: Signals,
   out: (line: string) => void,
 ): Promise<number> {
   // A signal while the embedded server starts is acted on once it is up, so that it is stopped again.

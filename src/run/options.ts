@@ -14,6 +14,7 @@ import type pg from 'pg';
 import { loadConfig, type Settings } from '../config/index.ts';
 import type { QueueInput, ScheduleInput } from '../config/sections.ts';
 import { schema } from '../config/schema.ts';
+import { isPlainObject } from '../config/validate.ts';
 import { ConfigError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { closestKey } from '../suggest.ts';
@@ -123,11 +124,12 @@ export function resolveRunOptions(options: RunOptions, cwd = process.cwd()): Res
     }
     if (value !== undefined) sections[key] = value;
   }
+  // A URL given as `database` (or as `database.url`, the file's key) is refused naming the option that takes it.
   const database = sections.database;
-  // A URL given as `database` (or `database.url`, the file's key) is refused naming the option that takes it.
-  if (database !== undefined && (typeof database !== 'object' || database === null || 'url' in database))
+  const section = isPlainObject(database);
+  if (database !== undefined && (!section || 'url' in database))
     throw new ConfigError(
-      `invalid configuration: run() takes the database as connectionString or pool, not ${typeof database === 'object' && database !== null ? 'database.url' : 'database'}`,
+      `invalid configuration: run() takes the database as connectionString or pool, not ${section ? 'database.url' : 'database'}`,
     );
   const pool = isPgPool(options.pool) ? options.pool : undefined;
   if (!options.connectionString && !pool)

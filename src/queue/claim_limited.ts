@@ -5,9 +5,11 @@
  * a supervisor killed mid-claim loses it with its connection, and its claim
  * rolls back.
  *
- * One lock per queue serializes the queue's claims across the cluster (not its
- * runs): each claim holds it while its statement runs, about a millisecond,
- * and takes a batch. Either claim is one round trip, its own transaction.
+ * A claim that counts the whole queue (globalConcurrency, a queue-wide rate
+ * limit) holds the queue's lock exclusively, which serializes those claims
+ * across the cluster (not their runs) while each statement runs. A claim
+ * limited per key alone holds it shared and locks only the keys it serves
+ * (migration 035), so claims of several supervisors run side by side. Either claim is one round trip, its own transaction.
  * The lock's key is a parameter, never spliced into the text.
  *
  * The per-key claim used to run in a transaction that first turned JIT off

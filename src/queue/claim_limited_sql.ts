@@ -3,8 +3,9 @@
  * or rateLimit): one statement each, one round trip, and each a call of a
  * PL/pgSQL function that claims (jobvisor.claim_queue_limited() of migration
  * 033, jobvisor.claim_key_limited() of 032). Each takes the queue's advisory
- * lock, counts what the limits count with a snapshot taken after it (so two
- * supervisors can never both take the last free slot), chooses the jobs to
+ * lock (a per-key claim: shared, with the locks of the keys it serves;
+ * migration 035), counts what the limits count with a snapshot taken after it
+ * (so two supervisors can never both take the last free slot), chooses the jobs to
  * claim in claim order and takes them by primary key. The queue-wide claim
  * does all of that in its own body; the per-key one has
  * jobvisor.key_offers() (migration 031) choose them, which returns the ids

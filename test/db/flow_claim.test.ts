@@ -296,7 +296,96 @@ describe('perKeyConcurrency', () => {
     assert.ok(large < small * 1.5, `window: ${small} pages behind 2,000, ${large} behind 20,000`);
     assert.ok(all > large * 5, `reading them all: ${all} pages, a window: ${large}`);
   });
+
+  // Migration 035: a per-key claim holds its keys' locks and the queue's lock shared.
+  it('claims side by side: a claim under way holds only its keys, and a second takes the others, never one of them', async () => {
+    await add(20, (i) => `k${String(i % 10).padStart(2, '0')}`);
+    await withOpenClaim({ perKeyConcurrency: 1 }, 3, async (first) => {
+      const held = await keysOf(first);
+      assert.equal(held.length, 3);
+      // Before 035 this claim waited for the queue's lock, and lock_timeout ended it.
+      const second = await claimWithLockTimeout({ perKeyConcurrency: 1 }, 10);
+      const keys = await keysOf(second.jobs.map((j) => j.id));
+      assert.equal(keys.length, 7, `the 7 keys not held: ${keys.join(', ')}`);
+      for (const key of keys) assert.ok(!held.includes(key), `${key} is held by the claim under way`);
+      assert.ok(second.keysWaiting, 'the keys held are waiting, not empty');
+    });
+    assert.deepEqual(await mostRunningPerKey(), { most: 1, total: 10 });
+  });
+
+  it('a claim that counts the whole queue waits for a per-key claim under way (a config changed on one supervisor)', async () => {
+    await add(20, (i) => `k${String(i % 10).padStart(2, '0')}`);
+    const both = { globalConcurrency: 100, perKeyConcurrency: 1 };
+    await withOpenClaim({ perKeyConcurrency: 1 }, 3, async () => {
+      await assert.rejects(claimWithLockTimeout(both, 10), { code: '55P03' });
+    });
+    const after = await claim(both, 10);
+    assert.equal(after.jobs.length, 7);
+    assert.deepEqual(await mostRunningPerKey(), { most: 1, total: 10 });
+  });
+
+  it('a claim whose walk visits more than 1,024 keys locks the queue instead (a bound on its advisory locks)', async () => {
+    await add(1200, (i) => `k${String(i).padStart(4, '0')}`);
+    await withOpenClaim({ perKeyConcurrency: 1 }, 3, async () => {
+      await assert.rejects(claimWithLockTimeout({ perKeyConcurrency: 1 }, 1200), { code: '55P03' });
+    });
+    assert.equal((await claim({ perKeyConcurrency: 1 }, 1200)).jobs.length, 1197);
+    assert.deepEqual(await mostRunningPerKey(), { most: 1, total: 1200 });
+  });
+
+  it('ten claimers at once, with and without a queue-wide limit, never hold more than the limit of a key', async () => {
+    await add(400, (i) => `k${String(i % 40).padStart(2, '0')}`);
+    for (let round = 0; round < 4; round++) {
+      await Promise.all(
+        Array.from({ length: 10 }, (_, i) =>
+          claim(i % 3 === 0 ? { globalConcurrency: 1000, perKeyConcurrency: 2 } : { perKeyConcurrency: 2 }, 7, {
+            owner: `o${i}`,
+          }),
+        ),
+      );
+      const { most, total } = await mostRunningPerKey();
+      assert.ok(most <= 2, `a key holds ${most} slots`);
+      assert.ok(total >= Math.min(80, 7 * (round + 1)), `${total} running after round ${round}`);
+      await db.pool.query(
+        "UPDATE jobvisor.jobs SET status = 'done' WHERE id IN (SELECT id FROM jobvisor.jobs WHERE status = 'running' ORDER BY id LIMIT 20)",
+      );
+    }
+  });
 });
+
+/** Runs `body` while a per-key claim of `limit` is open in a transaction of its own (its locks held), then commits it. */
+async function withOpenClaim(limits: Limits, limit: number, body: (ids: string[]) => Promise<void>): Promise<void> {
+  const client = new pg.Client({ connectionString: db.url });
+  await client.connect();
+  try {
+    await client.query('BEGIN');
+    const first = await claimLimited({ db: client, schema: 'jobvisor' }, { ...claimArgs(limit), limits });
+    await body(first.jobs.map((j) => j.id));
+    await client.query('COMMIT');
+  } finally {
+    await client.end();
+  }
+}
+
+/** A claim on a connection of its own that gives up on any lock after 1 s (error 55P03). */
+async function claimWithLockTimeout(limits: Limits, limit: number) {
+  const client = new pg.Client({ connectionString: db.url });
+  await client.connect();
+  try {
+    await client.query("SET lock_timeout = '1s'");
+    return await claimLimited({ db: client, schema: 'jobvisor' }, { ...claimArgs(limit), owner: 'second', limits });
+  } finally {
+    await client.end();
+  }
+}
+
+async function mostRunningPerKey(): Promise<{ most: number; total: number }> {
+  const { rows } = await db.pool.query<{ most: number; total: number }>(
+    `SELECT coalesce(max(n), 0)::int AS most, coalesce(sum(n), 0)::int AS total
+       FROM (SELECT count(*) AS n FROM jobvisor.jobs WHERE status = 'running' GROUP BY concurrency_key) AS c`,
+  );
+  return rows[0] ?? { most: 0, total: 0 };
+}
 
 describe('rateLimit', () => {
   it('paces starts one every window/count, from at least the start delay ahead: no window of the period holds more than count', async () => {

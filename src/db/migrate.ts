@@ -1,8 +1,10 @@
 /**
  * The migration runner: plain numbered `.sql` files from `migrations/`, applied in
- * order, each in its own transaction, under a transaction-level advisory lock so
- * replicas starting together are safe, and recorded in `<schema>.migrations` so a
- * migration never runs twice.
+ * order in one transaction (each under a savepoint), under a transaction-level
+ * advisory lock so replicas starting together are safe, and recorded in
+ * `<schema>.migrations` so a migration never runs twice. All the pending ones
+ * commit together or not at all: the log says `applying migration` for each as
+ * it runs, and `migrations applied` once they have committed.
  *
  * The files name the schema `jobvisor`; another configured schema is substituted
  * for that identifier when they are applied.
@@ -125,6 +127,7 @@ async function migrateOnce(pool: pg.Pool, options: MigrateOptions): Promise<stri
     for (const m of listMigrations(options.dir)) {
       if (done.has(m.version)) continue;
       options.signal?.throwIfAborted();
+      options.log?.info({ migration: m.name }, 'applying migration');
       await client.query('SAVEPOINT migration');
       await client.query(qualify(m.sql, schema));
       await client.query(qualify('INSERT INTO jobvisor.migrations (version, name) VALUES ($1, $2)', schema), [
@@ -133,9 +136,9 @@ async function migrateOnce(pool: pg.Pool, options: MigrateOptions): Promise<stri
       ]);
       await client.query('RELEASE SAVEPOINT migration');
       applied.push(m.name);
-      options.log?.info({ migration: m.name }, 'migration applied');
     }
     await client.query('COMMIT');
+    if (applied.length > 0) options.log?.info({ migrations: applied }, 'migrations applied');
     return applied;
   } catch (err) {
     if (options.signal?.aborted) broken = err as Error;

@@ -60,7 +60,45 @@ async function until(check: () => Promise<boolean>, timeoutMs: number, what: str
   }
 }
 
+/** A logger at `level` whose warn and info lines are also kept in `lines`. */
+function capturedLog(level: 'info' | 'warn') {
+  const lines: Array<Record<string, unknown>> = [];
+  const log = createLogger({ level, fd: 2 });
+  for (const method of ['warn', 'info'] as const) {
+    const write = log[method].bind(log);
+    log[method] = ((obj: Record<string, unknown>, msg: string) => {
+      lines.push({ ...obj, msg });
+      write(obj, msg);
+    }) as typeof log.warn;
+  }
+  return { log, lines };
+}
+
 describe('migrations and open transactions', () => {
+  it('says a migration applied only once it has committed: a later one failing rolls back every one, and says so', async () => {
+    const failing = mkdtempSync(path.join(tmpdir(), 'jobvisor-migrations-'));
+    try {
+      for (const f of readdirSync(MIGRATIONS_DIR)) copyFileSync(path.join(MIGRATIONS_DIR, f), path.join(failing, f));
+      writeFileSync(path.join(failing, '900_log_probe.sql'), 'CREATE TABLE jobvisor.log_probe (id int);\n');
+      writeFileSync(path.join(failing, '901_broken.sql'), 'SELECT 1 / 0;\n');
+      const first = capturedLog('info');
+      await assert.rejects(migrate(db.pool, { dir: failing, log: first.log }), { code: '22012' });
+      const messages = first.lines.map((l) => [l.msg, l.migration].join(' '));
+      assert.deepEqual(messages, ['applying migration 900_log_probe', 'applying migration 901_broken']);
+      const probe = await db.pool.query("SELECT to_regclass('jobvisor.log_probe') AS t");
+      assert.equal(probe.rows[0].t, null, '900 was rolled back with 901');
+
+      rmSync(path.join(failing, '901_broken.sql'));
+      const second = capturedLog('info');
+      assert.deepEqual(await migrate(db.pool, { dir: failing, log: second.log }), ['900_log_probe']);
+      assert.deepEqual(second.lines.at(-1), { migrations: ['900_log_probe'], msg: 'migrations applied' });
+    } finally {
+      rmSync(failing, { recursive: true, force: true });
+      await db.pool.query('DROP TABLE IF EXISTS jobvisor.log_probe');
+      await db.pool.query('DELETE FROM jobvisor.migrations WHERE version = 900');
+    }
+  });
+
   it('retry delays grow, are jittered and capped', () => {
     assert.equal(
       retryDelayMs(1, () => 0.5),
@@ -86,13 +124,7 @@ describe('migrations and open transactions', () => {
 
   it('enqueue and claim wait at most about the lock timeout; migrate succeeds once the transaction ends', async () => {
     const holder = await openHolder('SELECT count(*) FROM jobvisor.jobs'); // ACCESS SHARE, held open
-    const lines: Array<Record<string, unknown>> = [];
-    const log = createLogger({ level: 'warn', fd: 2 });
-    const warn = log.warn.bind(log);
-    log.warn = ((obj: Record<string, unknown>, msg: string) => {
-      lines.push({ ...obj, msg });
-      warn(obj, msg);
-    }) as typeof log.warn;
+    const { log, lines } = capturedLog('warn');
     const lockTimeoutMs = 300;
     const migrating = migrate(db.pool, { dir, lockTimeoutMs, log });
     let settled = false;

@@ -8,7 +8,7 @@ import { accessRefused, ConfigError, notMigrated } from '../errors.ts';
 import { ensureEmbeddedPostgres, type EmbeddedServer } from '../db/embedded.ts';
 import { createPool } from '../db/pool.ts';
 import { createLogger, type Logger } from '../log.ts';
-import { exitCodeOf, watchSignals } from './signals.ts';
+import { exitCodeOf, type Signals, watchSignals } from './signals.ts';
 
 export interface CommandContext {
   settings: Settings;
@@ -33,6 +33,13 @@ export interface ContextOptions {
   logTo: 1 | 2;
   logLevel?: string;
   keepEmbedded?: boolean;
+  /**
+   * A command that does its work and exits (enqueue, jobs, stats, queues): a
+   * SIGINT or SIGTERM after it started the embedded server lets the work
+   * finish, and close() then stops the server and exits 128 + the signal's
+   * number, where Node's default exit left the server running.
+   */
+  oneShot?: boolean;
   settings?: Settings;
 }
 
@@ -40,6 +47,7 @@ export async function openContext(options: ContextOptions): Promise<CommandConte
   const settings = options.settings ?? loadConfig();
   const log = createLogger({ level: options.logLevel ?? settings.log.level, fd: options.logTo });
   let embedded: EmbeddedServer | null = null;
+  let held: Signals | null = null;
   let databaseUrl = settings.database.url;
   if (!databaseUrl) {
     // Production must name its database: never fall back to whatever listens
@@ -50,6 +58,7 @@ export async function openContext(options: ContextOptions): Promise<CommandConte
       () => ensureEmbeddedPostgres({ dir: settings.database.embedded.dir, port: settings.database.embedded.port, log }),
       (server) => (server.startedHere ? server.stop() : Promise.resolve()),
     );
+    if (options.oneShot && embedded.startedHere && !options.keepEmbedded) held = holdUntilClosed();
     databaseUrl = await ensureDatabase(embedded.url, EMBEDDED_DATABASE);
   }
   const pool = createPool(databaseUrl, { max: settings.database.poolSize, log });
@@ -69,8 +78,21 @@ export async function openContext(options: ContextOptions): Promise<CommandConte
       await direct?.end().catch(() => {});
       await pool.end().catch(() => {});
       if (embedded?.startedHere && !options.keepEmbedded) await embedded.stop();
+      held?.dispose();
+      if (held?.received) process.exit(exitCodeOf(held.received));
     },
   };
+}
+
+/** Signals noted, not obeyed, until close() has stopped the embedded server (ContextOptions.oneShot). */
+function holdUntilClosed(): Signals {
+  const held = watchSignals();
+  void held.wait.then((signal) =>
+    process.stderr.write(
+      `${signal}: stopping the embedded server once this command is done (again to exit at once, leaving it running)\n`,
+    ),
+  );
+  return held;
 }
 
 /**
@@ -99,7 +121,7 @@ async function holdingSignals<T>(start: () => Promise<T>, undo: (made: T) => Pro
  * that refuses the connection for good gives DatabaseAccessError.
  */
 export async function withContext<T>(options: ContextOptions, fn: (ctx: CommandContext) => Promise<T>): Promise<T> {
-  const ctx = await openContext(options);
+  const ctx = await openContext({ ...options, oneShot: true });
   try {
     return await fn(ctx);
   } catch (err) {

@@ -72,7 +72,7 @@ export async function enqueueCommand(argv: string[]): Promise<number> {
   const settings = loadConfig();
   if (options.queue === undefined) options.queue = await taskQueue(kind, settings);
   validateJob(kind, payload, { ...options, maxPayloadBytes: settings.jobs.maxPayloadBytes });
-  const ctx = await openContext({ logTo: 2, logLevel: 'warn', settings });
+  const ctx = await openContext({ logTo: 2, logLevel: 'warn', settings, oneShot: true });
   try {
     // A kind from the command line is a DynamicKind: checked at run time only.
     const result = await enqueue(ctx.pool, kind as DynamicKind, payload, {

@@ -17,9 +17,10 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { freePort } from '../helpers/chaos/postgres.ts';
@@ -140,11 +141,11 @@ function spawnEmbedded(args: string[], extra: NodeJS.ProcessEnv = {}) {
   child.stdout.on('data', (d) => (out.stdout += d));
   child.stderr.on('data', (d) => (out.stderr += d));
   const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
-  /** Resolves once stdout holds `text`; rejects if the process exits first. */
-  const printed = (text: string) =>
+  /** Resolves once stdout (or stderr) holds `text`; rejects if the process exits first. */
+  const printed = (text: string, stream: 'stdout' | 'stderr' = 'stdout') =>
     new Promise<void>((resolve, reject) => {
-      const look = () => out.stdout.includes(text) && resolve();
-      child.stdout.on('data', look);
+      const look = () => out[stream].includes(text) && resolve();
+      child[stream].on('data', look);
       look();
       child.once('exit', () => reject(new Error(`exited before printing ${text}:\n${out.stdout}\n${out.stderr}`)));
     });
@@ -162,6 +163,30 @@ describe('a signal while a command starts the embedded server', { timeout: 180_0
       assert.equal(await serverUp(), false, 'the server the command started is stopped');
     } finally {
       start.child.kill('SIGKILL');
+    }
+  });
+});
+
+describe('a signal while a one-shot command works on the embedded server it started', { timeout: 180_000 }, () => {
+  it('Ctrl-C (SIGINT) during `jobvisor stats`: the command ends, the server is stopped, exit 130', async () => {
+    const release = path.join(dir, 'release');
+    const preload = path.join(FIXTURE_TASKS, '../hold-query-preload.mjs');
+    const stats = spawnEmbedded(['stats'], {
+      NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import ${pathToFileURL(preload).href}`,
+      JOBVISOR_TEST_RELEASE: release,
+    });
+    try {
+      await stats.printed('test: holding a query', 'stderr');
+      assert.equal(await serverUp(), true, 'the command started the server');
+      stats.child.kill('SIGINT');
+      // Before, Node's default exit came here and left the server running.
+      await stats.printed('SIGINT: stopping the embedded server once this command is done', 'stderr');
+      writeFileSync(release, '');
+      const [code] = await stats.exited;
+      assert.equal(code, 130, `exit code; stderr:\n${stats.out.stderr.slice(-2000)}`);
+      assert.equal(await serverUp(), false, 'the server the command started is stopped');
+    } finally {
+      stats.child.kill('SIGKILL');
     }
   });
 });

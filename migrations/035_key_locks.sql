@@ -26,21 +26,25 @@
 -- the other nothing. key_offers() first counts the visited keys' running rows
 -- without a lock (the claim's own ended runs taken off, as limit_state()
 -- does), and locks those that look to have room and whose first offer is among
--- the first `places` (a claim locks no more keys than the jobs it may take).
--- That count is only
--- a guess at which keys to lock; limit_state() counts the keys locked again,
--- after the locks, and the claim goes by that. A key that filled meanwhile
--- gets nothing; one that freed meanwhile waits for the next claim.
+-- the first `places` (a claim locks no more keys than the jobs it may take),
+-- and at most 512. That count is only a guess at which keys to lock;
+-- limit_state() counts the keys locked again, after the locks, and the claim
+-- goes by that. A key that filled meanwhile gets nothing; one that freed
+-- meanwhile waits for the next claim.
+--
+-- Why at most 512: a claim holds its advisory locks to its commit, in the
+-- server's shared lock table, which holds max_locks_per_transaction x
+-- max_connections entries (6,400 by default) for every session at once; a
+-- full table fails every statement that needs a lock. Each supervisor runs one
+-- claim per queue at a time, for a few milliseconds. A claim with room for
+-- more keys than that takes the rest in its next claim.
 --
 -- The queue's lock is still taken exclusively, and no key lock, when the
 -- claim counts the whole queue: globalConcurrency (`whole`) or a queue-wide
 -- rate limit. It waits for every per-key claim under way (they hold it
 -- shared), and they for it, so a supervisor configured with a queue-wide limit
 -- and one without (a rolling change of config) still never both take a key's
--- last slot. The same when the walk visited more than 1,024 keys: a claim
--- holds its advisory locks to its commit, in the server's shared lock table
--- (max_locks_per_transaction x max_connections entries, 6,400 by default),
--- so a claim never takes more than 1,024 key locks.
+-- last slot.
 --
 -- The key's lock is the single-bigint advisory lock hashtextextended(key,
 -- queue's lock key): two keys of a queue that hash alike share a lock, which
@@ -58,7 +62,7 @@ DECLARE
   t timestamptz;
   mine text[];
 BEGIN
-  IF whole OR (rate_window_ms IS NOT NULL AND NOT rate_per_key) OR cardinality(keys) > 1024 THEN
+  IF whole OR (rate_window_ms IS NOT NULL AND NOT rate_per_key) THEN
     PERFORM pg_advisory_xact_lock(lock_space, lock_key);
     mine := keys;
   ELSE
@@ -165,10 +169,10 @@ BEGIN
   -- when it does not, and then locks the queue and serves every key visited):
   -- of those that look to have room, counted without a lock, the `places`
   -- whose first offer comes first (offers are taken lowest first, and a key
-  -- behind `places` others' first offers gets none); each with a try-lock, so
-  -- a key another claim holds is left out. limit_state() counts them again
-  -- after the locks, which is what the claim goes by.
-  IF global_limit IS NULL AND (rate_count IS NULL OR rate_per_key) AND cardinality(keys) <= 1024 THEN
+  -- behind `places` others' first offers gets none), 512 at most; each with a
+  -- try-lock, so a key another claim holds is left out. limit_state() counts
+  -- them again after the locks, which is what the claim goes by.
+  IF global_limit IS NULL AND (rate_count IS NULL OR rate_per_key) THEN
     PERFORM pg_advisory_xact_lock_shared(lock_space, lock_key);
     WITH held AS (
       SELECT h.k, sum(h.n)::int AS n FROM (
@@ -192,7 +196,7 @@ BEGIN
     )
     SELECT coalesce(array_agg(x.key ORDER BY x.i), '{}') INTO mine
       FROM wanted AS x
-     WHERE CASE WHEN x.rank <= places THEN pg_try_advisory_xact_lock(hashtextextended(x.key, lock_key)) END;
+     WHERE CASE WHEN x.rank <= least(places, 512) THEN pg_try_advisory_xact_lock(hashtextextended(x.key, lock_key)) END;
   ELSE
     mine := keys;
   END IF;

@@ -59,7 +59,13 @@ export async function openContext(options: ContextOptions): Promise<CommandConte
       (server) => (server.startedHere ? server.stop() : Promise.resolve()),
     );
     if (options.oneShot && embedded.startedHere && !options.keepEmbedded) held = holdUntilClosed();
-    databaseUrl = await ensureDatabase(embedded.url, EMBEDDED_DATABASE);
+    const server = embedded;
+    databaseUrl = await ensureDatabase(server.url, EMBEDDED_DATABASE).catch(async (err: unknown) => {
+      // No context to close yet: stop the server this command started, as close() would.
+      held?.dispose();
+      if (server.startedHere && !options.keepEmbedded) await server.stop().catch(() => {});
+      throw err;
+    });
   }
   const pool = createPool(databaseUrl, { max: settings.database.poolSize, log });
   let direct: pg.Pool | undefined;

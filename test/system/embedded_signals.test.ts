@@ -191,6 +191,25 @@ describe('a signal while a one-shot command works on the embedded server it star
   });
 });
 
+describe('a command whose set-up fails after it started the embedded server', { timeout: 180_000 }, () => {
+  it('stops the server again and exits 1 with the error', async () => {
+    const preload = path.join(FIXTURE_TASKS, '../hold-query-preload.mjs');
+    const stats = spawnEmbedded(['stats'], {
+      NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import ${pathToFileURL(preload).href}`,
+      JOBVISOR_TEST_FAIL_QUERY: 'FROM pg_database',
+    });
+    try {
+      const [code] = await stats.exited;
+      assert.equal(code, 1, `exit code; stderr:\n${stats.out.stderr.slice(-2000)}`);
+      assert.match(stats.out.stderr, /failing a statement that reads FROM pg_database/);
+      // Before, the server this command had started ran on.
+      assert.equal(await serverUp(), false, 'the server the command started is stopped');
+    } finally {
+      stats.child.kill('SIGKILL');
+    }
+  });
+});
+
 describe('jobvisor demo on the embedded server', { timeout: 180_000 }, () => {
   it('Ctrl-C (SIGINT) mid-demo: exits 130 and stops the server it started', async () => {
     // Every attempt fails: the demo would otherwise be over before the signal.

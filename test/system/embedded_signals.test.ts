@@ -126,6 +126,11 @@ describe('jobvisor start on the embedded server', { timeout: 180_000 }, () => {
   }
 });
 
+/** The environment that preloads fixtures/hold-query-preload.mjs (its JOBVISOR_TEST_* variables say what it does). */
+const HOLD_QUERY_PRELOAD = {
+  NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import ${pathToFileURL(path.join(FIXTURE_TASKS, '../hold-query-preload.mjs')).href}`,
+};
+
 /** `jobvisor ...args` on the embedded server of this file, as a child process, its output gathered. */
 function spawnEmbedded(args: string[], extra: NodeJS.ProcessEnv = {}) {
   const env: NodeJS.ProcessEnv = {
@@ -170,9 +175,8 @@ describe('a signal while a command starts the embedded server', { timeout: 180_0
 describe('a signal while a one-shot command works on the embedded server it started', { timeout: 180_000 }, () => {
   it('Ctrl-C (SIGINT) during `jobvisor stats`: the command ends, the server is stopped, exit 130', async () => {
     const release = path.join(dir, 'release');
-    const preload = path.join(FIXTURE_TASKS, '../hold-query-preload.mjs');
     const stats = spawnEmbedded(['stats'], {
-      NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import ${pathToFileURL(preload).href}`,
+      ...HOLD_QUERY_PRELOAD,
       JOBVISOR_TEST_RELEASE: release,
     });
     try {
@@ -193,9 +197,8 @@ describe('a signal while a one-shot command works on the embedded server it star
 
 describe('a command whose set-up fails after it started the embedded server', { timeout: 180_000 }, () => {
   it('stops the server again and exits 1 with the error', async () => {
-    const preload = path.join(FIXTURE_TASKS, '../hold-query-preload.mjs');
     const stats = spawnEmbedded(['stats'], {
-      NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import ${pathToFileURL(preload).href}`,
+      ...HOLD_QUERY_PRELOAD,
       JOBVISOR_TEST_FAIL_QUERY: 'FROM pg_database',
     });
     try {

@@ -9,7 +9,10 @@
  * claim in claim order and takes them by primary key. The queue-wide claim
  * does all of that in its own body; the per-key one has
  * jobvisor.key_offers() (migration 031) choose them, which returns the ids
- * with one row (o_id NULL) of what the claim needs besides. Both are in
+ * with one row (o_id NULL) of what the claim needs besides. A key with room
+ * for one job is offered the first entry its walk read before the locks
+ * (migration 036), so the per-key claim takes a job only while it is still
+ * pending and due. Both are in
  * PL/pgSQL because its plans are kept per connection, where a statement sent
  * unnamed is planned on every claim (sql.ts says why): planning the per-key
  * choice cost more than running it (migration 031 has the figures), and

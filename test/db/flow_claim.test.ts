@@ -15,6 +15,7 @@ import type { Store } from '../../src/queue/sql.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { pagesRead } from '../helpers/explain.ts';
 import { maxStartsInWindow as maxInWindow } from '../helpers/flow.ts';
+import { until } from '../helpers/poll.ts';
 
 let db: TestDatabase;
 const store = () => ({ db: db.pool, schema: 'jobvisor' });
@@ -361,7 +362,42 @@ describe('perKeyConcurrency', () => {
       );
     }
   });
+
+  // Migration 036: a key with room for one job is offered the first entry its walk read, before the locks.
+  it("never claims a job its walk saw due that was put back for later before the claim's locks", async () => {
+    await add(1, () => 'a');
+    await add(2, () => 'b');
+    const [first, second] = (
+      await db.pool.query<{ id: string }>("SELECT id FROM jobvisor.jobs WHERE concurrency_key = 'b' ORDER BY id")
+    ).rows.map((r) => r.id);
+    const both = { globalConcurrency: 100, perKeyConcurrency: 1 };
+    let waiting: ReturnType<typeof claimWithLockTimeout> | undefined;
+    // A claim that counts the whole queue holds the queue's lock; the per-key claim walks the keys, then waits for it.
+    await withOpenClaim(both, 1, async (taken) => {
+      assert.equal((await keysOf(taken)).join(), 'a');
+      waiting = claimWithLockTimeout({ perKeyConcurrency: 1 }, 10, '30s');
+      await until('the per-key claim waits for the queue lock', lockWaits, (n) => n > 0);
+      // Meanwhile b's first job ran and failed: it is pending again, due in an hour.
+      await db.pool.query("UPDATE jobvisor.jobs SET run_at = now() + interval '1 hour' WHERE id = $1", [first]);
+    });
+    const claimed = (await waiting!).jobs.map((j) => j.id);
+    assert.ok(!claimed.includes(first!), `claimed ${claimed.join()}: b's first job is not due`);
+    const { rows } = await db.pool.query<{ status: string; later: boolean }>(
+      'SELECT status, run_at > now() AS later FROM jobvisor.jobs WHERE id = $1',
+      [first],
+    );
+    assert.deepEqual(rows[0], { status: 'pending', later: true });
+    const next = await claim({ perKeyConcurrency: 1 }, 10);
+    assert.deepEqual([...claimed, ...next.jobs.map((j) => j.id)], [second], "b's due job, by this claim or the next");
+  });
 });
+
+async function lockWaits(): Promise<number> {
+  const { rows } = await db.pool.query<{ n: number }>(
+    "SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()",
+  );
+  return rows[0]!.n;
+}
 
 /** Runs `body` while a per-key claim of `limit` is open in a transaction of its own (its locks held), then commits it. */
 async function withOpenClaim(limits: Limits, limit: number, body: (ids: string[]) => Promise<void>): Promise<void> {
@@ -377,12 +413,12 @@ async function withOpenClaim(limits: Limits, limit: number, body: (ids: string[]
   }
 }
 
-/** A claim on a connection of its own that gives up on any lock after 1 s (error 55P03). */
-async function claimWithLockTimeout(limits: Limits, limit: number) {
+/** A claim on a connection of its own that gives up on any lock after `timeout` (error 55P03). */
+async function claimWithLockTimeout(limits: Limits, limit: number, timeout = '1s') {
   const client = new pg.Client({ connectionString: db.url });
   await client.connect();
   try {
-    await client.query("SET lock_timeout = '1s'");
+    await client.query(`SET lock_timeout = '${timeout}'`);
     return await claimLimited({ db: client, schema: 'jobvisor' }, { ...claimArgs(limit), owner: 'second', limits });
   } finally {
     await client.end();

@@ -10,6 +10,7 @@
 import type { BenchDatabase } from './database.ts';
 import { configuredSupervisor } from './harness.ts';
 import { waitAllDone, WARM_UP } from './process.ts';
+import { makeRow, type Row } from './report.ts';
 import { enqueueMany } from '../queue/enqueue.ts';
 
 interface LimitsVariant {
@@ -64,4 +65,42 @@ export async function limitsBurst(db: BenchDatabase, jobs: number, variant: Limi
   } finally {
     await Promise.all(supervisors.map((s) => s.stop()));
   }
+}
+
+/**
+ * Issue 48's targets, each a variant's jobs/s over another's in the same
+ * round: the limits against the unlimited queue without prefetch, two
+ * supervisors against one.
+ */
+export const LIMITS_TARGETS: Record<string, { over: string; target: number }> = {
+  'globalConcurrency 50': { over: 'no limit', target: 0.8 },
+  'perKeyConcurrency 1, 100 keys': { over: 'no limit', target: 0.7 },
+  'perKeyConcurrency 1, 1,000 keys': { over: 'no limit', target: 0.7 },
+  'perKeyConcurrency 1, 10,000 keys': { over: 'no limit', target: 0.7 },
+  'rateLimit 100,000/s (its cost)': { over: 'no limit', target: 0.9 },
+  'globalConcurrency 50, two supervisors': { over: 'globalConcurrency 50', target: 1 },
+  'perKeyConcurrency 1, 1,000 keys, two supervisors': { over: 'perKeyConcurrency 1, 1,000 keys', target: 1 },
+};
+
+/**
+ * The ratio rows of a limits run (`rows`: the scenario's rows, systems
+ * "jobvisor <variant>"): each target's ratio per round, since the rounds are
+ * interleaved and one round's variants saw the same load, while the medians
+ * of the variants come from different rounds (the unlimited queue's runs
+ * spread 24-45 % here). Each also carries its ratio to the tuned unlimited
+ * queue (prefetch 2000) of the same round. A variant that failed or ran a
+ * different number of rounds gets no row.
+ */
+export function limitsRatios(scenario: string, rows: readonly Row[]): Row[] {
+  const runs = new Map(rows.map((r) => [r.system.replace(/^jobvisor /, ''), r.values]));
+  const prefetch = runs.get('no limit, prefetch 2000');
+  return Object.entries(LIMITS_TARGETS).flatMap(([name, { over, target }]) => {
+    const a = runs.get(name);
+    const b = runs.get(over);
+    if (!a || !b || a.length !== b.length || a.length === 0) return [];
+    const perRound = (of: readonly number[]) => a.map((v, i) => v / (of[i] as number));
+    const extra: Record<string, unknown> = { per: 'round', target, over };
+    if (prefetch?.length === a.length) extra.overPrefetch = perRound(prefetch);
+    return [makeRow(`${scenario}, per round`, `${name} ÷ ${over}`, '×', perRound(b), extra)];
+  });
 }

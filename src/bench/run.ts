@@ -20,7 +20,7 @@
  */
 import { cpus, totalmem } from 'node:os';
 import { BURST_CONFIGS, burst } from './burst.ts';
-import { LIMITS_VARIANTS, limitsBurst } from './limits.ts';
+import { LIMITS_VARIANTS, limitsBurst, limitsRatios } from './limits.ts';
 import { createBenchDatabase, type BenchDatabase } from './database.ts';
 import { deepVersusShallow } from './deep.ts';
 import { DURABLE_SCENARIOS, runDurableScenario, type DurableScenario } from './durable.ts';
@@ -155,6 +155,11 @@ export async function runBench(argv: string[], admin: AdminReads): Promise<numbe
             extra: { jobs, queue: variant.queue, keys: variant.keys },
           })),
         );
+        for (const row of limitsRatios(
+          `limits ${jobs}`,
+          rows.filter((r) => r.scenario === `limits ${jobs}`),
+        ))
+          emit(row);
       } else if (scenario === 'perkey') {
         await runPerKeyScenario({ jobs, keys, concurrency, peers, fresh, roundRobin, emit, rows });
       } else if (scenario === 'cold') {

@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { LIMITS_VARIANTS } from '../../src/bench/limits.ts';
+import { LIMITS_TARGETS, LIMITS_VARIANTS } from '../../src/bench/limits.ts';
 import { peersInstalled, peersNodeProblem } from '../../src/bench/peers.ts';
 import { runBench, runProcess } from '../helpers/cli.ts';
 import { BIN } from '../helpers/supervisor.ts';
@@ -99,6 +99,21 @@ describe('jobvisor bench', () => {
       Object.keys(LIMITS_VARIANTS).length,
       'every flow-control variant ran',
     );
+    // Issue 48's targets, each the ratio of two variants in the same round.
+    const limits = new Map(rows.filter((row) => row.scenario === 'limits 300').map((row) => [row.system, row.median]));
+    const ratios = rows.filter((row) => row.scenario === 'limits 300, per round');
+    assert.deepEqual(
+      ratios.map((row) => row.system),
+      Object.entries(LIMITS_TARGETS).map(([name, { over }]) => `${name} ÷ ${over}`),
+    );
+    for (const [name, { over }] of Object.entries(LIMITS_TARGETS)) {
+      const row = ratios.find((r) => r.system === `${name} ÷ ${over}`);
+      const want = (limits.get(`jobvisor ${name}`) as number) / (limits.get(`jobvisor ${over}`) as number);
+      assert.ok(
+        row && Math.abs(row.median - want) < 1e-9 && row.unit === '×',
+        `${name}: ${row?.median} against ${want}`,
+      );
+    }
     const burstSystems = rows.filter((row) => row.scenario === 'burst 300').map((row) => row.system);
     assert.deepEqual(burstSystems.sort(), [
       'jobvisor concurrency-only',

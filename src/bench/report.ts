@@ -52,7 +52,7 @@ function describeCost(perJob: unknown): string {
 /**
  * The table: each scenario's rows with their ratio to the scenario's first
  * row (jobvisor's), as "how many times better the first row is" (throughput
- * divided, latency inverted).
+ * divided, latency inverted); rows that are ratios (×) get none.
  */
 export function formatTable(rows: Row[]): string {
   const base = new Map<string, Row>();
@@ -61,7 +61,9 @@ export function formatTable(rows: Row[]): string {
   for (const r of rows) {
     const b = base.get(r.scenario);
     const higherIsBetter = r.unit === 'jobs/s';
-    const ratio = b && b !== r ? (higherIsBetter ? b.median / r.median : r.median / b.median) : undefined;
+    // Rows that are ratios themselves (×) are not compared with each other.
+    const compared = b && b !== r && r.unit !== '×';
+    const ratio = compared ? (higherIsBetter ? b.median / r.median : r.median / b.median) : undefined;
     lines.push([
       r.scenario,
       r.system,

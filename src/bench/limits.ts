@@ -87,9 +87,9 @@ export const LIMITS_TARGETS: Record<string, { over: string; target: number }> = 
  * "jobvisor <variant>"): each target's ratio per round, since the rounds are
  * interleaved and one round's variants saw the same load, while the medians
  * of the variants come from different rounds (the unlimited queue's runs
- * spread 24-45 % here). Each also carries its ratio to the tuned unlimited
- * queue (prefetch 2000) of the same round. A variant that failed or ran a
- * different number of rounds gets no row.
+ * spread 24–63 % between runs on a 2-core machine). Each also carries its
+ * ratio to the tuned unlimited queue (prefetch 2000) of the same round. A
+ * variant that failed or ran a different number of rounds gets no row.
  */
 export function limitsRatios(scenario: string, rows: readonly Row[]): Row[] {
   const runs = new Map(rows.map((r) => [r.system.replace(/^jobvisor /, ''), r.values]));

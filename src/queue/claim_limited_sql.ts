@@ -12,11 +12,11 @@
  * with one row (o_id NULL) of what the claim needs besides. A key with room
  * for one job is offered the first entry its walk read before the locks
  * (migration 036), so the per-key claim takes a job only while it is still
- * pending and due. Both are in
- * PL/pgSQL because its plans are kept per connection, where a statement sent
- * unnamed is planned on every claim (sql.ts says why): planning the per-key
- * choice cost more than running it (migration 031 has the figures), and
- * planning the claim around it a tenth to a fifth of each claim (migration 032).
+ * pending and due. Both are in PL/pgSQL because its plans are kept per
+ * connection, where a statement sent unnamed is planned on every claim
+ * (sql.ts says why): planning the per-key choice cost more than running it
+ * (migration 031 has the figures), and planning the claim around it a tenth
+ * to a fifth of each claim (migration 032).
  *
  * Held slots are counted from the jobs table itself (running rows), never from
  * a counter a crash could leak: a killed supervisor's rows hold their slots

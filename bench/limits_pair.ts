@@ -9,39 +9,86 @@
  * without a limit (the scenario's "no limit"), which says how much of the
  * ratio is the second supervisor itself rather than the limit.
  *
- *   DATABASE_URL=postgres://… npx tsx bench/limits_pair.ts [--rounds 11] [--jobs 20000] [--per-key | --unlimited]
+ * `--split` (with `--per-key`) adds a third variant: the two supervisors with
+ * the same keys and jobs split in two, each supervisor serving a queue of its
+ * own with half the keys. No key is then walked by both, which says how much
+ * of the pair's loss is their walks crossing each other's keys.
+ *
+ *   DATABASE_URL=postgres://… npx tsx bench/limits_pair.ts [--rounds 11] [--jobs 20000] [--per-key [--split] | --unlimited]
  */
 import { parseArgs } from 'node:util';
-import { createBenchDatabase } from '../src/bench/database.ts';
+import { createBenchDatabase, type BenchDatabase } from '../src/bench/database.ts';
+import { configuredSupervisor } from '../src/bench/harness.ts';
 import { LIMITS_VARIANTS, limitsBurst } from '../src/bench/limits.ts';
+import { waitAllDone, WARM_UP } from '../src/bench/process.ts';
 import { median } from '../src/bench/stats.ts';
+import { enqueueMany } from '../src/queue/enqueue.ts';
 
 const { values: args } = parseArgs({
   options: {
     rounds: { type: 'string', default: '11' },
     jobs: { type: 'string', default: '20000' },
     'per-key': { type: 'boolean', default: false },
+    split: { type: 'boolean', default: false },
     unlimited: { type: 'boolean', default: false },
   },
 });
 const server = process.env.DATABASE_URL;
 if (!server) throw new Error('set DATABASE_URL to a PostgreSQL server (a database is created there and dropped)');
+if (args.split && !args['per-key']) throw new Error('--split needs --per-key');
 const one = args.unlimited ? 'no limit' : args['per-key'] ? 'perKeyConcurrency 1, 1,000 keys' : 'globalConcurrency 50';
 const two = `${one}, two supervisors`;
+const split = `${one}, two supervisors, each a queue of half the keys`;
 const variants = { ...LIMITS_VARIANTS, [two]: LIMITS_VARIANTS[two] ?? { ...LIMITS_VARIANTS[one]!, supervisors: 2 } };
-const results: Record<string, number[]> = { [one]: [], [two]: [] };
+const names = args.split ? [one, two, split] : [one, two];
+const results: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
+
+/** The per-key burst of the scenario, its jobs and keys split over queues a and b, a supervisor each. */
+async function splitBurst(db: BenchDatabase, jobs: number): Promise<number> {
+  const queue = LIMITS_VARIANTS[one]!.queue;
+  const supervisors = ['a', 'b'].map((q) =>
+    configuredSupervisor(db.url, { queues: { default: queue, [q]: queue }, pool: { maxThreads: 1 } }),
+  );
+  await Promise.all(supervisors.map((s) => s.start()));
+  try {
+    await enqueueMany(
+      db.pool,
+      Array.from({ length: WARM_UP }, (_, i) => ({ kind: 'noop', payload: { i } })),
+    );
+    await waitAllDone(db, WARM_UP);
+    // Key k(i % 1,000) as in the scenario; odd keys in b, even ones in a.
+    await db.pool.query(
+      `INSERT INTO jobvisor.jobs (kind, payload, concurrency_key, queue)
+       SELECT 'noop', '{}', 'k' || (i % 1000), CASE WHEN i % 2 = 1 THEN 'b' ELSE 'a' END
+         FROM generate_series(1, $1::int) AS i`,
+      [jobs],
+    );
+    const t0 = performance.now();
+    return jobs / (((await waitAllDone(db, WARM_UP + jobs)) - t0) / 1000);
+  } finally {
+    await Promise.all(supervisors.map((s) => s.stop()));
+  }
+}
+
 for (let r = 0; r < Number(args.rounds); r++)
-  for (const name of r % 2 === 0 ? [one, two] : [two, one]) {
+  for (const name of r % 2 === 0 ? names : [...names].reverse()) {
     const db = await createBenchDatabase(server, 'limits_pair');
     try {
-      (results[name] as number[]).push(await limitsBurst(db, Number(args.jobs), variants[name]!));
+      const jobs = Number(args.jobs);
+      (results[name] as number[]).push(
+        name === split ? await splitBurst(db, jobs) : await limitsBurst(db, jobs, variants[name]!),
+      );
     } finally {
       await db.drop();
     }
   }
-const ratios = (results[two] as number[]).map((v, i) => v / (results[one] as number[])[i]!);
-for (const name of [one, two])
+for (const name of names)
   console.log(
     `${name}: median ${Math.round(median(results[name]!))} jobs/s (${results[name]!.map(Math.round).join(', ')})`,
   );
-console.log(`two ÷ one, per round: ${ratios.map((x) => x.toFixed(2)).join(', ')}; median ${median(ratios).toFixed(2)}`);
+for (const name of names.slice(1)) {
+  const ratios = (results[name] as number[]).map((v, i) => v / (results[one] as number[])[i]!);
+  console.log(
+    `${name} ÷ one, per round: ${ratios.map((x) => x.toFixed(2)).join(', ')}; median ${median(ratios).toFixed(2)}`,
+  );
+}

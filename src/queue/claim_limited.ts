@@ -47,10 +47,21 @@ const LOCK_SPACE = 0x6a76_0006;
  * A per-key claim told to look in a window (`keylessScan: 'window'`) looks for
  * jobs without a key among the queue's first this-many due jobs (fewer for a
  * small claim: 4 × its places + 100), whatever their key, instead of all of
- * them (claim_limited_sql.ts says why). The window is read on every claim, a
- * row each: 1,000 rows cost 392 of the 2,200 pages a claim of 50 read.
+ * them (claim_limited_sql.ts says why); told `none`, in none of them (a window
+ * of 0: it then reports that some may lie beyond). A window costs a row each:
+ * 1,000 rows cost 392 of the 2,200 pages a claim of 50 read, so the supervisor
+ * skips it for a moment after one full of keyed work (supervisor/claim/keyless_reads.ts).
  */
 export const KEYLESS_WINDOW = 1000;
+
+/** Where a per-key claim looks for jobs without a key (LimitedClaimArgs.keylessScan). */
+export type KeylessScan = 'all' | 'window' | 'none';
+
+/** The window a per-key claim of `limit` places reads for jobs without a key (null: every due job). */
+function keylessWindow(scan: KeylessScan | undefined, limit: number): number | null {
+  if (scan === 'none') return 0;
+  return scan === 'window' ? Math.min(KEYLESS_WINDOW, 4 * limit + 100) : null;
+}
 
 export interface LimitedClaimArgs {
   owner: string;
@@ -63,9 +74,10 @@ export interface LimitedClaimArgs {
   cursor?: string | null;
   /**
    * Per-key claims: where to look for jobs without a key. 'all' (the default)
-   * reads every due job of the queue; 'window' only the first KEYLESS_WINDOW.
+   * reads every due job of the queue; 'window' only the first KEYLESS_WINDOW;
+   * 'none' none of them.
    */
-  keylessScan?: 'all' | 'window';
+  keylessScan?: KeylessScan;
   /** Per-key claims: how many keys to visit at most (default 4 × limit + 100, at most 5,000). */
   maxKeys?: number;
   /**
@@ -135,7 +147,7 @@ export async function claimLimited(store: Store, args: LimitedClaimArgs): Promis
   const values = [
     ...[...head, limits.perKeyConcurrency ?? null, rate?.count ?? null, rateWindow, rate?.perKey ?? false, startDelay],
     ...lockAndEnded,
-    ...[cursor, maxKeys, args.keylessScan === 'window' ? Math.min(KEYLESS_WINDOW, 4 * args.limit + 100) : null],
+    ...[cursor, maxKeys, keylessWindow(args.keylessScan, args.limit)],
     ...[weights.keys, weights.weights, weights.other],
   ];
   const { text } = CLAIM_KEY_LIMITED(store.schema);

@@ -8,7 +8,13 @@ import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import pg from 'pg';
 import type { QueueSettings } from '../../src/config/index.ts';
-import { claimLimited, KEYLESS_WINDOW, RATE_START_DELAY_MS, rateWindowMs } from '../../src/queue/claim_limited.ts';
+import {
+  claimLimited,
+  KEYLESS_WINDOW,
+  type KeylessScan,
+  RATE_START_DELAY_MS,
+  rateWindowMs,
+} from '../../src/queue/claim_limited.ts';
 import { enqueueMany, type JobSpec } from '../../src/queue/enqueue.ts';
 import { reapExpiredLeases } from '../../src/queue/reaper.ts';
 import type { Store } from '../../src/queue/sql.ts';
@@ -39,7 +45,7 @@ function claimArgs(limit: number) {
 function claim(
   limits: Limits,
   limit: number,
-  extra: { owner?: string; now?: Date; cursor?: string | null; keylessScan?: 'all' | 'window' } = {},
+  extra: { owner?: string; now?: Date; cursor?: string | null; keylessScan?: KeylessScan } = {},
 ) {
   return claimLimited(store(), {
     ...claimArgs(limit),
@@ -276,6 +282,16 @@ describe('perKeyConcurrency', () => {
     const full = await claim({ perKeyConcurrency: 1 }, 10, { keylessScan: 'all' });
     assert.deepEqual(await keysOf(full.jobs.map((j) => j.id)), [null]);
     assert.equal(full.keylessHidden, false);
+  });
+
+  it('a claim told to read no window takes only keyed jobs and says jobs without a key may lie beyond', async () => {
+    await add(3);
+    await add(3, (i) => `k${i}`);
+    const none = await claim({ perKeyConcurrency: 1 }, 20, { keylessScan: 'none' });
+    assert.deepEqual((await keysOf(none.jobs.map((j) => j.id))).sort(), ['k0', 'k1', 'k2']);
+    assert.equal(none.keylessHidden, true);
+    const windowed = await claim({ perKeyConcurrency: 1 }, 20, { keylessScan: 'window' });
+    assert.deepEqual(await keysOf(windowed.jobs.map((j) => j.id)), [null, null, null]);
   });
 
   it('a window read costs the same behind 20,000 jobs of a key at its limit as behind 2,000', async () => {

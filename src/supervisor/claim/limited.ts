@@ -3,10 +3,9 @@
  * rateLimit) claims through claimLimited (queue/claim_limited.ts), and keeps
  * between claims what the next one needs:
  *   - the per-key walk's cursor, so keys are served round robin;
- *   - whether jobs without a key may lie beyond the last claim's window: the
- *     next claim then reads every due job, spaced by costlyReadGap
- *     (src/cached.ts) from the last such claim and at least
- *     KEYLESS_FULL_MIN_MS apart;
+ *   - how to look for jobs without a key: in a window of the first due jobs,
+ *     in all of them, or (for a moment after a window full of keyed work)
+ *     not at all (keyless_reads.ts);
  *   - the database's clock as the claims measure it (db_clock.ts), which turns
  *     a rate-limited job's start slot into a moment of the local clock; a
  *     rate-limited claim is put off while it is too uncertain to place any
@@ -20,7 +19,6 @@
  * again when a start frees up (rate limit) or after LIMITED_RETRY_MS, since a
  * slot freed by another supervisor is not announced.
  */
-import { costlyReadGap } from '../../cached.ts';
 import type { QueueSettings } from '../../config/sections.ts';
 import { nextDueIn } from '../../queue/claim.ts';
 import { claimLimited, rateWindowMs } from '../../queue/claim_limited.ts';
@@ -28,12 +26,11 @@ import type { ClaimedJob } from '../../queue/types.ts';
 import { readClaimedSteps } from './claimed_steps.ts';
 import { ClockGate } from './clock_gate.ts';
 import { DbClock } from './db_clock.ts';
+import { KeylessReads } from './keyless_reads.ts';
 import type { ClaimContext } from './plain.ts';
 import type { ClaimResult, ClaimStrategy } from './strategy.ts';
 import { spentSlots } from './transfers.ts';
 
-/** The least time between two claims that read every due job for keyless ones (see costlyReadGap). */
-export const KEYLESS_FULL_MIN_MS = 1000;
 /** How soon a limited queue held back by its cluster limits claims again. */
 export const LIMITED_RETRY_MS = 200;
 
@@ -56,9 +53,8 @@ export class LimitedClaim implements ClaimStrategy {
   readonly splitsPlacesFirst = false;
   /** Where the next per-key walk starts. */
   private cursor: string | null = null;
-  /** Jobs without a key may lie beyond the last claim's window; when a full read may run next. */
-  private keylessHidden = false;
-  private keylessFullAt = 0;
+  /** How the next claims look for jobs without a key. */
+  private readonly keyless = new KeylessReads();
   /** What the last per-key walk visited and took. */
   private lastWalk: { visited: number; claimed: number } | null = null;
   /** Tokens of ended runs whose slots a claim has spent. */
@@ -98,7 +94,7 @@ export class LimitedClaim implements ClaimStrategy {
     const clockWait = rate ? await this.clockGate.wait(c.store.db, rate.periodMs) : null;
     if (clockWait !== null) return { jobs: [], retryInMs: clockWait };
     const started = performance.now();
-    const keylessScan = this.keylessHidden && started >= this.keylessFullAt ? 'all' : 'window';
+    const keylessScan = this.keyless.scan(started);
     const claim = await claimLimited(c.store, {
       owner: c.owner,
       queue: c.queue,
@@ -124,11 +120,12 @@ export class LimitedClaim implements ClaimStrategy {
       claimedKeys: claim.keys,
     });
     for (const token of spent) this.spent.add(token);
-    if (keylessScan === 'all') {
-      const ended = performance.now();
-      this.keylessFullAt = ended + costlyReadGap(ended - started, KEYLESS_FULL_MIN_MS);
-    }
-    this.keylessHidden = claim.keylessHidden;
+    this.keyless.observe(
+      keylessScan,
+      { keylessHidden: claim.keylessHidden, took: claim.jobs.length, tookKeyless: claim.keys.includes(null) },
+      started,
+      performance.now(),
+    );
     // Cut short by a cluster limit, or keys at their limit: not "nothing due", so
     // no due-time timer (it would fire at once and spin); claim again later.
     const held = (!claim.full && claim.jobs.length >= claim.budget) || claim.keysWaiting;

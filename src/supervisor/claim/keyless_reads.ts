@@ -13,7 +13,7 @@
  *     of the queue is keyed work: the claims of the next KEYLESS_QUIET_MS read
  *     no window (`none`). Reading it cost a claim over 100 keys a row per due
  *     job it held, about 300 for some 50 jobs claimed, even in a queue where
- *     every job has a key: skipping it ran that queue 1.14× as fast (BENCHMARKS.md).
+ *     every job has a key: skipping it ran that queue 1.10× as fast (BENCHMARKS.md).
  *     A job without a key that comes in behind such a head is behind the window
  *     anyway and waits for the full read as before; one of a higher priority,
  *     which the window would have found, waits up to KEYLESS_QUIET_MS longer.

@@ -17,12 +17,9 @@
  *   DATABASE_URL=postgres://… npx tsx bench/limits_pair.ts [--rounds 11] [--jobs 20000] [--per-key [--split] | --unlimited]
  */
 import { parseArgs } from 'node:util';
-import { createBenchDatabase, type BenchDatabase } from '../src/bench/database.ts';
-import { configuredSupervisor } from '../src/bench/harness.ts';
+import { createBenchDatabase } from '../src/bench/database.ts';
 import { LIMITS_VARIANTS, limitsBurst } from '../src/bench/limits.ts';
-import { waitAllDone, WARM_UP } from '../src/bench/process.ts';
 import { median } from '../src/bench/stats.ts';
-import { enqueueMany } from '../src/queue/enqueue.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -39,45 +36,20 @@ if (args.split && !args['per-key']) throw new Error('--split needs --per-key');
 const one = args.unlimited ? 'no limit' : args['per-key'] ? 'perKeyConcurrency 1, 1,000 keys' : 'globalConcurrency 50';
 const two = `${one}, two supervisors`;
 const split = `${one}, two supervisors, each a queue of half the keys`;
-const variants = { ...LIMITS_VARIANTS, [two]: LIMITS_VARIANTS[two] ?? { ...LIMITS_VARIANTS[one]!, supervisors: 2 } };
+const variants = {
+  ...LIMITS_VARIANTS,
+  [two]: LIMITS_VARIANTS[two] ?? { ...LIMITS_VARIANTS[one]!, supervisors: 2 },
+  [split]: { ...LIMITS_VARIANTS[one]!, supervisors: 2, splitKeys: true },
+};
 const names = args.split ? [one, two, split] : [one, two];
 const results: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
-
-/** The per-key burst of the scenario, its jobs and keys split over queues a and b, a supervisor each. */
-async function splitBurst(db: BenchDatabase, jobs: number): Promise<number> {
-  const queue = LIMITS_VARIANTS[one]!.queue;
-  const supervisors = ['a', 'b'].map((q) =>
-    configuredSupervisor(db.url, { queues: { default: queue, [q]: queue }, pool: { maxThreads: 1 } }),
-  );
-  await Promise.all(supervisors.map((s) => s.start()));
-  try {
-    await enqueueMany(
-      db.pool,
-      Array.from({ length: WARM_UP }, (_, i) => ({ kind: 'noop', payload: { i } })),
-    );
-    await waitAllDone(db, WARM_UP);
-    // Key k(i % 1,000) as in the scenario; odd keys in b, even ones in a.
-    await db.pool.query(
-      `INSERT INTO jobvisor.jobs (kind, payload, concurrency_key, queue)
-       SELECT 'noop', '{}', 'k' || (i % 1000), CASE WHEN i % 2 = 1 THEN 'b' ELSE 'a' END
-         FROM generate_series(1, $1::int) AS i`,
-      [jobs],
-    );
-    const t0 = performance.now();
-    return jobs / (((await waitAllDone(db, WARM_UP + jobs)) - t0) / 1000);
-  } finally {
-    await Promise.all(supervisors.map((s) => s.stop()));
-  }
-}
 
 for (let r = 0; r < Number(args.rounds); r++)
   for (const name of r % 2 === 0 ? names : [...names].reverse()) {
     const db = await createBenchDatabase(server, 'limits_pair');
     try {
       const jobs = Number(args.jobs);
-      (results[name] as number[]).push(
-        name === split ? await splitBurst(db, jobs) : await limitsBurst(db, jobs, variants[name]!),
-      );
+      (results[name] as number[]).push(await limitsBurst(db, jobs, variants[name]!));
     } finally {
       await db.drop();
     }

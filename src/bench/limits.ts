@@ -19,6 +19,11 @@ interface LimitsVariant {
   keys: number;
   /** Supervisors serving the queue (default 1). */
   supervisors?: number;
+  /**
+   * Each supervisor serves a queue of its own, with an equal share of the keys,
+   * so that no key is walked by two (bench/limits_pair.ts --split).
+   */
+  splitKeys?: boolean;
 }
 
 const BASE = { concurrency: 50, jobsPerThread: 50, prefetch: 0 };
@@ -45,8 +50,13 @@ export const LIMITS_VARIANTS: Record<string, LimitsVariant> = {
 };
 
 export async function limitsBurst(db: BenchDatabase, jobs: number, variant: LimitsVariant): Promise<number> {
-  const supervisors = Array.from({ length: variant.supervisors ?? 1 }, () =>
-    configuredSupervisor(db.url, { queues: { default: variant.queue }, pool: { maxThreads: 1 } }),
+  const count = variant.supervisors ?? 1;
+  const queueOf = (i: number) => (variant.splitKeys ? `part${i}` : 'default');
+  const supervisors = Array.from({ length: count }, (_, i) =>
+    configuredSupervisor(db.url, {
+      queues: { default: variant.queue, [queueOf(i)]: variant.queue },
+      pool: { maxThreads: 1 },
+    }),
   );
   await Promise.all(supervisors.map((s) => s.start()));
   try {
@@ -55,10 +65,13 @@ export async function limitsBurst(db: BenchDatabase, jobs: number, variant: Limi
       Array.from({ length: WARM_UP }, (_, i) => ({ kind: 'noop', payload: { i } })),
     );
     await waitAllDone(db, WARM_UP);
+    // Key k(i % keys); split, key k goes to queue part(k % supervisors).
     await db.pool.query(
-      `INSERT INTO jobvisor.jobs (kind, payload, concurrency_key)
-       SELECT 'noop', '{}', CASE WHEN $2::int > 0 THEN 'k' || (i % $2::int) END FROM generate_series(1, $1::int) AS i`,
-      [jobs, variant.keys],
+      `INSERT INTO jobvisor.jobs (kind, payload, concurrency_key, queue)
+       SELECT 'noop', '{}', CASE WHEN $2::int > 0 THEN 'k' || (i % $2::int) END,
+              CASE WHEN $3::bool THEN 'part' || (i % $2::int % $4::int) ELSE 'default' END
+         FROM generate_series(1, $1::int) AS i`,
+      [jobs, variant.keys, variant.splitKeys === true, count],
     );
     const t0 = performance.now();
     return jobs / (((await waitAllDone(db, WARM_UP + jobs)) - t0) / 1000);

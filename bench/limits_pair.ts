@@ -48,8 +48,7 @@ for (let r = 0; r < Number(args.rounds); r++)
   for (const name of r % 2 === 0 ? names : [...names].reverse()) {
     const db = await createBenchDatabase(server, 'limits_pair');
     try {
-      const jobs = Number(args.jobs);
-      (results[name] as number[]).push(await limitsBurst(db, jobs, variants[name]!));
+      (results[name] as number[]).push(await limitsBurst(db, Number(args.jobs), variants[name]!));
     } finally {
       await db.drop();
     }

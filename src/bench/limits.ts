@@ -51,12 +51,11 @@ export const LIMITS_VARIANTS: Record<string, LimitsVariant> = {
 
 export async function limitsBurst(db: BenchDatabase, jobs: number, variant: LimitsVariant): Promise<number> {
   const count = variant.supervisors ?? 1;
-  const queueOf = (i: number) => (variant.splitKeys ? `part${i}` : 'default');
+  // The warm-up's jobs go to `default`, which every supervisor serves; split, each its own part too.
+  const queues = (i: number) =>
+    variant.splitKeys ? { default: variant.queue, [`part${i}`]: variant.queue } : { default: variant.queue };
   const supervisors = Array.from({ length: count }, (_, i) =>
-    configuredSupervisor(db.url, {
-      queues: { default: variant.queue, [queueOf(i)]: variant.queue },
-      pool: { maxThreads: 1 },
-    }),
+    configuredSupervisor(db.url, { queues: queues(i), pool: { maxThreads: 1 } }),
   );
   await Promise.all(supervisors.map((s) => s.start()));
   try {

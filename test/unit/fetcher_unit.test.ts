@@ -13,7 +13,7 @@ import type { ClaimedJob } from '../../src/queue/types.ts';
 import type { ClaimResult, ClaimStrategy } from '../../src/supervisor/claim/strategy.ts';
 import { SupervisorEvents } from '../../src/supervisor/events.ts';
 import { Fetcher } from '../../src/supervisor/claim/fetcher.ts';
-import { DISPATCH_LEAD_MS } from '../../src/supervisor/claim/start_holds.ts';
+import { DISPATCH_LEAD_MS, LEADLESS_WINDOW_MS } from '../../src/supervisor/claim/start_holds.ts';
 
 let nextId = 1;
 function jobs(n: number): ClaimedJob[] {
@@ -225,12 +225,14 @@ describe('fetcher loop (fake strategy)', () => {
     assert.equal(delivered.length, 0);
     assert.equal(fetcher.fences().length, 3, 'held jobs are in the heartbeat fences');
     fetcher.leaseLost([claimed[2]?.token as string]);
-    // The window opens at slot + 1 ms (the clock's error); the job leaves DISPATCH_LEAD_MS before.
-    mock.timers.tick(51 - DISPATCH_LEAD_MS);
+    // The window opens at slot + 1 ms (the clock's error), 22 ms wide: the job leaves when it opens.
+    mock.timers.tick(50);
+    assert.equal(delivered.length, 0, 'not before its window opens');
+    mock.timers.tick(1);
     assert.deepEqual(
       delivered.map((j) => j.id),
       [claimed[0]?.id],
-      'handed to the dispatcher a few ms before its slot',
+      'handed to the dispatcher when its window opens',
     );
     // Within [slot, slot + 25 ms] by the database's clock whatever the 1-ms error: [slot + 1, slot + 25 - 1 - 1].
     assert.deepEqual(delivered[0]?.startWindow, { notBeforeMs: now + 51, notAfterMs: now + 73 });
@@ -238,6 +240,23 @@ describe('fetcher loop (fake strategy)', () => {
     assert.deepEqual(handedBack, [{ ids: [claimed[1]?.id as string], reason: 'queue paused' }], 'the lost one is gone');
     mock.timers.tick(1000);
     assert.equal(delivered.length, 1);
+    await fetcher.stop();
+  });
+
+  it('a rate-limited job with a narrow start window goes to the dispatcher DISPATCH_LEAD_MS before it opens', async () => {
+    const { fetcher, strategy, delivered } = rig({ rateLimit: { count: 10, periodMs: 1000, perKey: false } });
+    const now = Date.now();
+    // A 9-ms error leaves [slot + 9, slot + 25 - 9 - 1]: 6 ms, under LEADLESS_WINDOW_MS.
+    strategy.answers.push({ jobs: jobs(1), retryInMs: null, slots: { atMs: [now + 50], periodMs: 1000, errorMs: 9 } });
+    await fetcher.runOnce();
+    const opens = 59;
+    const closes = 65;
+    assert.ok(closes - opens < LEADLESS_WINDOW_MS, 'a window narrower than LEADLESS_WINDOW_MS');
+    mock.timers.tick(opens - DISPATCH_LEAD_MS - 1);
+    assert.equal(delivered.length, 0);
+    mock.timers.tick(1);
+    assert.equal(delivered.length, 1, 'handed over DISPATCH_LEAD_MS before its window opens');
+    assert.deepEqual(delivered[0]?.startWindow, { notBeforeMs: now + opens, notAfterMs: now + closes });
     await fetcher.stop();
   });
 

@@ -73,13 +73,27 @@ describe('runner.events', () => {
           [kind, queue, { ...payload, mark: MARK }, maxAttempts],
         )
       ).rows[0]?.id as string;
-    const ids = {
+    const first = {
       done: await insert('chaos_noop', {}),
       failing: await insert('fail', {}, 'default', 2),
       permanent: await insert('permanent', {}),
       snooze: await insert('snooze', { delay: 10, times: 1 }),
       timeout: await insert('nap', { ms: 10_000 }, 'slow', 1),
       died: await insert('exit', {}, 'default', 1),
+    };
+    const has = (event: keyof Events, id: string) =>
+      seen.some((s) => s.event === event && s.refs.some((r) => (r as { id: string }).id === id));
+    // The long runs start once the exit job's thread has died: a run on that thread is handed
+    // back when it dies, and one re-queued by SQL just then ends with its write refused by the
+    // fence ('job:fenced'), never with the 'lease:lost' the heartbeat reports below.
+    await until(
+      'the exit job to take its thread down',
+      () => has('thread:died', first.died),
+      (died) => died,
+      30_000,
+    );
+    const ids = {
+      ...first,
       requeued: await insert('nap', { ms: 60_000 }),
       released: await insert('nap', { ms: 60_000 }),
     };
@@ -90,8 +104,6 @@ describe('runner.events', () => {
           [id],
         )
       ).rows[0];
-    const has = (event: keyof Events, id: string) =>
-      seen.some((s) => s.event === event && s.refs.some((r) => (r as { id: string }).id === id));
     // A running job re-queued by plain SQL: claimed again here, the old run's lease is lost.
     await until(
       'the job to re-queue runs',

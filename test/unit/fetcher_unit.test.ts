@@ -13,7 +13,7 @@ import type { ClaimedJob } from '../../src/queue/types.ts';
 import type { ClaimResult, ClaimStrategy } from '../../src/supervisor/claim/strategy.ts';
 import { SupervisorEvents } from '../../src/supervisor/events.ts';
 import { Fetcher } from '../../src/supervisor/claim/fetcher.ts';
-import { DISPATCH_LEAD_MS, LEADLESS_WINDOW_MS } from '../../src/supervisor/claim/start_holds.ts';
+import { DISPATCH_LEAD_MS, LEADLESS_WINDOW_MS, leadlessQueue } from '../../src/supervisor/claim/start_holds.ts';
 
 let nextId = 1;
 function jobs(n: number): ClaimedJob[] {
@@ -225,14 +225,14 @@ describe('fetcher loop (fake strategy)', () => {
     assert.equal(delivered.length, 0);
     assert.equal(fetcher.fences().length, 3, 'held jobs are in the heartbeat fences');
     fetcher.leaseLost([claimed[2]?.token as string]);
-    // The window opens at slot + 1 ms (the clock's error), 22 ms wide: the job leaves when it opens.
-    mock.timers.tick(50);
-    assert.equal(delivered.length, 0, 'not before its window opens');
+    // The window opens at slot + 1 ms (the clock's error); the job leaves DISPATCH_LEAD_MS before.
+    mock.timers.tick(51 - DISPATCH_LEAD_MS - 1);
+    assert.equal(delivered.length, 0, 'not before the lead');
     mock.timers.tick(1);
     assert.deepEqual(
       delivered.map((j) => j.id),
       [claimed[0]?.id],
-      'handed to the dispatcher when its window opens',
+      'handed to the dispatcher a few ms before its slot',
     );
     // Within [slot, slot + 25 ms] by the database's clock whatever the 1-ms error: [slot + 1, slot + 25 - 1 - 1].
     assert.deepEqual(delivered[0]?.startWindow, { notBeforeMs: now + 51, notAfterMs: now + 73 });
@@ -243,8 +243,25 @@ describe('fetcher loop (fake strategy)', () => {
     await fetcher.stop();
   });
 
-  it('a rate-limited job with a narrow start window goes to the dispatcher DISPATCH_LEAD_MS before it opens', async () => {
-    const { fetcher, strategy, delivered } = rig({ rateLimit: { count: 10, periodMs: 1000, perKey: false } });
+  it('under a limit fast enough for the lead to hold a tenth of its places, a job leaves when a wide window opens', async () => {
+    assert.equal(leadlessQueue({ count: 10, periodMs: 1000 }, 4), false);
+    assert.equal(leadlessQueue({ count: 200, periodMs: 1000 }, 50), false, 'the chaos test: 0.4 places');
+    assert.equal(leadlessQueue({ count: 2500, periodMs: 1000 }, 50), false, 'exactly a tenth: kept');
+    assert.equal(leadlessQueue({ count: 2501, periodMs: 1000 }, 50), true);
+    const { fetcher, strategy, delivered } = rig({ rateLimit: { count: 100_000, periodMs: 1000, perKey: false } });
+    const now = Date.now();
+    // A 1-ms error leaves [slot + 1, slot + 25 - 1 - 1]: 22 ms wide.
+    strategy.answers.push({ jobs: jobs(1), retryInMs: null, slots: { atMs: [now + 50], periodMs: 1000, errorMs: 1 } });
+    await fetcher.runOnce();
+    mock.timers.tick(50);
+    assert.equal(delivered.length, 0, 'not before its window opens');
+    mock.timers.tick(1);
+    assert.equal(delivered.length, 1, 'handed over when its window opens');
+    await fetcher.stop();
+  });
+
+  it('under a fast limit, a job with a narrow start window still goes DISPATCH_LEAD_MS before it opens', async () => {
+    const { fetcher, strategy, delivered } = rig({ rateLimit: { count: 100_000, periodMs: 1000, perKey: false } });
     const now = Date.now();
     // A 9-ms error leaves [slot + 9, slot + 25 - 9 - 1]: 6 ms, under LEADLESS_WINDOW_MS.
     strategy.answers.push({ jobs: jobs(1), retryInMs: null, slots: { atMs: [now + 50], periodMs: 1000, errorMs: 9 } });

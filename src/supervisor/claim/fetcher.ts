@@ -32,7 +32,7 @@ import type { FetcherOptions } from './fetcher_options.ts';
 import { NO_HOOKS, reportDbError } from '../hooks.ts';
 import { isLimited } from '../../config/sections.ts';
 import { ClaimAhead } from './ahead.ts';
-import { StartHolds } from './start_holds.ts';
+import { leadlessQueue, StartHolds } from './start_holds.ts';
 
 export type { FetcherOptions } from './fetcher_options.ts';
 
@@ -73,6 +73,7 @@ export class Fetcher {
       },
       handBack,
       paused: () => this.paused,
+      leadless: options.settings.rateLimit !== undefined && leadlessQueue(options.settings.rateLimit, concurrency),
     });
     const clock = options.clock ?? Date.now;
     this.ahead = isLimited(options.settings) && prefetch > 0 ? new ClaimAhead(prefetch, clock) : null;

@@ -73,7 +73,7 @@ export class Fetcher {
       },
       handBack,
       paused: () => this.paused,
-      leadless: options.settings.rateLimit !== undefined && leadlessQueue(options.settings.rateLimit, concurrency),
+      leadless: leadlessQueue(options.settings.rateLimit, concurrency),
     });
     const clock = options.clock ?? Date.now;
     this.ahead = isLimited(options.settings) && prefetch > 0 ? new ClaimAhead(prefetch, clock) : null;

@@ -33,6 +33,25 @@ import type { ClaimedJob, Fence } from '../../queue/types.ts';
 export const DISPATCH_LEAD_MS = 2;
 
 /**
+ * The narrowest start window a leadless queue's job goes to the dispatcher at,
+ * rather than DISPATCH_LEAD_MS before. A window is guard − 2 × the clock's
+ * error − 1 wide (queue/rate_slots.ts): 22 ms for a 1-s limit on a 1-ms error.
+ * So the lead stays for an error above 7 ms (periods of 1 s or more: a 25-ms
+ * guard) or above 2 ms (600 ms or less: a 15-ms guard).
+ */
+export const LEADLESS_WINDOW_MS = 10;
+
+/**
+ * Whether a queue's rate limit is fast enough that the lead would hold over a
+ * tenth of its places (dispatchLeadMs); false without a rate limit. A per-key
+ * limit counts as one key's rate: its queue may start more, so it keeps the
+ * lead sooner than it needs to.
+ */
+export function leadlessQueue(rate: { count: number; periodMs: number } | undefined, concurrency: number): boolean {
+  return rate !== undefined && (rate.count / rate.periodMs) * DISPATCH_LEAD_MS > concurrency / 10;
+}
+
+/**
  * When a held job goes to the dispatcher, in ms before its start window opens.
  *
  * DISPATCH_LEAD_MS, unless the lead would cost the queue its speed: each job
@@ -61,24 +80,6 @@ export const DISPATCH_LEAD_MS = 2;
  */
 export function dispatchLeadMs(window: { notBeforeMs: number; notAfterMs: number }, leadless: boolean): number {
   return leadless && window.notAfterMs - window.notBeforeMs >= LEADLESS_WINDOW_MS ? 0 : DISPATCH_LEAD_MS;
-}
-
-/**
- * The narrowest start window a leadless queue's job goes to the dispatcher at,
- * rather than DISPATCH_LEAD_MS before. A window is guard − 2 × the clock's
- * error − 1 wide (queue/rate_slots.ts): 22 ms for a 1-s limit on a 1-ms error.
- * So the lead stays for an error above 7 ms (periods of 1 s or more: a 25-ms
- * guard) or above 2 ms (600 ms or less: a 15-ms guard).
- */
-export const LEADLESS_WINDOW_MS = 10;
-
-/**
- * Whether a queue's rate limit is fast enough that the lead would hold over a
- * tenth of its places (dispatchLeadMs). A per-key limit counts as one key's
- * rate: its queue may start more, so it keeps the lead sooner than it needs to.
- */
-export function leadlessQueue(rate: { count: number; periodMs: number }, concurrency: number): boolean {
-  return (rate.count / rate.periodMs) * DISPATCH_LEAD_MS > concurrency / 10;
 }
 
 export class StartHolds {

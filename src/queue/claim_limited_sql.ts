@@ -25,8 +25,9 @@
  * its slot while that lease lasts: its supervisor renews it until the run has
  * ended and then clears it (cancelled_slot.ts), so the task still stopping
  * never overlaps the next job of its key. The supervisor's own runs that have
- * ended, outcome not yet written (`ended`, passed until a claim spends their
- * slots), free their slots for this claim (migration 031 says why that is safe).
+ * ended, outcome not yet written (`ended`: supervisor/claim/transfers.ts says
+ * which are passed), free their slots for this claim (migration 031 says why
+ * that is safe); they are read by their ids through an index (migration 037).
  *
  * The parameters (listed at each statement) include the queue's advisory
  * lock, the ended runs (ids, claim tokens), and whether to commit durably

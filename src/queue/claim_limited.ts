@@ -82,8 +82,9 @@ export interface LimitedClaimArgs {
   maxKeys?: number;
   /**
    * Runs of `owner` in this queue whose tasks have ended, outcomes not yet
-   * written: their slots may go to the jobs claimed now. Each may be passed
-   * until a claim reports it among `ended` (then its slot is spent), never after.
+   * written: their slots may go to the jobs claimed now. A run may be passed
+   * to every claim until its outcome is written: once its slot went to a new
+   * job, that job's row is counted, and passing it again lends nothing more.
    */
   ended?: ReadonlyArray<{ id: string; token: string }>;
   /** Per-key claims: the weight of each key named (keyWeights), and of every other key (default 1). */

@@ -2,8 +2,9 @@
  * Slots handed on before the outcome's write, against a real PostgreSQL: a
  * claim that passes its own ended runs (still `running`, task over) may give
  * their slots to new jobs; another supervisor, a stale claim token or a run
- * passed by a claim that took nothing lends nothing; and which runs a claim
- * spent is counted so that none lends twice (spentSlots).
+ * passed by a claim that took nothing lends nothing; a run passed again
+ * after its slot went to a new job lends nothing more, whatever the limit;
+ * and which runs a queue limited per key alone stops passing (spentSlots).
  */
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
@@ -66,8 +67,40 @@ describe('ended runs lend their slots', () => {
     );
     assert.deepEqual(
       spentSlots({ globalConcurrency: true, perKeyConcurrency: false, found: lent.ended, claimedKeys: lent.keys }),
+      [],
+      'under globalConcurrency the run is passed again until its outcome is written',
+    );
+    const again = await claim({ globalConcurrency: 1 }, 'a', [run]);
+    assert.equal(again.jobs.length, 0, 'passed again, it lends nothing more: the job that took its slot is counted');
+    assert.deepEqual(
+      again.ended.map((e) => e.token),
       [run.token],
     );
+    const next = { id: lent.jobs[0]!.id, token: lent.jobs[0]!.token };
+    assert.equal((await claim({ globalConcurrency: 1 }, 'a', [run, next])).jobs.length, 1, 'once that job ends too');
+  });
+
+  it('globalConcurrency 3 over two owners: runs passed to every claim never let more than 3 hold slots', async () => {
+    await add(20);
+    const ended = new Map<string, Array<{ id: string; token: string }>>([
+      ['a', []],
+      ['b', []],
+    ]);
+    const held = async () =>
+      (await db.pool.query("SELECT count(*)::int AS n FROM jobvisor.jobs WHERE status = 'running'")).rows[0].n;
+    let claimed = 0;
+    // Each owner's every claimed run ends at once and is passed to all of its later claims,
+    // outcome never written: rows stay running, so slots free only through what is passed.
+    for (let round = 0; round < 6; round++)
+      for (const owner of ['a', 'b']) {
+        const got = await claim({ globalConcurrency: 3 }, owner, ended.get(owner));
+        claimed += got.jobs.length;
+        const passed = ended.get(owner)!;
+        const live = (await held()) - ended.get('a')!.length - ended.get('b')!.length;
+        assert.ok(live <= 3, `${live} runs not passed as ended hold slots`);
+        passed.push(...got.jobs.map((j) => ({ id: j.id, token: j.token })));
+      }
+    assert.ok(claimed > 3, `slots were lent again and again (${claimed} claimed)`);
   });
 
   it('perKeyConcurrency 1: an ended run lends its key slot to a job of its key', async () => {
@@ -85,7 +118,7 @@ describe('ended runs lend their slots', () => {
     );
   });
 
-  it('spentSlots counts at least what a claim may have used', () => {
+  it('spentSlots: per key alone, at least what a claim may have used; otherwise none', () => {
     const found = [
       { token: '1', key: 'a' },
       { token: '2', key: 'b' },
@@ -93,10 +126,11 @@ describe('ended runs lend their slots', () => {
     ];
     const spent = (g: boolean, k: boolean, claimedKeys: Array<string | null>) =>
       spentSlots({ globalConcurrency: g, perKeyConcurrency: k, found, claimedKeys });
-    assert.deepEqual(spent(true, false, ['x']), ['1']);
-    assert.deepEqual(spent(false, true, ['a', 'c']), ['1']);
-    assert.deepEqual(spent(true, true, ['c']), ['1', '2', '3'], 'with both limits, every run found');
+    assert.deepEqual(spent(false, true, ['a', 'c']), ['1'], 'per key alone: a run of each key that took a job');
+    assert.deepEqual(spent(false, true, ['a', 'a', 'b']), ['1', '2', '3']);
+    assert.deepEqual(spent(true, false, ['x']), [], 'under globalConcurrency every run is passed again');
+    assert.deepEqual(spent(true, true, ['a']), [], 'with both limits too');
     assert.deepEqual(spent(false, false, ['a']), [], 'a rate limit counts no slots');
-    assert.deepEqual(spent(true, true, []), [], 'a claim that took nothing spent nothing');
+    assert.deepEqual(spent(false, true, []), [], 'a claim that took nothing spent nothing');
   });
 });

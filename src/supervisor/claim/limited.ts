@@ -14,7 +14,8 @@
  *     the next walk visits about as many as it needs (keysToVisit);
  *   - the runs whose slots it has lent (transfers.ts): this supervisor's runs
  *     that have ended, outcomes not yet written (`ended`, the completer's),
- *     go to each claim until one spends their slot.
+ *     go to every claim until their outcomes are written, but for a queue
+ *     limited per key alone, which stops passing a run once a claim spent it.
  * When the limits, not the pending jobs, cut a claim short it asks to be tried
  * again when a start frees up (rate limit) or after LIMITED_RETRY_MS, since a
  * slot freed by another supervisor is not announced.
@@ -57,7 +58,7 @@ export class LimitedClaim implements ClaimStrategy {
   private readonly keyless = new KeylessReads();
   /** What the last per-key walk visited and took. */
   private lastWalk: { visited: number; claimed: number } | null = null;
-  /** Tokens of ended runs whose slots a claim has spent. */
+  /** Tokens of ended runs whose slots a claim has spent (per-key limits alone: transfers.ts). */
   private readonly spent = new Set<string>();
   private readonly lendsSlots: boolean;
   /** keyWeights as the claim takes them: named keys, their weights, every other key's. */
@@ -145,7 +146,7 @@ export class LimitedClaim implements ClaimStrategy {
     return { atMs, periodMs, errorMs };
   }
 
-  /** The ended runs whose slots no claim has spent yet; spent ones whose outcome is written are forgotten. */
+  /** The ended runs not yet known spent; spent ones whose outcome is written are forgotten. */
   private lendable(): Array<{ id: string; token: string }> {
     if (!this.lendsSlots) return [];
     const ended = this.ended();

@@ -207,7 +207,7 @@ async function withAdmin<T>(serverUrl: string, fn: (admin: pg.Client) => Promise
   }
 }
 
-const ALONE = /^(cpu_pool|chaos_flow_limits|chaos_rate_pacing|flow_queues|thread_share)\.test\.ts$/;
+const ALONE = /^(cpu_pool|chaos_flow_rate|chaos_rate_pacing|flow_queues|thread_share)\.test\.ts$/;
 /** The files that pack and install the package: one at a time (each is most of a core for a minute). */
 const PACKING = /^(package|package_types|package_entry_points)\.test\.ts$/;
 

@@ -8,6 +8,11 @@
  *   - welcome_email, the idempotent task, sent once per user although some of
  *     its jobs ran twice and 100 users were enqueued twice.
  * The seed of the storm is printed; CHAOS_SEED replays it.
+ *
+ * On CI's other Node.js versions (JOBVISOR_TEST_SLICE) the storm is smaller:
+ * 4,000 jobs and at least three of five kills. What differs between versions
+ * is how a killed process's threads and sockets go, which three kills show;
+ * the full storm's count of kills and jobs runs on npm test's own Node.js.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -16,10 +21,12 @@ import { count, prng, report, statusCounts, summary, until } from '../helpers/ch
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { assertDrains, fixtureFleet, type SpawnedSupervisor } from '../helpers/supervisor.ts';
 
-const JOBS = 10_000;
-const USERS = 1000;
-const DUPLICATE_USERS = 100;
-const MAX_KILLS = 8;
+const SLICE = Boolean(process.env.JOBVISOR_TEST_SLICE);
+const JOBS = SLICE ? 4_000 : 10_000;
+const USERS = SLICE ? 400 : 1000;
+const DUPLICATE_USERS = USERS / 10;
+const MAX_KILLS = SLICE ? 5 : 8;
+const MIN_KILLS = SLICE ? 3 : 5;
 const LEASE = '6s';
 
 let db: TestDatabase;
@@ -55,7 +62,7 @@ after(async () => {
 });
 
 describe('chaos: kill -9 storm', () => {
-  it('three supervisors, 10,000 jobs, one SIGKILLed every few seconds: all done, re-runs only from killed processes, one email per user', async () => {
+  it(`three supervisors, ${JOBS.toLocaleString('en')} jobs, one SIGKILLed every few seconds: all done, re-runs only from killed processes, one email per user`, async () => {
     const seed = Number(process.env.CHAOS_SEED ?? Date.now() % 1_000_000);
     const random = prng(seed);
     const working = await Promise.all([supervisor(), supervisor(), supervisor()]);
@@ -127,7 +134,7 @@ describe('chaos: kill -9 storm', () => {
       );
       starting.push(supervisor().then((s) => void working.push(s)));
     }
-    await until('all 10,000 jobs done', done, (n) => n === JOBS, 120_000, 200);
+    await until(`all ${JOBS} jobs done`, done, (n) => n === JOBS, 120_000, 200);
     const elapsedMs = Date.now() - t0;
     await Promise.all([...watches, ...starting]);
 
@@ -187,7 +194,7 @@ describe('chaos: kill -9 storm', () => {
       repeatedSendLogLines: repeatedSends.length,
     });
 
-    assert.ok(kills >= 5, `at least five kills happened (${kills})`);
+    assert.ok(kills >= MIN_KILLS, `at least ${MIN_KILLS} kills happened (${kills})`);
     assert.deepEqual(statuses, { done: JOBS }, 'every job done: none lost, none dead-lettered');
     assert.equal(ranChaosRunJobs, chaosRunJobs, 'every chaos_run job ran');
     for (const r of runs) {

@@ -224,8 +224,12 @@ describe('Dockerfile', () => {
   test('the build stage runs `npm run build` = tsc -p tsconfig.build.json, emitting dist/ from src/', () => {
     const build = byName('build');
     assert.ok(build.instructions.some((i) => i.keyword === 'RUN' && /^npm run build$/.test(i.args)));
-    // Then the .d.cts copies of the declarations (scripts/cjs-types.mjs), which the stage copies in.
-    assert.equal(pkg.scripts.build, 'tsc -p tsconfig.build.json && node scripts/cjs-types.mjs');
+    // TypeScript 5.9's tsc by its path (typescript7, the type-check's, ships a tsc bin too), then
+    // the .d.cts copies of the declarations (scripts/cjs-types.mjs), which the stage copies in.
+    assert.equal(
+      pkg.scripts.build,
+      'node node_modules/typescript/bin/tsc -p tsconfig.build.json && node scripts/cjs-types.mjs',
+    );
     assert.ok(
       build.instructions.some((i) => i.keyword === 'COPY' && /scripts\/cjs-types\.mjs/.test(i.args)),
       'the build stage copies scripts/cjs-types.mjs',

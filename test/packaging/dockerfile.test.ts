@@ -11,6 +11,9 @@
  * - the built image (deploy/image/build.sh), when podman and the image are here:
  *   the same run in a container with a read-only root filesystem as the image's
  *   user. Without them that part is skipped; JOBVISOR_IMAGE_TEST=1 makes it required.
+ *   .ci/run builds the image beside npm test and names, in JOBVISOR_IMAGE_BUILD,
+ *   the file the build's exit status goes to: that part waits for it (a failed
+ *   build fails it, with the build's log), so it never tests an older image.
  */
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -424,10 +427,26 @@ describe('the runtime tree, outside a container', () => {
   });
 });
 
+/** The build of .ci/run, beside npm test (JOBVISOR_IMAGE_BUILD: its exit status's file): waits for its end. */
+async function imageBuildEnded(): Promise<void> {
+  const status = process.env.JOBVISOR_IMAGE_BUILD;
+  if (!status) return;
+  const code = await untilDefined('the image build beside npm test (.ci/run)', 480_000, () =>
+    existsSync(status) ? readFileSync(status, 'utf8').trim() : undefined,
+  );
+  const log = process.env.JOBVISOR_IMAGE_BUILD_LOG;
+  const tail = log && existsSync(log) ? readFileSync(log, 'utf8').split('\n').slice(-40).join('\n') : '';
+  assert.equal(code, '0', `deploy/image/build.sh failed:\n${tail}`);
+}
+
 describe('the image', () => {
   const required = process.env.JOBVISOR_IMAGE_TEST === '1';
   const podman = process.env.PODMAN ?? 'podman';
-  const available = spawnSync(podman, ['image', 'exists', IMAGE]).status === 0;
+  let available = false;
+  before(async () => {
+    await imageBuildEnded();
+    available = spawnSync(podman, ['image', 'exists', IMAGE]).status === 0;
+  });
   const hardNofile = /Max open files\s+\d+\s+(\d+)/.exec(readFileSync('/proc/self/limits', 'utf8'))?.[1] ?? '1024';
   // runc when installed: crun refuses hosts with cgroup v1 + v2 controllers ("hybrid").
   // Limits no higher than this process's own: raising them needs CAP_SYS_RESOURCE.

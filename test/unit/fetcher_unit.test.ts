@@ -96,6 +96,39 @@ async function settle(): Promise<void> {
   for (let i = 0; i < 10; i++) await Promise.resolve();
 }
 
+/** A queue limited per key, 4 places and 8 claimed ahead, with a limited claim's strategy (it does not split). */
+const perKeyRig = (): Rig =>
+  rig({ concurrency: 4, jobsPerThread: 4, prefetch: 8, perKeyConcurrency: 1 }, new FakeStrategy(false));
+
+/** A per-key queue's claim of 4 jobs, cut short with `keys` keys visited, then one of the 4 ended. */
+async function oneEndedAfter(keys: number): Promise<Rig> {
+  const r = perKeyRig();
+  r.strategy.answers.push({ jobs: jobs(4), retryInMs: 200, keysBound: keys }, { jobs: jobs(1), retryInMs: 200 });
+  assert.equal(await r.fetcher.runOnce(), 4);
+  r.free.places += 1;
+  r.fetcher.onCapacity();
+  await drain();
+  return r;
+}
+
+/** A claim woken now that takes `ms` by the mocked clock, with `meanwhile` done while it is under way. */
+async function claimTaking(ms: number, fetcher: Fetcher, strategy: FakeStrategy, meanwhile = () => {}): Promise<void> {
+  let open!: () => void;
+  strategy.gate = new Promise((resolve) => (open = resolve));
+  fetcher.wake();
+  await drain();
+  meanwhile();
+  mock.timers.tick(ms);
+  strategy.gate = undefined;
+  open();
+  await drain();
+}
+
+/** Lets every callback queued so far run, promise chains and I/O callbacks alike (setImmediate is not mocked). */
+async function drain(): Promise<void> {
+  for (let i = 0; i < 3; i++) await new Promise((resolve) => setImmediate(resolve));
+}
+
 beforeEach(() => {
   mock.timers.enable({ apis: ['setTimeout', 'Date'], now: 1_000_000 });
 });
@@ -342,6 +375,55 @@ describe('fetcher loop (fake strategy)', () => {
       handedBack[0]?.reason ?? '',
       /database clock too uncertain \(±11\.0 ms\) for its rate-limit start slot/,
     );
+    await fetcher.stop();
+  });
+
+  it('a per-key queue whose few keys cut its claim short claims again once 90 % of those jobs ended, not before', async () => {
+    // 4 keys of perKeyConcurrency 1 beside 4 places: the keys bound the queue (key_turnover.ts).
+    const { fetcher, strategy, free } = perKeyRig();
+    strategy.answers.push({ jobs: jobs(4), retryInMs: 200, keysBound: 4 }, { jobs: jobs(4), retryInMs: 200 });
+    // A run of an earlier claim ends during this one.
+    await claimTaking(5, fetcher, strategy, () => fetcher.onCapacity());
+    assert.deepEqual(strategy.asked, [4], 'capacity freed during the claim does not claim again at once');
+    free.places += 3;
+    fetcher.onCapacity();
+    await drain();
+    assert.equal(strategy.asked.length, 1, '3 of its 4 jobs ended: less than 90 %');
+    free.places += 1;
+    fetcher.onCapacity();
+    await drain();
+    assert.equal(strategy.asked.length, 2, 'all 4 ended: it claims');
+    await fetcher.stop();
+  });
+
+  it('that wait lasts no longer than the claim took', async () => {
+    const { fetcher, strategy, free } = perKeyRig();
+    strategy.answers.push({ jobs: jobs(4), retryInMs: 200, keysBound: 4 }, { jobs: jobs(1), retryInMs: 200 });
+    await claimTaking(5, fetcher, strategy);
+    free.places += 1;
+    fetcher.onCapacity();
+    mock.timers.tick(4);
+    await drain();
+    assert.equal(strategy.asked.length, 1, '4 ms after a 5-ms claim, one job of 4 ended: it waits');
+    mock.timers.tick(1);
+    await drain();
+    assert.equal(strategy.asked.length, 2, 'as long as the claim took: it claims');
+    await fetcher.stop();
+  });
+
+  it('a wake (new jobs, the poll) claims at once while such a claim waits', async () => {
+    const { fetcher, strategy } = await oneEndedAfter(4);
+    assert.equal(strategy.asked.length, 1, 'one job of 4 ended: it waits');
+    fetcher.wake();
+    await drain();
+    assert.equal(strategy.asked.length, 2, 'woken: it claims');
+    await fetcher.stop();
+  });
+
+  it('a per-key queue with many keys beside its places claims again at once when a claim is cut short', async () => {
+    // 100 keys of perKeyConcurrency 1 beside 4 places: the places, not the keys, bound the queue.
+    const { fetcher, strategy } = await oneEndedAfter(100);
+    assert.equal(strategy.asked.length, 2, 'one job of 4 ended: it claims');
     await fetcher.stop();
   });
 

@@ -32,6 +32,7 @@ import type { FetcherOptions } from './fetcher_options.ts';
 import { NO_HOOKS, reportDbError } from '../hooks.ts';
 import { isLimited } from '../../config/sections.ts';
 import { ClaimAhead } from './ahead.ts';
+import { KeyTurnover } from './key_turnover.ts';
 import { leadlessQueue, StartHolds } from './start_holds.ts';
 
 export type { FetcherOptions } from './fetcher_options.ts';
@@ -59,6 +60,10 @@ export class Fetcher {
   private nextDueAt: number | null = 0;
   /** Rate-limited jobs claimed and held until their start slot. */
   private readonly holds: StartHolds;
+  /** A queue limited per key: when to claim after a claim its keys cut short (key_turnover.ts); null: others. */
+  private readonly turnover: KeyTurnover | null;
+  /** Capacity freed while a claim of a per-key queue was under way: looked at (onCapacity) when it returns. */
+  private freedWhileClaiming = false;
 
   constructor(private readonly options: FetcherOptions) {
     const { concurrency, prefetch } = options.settings;
@@ -78,6 +83,8 @@ export class Fetcher {
     const clock = options.clock ?? Date.now;
     this.ahead = isLimited(options.settings) && prefetch > 0 ? new ClaimAhead(prefetch, clock) : null;
     this.holdsAhead = options.settings.rateLimit ? new ClaimAhead(HOLDS_AHEAD_MOST * concurrency, clock) : null;
+    const perKey = options.settings.perKeyConcurrency !== undefined && !options.settings.rateLimit;
+    this.turnover = perKey ? new KeyTurnover(options.settings, () => this.onCapacity()) : null;
     this.minBatch = Math.max(1, Math.floor((concurrency + (this.ahead ? 0 : prefetch)) / 4));
   }
 
@@ -112,6 +119,7 @@ export class Fetcher {
     this.paused = paused;
     if (paused) {
       clearTimeout(this.dueTimer);
+      this.turnover?.clear();
       this.holds.handBackAll('queue paused');
     } else this.wake();
   }
@@ -132,6 +140,9 @@ export class Fetcher {
       if (this.dirty && !this.stopped) {
         this.dirty = false;
         this.wake();
+      } else if (this.freedWhileClaiming) {
+        this.freedWhileClaiming = false;
+        this.onCapacity();
       }
     });
   }
@@ -143,6 +154,15 @@ export class Fetcher {
    * claims for 20,000 jobs at 2,000/s; 2,461 counting them).
    */
   onCapacity(): void {
+    if (this.turnover) {
+      // Not a wake during the claim (which would claim again the moment it returns): the
+      // claim's answer decides whether the next one waits for its jobs (key_turnover.ts).
+      if (this.claiming) {
+        this.freedWhileClaiming = true;
+        return;
+      }
+      if (!this.turnover.ready(this.options.capacity(), this.now())) return;
+    }
     if (this.backlog && this.room() + this.holdsShift() >= this.minBatch) this.wake();
   }
 
@@ -156,6 +176,7 @@ export class Fetcher {
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.dueTimer);
+    this.turnover?.clear();
     await this.claiming;
     this.holds.handBackAll('fetcher stopped before the start slot');
   }
@@ -192,6 +213,7 @@ export class Fetcher {
     if (placesFirst) limit = concurrency;
     if (limit <= 0) return 0;
     let claimed;
+    const claimStarted = this.now();
     try {
       claimed = await strategy.claim(limit);
     } catch (err) {
@@ -200,6 +222,7 @@ export class Fetcher {
       return 0;
     }
     const { jobs, retryInMs } = claimed;
+    this.turnover?.clear();
     this.ahead?.claimed(jobs.length);
     const held = retryInMs !== null;
     if (held) this.retryIn(retryInMs);
@@ -217,6 +240,11 @@ export class Fetcher {
       this.options.events.emit('job:claimed', { queue: this.options.queue, count: jobs.length });
       if (claimed.slots) this.holds.add(jobs, claimed.slots);
       else this.options.deliver(jobs);
+      // Few keys, all visited, and still short: the next claim waits for these jobs (key_turnover.ts).
+      if (claimed.keysBound !== undefined) {
+        const capacity = this.options.capacity();
+        this.turnover?.cutShort(claimed.keysBound, jobs.length, capacity, this.now() - claimStarted, this.now());
+      }
       // A claim that took every due job, with a delayed one (a sleeper, a backoff) known
       // to come due before the next poll: nothing else wakes the fetcher then, so the
       // poll did (sleepers due one after another woke up to poll.interval late). A queue

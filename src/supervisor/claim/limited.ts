@@ -96,6 +96,7 @@ export class LimitedClaim implements ClaimStrategy {
     if (clockWait !== null) return { jobs: [], retryInMs: clockWait };
     const started = performance.now();
     const keylessScan = this.keyless.scan(started);
+    const maxKeys = keysToVisit(limit, this.lastWalk);
     const claim = await claimLimited(c.store, {
       owner: c.owner,
       queue: c.queue,
@@ -105,7 +106,7 @@ export class LimitedClaim implements ClaimStrategy {
       limits: this.limits,
       cursor: this.cursor,
       keylessScan,
-      maxKeys: keysToVisit(limit, this.lastWalk),
+      maxKeys,
       ended: this.lendable(),
       weights: this.weights,
       durable: c.durable(),
@@ -135,6 +136,11 @@ export class LimitedClaim implements ClaimStrategy {
     return {
       jobs: claim.jobs,
       retryInMs: held ? nextFree : null,
+      // Short with every key that has a pending job visited (the walk came round before maxKeys).
+      ...(this.limits.perKeyConcurrency !== undefined &&
+        rate === undefined &&
+        claim.keysWaiting &&
+        claim.keysVisited < maxKeys && { keysBound: claim.keysVisited }),
       ...(rate && claim.startAtMs.length > 0 && { slots: this.localSlots(claim.startAtMs, rate.periodMs) }),
     };
   }

@@ -21,6 +21,12 @@ export interface ClaimResult {
    * back, so fewer jobs than asked means none are due.
    */
   retryInMs: number | null;
+  /**
+   * A queue limited per key (perKeyConcurrency, no rate limit) whose claim was
+   * cut short by keys at their limit, having visited every key with a pending
+   * job: how many keys that is (key_turnover.ts says what the fetcher does with it).
+   */
+  keysBound?: number;
 }
 
 /** Claims up to `limit` due jobs of one queue for this supervisor. */

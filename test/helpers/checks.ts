@@ -7,8 +7,8 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 
 /**
- * The type-check (TypeScript 7, the native compiler: 2.4 s where 5.9 took 21 s
- * on src and test; the build and the package's type tests keep 5.9, which
+ * npm run typecheck (TypeScript 7, the native compiler: 2.4 s where 5.9 took
+ * 21 s on src and test; the build and the package's type tests keep 5.9, which
  * typescript-eslint needs) and npm run lint's eslint, prettier and knip, as
  * four processes side by side: run one after the other, the lint's steps left
  * a core idle for 34 of its 55 s. Each one's output is printed whole when it
@@ -16,33 +16,28 @@ import path from 'node:path';
  */
 export async function checks(root: string): Promise<boolean> {
   process.stdout.write('type-checking src and test, and linting (npm run lint: eslint, prettier, knip)…\n');
-  const tsc = path.join(root, 'node_modules/typescript7/bin/tsc');
-  // The lint's steps run as npm runs them: by the shell, with node_modules/.bin first in PATH.
-  const bin = path.join(root, 'node_modules/.bin');
-  const env = { ...process.env, PATH: `${bin}${path.delimiter}${process.env.PATH ?? ''}` };
-  const results = await Promise.all([
-    runCheck(root, 'type-check', process.execPath, [tsc, '--noEmit', '-p', path.join(root, 'tsconfig.check.json')]),
-    ...lintSteps(root).map((command) => runCheck(root, command.split(' ')[0] as string, 'sh', ['-c', command], env)),
-  ]);
+  const results = await Promise.all(checkSteps(root).map((step) => runCheck(root, step.name, step.command)));
   return results.every(Boolean);
 }
 
-/** npm run lint's steps: its script (package.json) is `a && b && c`. */
-function lintSteps(root: string): string[] {
-  const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts: { lint: string } };
-  return pkg.scripts.lint.split(' && ');
+/** package.json's `typecheck` script, and its `lint` script's steps (`a && b && c`), each named. */
+function checkSteps(root: string): Array<{ name: string; command: string }> {
+  const { scripts } = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as {
+    scripts: { typecheck: string; lint: string };
+  };
+  const lint = scripts.lint.split(' && ').map((command) => ({ name: command.split(' ')[0] as string, command }));
+  return [{ name: 'type-check', command: scripts.typecheck }, ...lint];
 }
 
-/** Runs one check to its end, then prints its output and how long it took; whether it passed. */
-function runCheck(
-  root: string,
-  name: string,
-  command: string,
-  args: string[],
-  env: NodeJS.ProcessEnv = process.env,
-): Promise<boolean> {
+/**
+ * Runs one check to its end as npm runs a script (by the shell, node_modules/.bin first in
+ * PATH), then prints its output and how long it took; whether it passed.
+ */
+function runCheck(root: string, name: string, command: string): Promise<boolean> {
+  const bin = path.join(root, 'node_modules/.bin');
+  const env = { ...process.env, PATH: `${bin}${path.delimiter}${process.env.PATH ?? ''}` };
   const started = performance.now();
-  const child = spawn(command, args, { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn('sh', ['-c', command], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
   const chunks: Buffer[] = [];
   child.stdout.on('data', (c: Buffer) => chunks.push(c));
   child.stderr.on('data', (c: Buffer) => chunks.push(c));

@@ -18,8 +18,10 @@ import { withClient } from '../db/borrow.ts';
 import { enqueueMany } from '../queue/enqueue.ts';
 import type { BenchDatabase } from './database.ts';
 import { configuredSupervisor, jobCounter } from './harness.ts';
+import { roundOnItsOwn } from './own_process.ts';
 import { startPgCost, type PerJobCost } from './pg_cost.ts';
 import { waitAllDone, WARM_UP } from './process.ts';
+import type { Variant } from './report.ts';
 
 /** The configurations measured side by side: what a user writes first, and the tuned shape. */
 export const BURST_CONFIGS: Record<string, Record<string, unknown>> = {
@@ -73,4 +75,41 @@ export async function burst(
   } finally {
     await supervisor.stop();
   }
+}
+
+/**
+ * The burst scenario's jobvisor systems for N jobs: each config, without and
+ * with ANALYZE after the insert. With `ownProcess` (beside the peers) each
+ * round runs in a process of its own, as theirs do (own_process.ts).
+ */
+export function burstVariants(
+  n: number,
+  configs: readonly string[],
+  options: {
+    serverUrl: string;
+    ownProcess: boolean;
+    fresh: <T>(label: string, fn: (db: BenchDatabase) => Promise<T>) => Promise<T>;
+  },
+): Variant[] {
+  return configs.flatMap((c) =>
+    [false, true].map((analyze) => {
+      const perJob: PerJobCost[] = [];
+      const system = `jobvisor ${c}${analyze ? ' +ANALYZE' : ''}`;
+      const measure = async (): Promise<number> => {
+        if (options.ownProcess) {
+          const args = ['--scenario', 'burst', '--burst-jobs', String(n), '--configs', c];
+          const row = await roundOnItsOwn(options.serverUrl, args, system);
+          perJob.push(...((row.extra?.perJob as PerJobCost[] | undefined) ?? []));
+          return row.median;
+        }
+        return options.fresh('burst', async (db) => {
+          const r = await burst(db, n, BURST_CONFIGS[c] ?? {}, { analyze });
+          perJob.push(r.cost);
+          return r.jobsPerSec;
+        });
+      };
+      const process = options.ownProcess ? 'one per round' : 'this one';
+      return { system, measure, extra: { jobs: n, config: BURST_CONFIGS[c], analyze, perJob, process } };
+    }),
+  );
 }

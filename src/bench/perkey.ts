@@ -13,11 +13,15 @@
  * key seen twice in flight fails the run (tasks/bench_perkey.ts). The
  * rounds are interleaved; a last row gives jobvisor ÷ the faster peer per
  * round (the target of issue 48 is ≥ 1.5).
+ *
+ * Beside the peers, each of jobvisor's rounds runs in a process of its own,
+ * as each peer's round does (own_process.ts says why); alone, in this one.
  */
 import { BroadcastChannel } from 'node:worker_threads';
 import type { BenchDatabase } from './database.ts';
 import { configuredSupervisor, jobCounter } from './harness.ts';
 import { LIMITS_VARIANTS } from './limits.ts';
+import { roundOnItsOwn } from './own_process.ts';
 import { runPeer } from './peers.ts';
 import { waitAllDone, WARM_UP } from './process.ts';
 import { makeRow, type RoundRobin, type Row } from './report.ts';
@@ -79,6 +83,8 @@ export async function perKeyBurst(db: BenchDatabase, jobs: number, keys: number)
 }
 
 export interface PerKeyBench {
+  /** The server the rounds' databases are made on (a round in a process of its own makes its own). */
+  serverUrl: string;
   jobs: number;
   keys: number;
   concurrency: number;
@@ -90,6 +96,17 @@ export interface PerKeyBench {
   rows: readonly Row[];
 }
 
+const JOBVISOR = 'jobvisor perKeyConcurrency 1';
+
+/** One round of jobvisor's side in a process of its own (own_process.ts). */
+async function perKeyRoundOnItsOwn(serverUrl: string, jobs: number, keys: number): Promise<PerKeyResult> {
+  const args = ['--scenario', 'perkey', '--jobs', String(jobs), '--keys', String(keys)];
+  const row = await roundOnItsOwn(serverUrl, args, JOBVISOR);
+  const verified = (row.extra?.verified as PerKeyResult['verified'][] | undefined)?.[0];
+  if (!verified) throw new Error('perkey: the round in its own process reported no check');
+  return { jobsPerSec: row.median, verified };
+}
+
 /** Runs jobvisor and the peers that have a per-key limit, interleaved, then the ratio row. */
 export async function runPerKeyScenario(b: PerKeyBench): Promise<void> {
   const scenario = `perkey ${b.jobs} over ${b.keys} keys`;
@@ -99,14 +116,16 @@ export async function runPerKeyScenario(b: PerKeyBench): Promise<void> {
   const extra = { jobs: b.jobs, keys: b.keys, verified: [] as unknown[] };
   await b.roundRobin(scenario, 'jobs/s', [
     {
-      system: 'jobvisor perKeyConcurrency 1',
-      measure: () =>
-        b.fresh('perkey', async (db) => {
-          const r = await perKeyBurst(db, b.jobs, b.keys);
-          extra.verified.push(r.verified);
-          return r.jobsPerSec;
-        }),
-      extra: { ...extra, queue: QUEUE },
+      system: JOBVISOR,
+      measure: async () => {
+        const r =
+          peers.length > 0
+            ? await perKeyRoundOnItsOwn(b.serverUrl, b.jobs, b.keys)
+            : await b.fresh('perkey', (db) => perKeyBurst(db, b.jobs, b.keys));
+        extra.verified.push(r.verified);
+        return r.jobsPerSec;
+      },
+      extra: { ...extra, queue: QUEUE, process: peers.length > 0 ? 'one per round' : 'this one' },
     },
     ...peers.map((p) => {
       const verified: unknown[] = [];

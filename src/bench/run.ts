@@ -19,7 +19,7 @@
  *                  [--peers all|none|graphile-fast,...] [--json]
  */
 import { cpus, totalmem } from 'node:os';
-import { BURST_CONFIGS, burst } from './burst.ts';
+import { BURST_CONFIGS, burstVariants } from './burst.ts';
 import { LIMITS_VARIANTS, limitsBurst, limitsRatios } from './limits.ts';
 import { createBenchDatabase, type BenchDatabase } from './database.ts';
 import { deepVersusShallow } from './deep.ts';
@@ -27,12 +27,12 @@ import { DURABLE_SCENARIOS, runDurableScenario, type DurableScenario } from './d
 import { enqueueJobvisor, enqueueUnnest } from './enqueue.ts';
 import { runHistory, type AdminReads } from './history.ts';
 import { benchOptions } from './options.ts';
+import { ownRoundSystem } from './own_process.ts';
 import { runPeer } from './peers.ts';
 import { runPerKeyScenario } from './perkey.ts';
-import type { PerJobCost } from './pg_cost.ts';
 import { pickup } from './pickup.ts';
 import { processInProcess, processMulti } from './process.ts';
-import { describeRow, formatTable, makeRow, type RoundRobin, type Row, type Variant } from './report.ts';
+import { describeRow, formatTable, makeRow, type RoundRobin, type Row } from './report.ts';
 import { loadAverage, openBenchServer, serverVersion } from './server.ts';
 import { cold, ENTRIES, entryAvailable, startup } from './startup.ts';
 import { sustained } from './sustained.ts';
@@ -96,7 +96,10 @@ export async function runBench(argv: string[], admin: AdminReads): Promise<numbe
    * variant. A variant that fails (a peer with "too many clients", say) is
    * reported on stderr and dropped; the rest go on.
    */
-  const roundRobin: RoundRobin = async (scenario, unit, variants) => {
+  const roundRobin: RoundRobin = async (scenario, unit, all) => {
+    // A round in a process of its own (own_process.ts) measures its one system.
+    const only = ownRoundSystem();
+    const variants = only === undefined ? all : all.filter((v) => v.system === only);
     const results = new Map(variants.map((v) => [v.system, [] as number[]]));
     const failed = new Set<string>();
     for (let r = 0; r < runs; r++)
@@ -127,23 +130,9 @@ export async function runBench(argv: string[], admin: AdminReads): Promise<numbe
         await runWorkflowScenario(scenario, { runs, shape, ...workflow, fresh, roundRobin, emit });
       } else if (scenario === 'burst') {
         for (const n of burstJobs) {
-          const variants: Variant[] = configs.flatMap((c) =>
-            [false, true].map((analyze) => {
-              const perJob: PerJobCost[] = [];
-              return {
-                system: `jobvisor ${c}${analyze ? ' +ANALYZE' : ''}`,
-                measure: () =>
-                  fresh('burst', async (db) => {
-                    const r = await burst(db, n, BURST_CONFIGS[c] ?? {}, { analyze });
-                    perJob.push(r.cost);
-                    return r.jobsPerSec;
-                  }),
-                extra: { jobs: n, config: BURST_CONFIGS[c], analyze, perJob },
-              };
-            }),
-          );
-          for (const p of peers) variants.push({ system: p, measure: () => peer(p, 'burst', n), extra: { jobs: n } });
-          await roundRobin(`burst ${n}`, 'jobs/s', variants);
+          const own = { serverUrl: server.url, ownProcess: peers.length > 0, fresh };
+          const others = peers.map((p) => ({ system: p, measure: () => peer(p, 'burst', n), extra: { jobs: n } }));
+          await roundRobin(`burst ${n}`, 'jobs/s', [...burstVariants(n, configs, own), ...others]);
         }
       } else if (scenario === 'limits') {
         await roundRobin(
@@ -161,7 +150,17 @@ export async function runBench(argv: string[], admin: AdminReads): Promise<numbe
         ))
           emit(row);
       } else if (scenario === 'perkey') {
-        await runPerKeyScenario({ jobs, keys, concurrency, peers, fresh, roundRobin, emit, rows });
+        await runPerKeyScenario({
+          serverUrl: server.url,
+          jobs,
+          keys,
+          concurrency,
+          peers,
+          fresh,
+          roundRobin,
+          emit,
+          rows,
+        });
       } else if (scenario === 'cold') {
         const entry = entryAvailable('dist') ? 'dist' : 'checkout';
         await roundRobin(`cold ${jobs}`, 'jobs/s', [

@@ -29,7 +29,7 @@ interface JsonRow {
   median: number;
   unit: string;
   values: number[];
-  extra: { keys?: number; verified?: Array<Record<string, number>> };
+  extra: { keys?: number; verified?: Array<Record<string, number>>; process?: string };
 }
 /** One row per line of `jobvisor bench --json`'s stdout; none (stderr says why) fails the test. */
 const jsonRows = ({ stdout, stderr }: { stdout: string; stderr: string }): JsonRow[] => {
@@ -143,6 +143,7 @@ describe('jobvisor bench', () => {
     );
     assert.ok(Number.isFinite(rows[0]?.median) && (rows[0]?.median ?? 0) > 0);
     assert.deepEqual(rows[0]?.extra.verified, [{ keys: 20, mostInFlightPerKey: 1 }]);
+    assert.equal(rows[0]?.extra.process, 'this one', 'alone, the rounds run in the bench process');
   });
 
   it(
@@ -177,6 +178,8 @@ describe('jobvisor bench', () => {
           row.system,
         );
       assert.deepEqual(rows[0]?.extra.verified, [{ keys: 1000, mostInFlightPerKey: 1 }]);
+      // As each peer's round, each of jobvisor's runs in a fresh process, which checked it too.
+      assert.equal(rows[0]?.extra.process, 'one per round');
       const [jobvisor, graphile, pgboss, ratio] = rows.map((row) => row.median);
       assert.equal(ratio?.toFixed(6), ((jobvisor ?? 0) / Math.max(graphile ?? 0, pgboss ?? 0)).toFixed(6));
       assert.equal(rows[3]?.unit, '×');

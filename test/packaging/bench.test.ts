@@ -9,6 +9,7 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { LIMITS_TARGETS, LIMITS_VARIANTS } from '../../src/bench/limits.ts';
+import { OWN_ROUND_ENV, roundOnItsOwn } from '../../src/bench/own_process.ts';
 import { peersInstalled, peersNodeProblem } from '../../src/bench/peers.ts';
 import { runBench, runProcess } from '../helpers/cli.ts';
 import { BIN } from '../helpers/supervisor.ts';
@@ -193,6 +194,23 @@ describe('jobvisor bench', () => {
       assert.match(refused.stderr, /classic has no per-key limit .* cannot run perkey/);
     },
   );
+
+  it("beside the peers, one of jobvisor's rounds runs in a process of its own, measuring that system alone", async () => {
+    const args = ['--scenario', 'burst', '--burst-jobs', '300', '--configs', 'tuned'];
+    const system = 'jobvisor tuned +ANALYZE';
+    const alone = await runProcess(process.execPath, [BIN, 'bench', '--json', '--runs', '1', ...args], {
+      env: { ...benchEnv, [OWN_ROUND_ENV]: system },
+    });
+    assert.equal(alone.code, 0, alone.stderr);
+    assert.deepEqual(
+      jsonRows(alone).map((row) => [row.scenario, row.system, row.values.length]),
+      [['burst 300', system, 1]],
+      'the one system, once, and not its sibling without ANALYZE',
+    );
+    const row = await roundOnItsOwn(process.env.JOBVISOR_TEST_DATABASE_URL as string, args, system);
+    assert.equal(row.system, system);
+    assert.ok(row.median > 0 && Number.isFinite(row.median), String(row.median));
+  });
 
   it('names the Node.js it ran on, in the header and under the table', async () => {
     const r = await bench(['--runs', '1', '--jobs', '50', '--scenario', 'enqueue']);

@@ -19,7 +19,10 @@ import { startOtlpReceiver, type OtlpReceiver } from '../helpers/otlp.ts';
 import { until } from '../helpers/poll.ts';
 import { spawnSupervisor } from '../helpers/supervisor.ts';
 
-const JOBS = 600;
+// Enough that a run takes about a second: with 600 (about 200 ms) one pause of the busy test
+// machine, half a second, made a silent collector's run 3.4x a working one's in one run of npm test.
+// A real stall waits out an export's timeout (seconds) and still shows.
+const JOBS = 3000;
 const WARM_UP = 16;
 const GRACE_MS = 3000;
 

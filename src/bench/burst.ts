@@ -18,7 +18,7 @@ import { withClient } from '../db/borrow.ts';
 import { enqueueMany } from '../queue/enqueue.ts';
 import type { BenchDatabase } from './database.ts';
 import { configuredSupervisor, jobCounter } from './harness.ts';
-import { roundOnItsOwn } from './own_process.ts';
+import { processOfRounds, roundOnItsOwn } from './own_process.ts';
 import { startPgCost, type PerJobCost } from './pg_cost.ts';
 import { waitAllDone, WARM_UP } from './process.ts';
 import type { Variant } from './report.ts';
@@ -108,7 +108,7 @@ export function burstVariants(
           return r.jobsPerSec;
         });
       };
-      const process = options.ownProcess ? 'one per round' : 'this one';
+      const process = processOfRounds(options.ownProcess);
       return { system, measure, extra: { jobs: n, config: BURST_CONFIGS[c], analyze, perJob, process } };
     }),
   );

@@ -24,6 +24,9 @@ const run = promisify(execFile);
 /** Set for a round in its own process: the one system its bench measures. */
 export const OWN_ROUND_ENV = 'JOBVISOR_BENCH_SYSTEM';
 
+/** How a row's rounds ran (its `extra.process`): each in a process of its own, or in the bench's. */
+export const processOfRounds = (own: boolean): string => (own ? 'one per round' : 'this one');
+
 /** The one system this bench process was asked to measure, if it runs a round of its own. */
 export const ownRoundSystem = (): string | undefined => process.env[OWN_ROUND_ENV] || undefined;
 

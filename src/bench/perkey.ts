@@ -21,7 +21,7 @@ import { BroadcastChannel } from 'node:worker_threads';
 import type { BenchDatabase } from './database.ts';
 import { configuredSupervisor, jobCounter } from './harness.ts';
 import { LIMITS_VARIANTS } from './limits.ts';
-import { roundOnItsOwn } from './own_process.ts';
+import { processOfRounds, roundOnItsOwn } from './own_process.ts';
 import { runPeer } from './peers.ts';
 import { waitAllDone, WARM_UP } from './process.ts';
 import { makeRow, type RoundRobin, type Row } from './report.ts';
@@ -125,7 +125,7 @@ export async function runPerKeyScenario(b: PerKeyBench): Promise<void> {
         extra.verified.push(r.verified);
         return r.jobsPerSec;
       },
-      extra: { ...extra, queue: QUEUE, process: peers.length > 0 ? 'one per round' : 'this one' },
+      extra: { ...extra, queue: QUEUE, process: processOfRounds(peers.length > 0) },
     },
     ...peers.map((p) => {
       const verified: unknown[] = [];

@@ -25,3 +25,6 @@ export async function enqueueUnnest(db: BenchDatabase, jobs: number): Promise<nu
   ]);
   return (performance.now() - t0) / 1000;
 }
+
+/** The enqueue scenario's systems besides the peers: each one's timed insert of N jobs. */
+export const ENQUEUERS = { jobvisor: enqueueJobvisor, 'unnest-insert': enqueueUnnest } as const;

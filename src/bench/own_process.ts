@@ -4,7 +4,8 @@
  * with the round's scenario options, on the same server, told by
  * OWN_ROUND_ENV to measure that one system. So beside the peers jobvisor is
  * measured as they are: a fresh process, warmed by its WARM_UP jobs, then the
- * round. Run in the bench's own process instead, every round after the first
+ * round. The scenarios with peers use it (burst, perkey, enqueue, process,
+ * pickup); cold, startup and processes start their processes anyway. Run in the bench's own process instead, every round after the first
  * finds jobvisor's code warmed by the rounds before it, which a peer's never
  * is: perkey alone on Node 22 ran 16,350 jobs/s in its first round and
  * 19,580-21,744 in the five after, where five rounds each in a fresh process
@@ -14,9 +15,11 @@
  * alike.
  */
 import { execFile } from 'node:child_process';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { PACKAGE_ROOT } from '../paths.ts';
+import type { QueueShape } from './harness.ts';
 import type { Row } from './report.ts';
 
 const run = promisify(execFile);
@@ -24,25 +27,83 @@ const run = promisify(execFile);
 /** Set for a round in its own process: the one system its bench measures. */
 export const OWN_ROUND_ENV = 'JOBVISOR_BENCH_SYSTEM';
 
-/** How a row's rounds ran (its `extra.process`): each in a process of its own, or in the bench's. */
-export const processOfRounds = (own: boolean): string => (own ? 'one per round' : 'this one');
+const DIST_BIN = path.join(PACKAGE_ROOT, 'dist/cli/bin.js');
+const CHECKOUT_BIN = path.join(PACKAGE_ROOT, 'bin/jobvisor.js');
+
+/** The latest modification of a file under `dir`; 0 without it (an installed package has no src/). */
+function newestUnder(dir: string): number {
+  if (!existsSync(dir)) return 0;
+  return readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile())
+    .reduce((latest, e) => Math.max(latest, statSync(path.join(e.parentPath, e.name)).mtimeMs), 0);
+}
+
+/**
+ * What a round of its own runs: the built package (`dist/`), as an app or the
+ * image runs jobvisor, when it was built after the last change to src/; else
+ * the checkout, its TypeScript through tsx. The checkout is slower: five fresh
+ * processes each way, one burst of 20,000 (`tuned-keep-none`, Node 22), ran at
+ * 31,279-32,712 jobs/s from the checkout and 34,336-39,719 from dist/.
+ */
+export function ownRoundEntry(): { entry: 'dist' | 'checkout'; bin: string } {
+  // Chosen once per bench: a file saved during a run does not switch the rounds after it.
+  chosenEntry ??=
+    existsSync(DIST_BIN) && statSync(DIST_BIN).mtimeMs >= newestUnder(path.join(PACKAGE_ROOT, 'src'))
+      ? { entry: 'dist', bin: DIST_BIN }
+      : { entry: 'checkout', bin: CHECKOUT_BIN };
+  return chosenEntry;
+}
+let chosenEntry: ReturnType<typeof ownRoundEntry> | undefined;
+
+/**
+ * How a row's rounds ran (its `extra.process`): each in a process of its own
+ * (and from what: `dist` or `checkout`), or in the bench's.
+ */
+export const processOfRounds = (own: boolean): string =>
+  own ? `one per round (${ownRoundEntry().entry})` : 'this one';
 
 /** The one system this bench process was asked to measure, if it runs a round of its own. */
 export const ownRoundSystem = (): string | undefined => process.env[OWN_ROUND_ENV] || undefined;
 
-/** Runs `jobvisor bench --json --runs 1 …scenarioArgs` for `system` alone; its row. */
-export async function roundOnItsOwn(serverUrl: string, scenarioArgs: string[], system: string): Promise<Row> {
-  const argv = [path.join(PACKAGE_ROOT, 'bin/jobvisor.js'), 'bench', '--json', '--runs', '1', ...scenarioArgs];
+/** The options that give a round in its own process the queue shape of this one. */
+export const shapeArgs = (shape: QueueShape): string[] => [
+  '--concurrency',
+  String(shape.concurrency),
+  '--threads',
+  String(shape.threads),
+  '--jobs-per-thread',
+  String(shape.jobsPerThread),
+  '--prefetch',
+  String(shape.prefetch),
+];
+
+/**
+ * Runs `jobvisor bench --json --runs 1 …scenarioArgs` for `system` alone; its
+ * rows (a scenario may report more than one, as pickup's p50 and p99 do).
+ */
+export async function rowsOnItsOwn(serverUrl: string, scenarioArgs: string[], system: string): Promise<Row[]> {
+  const argv = [ownRoundEntry().bin, 'bench', '--json', '--runs', '1', ...scenarioArgs];
   const { stdout } = await run(process.execPath, argv, {
     env: { ...process.env, DATABASE_URL: serverUrl, [OWN_ROUND_ENV]: system },
     timeout: 600_000,
     maxBuffer: 16 * 1024 * 1024,
   });
-  const row = stdout
+  const rows = stdout
     .trim()
     .split('\n')
     .map((line) => JSON.parse(line) as Row)
-    .find((r) => r.system === system);
-  if (!row) throw new Error(`${system}: its round in a process of its own reported nothing: ${stdout.slice(-500)}`);
-  return row;
+    .filter((r) => r.system === system);
+  if (rows.length === 0)
+    throw new Error(`${system}: its round in a process of its own reported nothing: ${stdout.slice(-500)}`);
+  return rows;
 }
+
+/** Its first row: the round's figure. */
+export const roundOnItsOwn = async (serverUrl: string, scenarioArgs: string[], system: string): Promise<Row> =>
+  (await rowsOnItsOwn(serverUrl, scenarioArgs, system))[0] as Row;
+
+/** A round's measure: `measure` in this process, or with `serverUrl` (beside the peers) a round of its own. */
+export const ownOr =
+  (serverUrl: string | undefined, system: string, args: string[], measure: () => Promise<number>) =>
+  async (): Promise<number> =>
+    serverUrl === undefined ? measure() : (await roundOnItsOwn(serverUrl, args, system)).median;

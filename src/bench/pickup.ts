@@ -7,7 +7,25 @@ import { BroadcastChannel } from 'node:worker_threads';
 import { withClient } from '../db/borrow.ts';
 import type { BenchDatabase } from './database.ts';
 import { BENCH_QUEUE, inProcessSupervisor, type QueueShape } from './harness.ts';
+import { rowsOnItsOwn, shapeArgs } from './own_process.ts';
 import { quantile } from './stats.ts';
+
+/**
+ * jobvisor's round of pickup: in this process, or (beside the peers, given
+ * `serverUrl`) in a process of its own, whose two rows carry p50 and p99.
+ */
+export async function pickupRound(
+  fresh: <T>(label: string, fn: (db: BenchDatabase) => Promise<T>) => Promise<T>,
+  samples: number,
+  shape: QueueShape,
+  serverUrl?: string,
+): Promise<{ p50Ms: number; p99Ms: number }> {
+  if (serverUrl === undefined) return fresh('pickup', (db) => pickup(db, samples, shape));
+  const args = ['--scenario', 'pickup', '--samples', String(samples), ...shapeArgs(shape)];
+  const rows = await rowsOnItsOwn(serverUrl, args, 'jobvisor');
+  const of = (scenario: string) => rows.find((r) => r.scenario === scenario)?.median ?? Number.NaN;
+  return { p50Ms: of('pickup p50'), p99Ms: of('pickup p99') };
+}
 
 export async function pickup(
   db: BenchDatabase,

@@ -24,13 +24,13 @@ import { LIMITS_VARIANTS, limitsBurst, limitsRatios } from './limits.ts';
 import { createBenchDatabase, type BenchDatabase } from './database.ts';
 import { deepVersusShallow } from './deep.ts';
 import { DURABLE_SCENARIOS, runDurableScenario, type DurableScenario } from './durable.ts';
-import { enqueueJobvisor, enqueueUnnest } from './enqueue.ts';
+import { ENQUEUERS } from './enqueue.ts';
 import { runHistory, type AdminReads } from './history.ts';
 import { benchOptions } from './options.ts';
-import { ownRoundSystem } from './own_process.ts';
+import { ownOr, ownRoundSystem, processOfRounds, shapeArgs } from './own_process.ts';
 import { runPeer } from './peers.ts';
 import { runPerKeyScenario } from './perkey.ts';
-import { pickup } from './pickup.ts';
+import { pickupRound } from './pickup.ts';
 import { processInProcess, processMulti } from './process.ts';
 import { describeRow, formatTable, makeRow, type RoundRobin, type Row } from './report.ts';
 import { loadAverage, openBenchServer, serverVersion } from './server.ts';
@@ -85,12 +85,13 @@ export async function runBench(argv: string[], admin: AdminReads): Promise<numbe
       await db.drop();
     }
   };
-  const peer = (p: string, scenario: string, n: number, pick: 'jobsPerSec' | 'p50Ms' | 'p99Ms' = 'jobsPerSec') =>
-    fresh(
-      `peer_${p}`,
-      async (db) => (await runPeer(p, scenario, { databaseUrl: db.url, jobs: n, concurrency }))[pick] ?? Number.NaN,
-      false,
-    );
+  // Beside the peers, each of jobvisor's rounds runs in a process of its own, as theirs do (own_process.ts).
+  const ownUrl = peers.length > 0 ? server.url : undefined;
+  const howRun = { process: processOfRounds(ownUrl !== undefined) };
+  const peerRound = (p: string, scenario: string, n: number) =>
+    fresh(`peer_${p}`, (db) => runPeer(p, scenario, { databaseUrl: db.url, jobs: n, concurrency }), false);
+  const peer = async (p: string, scenario: string, n: number) =>
+    (await peerRound(p, scenario, n)).jobsPerSec ?? Number.NaN;
   /**
    * Runs every variant `runs` times, round-robin, and emits one row per
    * variant. A variant that fails (a peer with "too many clients", say) is
@@ -195,46 +196,45 @@ export async function runBench(argv: string[], admin: AdminReads): Promise<numbe
         await roundRobin('pickup p50', 'ms', [
           {
             system: 'jobvisor',
-            measure: () =>
-              fresh('pickup', async (db) => {
-                const r = await pickup(db, samples, shape);
-                keep('jobvisor', r.p99Ms);
-                return r.p50Ms;
-              }),
+            measure: async () => {
+              const r = await pickupRound(fresh, samples, shape, ownUrl);
+              keep('jobvisor', r.p99Ms);
+              return r.p50Ms;
+            },
+            extra: howRun,
           },
           ...peers.map((p) => ({
             system: p,
-            measure: () =>
-              fresh(
-                `peer_${p}`,
-                async (db) => {
-                  const r = await runPeer(p, 'pickup', { databaseUrl: db.url, jobs: samples, concurrency });
-                  keep(p, r.p99Ms ?? Number.NaN);
-                  return r.p50Ms ?? Number.NaN;
-                },
-                false,
-              ),
+            measure: async () => {
+              const r = await peerRound(p, 'pickup', samples);
+              keep(p, r.p99Ms ?? Number.NaN);
+              return r.p50Ms ?? Number.NaN;
+            },
           })),
         ]);
         for (const [system, vals] of p99) emit(makeRow('pickup p99', system, 'ms', vals));
       } else if (scenario === 'enqueue') {
         await roundRobin(`enqueue ${jobs}`, 'jobs/s', [
-          {
-            system: 'jobvisor',
-            measure: () => fresh('enqueue', async (db) => jobs / (await enqueueJobvisor(db, jobs))),
-          },
-          {
-            system: 'unnest-insert',
-            measure: () => fresh('unnest', async (db) => jobs / (await enqueueUnnest(db, jobs))),
-          },
+          ...(['jobvisor', 'unnest-insert'] as const).map((system) => ({
+            system,
+            measure: ownOr(ownUrl, system, ['--scenario', 'enqueue', '--jobs', String(jobs)], () =>
+              fresh('enqueue', async (db) => jobs / (await ENQUEUERS[system](db, jobs))),
+            ),
+            extra: howRun,
+          })),
           ...peers.map((p) => ({ system: p, measure: () => peer(p, 'enqueue', jobs) })),
         ]);
       } else if (scenario === 'process') {
         await roundRobin(`process ${jobs}`, 'jobs/s', [
           {
             system: 'jobvisor',
-            measure: () => fresh('process', async (db) => (await processInProcess(db, jobs, shape)).jobsPerSec),
-            extra: { shape },
+            measure: ownOr(
+              ownUrl,
+              'jobvisor',
+              ['--scenario', 'process', '--jobs', String(jobs), ...shapeArgs(shape)],
+              () => fresh('process', async (db) => (await processInProcess(db, jobs, shape)).jobsPerSec),
+            ),
+            extra: { shape, ...howRun },
           },
           ...peers.map((p) => ({ system: p, measure: () => peer(p, 'process', jobs) })),
         ]);

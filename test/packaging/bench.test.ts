@@ -9,7 +9,7 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { LIMITS_TARGETS, LIMITS_VARIANTS } from '../../src/bench/limits.ts';
-import { OWN_ROUND_ENV, roundOnItsOwn } from '../../src/bench/own_process.ts';
+import { OWN_ROUND_ENV, roundOnItsOwn, rowsOnItsOwn } from '../../src/bench/own_process.ts';
 import { peersInstalled, peersNodeProblem } from '../../src/bench/peers.ts';
 import { runBench, runProcess } from '../helpers/cli.ts';
 import { BIN } from '../helpers/supervisor.ts';
@@ -180,7 +180,7 @@ describe('jobvisor bench', () => {
         );
       assert.deepEqual(rows[0]?.extra.verified, [{ keys: 1000, mostInFlightPerKey: 1 }]);
       // As each peer's round, each of jobvisor's runs in a fresh process, which checked it too.
-      assert.equal(rows[0]?.extra.process, 'one per round');
+      assert.match(rows[0]?.extra.process ?? '', /^one per round \((dist|checkout)\)$/);
       const [jobvisor, graphile, pgboss, ratio] = rows.map((row) => row.median);
       assert.equal(ratio?.toFixed(6), ((jobvisor ?? 0) / Math.max(graphile ?? 0, pgboss ?? 0)).toFixed(6));
       assert.equal(rows[3]?.unit, '×');
@@ -210,6 +210,22 @@ describe('jobvisor bench', () => {
     const row = await roundOnItsOwn(process.env.JOBVISOR_TEST_DATABASE_URL as string, args, system);
     assert.equal(row.system, system);
     assert.ok(row.median > 0 && Number.isFinite(row.median), String(row.median));
+  });
+
+  it("a pickup round in a process of its own brings back both of jobvisor's rows, p50 and p99", async () => {
+    const rows = await rowsOnItsOwn(
+      process.env.JOBVISOR_TEST_DATABASE_URL as string,
+      ['--scenario', 'pickup', '--samples', '5', '--concurrency', '5'],
+      'jobvisor',
+    );
+    assert.deepEqual(
+      rows.map((row) => [row.scenario, row.system, row.values.length]),
+      [
+        ['pickup p50', 'jobvisor', 1],
+        ['pickup p99', 'jobvisor', 1],
+      ],
+    );
+    for (const row of rows) assert.ok(row.median > 0 && Number.isFinite(row.median), String(row.median));
   });
 
   it('names the Node.js it ran on, in the header and under the table', async () => {

@@ -23,14 +23,12 @@ import { promisify } from 'node:util';
 import { PACKAGE_ROOT } from '../paths.ts';
 import type { QueueShape } from './harness.ts';
 import type { Row } from './report.ts';
+import { ENTRY_BIN, entryAvailable, type Entry } from './startup.ts';
 
 const run = promisify(execFile);
 
 /** Set for a round in its own process: the one system its bench measures. */
 export const OWN_ROUND_ENV = 'JOBVISOR_BENCH_SYSTEM';
-
-const DIST_BIN = path.join(PACKAGE_ROOT, 'dist/cli/bin.js');
-const CHECKOUT_BIN = path.join(PACKAGE_ROOT, 'bin/jobvisor.js');
 
 /** The latest modification of a file under `dir`; 0 without it (an installed package has no src/). */
 function newestUnder(dir: string): number {
@@ -47,22 +45,21 @@ function newestUnder(dir: string): number {
  * processes each way, one burst of 20,000 (`tuned-keep-none`, Node 22), ran at
  * 31,279-32,712 jobs/s from the checkout and 34,336-39,719 from dist/.
  */
-export function ownRoundEntry(): { entry: 'dist' | 'checkout'; bin: string } {
+export function ownRoundEntry(): Entry {
   // Chosen once per bench: a file saved during a run does not switch the rounds after it.
   chosenEntry ??=
-    existsSync(DIST_BIN) && statSync(DIST_BIN).mtimeMs >= newestUnder(path.join(PACKAGE_ROOT, 'src'))
-      ? { entry: 'dist', bin: DIST_BIN }
-      : { entry: 'checkout', bin: CHECKOUT_BIN };
+    entryAvailable('dist') && statSync(ENTRY_BIN.dist).mtimeMs >= newestUnder(path.join(PACKAGE_ROOT, 'src'))
+      ? 'dist'
+      : 'checkout';
   return chosenEntry;
 }
-let chosenEntry: ReturnType<typeof ownRoundEntry> | undefined;
+let chosenEntry: Entry | undefined;
 
 /**
  * How a row's rounds ran (its `extra.process`): each in a process of its own
  * (and from what: `dist` or `checkout`), or in the bench's.
  */
-export const processOfRounds = (own: boolean): string =>
-  own ? `one per round (${ownRoundEntry().entry})` : 'this one';
+export const processOfRounds = (own: boolean): string => (own ? `one per round (${ownRoundEntry()})` : 'this one');
 
 /** The one system this bench process was asked to measure, if it runs a round of its own. */
 export const ownRoundSystem = (): string | undefined => process.env[OWN_ROUND_ENV] || undefined;
@@ -84,7 +81,7 @@ export const shapeArgs = (shape: QueueShape): string[] => [
  * rows (a scenario may report more than one, as pickup's p50 and p99 do).
  */
 export async function rowsOnItsOwn(serverUrl: string, scenarioArgs: string[], system: string): Promise<Row[]> {
-  const argv = [ownRoundEntry().bin, 'bench', '--json', '--runs', '1', ...scenarioArgs];
+  const argv = [ENTRY_BIN[ownRoundEntry()], 'bench', '--json', '--runs', '1', ...scenarioArgs];
   const { stdout } = await run(process.execPath, argv, {
     env: { ...process.env, DATABASE_URL: serverUrl, [OWN_ROUND_ENV]: system },
     timeout: 600_000,

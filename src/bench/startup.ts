@@ -22,12 +22,16 @@ import { waitAllDone } from './process.ts';
 export type Entry = 'dist' | 'checkout';
 export const ENTRIES: readonly Entry[] = ['dist', 'checkout'];
 
-const DIST_BIN = path.join(PACKAGE_ROOT, 'dist/cli/bin.js');
+/** The command each entry runs: the built package's, or the checkout's (TypeScript through tsx). */
+export const ENTRY_BIN: Record<Entry, string> = {
+  dist: path.join(PACKAGE_ROOT, 'dist/cli/bin.js'),
+  checkout: path.join(PACKAGE_ROOT, 'bin/jobvisor.js'),
+};
 /** The no-op tasks as the built package has them (the checkout's are TypeScript). */
 const DIST_TASKS = path.join(PACKAGE_ROOT, 'dist/bench/tasks');
 
 export function entryAvailable(entry: Entry): boolean {
-  return entry === 'checkout' || existsSync(DIST_BIN);
+  return entry === 'checkout' || existsSync(ENTRY_BIN.dist);
 }
 
 export interface StartupResult {
@@ -96,7 +100,7 @@ function startChild(databaseUrl: string, config: Record<string, unknown>, entry:
       metrics: { port, host: '127.0.0.1' },
     }),
   );
-  const bin = entry === 'dist' ? DIST_BIN : path.join(PACKAGE_ROOT, 'bin/jobvisor.js');
+  const bin = ENTRY_BIN[entry];
   return spawn(process.execPath, [bin, 'start'], {
     env: { ...process.env, DATABASE_URL: databaseUrl, JOBVISOR_CONFIG: configFile, NODE_ENV: 'bench' },
     stdio: ['ignore', 'ignore', 'inherit'],

@@ -58,20 +58,44 @@ after(async () => {
   rmSync(app, { recursive: true, force: true });
 });
 
-/** Resolves once every job id in `ids` has a job:completed event. */
-function completed(runner: Runner, ids: string[]): Promise<void> {
-  const left = new Set(ids);
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`jobs not completed: ${[...left].join(', ')}`)), 20_000);
-    runner.events.on('job:completed', ({ jobs }) => {
-      for (const j of jobs) left.delete(j.id);
-      if (left.size === 0) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-    runner.events.on('job:retried', ({ errors }) => reject(new Error(`a job failed: ${errors.join('; ')}`)));
+/**
+ * Counts the runner's completed jobs from now on: call it before enqueueing.
+ * The returned function resolves once every job of `ids` has completed, and
+ * rejects on a retry or after 20 s. Listening only after the enqueue missed
+ * a job that completed before the enqueue's promise came back (seen on a
+ * loaded machine: the job was done in the table, its event already gone).
+ */
+function completions(runner: Runner): (ids: string[]) => Promise<void> {
+  const done = new Set<string>();
+  let failed: Error | undefined;
+  const checks = new Set<() => void>();
+  runner.events.on('job:completed', ({ jobs }) => {
+    for (const j of jobs) done.add(j.id);
+    for (const check of checks) check();
   });
+  runner.events.on('job:retried', ({ errors }) => {
+    failed = new Error(`a job failed: ${errors.join('; ')}`);
+    for (const check of checks) check();
+  });
+  return (ids) =>
+    new Promise((resolve, reject) => {
+      const settle = (err?: Error) => {
+        checks.delete(check);
+        clearTimeout(timer);
+        if (err) reject(err);
+        else resolve();
+      };
+      const check = () => {
+        if (failed) settle(failed);
+        else if (ids.every((id) => done.has(id))) settle();
+      };
+      const timer = setTimeout(
+        () => settle(new Error(`jobs not completed: ${ids.filter((id) => !done.has(id)).join(', ')}`)),
+        20_000,
+      );
+      checks.add(check);
+      check();
+    });
 }
 
 describe('run()', () => {
@@ -92,13 +116,14 @@ describe('run()', () => {
     assert.match(runner.id, /:\d+:[0-9a-f]{6}$/);
     assert.equal(runner.metricsPort, undefined, 'no metrics server unless asked');
     assert.equal(process.listenerCount('SIGTERM'), signalsBefore, 'no signal handler unless asked');
+    const completed = completions(runner);
     // A job's queue is what its enqueue says, never what a task read in this process declares.
     const ids = [
       (await enqueue(db.pool, 'greet', { name: 'ada' })).id,
       (await enqueue(db.pool, 'shout', { text: 'hi' })).id,
       (await enqueue(db.pool, 'sum', { xs: [1, 2, 3] }, { queue: 'math' })).id,
     ];
-    await completed(runner, ids);
+    await completed(ids);
     const rows = await db.pool.query<{ kind: string; queue: string; result: unknown }>(
       'SELECT kind, queue, result FROM jobvisor.jobs WHERE id = ANY($1::bigint[]) ORDER BY id',
       [ids],
@@ -129,8 +154,9 @@ describe('run()', () => {
     });
     try {
       const runner = await run({ pool, tasks: { greet: path.join(app, 'tasks/greet.mjs') }, ...quiet });
+      const completed = completions(runner);
       const { id } = await enqueue(pool, 'greet', { name: 'bo' });
-      await completed(runner, [id]);
+      await completed([id]);
       await runner.stop();
       const row = await pool.query('SELECT result FROM jobvisor.jobs WHERE id = $1', [id]);
       assert.deepEqual(row.rows[0].result, { text: 'hello bo' });
@@ -152,9 +178,10 @@ describe('run()', () => {
       ...quiet,
     });
     try {
+      const completed = completions(runner);
       const jobs = Array.from({ length: 12 }, (_, i) => ({ kind: i % 3 ? 'pair' : 'solo', payload: { ms: 250 } }));
       const ids = (await enqueueMany(db.pool, jobs)).map((r) => r.id);
-      await completed(runner, ids);
+      await completed(ids);
     } finally {
       await runner.stop();
     }

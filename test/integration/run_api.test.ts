@@ -20,6 +20,7 @@ import { ConfigError, enqueue, enqueueMany, run, TaskSetupError, type Runner } f
 import { FIXTURE_TASKS } from '../helpers/inprocess.ts';
 import { ROOT } from '../helpers/packed.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { until } from '../helpers/poll.ts';
 
 let db: TestDatabase;
 let app: string;
@@ -59,43 +60,25 @@ after(async () => {
 });
 
 /**
- * Counts the runner's completed jobs from now on: call it before enqueueing.
- * The returned function resolves once every job of `ids` has completed, and
- * rejects on a retry or after 20 s. Listening only after the enqueue missed
- * a job that completed before the enqueue's promise came back (seen on a
- * loaded machine: the job was done in the table, its event already gone).
+ * The runner's completed jobs and retries, gathered from now on: call it before
+ * enqueueing, since a job can complete before its enqueue's promise comes back
+ * (on a loaded machine one did, as enqueuedThen in helpers/inprocess.ts says).
+ * The returned wait fails when a job was retried or after 20 s.
  */
 function completions(runner: Runner): (ids: string[]) => Promise<void> {
   const done = new Set<string>();
-  let failed: Error | undefined;
-  const checks = new Set<() => void>();
-  runner.events.on('job:completed', ({ jobs }) => {
-    for (const j of jobs) done.add(j.id);
-    for (const check of checks) check();
-  });
-  runner.events.on('job:retried', ({ errors }) => {
-    failed = new Error(`a job failed: ${errors.join('; ')}`);
-    for (const check of checks) check();
-  });
-  return (ids) =>
-    new Promise((resolve, reject) => {
-      const settle = (err?: Error) => {
-        checks.delete(check);
-        clearTimeout(timer);
-        if (err) reject(err);
-        else resolve();
-      };
-      const check = () => {
-        if (failed) settle(failed);
-        else if (ids.every((id) => done.has(id))) settle();
-      };
-      const timer = setTimeout(
-        () => settle(new Error(`jobs not completed: ${ids.filter((id) => !done.has(id)).join(', ')}`)),
-        20_000,
-      );
-      checks.add(check);
-      check();
-    });
+  const failed: string[] = [];
+  runner.events.on('job:completed', ({ jobs }) => jobs.forEach((j) => done.add(j.id)));
+  runner.events.on('job:retried', ({ errors }) => failed.push(...errors));
+  return async (ids) => {
+    await until(
+      'every job completed',
+      () => ({ left: ids.filter((id) => !done.has(id)), failed }),
+      (s) => s.left.length === 0 || s.failed.length > 0,
+      20_000,
+    );
+    assert.deepEqual(failed, [], 'a job failed');
+  };
 }
 
 describe('run()', () => {
